@@ -1,0 +1,131 @@
+// Command dfly runs the dfly server: a Redis-protocol in-memory store on
+// shared-nothing shards.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"syscall"
+
+	"github.com/dfly/dfly/server"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+func run(args []string, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "dfly: %v\n", err)
+		return 2
+	}
+	logOut := stderr
+	if cfg.LogFile != "" {
+		f, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			fmt.Fprintf(stderr, "dfly: can't open the log file: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		logOut = f
+	}
+	log := server.NewLogger(logOut, cfg.LogLevel)
+	tuneGC(cfg)
+	srv := server.New(cfg, log)
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		s := <-sig
+		log.Warnf("Received %s, scheduling shutdown...", s)
+		srv.Shutdown()
+	}()
+	if err := srv.Serve(); err != nil {
+		log.Warnf("%v", err)
+		return 1
+	}
+	log.Warnf("dfly is now ready to exit, bye bye...")
+	return 0
+}
+
+// tuneGC trades memory for fewer GC cycles unless the user set GOGC, and
+// caps the heap at maxmemory (plus headroom) when it is set.
+func tuneGC(cfg *server.Config) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(200)
+	}
+	if cfg.MaxMemory > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(cfg.MaxMemory + cfg.MaxMemory/4)
+	}
+}
+
+func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
+	cfg := server.DefaultConfig()
+	cfg.Shards = runtime.GOMAXPROCS(0)
+	fs := flag.NewFlagSet("dfly", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&cfg.Port, "port", cfg.Port, "TCP port to listen on")
+	fs.StringVar(&cfg.Bind, "bind", cfg.Bind, "addresses to listen on, space separated")
+	fs.IntVar(&cfg.Shards, "shards", cfg.Shards, "number of shards (default GOMAXPROCS)")
+	fs.IntVar(&cfg.Shards, "proactor_threads", cfg.Shards, "alias of --shards")
+	fs.StringVar(&cfg.Requirepass, "requirepass", "", "password of the default user")
+	fs.IntVar(&cfg.MaxClients, "maxclients", cfg.MaxClients, "maximum number of connected clients")
+	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "working directory for snapshots")
+	fs.StringVar(&cfg.DBFilename, "dbfilename", cfg.DBFilename, "snapshot file name")
+	fs.IntVar(&cfg.Databases, "databases", cfg.Databases, "number of databases")
+	fs.Func("maxmemory", "memory limit (bytes, or 100mb, 2gb ...; 0 = none)", func(v string) error {
+		n, err := server.ParseMemory(v)
+		cfg.MaxMemory = n
+		return err
+	})
+	fs.StringVar(&cfg.LogFile, "logfile", "", "log file (default: stderr)")
+	fs.StringVar(&cfg.LogLevel, "loglevel", cfg.LogLevel, "debug, verbose, notice, warning or nothing")
+	fs.Func("protected-mode", "refuse non-loopback clients when no password is set (yes|no)", func(v string) error {
+		switch v {
+		case "yes":
+			cfg.ProtectedMode = true
+		case "no":
+			cfg.ProtectedMode = false
+		default:
+			return errors.New("must be yes or no")
+		}
+		return nil
+	})
+	fs.Func("proto-max-bulk-len", "largest bulk string accepted (default 512mb)", func(v string) error {
+		n, err := server.ParseMemory(v)
+		cfg.ProtoMaxBulk = n
+		return err
+	})
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (flags are written --name value)", fs.Arg(0))
+	}
+	switch {
+	case cfg.Port < 0 || cfg.Port > 65535:
+		return nil, fmt.Errorf("invalid --port %d: must be 0..65535", cfg.Port)
+	case cfg.Shards < 1 || cfg.Shards > 1024:
+		return nil, fmt.Errorf("invalid --shards %d: must be 1..1024", cfg.Shards)
+	case cfg.Databases < 1 || cfg.Databases > 1<<16:
+		return nil, fmt.Errorf("invalid --databases %d: must be 1..65536", cfg.Databases)
+	case cfg.MaxClients < 1:
+		return nil, fmt.Errorf("invalid --maxclients %d: must be at least 1", cfg.MaxClients)
+	}
+	if _, ok := server.LevelOf(cfg.LogLevel); !ok {
+		return nil, fmt.Errorf("invalid --loglevel %q: must be debug, verbose, notice, warning or nothing", cfg.LogLevel)
+	}
+	_ = strconv.Itoa
+	return cfg, nil
+}

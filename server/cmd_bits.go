@@ -1,0 +1,365 @@
+package server
+
+import (
+	"bytes"
+
+	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/types/bitmap"
+	"github.com/dfly/dfly/types/lcs"
+)
+
+func bitCommands() []*Command {
+	k1 := func(c *Command) *Command { c.FirstKey, c.LastKey, c.Step = 1, 1, 1; return c }
+	return []*Command{
+		k1(&Command{Name: "setbit", Arity: 4, Flags: FlagWrite | FlagDenyOOM, Shard: cmdSetBit}),
+		k1(&Command{Name: "getbit", Arity: 3, Flags: FlagReadonly | FlagFast, Shard: cmdGetBit}),
+		k1(&Command{Name: "bitcount", Arity: -2, Flags: FlagReadonly, Shard: cmdBitCount}),
+		k1(&Command{Name: "bitpos", Arity: -3, Flags: FlagReadonly, Shard: cmdBitPos}),
+		k1(&Command{Name: "bitfield", Arity: -2, Flags: FlagWrite | FlagDenyOOM, Shard: func(x *Exec) { cmdBitfield(x, false) }}),
+		k1(&Command{Name: "bitfield_ro", Arity: -2, Flags: FlagReadonly | FlagFast, Shard: func(x *Exec) { cmdBitfield(x, true) }}),
+		{Name: "bitop", Arity: -4, Flags: FlagWrite | FlagDenyOOM, FirstKey: 2, LastKey: -1, Step: 1, Shard: cmdBitOp, Multi: multiBitOp},
+		k1(&Command{Name: "getrange", Arity: 4, Flags: FlagReadonly, Shard: cmdGetRange}),
+		k1(&Command{Name: "substr", Arity: 4, Flags: FlagReadonly, Shard: cmdGetRange}),
+		k1(&Command{Name: "setrange", Arity: 4, Flags: FlagWrite | FlagDenyOOM, Shard: cmdSetRange}),
+		{Name: "lcs", Arity: -3, Flags: FlagReadonly, FirstKey: 1, LastKey: 2, Step: 1, Shard: cmdLCS, Multi: multiLCS},
+	}
+}
+
+func cmdSetBit(x *Exec) {
+	off, err := bitmap.ParseOffset(x.Args[2])
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	on, err := bitmap.ParseBit(x.Args[3])
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	it, v, ok := strValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	if v == nil {
+		val, old := bitmap.SetBit(nil, off, on)
+		x.DB.Insert(x.Args[1], shard.Value{Str: val})
+		x.W.Int(int64(old))
+		return
+	}
+	p := x.DB.Mutate(it) // before SetBit writes into the value's bytes
+	var old int
+	p.Str, old = bitmap.SetBit(p.Str, off, on)
+	x.W.Int(int64(old))
+}
+
+func cmdGetBit(x *Exec) {
+	off, err := bitmap.ParseOffset(x.Args[2])
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	_, v, ok := strValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	if v == nil {
+		x.W.Int(0)
+		return
+	}
+	x.W.Int(int64(bitmap.Bit(v.Str, off)))
+}
+
+func cmdBitCount(x *Exec) {
+	_, v, ok := strValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	if v == nil {
+		x.W.Int(0)
+		return
+	}
+	span, err := bitmap.ParseCountSpan(x.Args[2:])
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	x.W.Int(bitmap.Count(v.Str, span))
+}
+
+func cmdBitPos(x *Exec) {
+	bit, err := bitmap.ParsePosBit(x.Args[2])
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	_, v, ok := strValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	if v == nil {
+		if bit == 1 {
+			x.W.Int(-1)
+		} else {
+			x.W.Int(0)
+		}
+		return
+	}
+	span, err := bitmap.ParsePosSpan(x.Args[3:])
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	x.W.Int(bitmap.Pos(v.Str, bit, span))
+}
+
+func cmdBitfield(x *Exec, readOnly bool) {
+	prog, err := bitmap.ParseBitfield(x.Args[2:], readOnly)
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	it, v, ok := strValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	var results []bitmap.Result
+	switch {
+	case !prog.Writes():
+		var val []byte
+		if v != nil {
+			val = v.Str
+		}
+		_, results = prog.Exec(val, nil)
+	case v == nil:
+		var val []byte
+		val, results = prog.Exec(nil, nil)
+		x.DB.Insert(x.Args[1], shard.Value{Str: val})
+	default:
+		p := x.DB.Mutate(it)
+		p.Str, results = prog.Exec(p.Str, nil)
+	}
+	x.W.Array(len(results))
+	for _, r := range results {
+		if r.Nil {
+			x.W.Null()
+		} else {
+			x.W.Int(r.Value)
+		}
+	}
+}
+
+// bitOpOn computes BITOP from source values and stores the result in dest.
+func bitOpStore(db *shard.DB, dest []byte, op bitmap.Op, srcs [][]byte) int {
+	res := bitmap.Apply(op, nil, srcs)
+	if len(res) == 0 {
+		if it, _ := db.Find(dest); it.Valid() {
+			db.Delete(it)
+		}
+		return 0
+	}
+	db.Set(dest, shard.Value{Str: res}, false)
+	return len(res)
+}
+
+// bitOpSources reads BITOP's source strings (copies) from db, for the
+// positions given; ok=false when one holds another type.
+func bitOpSources(db *shard.DB, args [][]byte, pos []int, srcs [][]byte) bool {
+	for _, i := range pos {
+		_, v := db.Find(args[i])
+		if v == nil {
+			continue
+		}
+		if v.Type != shard.TypeString {
+			return false
+		}
+		srcs[i-3] = bytes.Clone(v.Str)
+	}
+	return true
+}
+
+func cmdBitOp(x *Exec) {
+	op, err := bitmap.ParseOp(x.Args[1], len(x.Args)-3)
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	srcs := make([][]byte, len(x.Args)-3)
+	if !bitOpSources(x.DB, x.Args, keyRange(3, len(x.Args), 1), srcs) {
+		x.W.Error(errWrongType)
+		return
+	}
+	x.W.Int(int64(bitOpStore(x.DB, x.Args[2], op, srcs)))
+}
+
+func multiBitOp(x *Coord) {
+	op, err := bitmap.ParseOp(x.Args[1], len(x.Args)-3)
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	t := x.Tx()
+	dest := x.Args[2]
+	ds := x.ShardOf(dest)
+	t.Add(ds, x.DB, string(dest), true)
+	parts := make([][]int, x.NumShards())
+	for i := 3; i < len(x.Args); i++ {
+		sid := x.ShardOf(x.Args[i])
+		parts[sid] = append(parts[sid], i)
+		t.Add(sid, x.DB, string(x.Args[i]), false)
+	}
+	t.Lock()
+	srcs := make([][]byte, len(x.Args)-3)
+	bad := make([]bool, x.NumShards())
+	t.RunAll(func(s *shard.Shard) {
+		bad[s.ID] = !bitOpSources(s.DBs[x.DB], x.Args, parts[s.ID], srcs)
+	})
+	for _, b := range bad {
+		if b {
+			t.Finish(nil)
+			x.W.Error(errWrongType)
+			return
+		}
+	}
+	var n int
+	t.Run(ds, func(s *shard.Shard) { n = bitOpStore(s.DBs[x.DB], dest, op, srcs) })
+	t.Finish(nil)
+	x.W.Int(int64(n))
+}
+
+func cmdGetRange(x *Exec) {
+	start, end, err := bitmap.ParseRange(x.Args[2], x.Args[3])
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	_, v, ok := strValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	if v == nil {
+		x.W.BulkString("")
+		return
+	}
+	x.W.Bulk(bitmap.Range(v.Str, start, end))
+}
+
+func cmdSetRange(x *Exec) {
+	off, err := bitmap.ParseSetRangeOffset(x.Args[2])
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	it, v, ok := strValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	val := x.Args[3]
+	if v == nil {
+		if len(val) == 0 {
+			x.W.Int(0)
+			return
+		}
+		res, err := bitmap.SetRange(nil, off, val)
+		if err != nil {
+			replyErr(x.W, err)
+			return
+		}
+		x.DB.Insert(x.Args[1], shard.Value{Str: res})
+		x.W.Int(int64(len(res)))
+		return
+	}
+	if len(val) == 0 {
+		x.W.Int(int64(len(v.Str)))
+		return
+	}
+	if off > bitmap.MaxLen-int64(len(val)) {
+		replyErr(x.W, bitmap.ErrTooLong)
+		return
+	}
+	p := x.DB.Mutate(it)
+	p.Str, _ = bitmap.SetRange(p.Str, off, val)
+	x.W.Int(int64(len(p.Str)))
+}
+
+// lcsInput reads one LCS operand: nil for a missing key; ok=false for a
+// non-string (LCS has its own error text for that).
+func lcsInput(db *shard.DB, key []byte) ([]byte, bool) {
+	_, v := db.Find(key)
+	if v == nil {
+		return nil, true
+	}
+	if v.Type != shard.TypeString {
+		return nil, false
+	}
+	return v.Str, true
+}
+
+func cmdLCS(x *Exec) {
+	a, okA := lcsInput(x.DB, x.Args[1])
+	b, okB := lcsInput(x.DB, x.Args[2])
+	lcsReply(x.W, x.Args, a, b, okA && okB)
+}
+
+func multiLCS(x *Coord) {
+	t, _ := x.lockSplit([]int{1, 2}, false)
+	var a, b []byte
+	okA, okB := true, true
+	t.Finish(func(s *shard.Shard) {
+		db := s.DBs[x.DB]
+		if x.ShardOf(x.Args[1]) == s.ID {
+			a, okA = lcsInput(db, x.Args[1])
+			a = bytes.Clone(a)
+		}
+		if x.ShardOf(x.Args[2]) == s.ID {
+			b, okB = lcsInput(db, x.Args[2])
+			b = bytes.Clone(b)
+		}
+	})
+	lcsReply(x.W, x.Args, a, b, okA && okB)
+}
+
+func lcsReply(w *resp.Writer, args [][]byte, a, b []byte, typesOK bool) {
+	if !typesOK {
+		replyErr(w, lcs.ErrWrongType)
+		return
+	}
+	o, err := lcs.ParseOptions(args[3:])
+	if err != nil {
+		replyErr(w, err)
+		return
+	}
+	res, err := lcs.Compute(a, b, o)
+	if err != nil {
+		replyErr(w, err)
+		return
+	}
+	switch {
+	case o.Idx:
+		w.Map(2)
+		w.BulkString("matches")
+		w.Array(len(res.Matches))
+		for _, m := range res.Matches {
+			if o.WithMatchLen {
+				w.Array(3)
+			} else {
+				w.Array(2)
+			}
+			w.Array(2)
+			w.Int(int64(m.A[0]))
+			w.Int(int64(m.A[1]))
+			w.Array(2)
+			w.Int(int64(m.B[0]))
+			w.Int(int64(m.B[1]))
+			if o.WithMatchLen {
+				w.Int(int64(m.Len))
+			}
+		}
+		w.BulkString("len")
+		w.Int(int64(res.Len))
+	case o.Len:
+		w.Int(int64(res.Len))
+	default:
+		w.Bulk(res.LCS)
+	}
+}

@@ -1,0 +1,136 @@
+package server
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/dfly/dfly/resp"
+)
+
+// cmdCommand: COMMAND, COMMAND COUNT | INFO [name...] | DOCS [name...] | LIST.
+func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
+	t := c.srv.table
+	if len(a) == 1 {
+		cmds := t.sorted()
+		w.Array(len(cmds))
+		for _, cmd := range cmds {
+			writeCommandInfo(w, cmd)
+		}
+		return
+	}
+	switch strings.ToLower(string(a[1])) {
+	case "count":
+		w.Int(int64(len(t.byName)))
+	case "list":
+		cmds := t.sorted()
+		w.Array(len(cmds))
+		for _, cmd := range cmds {
+			w.BulkString(cmd.Name)
+		}
+	case "info":
+		cmds := t.sorted()
+		if len(a) > 2 {
+			cmds = cmds[:0]
+			for _, n := range a[2:] {
+				cmds = append(cmds, t.lookup(n))
+			}
+		}
+		w.Array(len(cmds))
+		for _, cmd := range cmds {
+			if cmd == nil {
+				w.NullArray()
+				continue
+			}
+			writeCommandInfo(w, cmd)
+		}
+	case "docs":
+		cmds := t.sorted()
+		if len(a) > 2 {
+			cmds = cmds[:0]
+			for _, n := range a[2:] {
+				if cmd := t.lookup(n); cmd != nil {
+					cmds = append(cmds, cmd)
+				}
+			}
+		}
+		w.Map(len(cmds))
+		for _, cmd := range cmds {
+			w.BulkString(cmd.Name)
+			w.Map(3)
+			w.BulkString("summary")
+			w.BulkString("")
+			w.BulkString("since")
+			w.BulkString("1.0.0")
+			w.BulkString("group")
+			w.BulkString("generic")
+		}
+	case "getkeys":
+		if len(a) < 3 {
+			w.Error("ERR wrong number of arguments for 'command|getkeys' command")
+			return
+		}
+		cmd := t.lookup(a[2])
+		if cmd == nil {
+			w.Error("ERR Invalid command specified")
+			return
+		}
+		args := a[2:]
+		if !cmd.arityOK(len(args)) {
+			w.Error("ERR Invalid number of arguments specified for command")
+			return
+		}
+		pos := cmd.keys(nil, args)
+		if len(pos) == 0 {
+			w.Error("ERR The command has no key arguments")
+			return
+		}
+		w.Array(len(pos))
+		for _, i := range pos {
+			w.Bulk(args[i])
+		}
+	default:
+		w.Error("ERR unknown subcommand '" + truncArg(a[1]) + "'. Try COMMAND HELP.")
+	}
+}
+
+func (t *Table) sorted() []*Command {
+	out := make([]*Command, 0, len(t.byName))
+	for _, c := range t.byName {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// writeCommandInfo writes Redis 7's COMMAND INFO entry: name, arity,
+// flags, first key, last key, step, ACL categories, tips, key specs,
+// subcommands.
+func writeCommandInfo(w *resp.Writer, cmd *Command) {
+	w.Array(10)
+	w.BulkString(cmd.Name)
+	w.Int(int64(cmd.Arity))
+	var flags []string
+	for _, f := range flagNames {
+		if cmd.Flags&f.f != 0 {
+			flags = append(flags, f.name)
+		}
+	}
+	w.Set(len(flags))
+	for _, f := range flags {
+		w.SimpleString(f)
+	}
+	first, last, step := cmd.FirstKey, cmd.LastKey, cmd.Step
+	if cmd.KeyPositions != nil {
+		first, last, step = 1, -1, 1
+	}
+	if first == 0 {
+		last, step = 0, 0
+	}
+	w.Int(int64(first))
+	w.Int(int64(last))
+	w.Int(int64(step))
+	w.Set(0)
+	w.Set(0)
+	w.Array(0)
+	w.Array(0)
+}

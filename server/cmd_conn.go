@@ -1,0 +1,379 @@
+package server
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dfly/dfly/resp"
+)
+
+func connCommands() []*Command {
+	return []*Command{
+		{Name: "ping", Arity: -1, Flags: FlagFast | FlagStale, Local: cmdPing},
+		{Name: "echo", Arity: 2, Flags: FlagFast, Local: func(c *Conn, a [][]byte, w *resp.Writer) { w.Bulk(a[1]) }},
+		{Name: "quit", Arity: -1, Flags: FlagNoAuth | FlagFast, Local: func(c *Conn, a [][]byte, w *resp.Writer) {
+			w.SimpleString("OK")
+			c.closing = true
+		}},
+		{Name: "select", Arity: 2, Flags: FlagFast | FlagLoading | FlagStale, Local: cmdSelect},
+		{Name: "auth", Arity: -2, Flags: FlagNoAuth | FlagFast | FlagNoScript | FlagLoading | FlagStale, Local: cmdAuth},
+		{Name: "hello", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagNoScript | FlagLoading | FlagStale, Local: cmdHello},
+		{Name: "reset", Arity: 1, Flags: FlagNoAuth | FlagFast | FlagNoScript | FlagLoading | FlagStale, Local: cmdReset},
+		{Name: "client", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdClient},
+		{Name: "command", Arity: -1, Flags: FlagLoading | FlagStale, Local: cmdCommand},
+		{Name: "time", Arity: 1, Flags: FlagFast | FlagLoading | FlagStale, Local: func(c *Conn, a [][]byte, w *resp.Writer) {
+			now := time.Now()
+			w.Array(2)
+			w.BulkString(strconv.FormatInt(now.Unix(), 10))
+			w.BulkString(strconv.Itoa(now.Nanosecond() / 1000))
+		}},
+	}
+}
+
+func cmdPing(c *Conn, a [][]byte, w *resp.Writer) {
+	switch len(a) {
+	case 1:
+		w.SimpleString("PONG")
+	case 2:
+		w.Bulk(a[1])
+	default:
+		w.Error("ERR wrong number of arguments for 'ping' command")
+	}
+}
+
+func cmdSelect(c *Conn, a [][]byte, w *resp.Writer) {
+	n, err := strconv.Atoi(string(a[1]))
+	if err != nil {
+		w.Error(errNotInt)
+		return
+	}
+	if n < 0 || n >= c.srv.cfg.Databases {
+		w.Error("ERR DB index is out of range")
+		return
+	}
+	c.db = n
+	c.setInfo(func() { c.info.db = n })
+	w.SimpleString("OK")
+}
+
+const errWrongPass = "WRONGPASS invalid username-password pair or user is disabled."
+
+// checkAuth validates user/password against requirepass (the default user
+// is the only one).
+func (c *Conn) checkAuth(user, pass []byte) bool {
+	c.srv.cfg.mu.RLock()
+	want := c.srv.cfg.Requirepass
+	c.srv.cfg.mu.RUnlock()
+	return string(user) == "default" && string(pass) == want
+}
+
+func cmdAuth(c *Conn, a [][]byte, w *resp.Writer) {
+	if len(a) > 3 {
+		w.Error(errSyntax)
+		return
+	}
+	c.srv.cfg.mu.RLock()
+	pass := c.srv.cfg.Requirepass
+	c.srv.cfg.mu.RUnlock()
+	user, pw := []byte("default"), a[1]
+	if len(a) == 3 {
+		user, pw = a[1], a[2]
+	}
+	if pass == "" && len(a) == 2 {
+		w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+		return
+	}
+	if pass == "" {
+		// No password: the default user accepts any password (nopass).
+		if string(user) != "default" {
+			w.Error(errWrongPass)
+			return
+		}
+		w.SimpleString("OK")
+		return
+	}
+	if !c.checkAuth(user, pw) {
+		w.Error(errWrongPass)
+		return
+	}
+	c.authed = true
+	c.parser.SetAuthenticated(true)
+	w.SimpleString("OK")
+}
+
+func cmdHello(c *Conn, a [][]byte, w *resp.Writer) {
+	proto := c.proto
+	i := 1
+	if len(a) > 1 {
+		v, err := strconv.Atoi(string(a[1]))
+		if err != nil {
+			w.Error("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if v != 2 && v != 3 {
+			w.Error("NOPROTO unsupported protocol version")
+			return
+		}
+		proto = v
+		i = 2
+	}
+	var name []byte
+	setName := false
+	for ; i < len(a); i++ {
+		opt := strings.ToLower(string(a[i]))
+		switch {
+		case opt == "auth" && i+2 < len(a):
+			if !c.checkAuth(a[i+1], a[i+2]) {
+				c.srv.cfg.mu.RLock()
+				nopass := c.srv.cfg.Requirepass == ""
+				c.srv.cfg.mu.RUnlock()
+				if !(nopass && string(a[i+1]) == "default") {
+					w.Error(errWrongPass)
+					return
+				}
+			}
+			c.authed = true
+			c.parser.SetAuthenticated(true)
+			i += 2
+		case opt == "setname" && i+1 < len(a):
+			name, setName = a[i+1], true
+			i++
+		default:
+			w.Error("ERR Syntax error in HELLO option '" + string(a[i]) + "'")
+			return
+		}
+	}
+	if !c.authed {
+		w.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	if setName {
+		if !validClientName(name) {
+			w.Error(errClientName)
+			return
+		}
+		n := string(name)
+		c.setInfo(func() { c.info.name = n })
+	}
+	c.proto = proto
+	w.Proto = proto
+	c.setInfo(func() { c.info.proto = proto })
+	w.Map(7)
+	w.BulkString("server")
+	w.BulkString("redis")
+	w.BulkString("version")
+	w.BulkString(RedisVersion)
+	w.BulkString("proto")
+	w.Int(int64(proto))
+	w.BulkString("id")
+	w.Int(c.ID)
+	w.BulkString("mode")
+	w.BulkString("standalone")
+	w.BulkString("role")
+	w.BulkString("master")
+	w.BulkString("modules")
+	w.Array(0)
+}
+
+func cmdReset(c *Conn, a [][]byte, w *resp.Writer) {
+	c.db = 0
+	c.proto = 2
+	w.Proto = 2
+	c.srv.cfg.mu.RLock()
+	c.authed = c.srv.cfg.Requirepass == ""
+	c.srv.cfg.mu.RUnlock()
+	c.parser.SetAuthenticated(c.authed)
+	c.setInfo(func() { c.info.name, c.info.db, c.info.proto = "", 0, 2 })
+	w.SimpleString("RESET")
+}
+
+const errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
+
+func validClientName(b []byte) bool {
+	for _, ch := range b {
+		if ch < '!' || ch > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// setInfo edits the fields CLIENT LIST reads, under their lock.
+func (c *Conn) setInfo(fn func()) {
+	c.info.Lock()
+	fn()
+	c.info.Unlock()
+}
+
+// clientArity is each CLIENT subcommand's arity, Redis style.
+var clientArity = map[string]int{
+	"id": 2, "setname": 3, "getname": 2, "setinfo": 4, "list": -2, "info": 2, "kill": -3,
+	"no-evict": 3, "no-touch": 3, "reply": 3, "help": 2,
+}
+
+func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
+	sub := strings.ToLower(string(a[1]))
+	if n, ok := clientArity[sub]; ok && !((n >= 0 && len(a) == n) || (n < 0 && len(a) >= -n)) {
+		w.Error("ERR wrong number of arguments for 'client|" + sub + "' command")
+		return
+	}
+	switch {
+	case sub == "id" && len(a) == 2:
+		w.Int(c.ID)
+	case sub == "setname" && len(a) == 3:
+		if !validClientName(a[2]) {
+			w.Error(errClientName)
+			return
+		}
+		n := string(a[2])
+		c.setInfo(func() { c.info.name = n })
+		w.SimpleString("OK")
+	case sub == "getname" && len(a) == 2:
+		c.info.Lock()
+		n := c.info.name
+		c.info.Unlock()
+		if n == "" {
+			w.Null()
+		} else {
+			w.BulkString(n)
+		}
+	case sub == "setinfo" && len(a) == 4:
+		attr, val := strings.ToLower(string(a[2])), string(a[3])
+		if !validClientName(a[3]) && val != "" {
+			w.Error("ERR " + attr + " cannot contain spaces, newlines or special characters.")
+			return
+		}
+		switch attr {
+		case "lib-name":
+			c.setInfo(func() { c.info.lib = val })
+		case "lib-ver":
+			c.setInfo(func() { c.info.libver = val })
+		default:
+			w.Error("ERR Unrecognized option '" + string(a[2]) + "'")
+			return
+		}
+		w.SimpleString("OK")
+	case sub == "list":
+		var sb strings.Builder
+		for _, o := range c.srv.clientList() {
+			sb.WriteString(o.describe())
+			sb.WriteByte('\n')
+		}
+		w.Verbatim("txt", []byte(sb.String()))
+	case sub == "info" && len(a) == 2:
+		w.Verbatim("txt", []byte(c.describe()+"\n"))
+	case sub == "kill" && len(a) >= 3:
+		cmdClientKill(c, a, w)
+	case (sub == "no-evict" || sub == "no-touch") && len(a) == 3:
+		if _, err := parseYesNo(strings.Replace(strings.Replace(strings.ToLower(string(a[2])), "on", "yes", 1), "off", "no", 1)); err != nil {
+			w.Error(errSyntax)
+			return
+		}
+		w.SimpleString("OK")
+	case sub == "reply" && len(a) == 3:
+		w.SimpleString("OK")
+	case sub == "help":
+		lines := []string{"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"ID", "GETNAME", "SETNAME <name>", "SETINFO <LIB-NAME|LIB-VER> <value>", "LIST", "INFO",
+			"KILL <ip:port> | ID <id> | ADDR <ip:port> | LADDR <ip:port>", "NO-EVICT (ON|OFF)", "HELP"}
+		w.Array(len(lines))
+		for _, l := range lines {
+			w.SimpleString(l)
+		}
+	default:
+		w.Error("ERR unknown subcommand '" + truncArg(a[1]) + "'. Try CLIENT HELP.")
+	}
+}
+
+func cmdClientKill(c *Conn, a [][]byte, w *resp.Writer) {
+	if len(a) == 3 { // old form: CLIENT KILL addr
+		for _, o := range c.srv.clientList() {
+			if o.addrString() == string(a[2]) {
+				o.kill(c)
+				w.SimpleString("OK")
+				return
+			}
+		}
+		w.Error("ERR No such client")
+		return
+	}
+	if len(a)%2 != 0 {
+		w.Error(errSyntax)
+		return
+	}
+	var id int64 = -1
+	var addr, laddr string
+	for i := 2; i+1 < len(a); i += 2 {
+		switch strings.ToLower(string(a[i])) {
+		case "id":
+			v, err := strconv.ParseInt(string(a[i+1]), 10, 64)
+			if err != nil {
+				w.Error("ERR client-id should be greater than 0")
+				return
+			}
+			id = v
+		case "addr":
+			addr = string(a[i+1])
+		case "laddr":
+			laddr = string(a[i+1])
+		case "skipme", "type", "user", "maxage":
+		default:
+			w.Error(errSyntax)
+			return
+		}
+	}
+	killed := 0
+	for _, o := range c.srv.clientList() {
+		o.info.Lock()
+		oaddr, oladdr := o.info.addr, o.info.laddr
+		o.info.Unlock()
+		if (id >= 0 && o.ID != id) || (addr != "" && oaddr != addr) || (laddr != "" && oladdr != laddr) {
+			continue
+		}
+		o.kill(c)
+		killed++
+	}
+	w.Int(int64(killed))
+}
+
+// kill closes o; a client killing itself closes after this reply.
+func (o *Conn) kill(by *Conn) {
+	if o == by {
+		by.closing = true
+		return
+	}
+	_ = o.gc.Close()
+}
+
+func (c *Conn) addrString() string {
+	c.info.Lock()
+	defer c.info.Unlock()
+	return c.info.addr
+}
+
+func (s *Server) clientList() []*Conn {
+	s.connsMu.Lock()
+	out := make([]*Conn, 0, len(s.conns))
+	for _, c := range s.conns {
+		out = append(out, c)
+	}
+	s.connsMu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// describe renders the client as a CLIENT LIST line.
+func (c *Conn) describe() string {
+	c.info.Lock()
+	defer c.info.Unlock()
+	now := time.Now()
+	return "id=" + strconv.FormatInt(c.ID, 10) + " addr=" + c.info.addr + " laddr=" + c.info.laddr +
+		" fd=0 name=" + c.info.name +
+		" age=" + strconv.Itoa(int(now.Sub(c.info.created).Seconds())) +
+		" idle=" + strconv.Itoa(int(now.Sub(c.info.lastCmd).Seconds())) +
+		" flags=N db=" + strconv.Itoa(c.info.db) + " sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" +
+		c.info.lastName + " user=default redir=-1 resp=" + strconv.Itoa(c.info.proto) +
+		" lib-name=" + c.info.lib + " lib-ver=" + c.info.libver
+}

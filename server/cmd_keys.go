@@ -1,0 +1,618 @@
+package server
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"github.com/dfly/dfly/glob"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/types/num"
+)
+
+func keyCommands() []*Command {
+	k1 := func(c *Command) *Command { c.FirstKey, c.LastKey, c.Step = 1, 1, 1; return c }
+	kAll := func(c *Command) *Command { c.FirstKey, c.LastKey, c.Step = 1, -1, 1; return c }
+	k12 := func(c *Command) *Command { c.FirstKey, c.LastKey, c.Step = 1, 2, 1; return c }
+	return []*Command{
+		kAll(&Command{Name: "del", Arity: -2, Flags: FlagWrite, Shard: func(x *Exec) { countKeys(x, delOn) }, Multi: func(x *Coord) { multiCount(x, true, delOn) }}),
+		kAll(&Command{Name: "unlink", Arity: -2, Flags: FlagWrite | FlagFast, Shard: func(x *Exec) { countKeys(x, delOn) }, Multi: func(x *Coord) { multiCount(x, true, delOn) }}),
+		kAll(&Command{Name: "exists", Arity: -2, Flags: FlagReadonly | FlagFast, Shard: func(x *Exec) { countKeys(x, existsOn) }, Multi: func(x *Coord) { multiCount(x, false, existsOn) }}),
+		kAll(&Command{Name: "touch", Arity: -2, Flags: FlagReadonly | FlagFast, Shard: func(x *Exec) { countKeys(x, existsOn) }, Multi: func(x *Coord) { multiCount(x, false, existsOn) }}),
+		k1(&Command{Name: "type", Arity: 2, Flags: FlagReadonly | FlagFast, Shard: cmdType}),
+		{Name: "keys", Arity: 2, Flags: FlagReadonly, Multi: cmdKeys},
+		{Name: "scan", Arity: -2, Flags: FlagReadonly, Multi: cmdScan},
+		{Name: "randomkey", Arity: 1, Flags: FlagReadonly, Multi: cmdRandomKey},
+		k12(&Command{Name: "rename", Arity: 3, Flags: FlagWrite, Shard: func(x *Exec) { renameOne(x, false) }, Multi: func(x *Coord) { renameMulti(x, false) }}),
+		k12(&Command{Name: "renamenx", Arity: 3, Flags: FlagWrite | FlagFast, Shard: func(x *Exec) { renameOne(x, true) }, Multi: func(x *Coord) { renameMulti(x, true) }}),
+		k12(&Command{Name: "copy", Arity: -3, Flags: FlagWrite | FlagDenyOOM, Shard: cmdCopyOne, Multi: cmdCopyMulti}),
+		k1(&Command{Name: "move", Arity: 3, Flags: FlagWrite | FlagFast, Shard: cmdMove}),
+		{Name: "object", Arity: -2, Flags: FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Shard: cmdObject},
+		k1(&Command{Name: "expire", Arity: -3, Flags: FlagWrite | FlagFast, Shard: func(x *Exec) { expireGeneric(x, 1000, false, "expire") }}),
+		k1(&Command{Name: "pexpire", Arity: -3, Flags: FlagWrite | FlagFast, Shard: func(x *Exec) { expireGeneric(x, 1, false, "pexpire") }}),
+		k1(&Command{Name: "expireat", Arity: -3, Flags: FlagWrite | FlagFast, Shard: func(x *Exec) { expireGeneric(x, 1000, true, "expireat") }}),
+		k1(&Command{Name: "pexpireat", Arity: -3, Flags: FlagWrite | FlagFast, Shard: func(x *Exec) { expireGeneric(x, 1, true, "pexpireat") }}),
+		k1(&Command{Name: "ttl", Arity: 2, Flags: FlagReadonly | FlagFast, Shard: func(x *Exec) { ttlGeneric(x, 1000, false) }}),
+		k1(&Command{Name: "pttl", Arity: 2, Flags: FlagReadonly | FlagFast, Shard: func(x *Exec) { ttlGeneric(x, 1, false) }}),
+		k1(&Command{Name: "expiretime", Arity: 2, Flags: FlagReadonly | FlagFast, Shard: func(x *Exec) { ttlGeneric(x, 1000, true) }}),
+		k1(&Command{Name: "pexpiretime", Arity: 2, Flags: FlagReadonly | FlagFast, Shard: func(x *Exec) { ttlGeneric(x, 1, true) }}),
+		k1(&Command{Name: "persist", Arity: 2, Flags: FlagWrite | FlagFast, Shard: cmdPersist}),
+	}
+}
+
+func delOn(db *shard.DB, key []byte) bool {
+	it, _ := db.Find(key)
+	if !it.Valid() {
+		return false
+	}
+	db.Delete(it)
+	return true
+}
+
+func existsOn(db *shard.DB, key []byte) bool {
+	it, _ := db.Find(key)
+	return it.Valid()
+}
+
+func countKeys(x *Exec, fn func(db *shard.DB, key []byte) bool) {
+	n := 0
+	for _, k := range x.Args[1:] {
+		if fn(x.DB, k) {
+			n++
+		}
+	}
+	x.W.Int(int64(n))
+}
+
+func multiCount(x *Coord, excl bool, fn func(db *shard.DB, key []byte) bool) {
+	counts := make([]int, x.NumShards())
+	x.splitKeys(keyRange(1, len(x.Args), 1), excl, func(s *shard.Shard, db *shard.DB, pos []int) {
+		for _, i := range pos {
+			if fn(db, x.Args[i]) {
+				counts[s.ID]++
+			}
+		}
+	})
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	x.W.Int(int64(total))
+}
+
+func cmdType(x *Exec) {
+	_, v := x.DB.Find(x.Args[1])
+	if v == nil {
+		x.W.SimpleString("none")
+		return
+	}
+	x.W.SimpleString(v.Type.Name())
+}
+
+// live reports whether the entry at it has not passed its TTL, without
+// deleting it (for traversals, which must not mutate the table).
+func live(db *shard.DB, it shard.Iterator, now int64) bool {
+	at, ok := db.ExpireAt(it)
+	return !ok || at > now
+}
+
+func cmdKeys(x *Coord) {
+	pat := x.Args[1]
+	all := len(pat) == 1 && pat[0] == '*'
+	res := make([][]string, x.NumShards())
+	x.OnEach(func(s *shard.Shard) {
+		db := s.DBs[x.DB]
+		now := s.Now()
+		var cur uint64
+		for {
+			cur = db.Table.Traverse(cur, func(it shard.Iterator) {
+				k := db.Table.Key(it)
+				if (all || glob.MatchString(string(pat), k, false)) && live(db, it, now) {
+					res[s.ID] = append(res[s.ID], strings.Clone(k))
+				}
+			})
+			if cur == 0 {
+				break
+			}
+		}
+	})
+	n := 0
+	for _, r := range res {
+		n += len(r)
+	}
+	x.W.Array(n)
+	for _, r := range res {
+		for _, k := range r {
+			x.W.BulkString(k)
+		}
+	}
+}
+
+// SCAN cursors carry the shard in their low bits and the shard table's
+// cursor above them; 0 starts and ends.
+func (x *Coord) scanCursor(sid int, table uint64) uint64 {
+	return table*uint64(x.NumShards()) + uint64(sid)
+}
+
+func cmdScan(x *Coord) {
+	cursor, err := strconv.ParseUint(string(x.Args[1]), 10, 64)
+	if err != nil {
+		x.W.Error("ERR invalid cursor")
+		return
+	}
+	count := 10
+	var pat []byte
+	typ := ""
+	for i := 2; i < len(x.Args); i++ {
+		opt := strings.ToLower(string(x.Args[i]))
+		if i+1 >= len(x.Args) {
+			x.W.Error(errSyntax)
+			return
+		}
+		switch opt {
+		case "count":
+			n, ok := num.ParseInt(x.Args[i+1])
+			if !ok {
+				x.W.Error(errNotInt)
+				return
+			}
+			if n < 1 {
+				x.W.Error(errSyntax)
+				return
+			}
+			count = int(min(n, 1<<20))
+		case "match":
+			pat = x.Args[i+1]
+			if len(pat) == 1 && pat[0] == '*' {
+				pat = nil
+			}
+		case "type":
+			typ = strings.ToLower(string(x.Args[i+1]))
+		default:
+			x.W.Error(errSyntax)
+			return
+		}
+		i++
+	}
+	n := uint64(x.NumShards())
+	sid, tcur := int(cursor%n), cursor/n
+	var keys []string
+	for len(keys) < count {
+		x.On(sid, func(s *shard.Shard) {
+			db := s.DBs[x.DB]
+			now := s.Now()
+			visits := 0
+			for visits < count && len(keys) < count {
+				tcur = db.Table.Traverse(tcur, func(it shard.Iterator) {
+					visits++
+					k := db.Table.Key(it)
+					if pat != nil && !glob.MatchString(string(pat), k, false) {
+						return
+					}
+					if typ != "" && db.Table.Value(it).Type.Name() != typ {
+						return
+					}
+					if live(db, it, now) {
+						keys = append(keys, strings.Clone(k))
+					}
+				})
+				if tcur == 0 {
+					break
+				}
+			}
+		})
+		if tcur == 0 {
+			sid++
+			if sid == int(n) {
+				sid = 0
+				break
+			}
+		}
+		if tcur != 0 {
+			break
+		}
+	}
+	next := uint64(0)
+	if tcur != 0 || sid != 0 {
+		next = x.scanCursor(sid, tcur)
+	}
+	x.W.Array(2)
+	x.W.BulkString(strconv.FormatUint(next, 10))
+	x.W.Array(len(keys))
+	for _, k := range keys {
+		x.W.BulkString(k)
+	}
+}
+
+func cmdRandomKey(x *Coord) {
+	n := x.NumShards()
+	start := rand.IntN(n)
+	for i := 0; i < n; i++ {
+		sid := (start + i) % n
+		var key string
+		found := false
+		x.On(sid, func(s *shard.Shard) {
+			db := s.DBs[x.DB]
+			now := s.Now()
+			for try := 0; try < 100 && db.Len() > 0; try++ {
+				it := db.Table.Random(rand.Uint64())
+				if !it.Valid() {
+					return
+				}
+				if live(db, it, now) {
+					key, found = strings.Clone(db.Table.Key(it)), true
+					return
+				}
+			}
+		})
+		if found {
+			x.W.BulkString(key)
+			return
+		}
+	}
+	x.W.Null()
+}
+
+// moved is a value taken out of one key on its way to another.
+type moved struct {
+	v        shard.Value
+	expireAt int64
+	ok       bool
+}
+
+func takeValue(db *shard.DB, key []byte, remove bool) moved {
+	it, v := db.Find(key)
+	if v == nil {
+		return moved{}
+	}
+	m := moved{v: *v, ok: true}
+	if at, ok := db.ExpireAt(it); ok {
+		m.expireAt = at
+	}
+	if remove {
+		db.Delete(it)
+	} else {
+		m.v = v.Clone()
+	}
+	m.v.HasExpire = false
+	return m
+}
+
+func putValue(db *shard.DB, key []byte, m moved) {
+	db.Set(key, m.v, false)
+	if m.expireAt != 0 {
+		it, _ := db.Find(key)
+		db.SetExpire(it, m.expireAt)
+	}
+}
+
+func renameOne(x *Exec, nx bool) {
+	src, dst := x.Args[1], x.Args[2]
+	if it, _ := x.DB.Find(src); !it.Valid() {
+		x.W.Error(errNoSuchKey)
+		return
+	}
+	if string(src) == string(dst) {
+		if nx {
+			x.W.Int(0)
+		} else {
+			x.W.SimpleString("OK")
+		}
+		return
+	}
+	if nx {
+		if it, _ := x.DB.Find(dst); it.Valid() {
+			x.W.Int(0)
+			return
+		}
+	}
+	putValue(x.DB, dst, takeValue(x.DB, src, true))
+	if nx {
+		x.W.Int(1)
+	} else {
+		x.W.SimpleString("OK")
+	}
+}
+
+// renameMulti moves a value between shards with both keys locked, so no
+// client sees both keys or neither.
+func renameMulti(x *Coord, nx bool) {
+	src, dst := x.Args[1], x.Args[2]
+	ss, ds := x.ShardOf(src), x.ShardOf(dst)
+	t := x.Tx()
+	t.Add(ss, x.DB, string(src), true)
+	t.Add(ds, x.DB, string(dst), true)
+	t.Lock()
+	defer t.Finish(nil)
+	exists := false
+	t.Run(ss, func(s *shard.Shard) { exists = existsOn(s.DBs[x.DB], src) })
+	if !exists {
+		x.W.Error(errNoSuchKey)
+		return
+	}
+	if nx {
+		dstExists := false
+		t.Run(ds, func(s *shard.Shard) { dstExists = existsOn(s.DBs[x.DB], dst) })
+		if dstExists {
+			x.W.Int(0)
+			return
+		}
+	}
+	var m moved
+	t.Run(ss, func(s *shard.Shard) { m = takeValue(s.DBs[x.DB], src, true) })
+	t.Run(ds, func(s *shard.Shard) { putValue(s.DBs[x.DB], dst, m) })
+	if nx {
+		x.W.Int(1)
+	} else {
+		x.W.SimpleString("OK")
+	}
+}
+
+type copyOpts struct {
+	db      int
+	replace bool
+}
+
+func parseCopy(args [][]byte, curDB, ndb int) (copyOpts, string) {
+	o := copyOpts{db: curDB}
+	for i := 3; i < len(args); i++ {
+		switch strings.ToLower(string(args[i])) {
+		case "replace":
+			o.replace = true
+		case "db":
+			if i+1 >= len(args) {
+				return o, errSyntax
+			}
+			n, ok := num.ParseInt(args[i+1])
+			if !ok {
+				return o, errNotInt
+			}
+			if n < 0 || n >= int64(ndb) {
+				return o, "ERR DB index is out of range"
+			}
+			o.db = int(n)
+			i++
+		default:
+			return o, errSyntax
+		}
+	}
+	if o.db == curDB && string(args[1]) == string(args[2]) {
+		return o, "ERR source and destination objects are the same"
+	}
+	return o, ""
+}
+
+func cmdCopyOne(x *Exec) {
+	o, e := parseCopy(x.Args, x.DB.Index, len(x.S.DBs))
+	if e != "" {
+		x.W.Error(e)
+		return
+	}
+	dstDB := x.S.DBs[o.db]
+	if !existsOn(x.DB, x.Args[1]) || (!o.replace && existsOn(dstDB, x.Args[2])) {
+		x.W.Int(0)
+		return
+	}
+	putValue(dstDB, x.Args[2], takeValue(x.DB, x.Args[1], false))
+	x.W.Int(1)
+}
+
+func cmdCopyMulti(x *Coord) {
+	o, e := parseCopy(x.Args, x.DB, x.Srv.cfg.Databases)
+	if e != "" {
+		x.W.Error(e)
+		return
+	}
+	src, dst := x.Args[1], x.Args[2]
+	ss, ds := x.ShardOf(src), x.ShardOf(dst)
+	t := x.Tx()
+	t.Add(ss, x.DB, string(src), false)
+	t.Add(ds, o.db, string(dst), true)
+	t.Lock()
+	defer t.Finish(nil)
+	var m moved
+	t.Run(ss, func(s *shard.Shard) { m = takeValue(s.DBs[x.DB], src, false) })
+	if !m.ok {
+		x.W.Int(0)
+		return
+	}
+	done := false
+	t.Run(ds, func(s *shard.Shard) {
+		db := s.DBs[o.db]
+		if !o.replace && existsOn(db, dst) {
+			return
+		}
+		putValue(db, dst, m)
+		done = true
+	})
+	if done {
+		x.W.Int(1)
+	} else {
+		x.W.Int(0)
+	}
+}
+
+func cmdMove(x *Exec) {
+	n, ok := num.ParseInt(x.Args[2])
+	if !ok {
+		x.W.Error(errNotInt)
+		return
+	}
+	if n < 0 || n >= int64(len(x.S.DBs)) {
+		x.W.Error("ERR DB index is out of range")
+		return
+	}
+	if int(n) == x.DB.Index {
+		x.W.Error("ERR source and destination objects are the same")
+		return
+	}
+	dst := x.S.DBs[n]
+	if !existsOn(x.DB, x.Args[1]) || existsOn(dst, x.Args[1]) {
+		x.W.Int(0)
+		return
+	}
+	putValue(dst, x.Args[1], takeValue(x.DB, x.Args[1], true))
+	x.W.Int(1)
+}
+
+func cmdObject(x *Exec) {
+	sub := strings.ToLower(string(x.Args[1]))
+	if sub == "help" {
+		lines := []string{"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"ENCODING <key>", "FREQ <key>", "IDLETIME <key>", "REFCOUNT <key>", "HELP"}
+		x.W.Array(len(lines))
+		for _, l := range lines {
+			x.W.SimpleString(l)
+		}
+		return
+	}
+	if len(x.Args) != 3 {
+		x.W.Error("ERR unknown subcommand or wrong number of arguments for '" + truncArg(x.Args[1]) + "'. Try OBJECT HELP.")
+		return
+	}
+	_, v := x.DB.Find(x.Args[2])
+	switch sub {
+	case "encoding", "idletime", "refcount", "freq":
+	default:
+		x.W.Error("ERR unknown subcommand '" + truncArg(x.Args[1]) + "'. Try OBJECT HELP.")
+		return
+	}
+	if v == nil {
+		x.W.Null()
+		return
+	}
+	switch sub {
+	case "encoding":
+		x.W.BulkString(encodingOf(v))
+	case "idletime":
+		x.W.Int(x.S.IdleSeconds(v))
+	case "refcount":
+		x.W.Int(1)
+	case "freq":
+		x.W.Error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+	}
+}
+
+// encodingOf names the value's encoding as Redis would for the same data.
+func encodingOf(v *shard.Value) string {
+	if v.Type != shard.TypeString {
+		if e, ok := v.Obj.(interface{ Encoding() string }); ok {
+			return e.Encoding()
+		}
+		return "unknown"
+	}
+	if len(v.Str) <= 20 {
+		if _, ok := num.ParseInt(v.Str); ok {
+			return "int"
+		}
+	}
+	if len(v.Str) <= 44 {
+		return "embstr"
+	}
+	return "raw"
+}
+
+func expireGeneric(x *Exec, unit int64, abs bool, name string) {
+	n, ok := num.ParseInt(x.Args[2])
+	if !ok {
+		x.W.Error(errNotInt)
+		return
+	}
+	var nx, xx, gt, lt bool
+	for _, a := range x.Args[3:] {
+		switch strings.ToLower(string(a)) {
+		case "nx":
+			nx = true
+		case "xx":
+			xx = true
+		case "gt":
+			gt = true
+		case "lt":
+			lt = true
+		default:
+			x.W.Error("ERR Unsupported option " + string(a))
+			return
+		}
+	}
+	if nx && (xx || gt || lt) {
+		x.W.Error("ERR NX and XX, GT or LT options at the same time are not compatible")
+		return
+	}
+	if gt && lt {
+		x.W.Error("ERR GT and LT options at the same time are not compatible")
+		return
+	}
+	bad := "ERR invalid expire time in '" + name + "' command"
+	if n > math.MaxInt64/unit || n < math.MinInt64/unit {
+		x.W.Error(bad)
+		return
+	}
+	at := n * unit
+	if !abs {
+		if (at > 0 && at > math.MaxInt64-x.Now()) || (at < 0 && at < math.MinInt64+x.Now()) {
+			x.W.Error(bad)
+			return
+		}
+		at += x.Now()
+	}
+	it, v := x.DB.Find(x.Args[1])
+	if v == nil {
+		x.W.Int(0)
+		return
+	}
+	cur, has := x.DB.ExpireAt(it)
+	switch {
+	case nx && has, xx && !has:
+		x.W.Int(0)
+		return
+	case gt && (!has || at <= cur):
+		x.W.Int(0)
+		return
+	case lt && has && at >= cur:
+		x.W.Int(0)
+		return
+	}
+	if at <= x.Now() {
+		x.DB.Delete(it)
+		x.W.Int(1)
+		return
+	}
+	x.DB.Mutate(it)
+	x.DB.SetExpire(it, at)
+	x.W.Int(1)
+}
+
+func ttlGeneric(x *Exec, unit int64, absolute bool) {
+	it, v := x.DB.Find(x.Args[1])
+	if v == nil {
+		x.W.Int(-2)
+		return
+	}
+	at, ok := x.DB.ExpireAt(it)
+	if !ok {
+		x.W.Int(-1)
+		return
+	}
+	if absolute {
+		x.W.Int(at / unit)
+		return
+	}
+	left := max(at-x.Now(), 0)
+	if unit == 1000 {
+		x.W.Int((left + 500) / 1000)
+		return
+	}
+	x.W.Int(left)
+}
+
+func cmdPersist(x *Exec) {
+	it, v := x.DB.Find(x.Args[1])
+	if v == nil || !v.HasExpire {
+		x.W.Int(0)
+		return
+	}
+	x.DB.Mutate(it)
+	x.DB.Persist(it)
+	x.W.Int(1)
+}

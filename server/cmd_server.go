@@ -1,0 +1,424 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dfly/dfly/glob"
+	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/shard"
+)
+
+func serverCommands() []*Command {
+	return []*Command{
+		{Name: "dbsize", Arity: 1, Flags: FlagReadonly | FlagFast, Multi: cmdDBSize},
+		{Name: "flushdb", Arity: -1, Flags: FlagWrite, Multi: func(x *Coord) { flush(x, false) }},
+		{Name: "flushall", Arity: -1, Flags: FlagWrite, Multi: func(x *Coord) { flush(x, true) }},
+		{Name: "info", Arity: -1, Flags: FlagLoading | FlagStale, Multi: cmdInfo},
+		{Name: "config", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdConfig},
+		{Name: "debug", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Multi: cmdDebug},
+		{Name: "shutdown", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdShutdown},
+	}
+}
+
+func cmdDBSize(x *Coord) {
+	counts := make([]int, x.NumShards())
+	x.OnEach(func(s *shard.Shard) { counts[s.ID] = s.DBs[x.DB].Len() })
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	x.W.Int(int64(total))
+}
+
+// flush drops one DB or all, under a lock on every shard so no
+// multi-shard command is half-applied on either side of it.
+func flush(x *Coord, all bool) {
+	if len(x.Args) > 2 {
+		x.W.Error(errSyntax)
+		return
+	}
+	if len(x.Args) == 2 {
+		switch strings.ToLower(string(x.Args[1])) {
+		case "async", "sync":
+		default:
+			x.W.Error(errSyntax)
+			return
+		}
+	}
+	t := x.Tx()
+	t.AddAllShards()
+	t.Lock()
+	t.Finish(func(s *shard.Shard) {
+		if all {
+			for _, db := range s.DBs {
+				db.Flush()
+			}
+		} else {
+			s.DBs[x.DB].Flush()
+		}
+	})
+	x.W.SimpleString("OK")
+}
+
+func cmdShutdown(c *Conn, a [][]byte, w *resp.Writer) {
+	for _, o := range a[1:] {
+		switch strings.ToLower(string(o)) {
+		case "nosave", "save", "now", "force", "abort":
+		default:
+			w.Error(errSyntax)
+			return
+		}
+	}
+	c.srv.log.Warnf("User requested shutdown...")
+	go c.srv.Shutdown()
+	c.closing = true
+}
+
+func cmdConfig(c *Conn, a [][]byte, w *resp.Writer) {
+	cfg := c.srv.cfg
+	sub := strings.ToLower(string(a[1]))
+	switch {
+	case sub == "get" && len(a) >= 3:
+		cfg.mu.RLock()
+		var out []string
+		seen := map[string]bool{}
+		for _, pat := range a[2:] {
+			for _, p := range params {
+				if !seen[p.name] && glob.Match(pat, []byte(p.name), true) {
+					seen[p.name] = true
+					out = append(out, p.name, p.get(cfg))
+				}
+			}
+		}
+		cfg.mu.RUnlock()
+		w.Map(len(out) / 2)
+		for _, s := range out {
+			w.BulkString(s)
+		}
+	case sub == "set" && len(a) >= 4 && len(a)%2 == 0:
+		cfg.mu.Lock()
+		defer cfg.mu.Unlock()
+		for i := 2; i < len(a); i += 2 {
+			name := strings.ToLower(string(a[i]))
+			var p *param
+			for j := range params {
+				if params[j].name == name {
+					p = &params[j]
+				}
+			}
+			if p == nil {
+				w.Error("ERR Unknown option or number of arguments for CONFIG SET - '" + string(a[i]) + "'")
+				return
+			}
+			if p.set == nil {
+				w.Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config")
+				return
+			}
+			if err := p.set(cfg, string(a[i+1])); err != nil {
+				w.Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())
+				return
+			}
+		}
+		w.SimpleString("OK")
+	case sub == "resetstat" && len(a) == 2:
+		c.srv.resetStats()
+		w.SimpleString("OK")
+	case sub == "rewrite" && len(a) == 2:
+		w.Error("ERR The server is running without a config file")
+	case sub == "help":
+		w.Array(4)
+		w.SimpleString("CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+		w.SimpleString("GET <pattern>")
+		w.SimpleString("SET <directive> <value>")
+		w.SimpleString("RESETSTAT")
+	default:
+		if sub == "get" || sub == "set" || sub == "resetstat" {
+			w.Error("ERR wrong number of arguments for 'config|" + sub + "' command")
+			return
+		}
+		w.Error("ERR unknown subcommand '" + truncArg(a[1]) + "'. Try CONFIG HELP.")
+	}
+}
+
+func (s *Server) resetStats() {
+	for _, cmd := range s.table.byName {
+		cmd.calls.Store(0)
+		cmd.usec.Store(0)
+		cmd.failed.Store(0)
+	}
+	s.OnEachShard(func(sh *shard.Shard) {
+		clear(s.cmdStats[sh.ID].calls)
+		sh.Stats = shard.Stats{}
+	})
+	s.totalConns.Store(0)
+	s.rejectedConns.Store(0)
+}
+
+func cmdDebug(x *Coord) {
+	sub := strings.ToLower(string(x.Args[1]))
+	switch {
+	case sub == "sleep" && len(x.Args) == 3:
+		f, err := strconv.ParseFloat(string(x.Args[2]), 64)
+		if err != nil {
+			x.W.Error(errNotFloat)
+			return
+		}
+		time.Sleep(time.Duration(f * float64(time.Second)))
+		x.W.SimpleString("OK")
+	case sub == "populate" && len(x.Args) >= 3 && len(x.Args) <= 5:
+		debugPopulate(x)
+	default:
+		x.W.Error("ERR unknown subcommand '" + truncArg(x.Args[1]) + "'. Try DEBUG HELP.")
+	}
+}
+
+// debugPopulate: DEBUG POPULATE count [prefix] [size] creates keys
+// prefix:0..count-1 with values "value:N" (padded with zeros or cut to size
+// when given), skipping keys that exist. Every shard walks the whole range
+// and inserts the keys it owns, so all shards work in parallel.
+func debugPopulate(x *Coord) {
+	count, err := strconv.ParseInt(string(x.Args[2]), 10, 64)
+	if err != nil || count < 0 {
+		x.W.Error("ERR count must be a positive integer")
+		return
+	}
+	prefix := "key"
+	if len(x.Args) > 3 {
+		prefix = string(x.Args[3])
+	}
+	size := -1
+	if len(x.Args) > 4 {
+		n, err := strconv.Atoi(string(x.Args[4]))
+		if err != nil || n < 0 {
+			x.W.Error(errNotInt)
+			return
+		}
+		size = n
+	}
+	n := x.NumShards()
+	x.OnEach(func(s *shard.Shard) {
+		db := s.DBs[x.DB]
+		key := []byte(prefix + ":")
+		kl := len(key)
+		var val []byte
+		for i := int64(0); i < count; i++ {
+			key = strconv.AppendInt(key[:kl], i, 10)
+			if n > 1 && x.Srv.ShardOf(key) != s.ID {
+				continue
+			}
+			if it, _ := db.Find(key); it.Valid() {
+				continue
+			}
+			val = strconv.AppendInt(append(val[:0], "value:"...), i, 10)
+			if size >= 0 {
+				for len(val) < size {
+					val = append(val, 0)
+				}
+				val = val[:size]
+			}
+			db.Insert(key, shard.NewString(val))
+		}
+	})
+	x.W.SimpleString("OK")
+}
+
+func cmdInfo(x *Coord) {
+	sections := map[string]bool{}
+	for _, a := range x.Args[1:] {
+		sections[strings.ToLower(string(a))] = true
+	}
+	all := len(sections) == 0 || sections["all"] || sections["everything"]
+	want := func(name string, dflt bool) bool {
+		if all {
+			return true
+		}
+		if sections["default"] && dflt {
+			return true
+		}
+		return sections[name]
+	}
+	var b strings.Builder
+	section := func(name string) {
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + name + "\r\n")
+	}
+	field := func(k string, v any) { fmt.Fprintf(&b, "%s:%v\r\n", k, v) }
+	srv := x.Srv
+
+	// One message per shard gathers everything the sections need.
+	type shardInfo struct {
+		stats   shard.Stats
+		keys    []int
+		expires []int
+		calls   map[string]uint64
+	}
+	infos := make([]shardInfo, x.NumShards())
+	x.OnEach(func(s *shard.Shard) {
+		in := &infos[s.ID]
+		in.stats = s.Stats
+		for _, db := range s.DBs {
+			in.keys = append(in.keys, db.Len())
+			in.expires = append(in.expires, db.Expire.Len())
+		}
+		in.calls = map[string]uint64{}
+		for cmd, n := range srv.cmdStats[s.ID].calls {
+			in.calls[cmd.Name] += n
+		}
+	})
+	var st shard.Stats
+	for _, in := range infos {
+		st.Commands += in.stats.Commands
+		st.ExpiredKeys += in.stats.ExpiredKeys
+		st.Hits += in.stats.Hits
+		st.Misses += in.stats.Misses
+	}
+	uptime := time.Since(srv.start)
+	if want("server", true) {
+		section("Server")
+		field("redis_version", RedisVersion)
+		field("dfly_version", Version)
+		field("redis_mode", "standalone")
+		field("os", runtime.GOOS+" "+runtime.GOARCH)
+		field("arch_bits", 64)
+		field("multiplexing_api", "epoll")
+		field("go_version", runtime.Version())
+		field("process_id", os.Getpid())
+		field("run_id", srv.runID)
+		field("tcp_port", srv.cfg.Port)
+		field("uptime_in_seconds", int64(uptime.Seconds()))
+		field("uptime_in_days", int64(uptime.Hours()/24))
+		field("executable", os.Args[0])
+		field("num_shards", x.NumShards())
+	}
+	if want("clients", true) {
+		section("Clients")
+		srv.connsMu.Lock()
+		n := len(srv.conns)
+		srv.connsMu.Unlock()
+		field("connected_clients", n)
+		field("maxclients", srv.cfg.MaxClients)
+		field("blocked_clients", 0)
+	}
+	if want("memory", true) {
+		section("Memory")
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		field("used_memory", ms.HeapAlloc)
+		field("used_memory_human", humanBytes(int64(ms.HeapAlloc)))
+		field("used_memory_rss", rss())
+		field("used_memory_peak", ms.HeapSys)
+		field("used_memory_heap_sys", ms.HeapSys)
+		field("maxmemory", srv.cfg.MaxMemory)
+		field("maxmemory_human", humanBytes(srv.cfg.MaxMemory))
+		field("maxmemory_policy", "noeviction")
+		field("gc_cycles", ms.NumGC)
+		field("gc_pause_total_ns", ms.PauseTotalNs)
+		field("gc_cpu_fraction", fmt.Sprintf("%.6f", ms.GCCPUFraction))
+	}
+	if want("persistence", true) {
+		section("Persistence")
+		field("loading", 0)
+		field("async_loading", 0)
+		field("rdb_changes_since_last_save", 0)
+		field("rdb_bgsave_in_progress", 0)
+		field("rdb_last_bgsave_status", "ok")
+		field("aof_enabled", 0)
+	}
+	if want("stats", true) {
+		section("Stats")
+		field("total_connections_received", srv.totalConns.Load())
+		var local uint64
+		for _, cmd := range srv.table.byName {
+			local += cmd.calls.Load()
+		}
+		field("total_commands_processed", st.Commands+local)
+		field("rejected_connections", srv.rejectedConns.Load())
+		field("expired_keys", st.ExpiredKeys)
+		field("evicted_keys", 0)
+		field("keyspace_hits", st.Hits)
+		field("keyspace_misses", st.Misses)
+	}
+	if want("replication", true) {
+		section("Replication")
+		field("role", "master")
+		field("connected_slaves", 0)
+		field("master_replid", srv.runID)
+		field("master_repl_offset", 0)
+	}
+	if want("cpu", true) {
+		section("CPU")
+		u, sy := cpuTimes()
+		field("used_cpu_sys", fmt.Sprintf("%.6f", sy))
+		field("used_cpu_user", fmt.Sprintf("%.6f", u))
+	}
+	if want("commandstats", false) {
+		section("Commandstats")
+		calls := map[string]uint64{}
+		for _, in := range infos {
+			for k, v := range in.calls {
+				calls[k] += v
+			}
+		}
+		for _, cmd := range srv.table.byName {
+			calls[cmd.Name] += cmd.calls.Load()
+		}
+		names := make([]string, 0, len(calls))
+		for k, v := range calls {
+			if v > 0 {
+				names = append(names, k)
+			}
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			field("cmdstat_"+k, fmt.Sprintf("calls=%d,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0", calls[k]))
+		}
+	}
+	if want("keyspace", true) {
+		section("Keyspace")
+		for db := 0; db < srv.cfg.Databases; db++ {
+			keys, expires := 0, 0
+			for _, in := range infos {
+				keys += in.keys[db]
+				expires += in.expires[db]
+			}
+			if keys > 0 {
+				field("db"+strconv.Itoa(db), fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0", keys, expires))
+			}
+		}
+	}
+	x.W.Verbatim("txt", []byte(b.String()))
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2fM", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// rss reads the resident set size from /proc (0 where unavailable).
+func rss() int64 {
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}

@@ -1,0 +1,523 @@
+package server
+
+import (
+	"bytes"
+	"math"
+	"strings"
+
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/types/num"
+)
+
+func stringCommands() []*Command {
+	rw := FlagWrite | FlagDenyOOM
+	return []*Command{
+		{Name: "get", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdGet},
+		{Name: "set", Arity: -3, Flags: rw, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdSet},
+		{Name: "setnx", Arity: 3, Flags: rw | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdSetNX},
+		{Name: "setex", Arity: 4, Flags: rw, FirstKey: 1, LastKey: 1, Step: 1, Shard: func(x *Exec) { cmdSetEx(x, 1000) }},
+		{Name: "psetex", Arity: 4, Flags: rw, FirstKey: 1, LastKey: 1, Step: 1, Shard: func(x *Exec) { cmdSetEx(x, 1) }},
+		{Name: "getset", Arity: 3, Flags: rw | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdGetSet},
+		{Name: "getdel", Arity: 2, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdGetDel},
+		{Name: "getex", Arity: -2, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdGetEx},
+		{Name: "mget", Arity: -2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: -1, Step: 1, Shard: cmdMGet, Multi: multiMGet},
+		{Name: "mset", Arity: -3, Flags: rw, FirstKey: 1, LastKey: -1, Step: 2, Shard: cmdMSet, Multi: multiMSet},
+		{Name: "msetnx", Arity: -3, Flags: rw, FirstKey: 1, LastKey: -1, Step: 2, Shard: cmdMSetNX, Multi: multiMSetNX},
+		{Name: "append", Arity: 3, Flags: rw | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdAppend},
+		{Name: "strlen", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdStrlen},
+		{Name: "incr", Arity: 2, Flags: rw | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: func(x *Exec) { incrBy(x, 1) }},
+		{Name: "decr", Arity: 2, Flags: rw | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: func(x *Exec) { incrBy(x, -1) }},
+		{Name: "incrby", Arity: 3, Flags: rw | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdIncrBy},
+		{Name: "decrby", Arity: 3, Flags: rw | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdDecrBy},
+		{Name: "incrbyfloat", Arity: 3, Flags: rw | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdIncrByFloat},
+	}
+}
+
+// strValue finds key as a string. It writes WRONGTYPE and returns ok=false
+// for another type; v is nil for a missing key.
+func strValue(x *Exec, key []byte) (it shard.Iterator, v *shard.Value, ok bool) {
+	it, v, ok = x.DB.FindType(key, shard.TypeString)
+	if !ok {
+		x.W.Error(errWrongType)
+	}
+	return it, v, ok
+}
+
+func cmdGet(x *Exec) {
+	_, v, ok := strValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	if v == nil {
+		x.S.Stats.Misses++
+		x.W.Null()
+		return
+	}
+	x.S.Stats.Hits++
+	x.W.Bulk(v.Str)
+}
+
+// setOpts are SET's options.
+type setOpts struct {
+	nx, xx, get, keepTTL bool
+	expireAt             int64 // unix ms, 0 = none
+}
+
+// parseExpire turns an EX/PX/EXAT/PXAT argument into an absolute unix-ms
+// time. unit is ms per argument unit; abs says the argument is absolute.
+func parseExpire(now int64, arg []byte, unit int64, abs bool, cmd string) (int64, string) {
+	n, ok := num.ParseInt(arg)
+	if !ok {
+		return 0, errNotInt
+	}
+	bad := "ERR invalid expire time in '" + cmd + "' command"
+	if n <= 0 || n > math.MaxInt64/unit {
+		return 0, bad
+	}
+	ms := n * unit
+	if abs {
+		return ms, ""
+	}
+	if ms > math.MaxInt64-now {
+		return 0, bad
+	}
+	return now + ms, ""
+}
+
+func parseSetOpts(x *Exec, args [][]byte) (o setOpts, errText string) {
+	ttlSet := false
+	for i := 0; i < len(args); i++ {
+		opt := strings.ToUpper(string(args[i]))
+		switch opt {
+		case "NX":
+			if o.xx {
+				return o, errSyntax
+			}
+			o.nx = true
+		case "XX":
+			if o.nx {
+				return o, errSyntax
+			}
+			o.xx = true
+		case "GET":
+			o.get = true
+		case "KEEPTTL":
+			if ttlSet {
+				return o, errSyntax
+			}
+			o.keepTTL, ttlSet = true, true
+		case "EX", "PX", "EXAT", "PXAT":
+			if ttlSet || i+1 >= len(args) {
+				return o, errSyntax
+			}
+			unit := int64(1)
+			if opt == "EX" || opt == "EXAT" {
+				unit = 1000
+			}
+			at, e := parseExpire(x.Now(), args[i+1], unit, strings.HasSuffix(opt, "AT"), "set")
+			if e != "" {
+				return o, e
+			}
+			o.expireAt, ttlSet = at, true
+			i++
+		default:
+			return o, errSyntax
+		}
+	}
+	return o, ""
+}
+
+func cmdSet(x *Exec) {
+	o, e := parseSetOpts(x, x.Args[3:])
+	if e != "" {
+		x.W.Error(e)
+		return
+	}
+	setGeneric(x, x.Args[1], x.Args[2], o)
+}
+
+// setGeneric is SET with parsed options; it writes the reply.
+func setGeneric(x *Exec, key, val []byte, o setOpts) {
+	it, old := x.DB.Find(key)
+	if o.get && old != nil && old.Type != shard.TypeString {
+		x.W.Error(errWrongType)
+		return
+	}
+	reply := func() {
+		if o.get {
+			if old == nil {
+				x.W.Null()
+			} else {
+				x.W.Bulk(old.Str)
+			}
+		} else {
+			x.W.SimpleString("OK")
+		}
+	}
+	if (o.nx && old != nil) || (o.xx && old == nil) {
+		if o.get {
+			reply()
+		} else {
+			x.W.Null()
+		}
+		return
+	}
+	if o.get && old != nil {
+		// The reply needs the old bytes after the value is replaced.
+		x.W.Bulk(old.Str)
+		o.get = false
+		reply = func() {}
+	}
+	if o.expireAt != 0 && o.expireAt <= x.Now() {
+		// An absolute time in the past: the key ends up deleted.
+		if old != nil {
+			x.DB.Delete(it)
+		}
+		reply()
+		return
+	}
+	if old != nil && old.Type == shard.TypeString && !o.keepTTL && !old.HasExpire && o.expireAt == 0 {
+		// Overwrite in place, reusing the buffer when it fits.
+		p := x.DB.Mutate(it)
+		p.Str = append(p.Str[:0], val...)
+		reply()
+		return
+	}
+	x.DB.Set(key, shard.NewString(val), o.keepTTL)
+	if o.expireAt != 0 {
+		it, _ = x.DB.Find(key)
+		x.DB.SetExpire(it, o.expireAt)
+	}
+	reply()
+}
+
+func cmdSetNX(x *Exec) {
+	_, old := x.DB.Find(x.Args[1])
+	if old != nil {
+		x.W.Int(0)
+		return
+	}
+	x.DB.Insert(x.Args[1], shard.NewString(x.Args[2]))
+	x.W.Int(1)
+}
+
+func cmdSetEx(x *Exec, unit int64) {
+	name := "setex"
+	if unit == 1 {
+		name = "psetex"
+	}
+	at, e := parseExpire(x.Now(), x.Args[2], unit, false, name)
+	if e != "" {
+		x.W.Error(e)
+		return
+	}
+	setGeneric(x, x.Args[1], x.Args[3], setOpts{expireAt: at})
+}
+
+func cmdGetSet(x *Exec) {
+	setGeneric(x, x.Args[1], x.Args[2], setOpts{get: true})
+}
+
+func cmdGetDel(x *Exec) {
+	it, v, ok := strValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	if v == nil {
+		x.W.Null()
+		return
+	}
+	x.W.Bulk(v.Str)
+	x.DB.Delete(it)
+}
+
+func cmdGetEx(x *Exec) {
+	var at int64
+	persist, ttlSet := false, false
+	args := x.Args[2:]
+	for i := 0; i < len(args); i++ {
+		opt := strings.ToUpper(string(args[i]))
+		switch opt {
+		case "PERSIST":
+			if ttlSet {
+				x.W.Error(errSyntax)
+				return
+			}
+			persist, ttlSet = true, true
+		case "EX", "PX", "EXAT", "PXAT":
+			if ttlSet || i+1 >= len(args) {
+				x.W.Error(errSyntax)
+				return
+			}
+			unit := int64(1)
+			if opt == "EX" || opt == "EXAT" {
+				unit = 1000
+			}
+			var e string
+			at, e = parseExpire(x.Now(), args[i+1], unit, strings.HasSuffix(opt, "AT"), "getex")
+			if e != "" {
+				x.W.Error(e)
+				return
+			}
+			ttlSet = true
+			i++
+		default:
+			x.W.Error(errSyntax)
+			return
+		}
+	}
+	it, v, ok := strValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	if v == nil {
+		x.W.Null()
+		return
+	}
+	x.W.Bulk(v.Str)
+	switch {
+	case at != 0 && at <= x.Now():
+		x.DB.Delete(it)
+	case at != 0:
+		x.DB.Mutate(it)
+		x.DB.SetExpire(it, at)
+	case persist && v.HasExpire:
+		x.DB.Mutate(it)
+		x.DB.Persist(it)
+	}
+}
+
+// mgetOn reads the keys at pos on one shard into vals (copies, since the
+// values may change once the shard moves on).
+func mgetOn(db *shard.DB, args [][]byte, pos []int, vals [][]byte, found []bool) {
+	for _, i := range pos {
+		_, v := db.Find(args[i])
+		if v != nil && v.Type == shard.TypeString {
+			vals[i] = bytes.Clone(v.Str)
+			found[i] = true
+		}
+	}
+}
+
+func cmdMGet(x *Exec) {
+	x.W.Array(len(x.Args) - 1)
+	for _, k := range x.Args[1:] {
+		_, v := x.DB.Find(k)
+		if v == nil || v.Type != shard.TypeString {
+			x.W.Null()
+			continue
+		}
+		x.W.Bulk(v.Str)
+	}
+}
+
+func multiMGet(x *Coord) {
+	vals := make([][]byte, len(x.Args))
+	found := make([]bool, len(x.Args))
+	x.splitKeys(keyRange(1, len(x.Args), 1), false, func(s *shard.Shard, db *shard.DB, pos []int) {
+		mgetOn(db, x.Args, pos, vals, found)
+	})
+	x.W.Array(len(x.Args) - 1)
+	for i := 1; i < len(x.Args); i++ {
+		if !found[i] {
+			x.W.Null()
+		} else {
+			x.W.Bulk(vals[i])
+		}
+	}
+}
+
+func keyRange(first, end, step int) []int {
+	var pos []int
+	for i := first; i < end; i += step {
+		pos = append(pos, i)
+	}
+	return pos
+}
+
+func msetArity(x interface{ argc() int }) bool { return x.argc()%2 == 1 }
+
+func (x *Exec) argc() int  { return len(x.Args) }
+func (x *Coord) argc() int { return len(x.Args) }
+
+func msetOn(db *shard.DB, args [][]byte, pos []int) {
+	for _, i := range pos {
+		db.Set(args[i], shard.NewString(args[i+1]), false)
+	}
+}
+
+func cmdMSet(x *Exec) {
+	if !msetArity(x) {
+		x.W.Error("ERR wrong number of arguments for 'mset' command")
+		return
+	}
+	msetOn(x.DB, x.Args, keyRange(1, len(x.Args), 2))
+	x.W.SimpleString("OK")
+}
+
+func multiMSet(x *Coord) {
+	if !msetArity(x) {
+		x.W.Error("ERR wrong number of arguments for 'mset' command")
+		return
+	}
+	x.splitKeys(keyRange(1, len(x.Args), 2), true, func(s *shard.Shard, db *shard.DB, pos []int) {
+		msetOn(db, x.Args, pos)
+	})
+	x.W.SimpleString("OK")
+}
+
+func cmdMSetNX(x *Exec) {
+	if !msetArity(x) {
+		x.W.Error("ERR wrong number of arguments for 'msetnx' command")
+		return
+	}
+	for i := 1; i < len(x.Args); i += 2 {
+		if it, _ := x.DB.Find(x.Args[i]); it.Valid() {
+			x.W.Int(0)
+			return
+		}
+	}
+	msetOn(x.DB, x.Args, keyRange(1, len(x.Args), 2))
+	x.W.Int(1)
+}
+
+// multiMSetNX checks every shard under the locks, then sets on all or none.
+func multiMSetNX(x *Coord) {
+	if !msetArity(x) {
+		x.W.Error("ERR wrong number of arguments for 'msetnx' command")
+		return
+	}
+	t, parts := x.lockSplit(keyRange(1, len(x.Args), 2), true)
+	exists := make([]bool, x.NumShards())
+	t.RunAll(func(s *shard.Shard) {
+		db := s.DBs[x.DB]
+		for _, i := range parts[s.ID] {
+			if it, _ := db.Find(x.Args[i]); it.Valid() {
+				exists[s.ID] = true
+			}
+		}
+	})
+	for _, e := range exists {
+		if e {
+			t.Finish(nil)
+			x.W.Int(0)
+			return
+		}
+	}
+	t.Finish(func(s *shard.Shard) { msetOn(s.DBs[x.DB], x.Args, parts[s.ID]) })
+	x.W.Int(1)
+}
+
+func cmdAppend(x *Exec) {
+	it, v, ok := strValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	if v == nil {
+		x.DB.Insert(x.Args[1], shard.NewString(x.Args[2]))
+		x.W.Int(int64(len(x.Args[2])))
+		return
+	}
+	if int64(len(v.Str)+len(x.Args[2])) > x.Srv.cfg.ProtoMaxBulk {
+		x.W.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+		return
+	}
+	p := x.DB.Mutate(it)
+	p.Str = append(p.Str, x.Args[2]...)
+	x.W.Int(int64(len(p.Str)))
+}
+
+func cmdStrlen(x *Exec) {
+	_, v, ok := strValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	if v == nil {
+		x.W.Int(0)
+		return
+	}
+	x.W.Int(int64(len(v.Str)))
+}
+
+func cmdIncrBy(x *Exec) {
+	n, ok := num.ParseInt(x.Args[2])
+	if !ok {
+		x.W.Error(errNotInt)
+		return
+	}
+	incrBy(x, n)
+}
+
+func cmdDecrBy(x *Exec) {
+	n, ok := num.ParseInt(x.Args[2])
+	if !ok {
+		x.W.Error(errNotInt)
+		return
+	}
+	d, err := num.Negate(n)
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	incrBy(x, d)
+}
+
+func incrBy(x *Exec, delta int64) {
+	it, v, ok := strValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	var cur int64
+	if v != nil {
+		if cur, ok = num.ParseInt(v.Str); !ok {
+			x.W.Error(errNotInt)
+			return
+		}
+	}
+	n, err := num.AddInt(cur, delta)
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	var buf [24]byte
+	s := appendInt(buf[:0], n)
+	if v == nil {
+		x.DB.Insert(x.Args[1], shard.NewString(s))
+	} else {
+		p := x.DB.Mutate(it)
+		p.Str = append(p.Str[:0], s...)
+	}
+	x.W.Int(n)
+}
+
+func cmdIncrByFloat(x *Exec) {
+	incr, err := num.LongDoubleArg(x.Args[2])
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	it, v, ok := strValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	var cur num.LongDouble
+	if v != nil {
+		if cur, ok = num.ParseLongDouble(v.Str); !ok {
+			x.W.Error(errNotFloat)
+			return
+		}
+	}
+	res, err := num.IncrFloat(cur, incr)
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	s := num.AppendFloatIncr(nil, res)
+	if v == nil {
+		x.DB.Insert(x.Args[1], shard.Value{Str: s})
+	} else {
+		p := x.DB.Mutate(it)
+		p.Str = append(p.Str[:0], s...)
+	}
+	x.W.Bulk(s)
+}

@@ -1,0 +1,154 @@
+package server
+
+import (
+	"strings"
+	"sync/atomic"
+
+	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/shard"
+)
+
+// Flags describe a command, in Redis's COMMAND vocabulary.
+type Flags uint32
+
+const (
+	FlagWrite Flags = 1 << iota
+	FlagReadonly
+	FlagFast
+	FlagAdmin
+	FlagNoAuth // allowed before AUTH
+	FlagNoScript
+	FlagLoading
+	FlagStale
+	FlagDenyOOM
+	FlagPubSub
+	FlagBlocking
+	FlagNoMulti
+)
+
+var flagNames = []struct {
+	f    Flags
+	name string
+}{
+	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"},
+	{FlagAdmin, "admin"}, {FlagPubSub, "pubsub"}, {FlagNoScript, "noscript"},
+	{FlagBlocking, "blocking"}, {FlagLoading, "loading"}, {FlagStale, "stale"},
+	{FlagNoAuth, "no_auth"}, {FlagFast, "fast"},
+}
+
+// Command is one entry of the command table.
+type Command struct {
+	Name  string
+	Arity int // Redis style: n = exactly n args with the name, -n = at least n
+	Flags Flags
+	// Key positions, as COMMAND reports them: first, last (negative counts
+	// from the end) and step. FirstKey 0 means no keys.
+	FirstKey, LastKey, Step int
+	// KeyPositions overrides the above for commands whose keys are not a
+	// simple range (BITOP, LCS ...); it appends positions to dst.
+	KeyPositions func(dst []int, args [][]byte) []int
+
+	// Exactly one of these runs the command:
+	// Local runs inline on the connection's event loop (no keys).
+	Local func(c *Conn, args [][]byte, w *resp.Writer)
+	// Shard runs on the one shard that owns all of the command's keys.
+	Shard func(x *Exec)
+	// Multi runs on a coordinator goroutine; it is used when the keys span
+	// shards (or always, when Shard is nil).
+	Multi func(x *Coord)
+
+	calls, usec, failed atomic.Uint64
+}
+
+// Exec is a command running on a shard goroutine.
+type Exec struct {
+	S    *shard.Shard
+	DB   *shard.DB
+	Args [][]byte
+	W    *resp.Writer
+	Srv  *Server
+	// keys is scratch for lock checks.
+	keys []shard.KeyLock
+}
+
+func (x *Exec) Now() int64 { return x.S.Now() }
+
+// keys returns the command's key positions for args.
+func (cmd *Command) keys(dst []int, args [][]byte) []int {
+	if cmd.KeyPositions != nil {
+		return cmd.KeyPositions(dst, args)
+	}
+	if cmd.FirstKey == 0 || cmd.FirstKey >= len(args) {
+		return dst
+	}
+	last := cmd.LastKey
+	if last < 0 {
+		last = len(args) + last
+	}
+	if last >= len(args) {
+		last = len(args) - 1
+	}
+	step := cmd.Step
+	if step <= 0 {
+		step = 1
+	}
+	for i := cmd.FirstKey; i <= last; i += step {
+		dst = append(dst, i)
+	}
+	return dst
+}
+
+func (cmd *Command) arityOK(n int) bool {
+	if cmd.Arity >= 0 {
+		return n == cmd.Arity
+	}
+	return n >= -cmd.Arity
+}
+
+// Table is the command table, looked up by lower-case name.
+type Table struct {
+	byName map[string]*Command
+}
+
+func (t *Table) add(cmds ...*Command) {
+	for _, c := range cmds {
+		if _, dup := t.byName[c.Name]; dup {
+			panic("server: command registered twice: " + c.Name)
+		}
+		t.byName[c.Name] = c
+	}
+}
+
+// lookup finds a command by its name as sent, in any case, without
+// allocating for names of up to 32 bytes.
+func (t *Table) lookup(name []byte) *Command {
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return t.byName[strings.ToLower(string(name))]
+	}
+	for i, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		buf[i] = ch
+	}
+	return t.byName[string(buf[:len(name)])]
+}
+
+func newTable() *Table {
+	t := &Table{byName: make(map[string]*Command)}
+	t.add(connCommands()...)
+	t.add(serverCommands()...)
+	t.add(stringCommands()...)
+	t.add(bitCommands()...)
+	t.add(keyCommands()...)
+	for _, family := range typeFamilies {
+		t.add(family()...)
+	}
+	return t
+}
+
+// typeFamilies are the data-type command families (lists, hashes, sets,
+// sorted sets, streams, HyperLogLog, Pub/Sub); each family's file adds its
+// constructor here from an init function.
+var typeFamilies []func() []*Command

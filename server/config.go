@@ -1,0 +1,153 @@
+package server
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Config is the server's configuration: flags at start, CONFIG SET later.
+type Config struct {
+	Port         int
+	Bind         string
+	Shards       int
+	Requirepass  string
+	MaxClients   int
+	Dir          string
+	DBFilename   string
+	Databases    int
+	MaxMemory    int64
+	LogFile      string
+	LogLevel     string
+	ProtoMaxBulk int64
+	QueryBufMax  int64
+	// ProtectedMode refuses non-loopback clients when no password is set.
+	ProtectedMode bool
+
+	mu sync.RWMutex
+}
+
+// DefaultConfig has Redis's defaults where Redis has one.
+func DefaultConfig() *Config {
+	return &Config{
+		Port: 6379, Bind: "127.0.0.1", MaxClients: 10000, Dir: ".", DBFilename: "dump.rdb",
+		Databases: 16, LogLevel: "notice", ProtoMaxBulk: 512 << 20, QueryBufMax: 1 << 30,
+		ProtectedMode: true,
+	}
+}
+
+// param is one CONFIG GET/SET parameter.
+type param struct {
+	name string
+	get  func(c *Config) string
+	set  func(c *Config, v string) error // nil: read-only at run time
+}
+
+func intParam(name string, p func(c *Config) *int, min int) param {
+	return param{name,
+		func(c *Config) string { return strconv.Itoa(*p(c)) },
+		func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < min {
+				return fmt.Errorf("argument couldn't be parsed into an integer")
+			}
+			*p(c) = n
+			return nil
+		}}
+}
+
+func memParam(name string, p func(c *Config) *int64) param {
+	return param{name,
+		func(c *Config) string { return strconv.FormatInt(*p(c), 10) },
+		func(c *Config, v string) error {
+			n, err := ParseMemory(v)
+			if err != nil {
+				return err
+			}
+			*p(c) = n
+			return nil
+		}}
+}
+
+func strParam(name string, p func(c *Config) *string, settable bool) param {
+	pr := param{name: name, get: func(c *Config) string { return *p(c) }}
+	if settable {
+		pr.set = func(c *Config, v string) error { *p(c) = v; return nil }
+	}
+	return pr
+}
+
+func fixed(name, value string) param {
+	return param{name: name, get: func(*Config) string { return value }}
+}
+
+var params = []param{
+	intParam("port", func(c *Config) *int { return &c.Port }, 0),
+	strParam("bind", func(c *Config) *string { return &c.Bind }, false),
+	strParam("requirepass", func(c *Config) *string { return &c.Requirepass }, true),
+	intParam("maxclients", func(c *Config) *int { return &c.MaxClients }, 1),
+	strParam("dir", func(c *Config) *string { return &c.Dir }, true),
+	strParam("dbfilename", func(c *Config) *string { return &c.DBFilename }, true),
+	{name: "databases", get: func(c *Config) string { return strconv.Itoa(c.Databases) }},
+	memParam("maxmemory", func(c *Config) *int64 { return &c.MaxMemory }),
+	memParam("proto-max-bulk-len", func(c *Config) *int64 { return &c.ProtoMaxBulk }),
+	memParam("client-query-buffer-limit", func(c *Config) *int64 { return &c.QueryBufMax }),
+	strParam("logfile", func(c *Config) *string { return &c.LogFile }, false),
+	{name: "loglevel", get: func(c *Config) string { return c.LogLevel }, set: func(c *Config, v string) error {
+		switch v {
+		case "debug", "verbose", "notice", "warning", "nothing":
+			c.LogLevel = v
+			return nil
+		}
+		return fmt.Errorf("argument(s) must be one of the following: debug, verbose, notice, warning, nothing")
+	}},
+	{name: "protected-mode", get: func(c *Config) string { return yesNo(c.ProtectedMode) }, set: func(c *Config, v string) error {
+		b, err := parseYesNo(v)
+		c.ProtectedMode = b
+		return err
+	}},
+	{name: "shards", get: func(c *Config) string { return strconv.Itoa(c.Shards) }},
+	fixed("appendonly", "no"),
+	fixed("save", ""),
+	fixed("maxmemory-policy", "noeviction"),
+	fixed("timeout", "0"),
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func parseYesNo(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "yes":
+		return true, nil
+	case "no":
+		return false, nil
+	}
+	return false, fmt.Errorf("argument must be 'yes' or 'no'")
+}
+
+// ParseMemory parses Redis memory sizes: 100, 1k, 1kb, 5mb, 2gb (k = 1000,
+// kb = 1024, as Redis's memtoull).
+func ParseMemory(v string) (int64, error) {
+	s := strings.ToLower(strings.TrimSpace(v))
+	mul := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mul    int64
+	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"g", 1e9}, {"m", 1e6}, {"k", 1e3}, {"b", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mul = strings.TrimSuffix(s, u.suffix), u.mul
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("argument must be a memory value")
+	}
+	return n * mul, nil
+}

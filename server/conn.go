@@ -1,0 +1,387 @@
+package server
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/shard"
+)
+
+// Limits of one dispatch step, so a flood of pipelined input is taken a
+// bounded piece at a time.
+const (
+	maxBatchCmds  = 1024
+	maxBatchBytes = 1 << 20
+	// replyKeepCap: reply buffers larger than this are dropped after use
+	// instead of kept for the next command.
+	replyKeepCap = 64 << 10
+)
+
+// pending is one parsed command of the current batch.
+type pending struct {
+	args  [][]byte
+	cmd   *Command
+	reply resp.Writer
+	db    int
+	sid   int // owning shard for single-shard dispatch, -1 otherwise
+}
+
+// Conn is one client connection. Its fields are owned by the event loop
+// that serves it, except those under info, which CLIENT LIST on another
+// loop reads.
+type Conn struct {
+	srv    *Server
+	gc     gnet.Conn
+	ID     int64
+	parser *resp.Parser
+
+	db     int
+	proto  int
+	authed bool
+
+	info struct {
+		sync.Mutex
+		name, addr, laddr string
+		lib, libver       string
+		created, lastCmd  time.Time
+		lastName          string
+		db, proto         int
+	}
+
+	cmds    []pending
+	argBuf  [][]byte
+	arena   []byte
+	next    int // first command not yet dispatched
+	flushed int // first command whose reply is not yet written
+	out     []byte
+	// inflight counts dispatched units (shard batches, coordinated
+	// commands) not yet complete; the last to complete wakes the loop.
+	inflight atomic.Int32
+	batches  []*shardBatch
+	used     []int // shards with commands in the current step
+	keyPos   []int
+
+	// loop is the index of the event loop serving this connection; -2
+	// until known. Batches for shards that loop owns run inline.
+	loop int
+
+	closing  bool   // close once replies are written
+	protoErr string // a protocol error to send after the batch's replies
+	closed   atomic.Bool
+}
+
+func newConn(srv *Server, gc gnet.Conn) *Conn {
+	c := &Conn{srv: srv, gc: gc, proto: 2, loop: -2}
+	c.ID = srv.nextConnID.Add(1)
+	c.parser = resp.NewParser(srv.cfg.ProtoMaxBulk, int(srv.cfg.QueryBufMax))
+	c.authed = srv.cfg.Requirepass == ""
+	c.parser.SetAuthenticated(c.authed)
+	now := time.Now()
+	c.info.created, c.info.lastCmd, c.info.proto = now, now, 2
+	if a := gc.RemoteAddr(); a != nil {
+		c.info.addr = a.String()
+	}
+	if a := gc.LocalAddr(); a != nil {
+		c.info.laddr = a.String()
+	}
+	c.batches = make([]*shardBatch, len(srv.shards))
+	for i := range c.batches {
+		c.batches[i] = &shardBatch{c: c, sid: i}
+	}
+	return c
+}
+
+// complete is called by whoever finishes a dispatched unit, on any
+// goroutine. A unit finished inline on the connection's own loop needs no
+// wake-up: serve sees the count drop when the inline run returns.
+func (c *Conn) complete(inline bool) {
+	if c.inflight.Add(-1) == 0 && !inline {
+		_ = c.gc.Wake(nil)
+	}
+}
+
+// serve runs on the event loop whenever input arrives or a dispatched unit
+// completes: it writes finished replies, dispatches what can go next, and
+// parses more input once the batch is done.
+func (c *Conn) serve() gnet.Action {
+	for {
+		if c.inflight.Load() != 0 {
+			c.writeOut()
+			return gnet.None
+		}
+		c.collectReplies()
+		if c.next < len(c.cmds) {
+			c.dispatch()
+			continue
+		}
+		// The batch is done.
+		if c.protoErr != "" {
+			c.out = append(c.out, "-ERR "...)
+			c.out = append(c.out, c.protoErr...)
+			c.out = append(c.out, "\r\n"...)
+			c.closing = true
+		}
+		if c.closing {
+			c.writeOut()
+			return gnet.Close
+		}
+		c.resetBatch()
+		if !c.parse() {
+			c.writeOut()
+			return gnet.None
+		}
+	}
+}
+
+func (c *Conn) writeOut() {
+	if len(c.out) == 0 {
+		return
+	}
+	_, _ = c.gc.Write(c.out)
+	if cap(c.out) > 4*replyKeepCap {
+		c.out = nil
+	} else {
+		c.out = c.out[:0]
+	}
+}
+
+// collectReplies moves finished replies, in order, to the output buffer.
+func (c *Conn) collectReplies() {
+	for c.flushed < c.next {
+		p := &c.cmds[c.flushed]
+		c.out = append(c.out, p.reply.Buf...)
+		if cap(p.reply.Buf) > replyKeepCap {
+			p.reply.Buf = nil
+		} else {
+			p.reply.Buf = p.reply.Buf[:0]
+		}
+		c.flushed++
+	}
+}
+
+func (c *Conn) resetBatch() {
+	for i := range c.cmds {
+		c.cmds[i].args = nil
+	}
+	c.cmds = c.cmds[:0]
+	c.argBuf = c.argBuf[:0]
+	if cap(c.arena) > maxBatchBytes*2 {
+		c.arena = nil
+	}
+	c.arena = c.arena[:0]
+	c.next, c.flushed = 0, 0
+}
+
+// parse reads complete commands from the inbound buffer into the batch,
+// copying their arguments (the buffer is recycled once discarded). It
+// reports whether it found any command or a protocol error.
+func (c *Conn) parse() bool {
+	buf, _ := c.gc.Peek(-1)
+	if len(buf) == 0 {
+		return false
+	}
+	consumed := 0
+	for len(c.cmds) < maxBatchCmds && len(c.arena) < maxBatchBytes {
+		args, n, ok, err := c.parser.Next(buf[consumed:])
+		if err != nil {
+			c.protoErr = err.Error()
+			break
+		}
+		if !ok {
+			break
+		}
+		consumed += n
+		if len(args) == 0 {
+			continue // an empty inline line
+		}
+		start := len(c.argBuf)
+		for _, a := range args {
+			off := len(c.arena)
+			c.arena = append(c.arena, a...)
+			c.argBuf = append(c.argBuf, c.arena[off:len(c.arena):len(c.arena)])
+		}
+		if len(c.cmds) < cap(c.cmds) {
+			c.cmds = c.cmds[:len(c.cmds)+1]
+		} else {
+			c.cmds = append(c.cmds, pending{})
+		}
+		c.cmds[len(c.cmds)-1].args = c.argBuf[start:len(c.argBuf):len(c.argBuf)]
+	}
+	if consumed > 0 {
+		_, _ = c.gc.Discard(consumed) // Discard(0) would drop everything
+	}
+	if n := len(c.cmds); n > 0 {
+		last := strings.ToLower(string(c.cmds[n-1].args[0]))
+		c.setInfo(func() { c.info.lastCmd, c.info.lastName = time.Now(), last })
+	}
+	if c.protoErr == "" && c.parser.Overflow(c.gc.InboundBuffered()) {
+		// Redis closes such a client without a reply.
+		c.srv.log.Warnf("closing client %d: query buffer over client-query-buffer-limit", c.ID)
+		c.closing = true
+	}
+	return len(c.cmds) > 0 || c.protoErr != "" || c.closing
+}
+
+// dispatch runs connection commands inline and sends the following run of
+// single-shard commands to their shards, stopping before a coordinated
+// command (which goes alone, after the run completes).
+func (c *Conn) dispatch() {
+	c.used = c.used[:0]
+	for c.next < len(c.cmds) {
+		p := &c.cmds[c.next]
+		p.reply.Proto = c.proto
+		if !c.prepare(p) {
+			c.next++
+			continue
+		}
+		cmd := p.cmd
+		if cmd.Local != nil {
+			// Connection commands touch no key, so they run now, between
+			// the commands already gathered and those after (which see
+			// their effect: SELECT, HELLO and AUTH apply in order).
+			cmd.calls.Add(1)
+			cmd.Local(c, p.args, &p.reply)
+			c.next++
+			if c.closing {
+				c.cmds = c.cmds[:c.next] // nothing after QUIT runs
+				break
+			}
+			continue
+		}
+		p.db = c.db
+		p.sid = c.srv.singleShard(cmd, p.args, &c.keyPos)
+		if p.sid < 0 {
+			if len(c.used) > 0 {
+				break
+			}
+			c.next++
+			c.inflight.Store(1)
+			co := &Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: cmd}
+			go co.run(c)
+			return
+		}
+		b := c.batches[p.sid]
+		if len(b.idx) == 0 {
+			c.used = append(c.used, p.sid)
+		}
+		b.idx = append(b.idx, int32(c.next))
+		c.next++
+	}
+	if len(c.used) == 0 {
+		return
+	}
+	c.inflight.Store(int32(len(c.used)))
+	local := -1
+	for _, sid := range c.used {
+		if c.srv.shardLoop[sid] == c.loop && local < 0 {
+			local = sid
+			continue
+		}
+		c.srv.shards[sid].Send(c.batches[sid])
+	}
+	if local >= 0 {
+		// This loop owns the shard: run its batch here, no hop.
+		b := c.batches[local]
+		b.inline = true
+		c.srv.shards[local].Exec(b)
+	}
+}
+
+// prepare checks a command before it runs: known, right arity, allowed.
+// On failure it writes the error reply and returns false.
+func (c *Conn) prepare(p *pending) bool {
+	name := p.args[0]
+	p.cmd = c.srv.table.lookup(name)
+	w := &p.reply
+	if p.cmd == nil {
+		w.Error(unknownCommand(p.args))
+		return false
+	}
+	if !p.cmd.arityOK(len(p.args)) {
+		w.Error("ERR wrong number of arguments for '" + p.cmd.Name + "' command")
+		return false
+	}
+	if !c.authed && p.cmd.Flags&FlagNoAuth == 0 {
+		w.Error("NOAUTH Authentication required.")
+		return false
+	}
+	return true
+}
+
+func unknownCommand(args [][]byte) string {
+	msg := "ERR unknown command '" + truncArg(args[0]) + "', with args beginning with: "
+	for _, a := range args[1:] {
+		msg += "'" + truncArg(a) + "' "
+	}
+	return msg
+}
+
+func truncArg(a []byte) string {
+	if len(a) > 128 {
+		a = a[:128]
+	}
+	return string(a)
+}
+
+// shardBatch carries a connection's commands for one shard in one step.
+type shardBatch struct {
+	c   *Conn
+	sid int
+	idx []int32
+	pos int
+	x   Exec
+	// inline: running on the connection's own loop within serve.
+	inline bool
+}
+
+// Run executes the batch on the shard, parking at the first command whose
+// keys are locked; Resume continues from there.
+func (b *shardBatch) Run(s *shard.Shard) {
+	b.x.S, b.x.Srv = s, b.c.srv
+	b.exec(s, false)
+}
+
+func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
+	for b.pos < len(b.idx) {
+		p := &b.c.cmds[b.idx[b.pos]]
+		if !resumed && !s.Locks.Idle() {
+			b.x.keys = b.lockKeys(p, b.x.keys[:0])
+			if !s.Available(b.x.keys) {
+				b.inline = false // resumed later from another message
+				s.Park(b)
+				return
+			}
+		}
+		resumed = false
+		b.x.DB = s.DBs[p.db]
+		b.x.Args = p.args
+		b.x.W = &p.reply
+		p.cmd.Shard(&b.x)
+		s.Stats.Commands++
+		b.c.srv.countShardCall(s.ID, p.cmd)
+		b.pos++
+	}
+	b.idx = b.idx[:0]
+	b.pos = 0
+	inline := b.inline
+	b.inline = false
+	b.c.complete(inline)
+}
+
+func (b *shardBatch) lockKeys(p *pending, dst []shard.KeyLock) []shard.KeyLock {
+	excl := p.cmd.Flags&FlagWrite != 0
+	pos := p.cmd.keys(nil, p.args)
+	for _, i := range pos {
+		dst = append(dst, shard.KeyLock{DB: p.db, Key: string(p.args[i]), Excl: excl})
+	}
+	return dst
+}
+
+func (b *shardBatch) LockKeys() ([]shard.KeyLock, bool) { return b.x.keys, false }
+
+func (b *shardBatch) Resume(s *shard.Shard) { b.exec(s, true) }

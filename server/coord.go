@@ -1,0 +1,78 @@
+package server
+
+import (
+	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tx"
+)
+
+// Coord is a command running on a coordinator goroutine: one whose keys
+// span shards, or that works on every shard (DBSIZE, FLUSHALL, KEYS).
+type Coord struct {
+	Srv  *Server
+	Conn *Conn // the issuing connection; only its immutable fields may be read
+	DB   int
+	Args [][]byte
+	W    *resp.Writer
+	cmd  *Command
+}
+
+func (x *Coord) run(c *Conn) {
+	x.cmd.calls.Add(1)
+	if x.cmd.Multi == nil {
+		x.W.Error("CROSSSLOT Keys in request don't hash to the same slot")
+	} else {
+		x.cmd.Multi(x)
+	}
+	c.complete(false)
+}
+
+// ShardOf is the shard that owns key.
+func (x *Coord) ShardOf(key []byte) int { return x.Srv.ShardOf(key) }
+
+// Tx starts a transaction over the server's shards.
+func (x *Coord) Tx() *tx.Tx { return tx.New(x.Srv.shards) }
+
+// NumShards is the number of shards.
+func (x *Coord) NumShards() int { return len(x.Srv.shards) }
+
+// OnEach runs fn on every shard in parallel, without locks, and waits.
+// fn(sid) must write only to state indexed by the shard's id.
+func (x *Coord) OnEach(fn func(s *shard.Shard)) { x.Srv.OnEachShard(fn) }
+
+// On runs fn on shard sid without locks and waits.
+func (x *Coord) On(sid int, fn func(s *shard.Shard)) { x.Srv.OnShard(sid, fn) }
+
+// LockKeys starts a transaction that locks the keys at positions pos of
+// args (exclusively when excl), in the coordinator's DB.
+func (x *Coord) LockKeys(pos []int, excl bool) *tx.Tx {
+	t := x.Tx()
+	for _, i := range pos {
+		k := x.Args[i]
+		t.Add(x.ShardOf(k), x.DB, string(k), excl)
+	}
+	t.Lock()
+	return t
+}
+
+// lockSplit groups the keys at pos by shard, locks them all, and returns
+// the transaction with the positions each shard owns.
+func (x *Coord) lockSplit(pos []int, excl bool) (*tx.Tx, [][]int) {
+	parts := make([][]int, x.NumShards())
+	t := x.Tx()
+	for _, i := range pos {
+		sid := x.ShardOf(x.Args[i])
+		parts[sid] = append(parts[sid], i)
+		t.Add(sid, x.DB, string(x.Args[i]), excl)
+	}
+	t.Lock()
+	return t, parts
+}
+
+// splitKeys runs fn on every shard that owns some of the keys at pos, with
+// all of them locked, each shard releasing right after its part. fn gets
+// the positions its shard owns, in argument order.
+func (x *Coord) splitKeys(pos []int, excl bool, fn func(s *shard.Shard, db *shard.DB, pos []int)) {
+	t, parts := x.lockSplit(pos, excl)
+	t.Finish(func(s *shard.Shard) { fn(s, s.DBs[x.DB], parts[s.ID]) })
+}

@@ -1,0 +1,21 @@
+// Package server is dfly's front end: the listener and event loops, client
+// connections, the RESP protocol, the command table, and the commands
+// themselves (connection, server, string and key families).
+//
+// A connection parses every complete command in a read, then dispatches
+// them in order: connection commands run inline on the event loop; runs of
+// single-shard commands go to each involved shard as one batch (one hop per
+// shard per read); a command whose keys span shards runs on a coordinator
+// goroutine through package tx. Replies are written in request order once
+// the commands before them are done.
+//
+// What it never does: touch a shard's data outside a message running on
+// that shard's goroutine, or block an event loop on a shard.
+//
+// Invariants:
+//   - A connection has at most one dispatch step in flight; it reads no
+//     further input until that step completes, which bounds its memory and
+//     keeps its replies in order.
+//   - Commands of one connection on the same key run in the order sent (one
+//     shard, one FIFO inbox, parked batches resume in order).
+package server

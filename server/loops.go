@@ -1,0 +1,122 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"fmt"
+	errorx "github.com/panjf2000/gnet/v2/pkg/errors"
+	"net"
+	"os"
+	"syscall"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"github.com/dfly/dfly/shard"
+)
+
+// Shards run on the event loops: shard i is owned by loop i mod L, whose
+// goroutine executes every message for it (DESIGN §2: an event loop owns
+// its shards and runs commands on their keys inline, hopping only for keys
+// of other shards). gnet offers no list of its loops, so at boot the server
+// enrolls socketpair connections until it has seen every loop, and keeps
+// their EventLoop handles.
+
+// shardTask runs a shard message on the shard's event loop.
+type shardTask struct {
+	s *shard.Shard
+	r shard.Runnable
+}
+
+func (t shardTask) Run(context.Context) error {
+	t.s.Exec(t.r)
+	return nil
+}
+
+// discoverLoops finds the engine's event loops and attaches each shard to
+// one. It runs once, after boot, before any client command is served.
+func (s *Server) discoverLoops(want int) error {
+	var found []gnet.EventLoop
+	var keep []net.Conn
+	defer func() {
+		for _, c := range keep {
+			_ = c.Close()
+		}
+	}()
+	for attempts := 0; len(found) < want && attempts < 8*want; attempts++ {
+		local, remote, err := socketPair()
+		if err != nil {
+			return err
+		}
+		keep = append(keep, local, remote)
+		ctx := gnet.NewContext(gnet.NewNetConnContext(context.Background(), local), loopProbe{})
+		ch, err := s.eng.Register(ctx)
+		for wait := 0; errors.Is(err, errorx.ErrEmptyEngine) && wait < 1000; wait++ {
+			// OnBoot runs before gnet starts its loops.
+			time.Sleep(5 * time.Millisecond)
+			ch, err = s.eng.Register(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("enroll a loop probe: %w", err)
+		}
+		res := <-ch
+		if res.Err != nil {
+			return fmt.Errorf("enroll a loop probe: %w", res.Err)
+		}
+		el := res.Conn.EventLoop()
+		seen := false
+		for _, f := range found {
+			if f == el {
+				seen = true
+			}
+		}
+		if !seen {
+			found = append(found, el)
+		}
+	}
+	if len(found) < want {
+		return fmt.Errorf("found %d of %d event loops", len(found), want)
+	}
+	s.loops = found
+	s.shardLoop = make([]int, len(s.shards))
+	for i, sh := range s.shards {
+		li := i % len(found)
+		s.shardLoop[i] = li
+		el, sh := found[li], sh
+		sh.Attach(func(r shard.Runnable) { _ = el.Execute(context.Background(), shardTask{sh, r}) })
+		sh.Start()
+	}
+	return nil
+}
+
+// loopProbe marks the enrolled discovery connections.
+type loopProbe struct{}
+
+func socketPair() (net.Conn, net.Conn, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("socketpair: %w", err)
+	}
+	conns := make([]net.Conn, 2)
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "loop-probe")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("socketpair: %w", err)
+		}
+		conns[i] = c
+	}
+	return conns[0], conns[1], nil
+}
+
+// loopIndex is the position of el among the discovered loops, -1 if none.
+func (s *Server) loopIndex(el gnet.EventLoop) int {
+	for i, l := range s.loops {
+		if l == el {
+			return i
+		}
+	}
+	return -1
+}

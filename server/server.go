@@ -1,0 +1,323 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/panjf2000/gnet/v2"
+
+	"github.com/dfly/dfly/shard"
+)
+
+// Version is what INFO and HELLO report; redis_version stays 7.x so
+// clients enable the features they probe for by version.
+const (
+	Version      = "0.1.0"
+	RedisVersion = "7.2.0"
+)
+
+// Server is a running dfly instance.
+type Server struct {
+	gnet.BuiltinEventEngine
+
+	cfg    *Config
+	shards []*shard.Shard
+	table  *Table
+	log    *Logger
+	eng    gnet.Engine
+	runID  string
+	start  time.Time
+
+	nextConnID atomic.Int64
+	connsMu    sync.Mutex
+	conns      map[int64]*Conn
+	// stats
+	totalConns    atomic.Int64
+	rejectedConns atomic.Int64
+	cmdStats      []shardCmdStats // per shard, owned by its goroutine
+
+	// loops are the engine's event loops; shardLoop[i] is the loop that
+	// owns shard i. Both are set once, before any command is served.
+	loops     []gnet.EventLoop
+	shardLoop []int
+	// loopsReady is set after discovery; connections that send commands
+	// before it wait in early and are woken then.
+	loopsReady atomic.Bool
+	earlyMu    sync.Mutex
+	early      []gnet.Conn
+
+	ready    chan struct{}
+	stopping atomic.Bool
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+type shardCmdStats struct{ calls map[*Command]uint64 }
+
+// New builds a server with its shards; Serve starts it.
+func New(cfg *Config, log *Logger) *Server {
+	if cfg.Shards <= 0 {
+		cfg.Shards = runtime.GOMAXPROCS(0)
+	}
+	s := &Server{cfg: cfg, log: log, table: newTable(), conns: make(map[int64]*Conn),
+		ready: make(chan struct{}), done: make(chan struct{}), start: time.Now()}
+	var id [20]byte
+	_, _ = rand.Read(id[:])
+	s.runID = hex.EncodeToString(id[:])
+	s.shards = make([]*shard.Shard, cfg.Shards)
+	s.cmdStats = make([]shardCmdStats, cfg.Shards)
+	for i := range s.shards {
+		s.shards[i] = shard.New(i, cfg.Databases)
+		s.cmdStats[i].calls = make(map[*Command]uint64)
+	}
+	return s
+}
+
+func (s *Server) countShardCall(sid int, cmd *Command) { s.cmdStats[sid].calls[cmd]++ }
+
+// ShardOf maps a key to its shard by a hash of the key, or of its {tag}.
+func (s *Server) ShardOf(key []byte) int {
+	if len(s.shards) == 1 {
+		return 0
+	}
+	return int(xxhash.Sum64(hashTag(key)) % uint64(len(s.shards)))
+}
+
+// hashTag is the part of key between the first '{' and the next '}' when
+// that part is non-empty, as in Redis Cluster; otherwise the whole key.
+func hashTag(key []byte) []byte {
+	for i, ch := range key {
+		if ch == '{' {
+			for j := i + 1; j < len(key); j++ {
+				if key[j] == '}' {
+					if j > i+1 {
+						return key[i+1 : j]
+					}
+					return key
+				}
+			}
+			return key
+		}
+	}
+	return key
+}
+
+// singleShard is the one shard owning all of the command's keys, or -1 when
+// the command must be coordinated (keys on several shards, or no Shard
+// handler). Keyless shard commands go to shard 0.
+func (s *Server) singleShard(cmd *Command, args [][]byte, scratch *[]int) int {
+	if cmd.Shard == nil {
+		return -1
+	}
+	pos := cmd.keys((*scratch)[:0], args)
+	*scratch = pos
+	if len(pos) == 0 {
+		return 0
+	}
+	sid := s.ShardOf(args[pos[0]])
+	for _, i := range pos[1:] {
+		if s.ShardOf(args[i]) != sid {
+			return -1
+		}
+	}
+	return sid
+}
+
+// OnShard runs fn on shard sid and waits.
+func (s *Server) OnShard(sid int, fn func(*shard.Shard)) {
+	done := make(chan struct{})
+	s.shards[sid].Send(shard.Func(func(sh *shard.Shard) { fn(sh); close(done) }))
+	<-done
+}
+
+// OnEachShard runs fn on every shard in parallel and waits for all.
+func (s *Server) OnEachShard(fn func(*shard.Shard)) {
+	var wg sync.WaitGroup
+	wg.Add(len(s.shards))
+	for _, sh := range s.shards {
+		sh.Send(shard.Func(func(sh *shard.Shard) { fn(sh); wg.Done() }))
+	}
+	wg.Wait()
+}
+
+// Addrs are the listen addresses for the configured bind list and port.
+func (s *Server) Addrs() []string {
+	var addrs []string
+	for _, b := range strings.Fields(s.cfg.Bind) {
+		b = strings.TrimPrefix(b, "-")
+		addrs = append(addrs, "tcp://"+net.JoinHostPort(b, strconv.Itoa(s.cfg.Port)))
+	}
+	return addrs
+}
+
+// Serve starts the shards and the event loops and blocks until Shutdown.
+func (s *Server) Serve() error {
+	defer func() {
+		for _, sh := range s.shards {
+			sh.Stop()
+		}
+		close(s.done)
+	}()
+	loops := runtime.GOMAXPROCS(0)
+	err := gnet.Rotate(s, s.Addrs(),
+		gnet.WithMulticore(true),
+		gnet.WithNumEventLoop(loops),
+		gnet.WithReusePort(false),
+		gnet.WithReuseAddr(true),
+		gnet.WithLoadBalancing(gnet.LeastConnections),
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+		gnet.WithTCPKeepAlive(5*time.Minute),
+		gnet.WithLogger(s.log.gnetLogger()),
+	)
+	if err != nil && !s.stopping.Load() {
+		return fmt.Errorf("server: %w", err)
+	}
+	return nil
+}
+
+// Ready is closed once the server accepts connections.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Shutdown stops accepting, lets in-flight commands finish and write their
+// replies (for up to a few seconds), then closes every connection.
+func (s *Server) Shutdown() {
+	s.stopOnce.Do(func() {
+		s.stopping.Store(true)
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) && s.busyConns() > 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		select {
+		case <-s.ready:
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = s.eng.Stop(ctx)
+		default:
+		}
+	})
+}
+
+func (s *Server) busyConns() int {
+	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	n := 0
+	for _, c := range s.conns {
+		if c.inflight.Load() != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// OnBoot records the engine.
+func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
+	s.eng = eng
+	go func() {
+		if err := s.discoverLoops(runtime.GOMAXPROCS(0)); err != nil {
+			s.log.Warnf("event loop discovery failed: %v", err)
+			go s.Shutdown()
+			return
+		}
+		s.loopsReady.Store(true)
+		s.earlyMu.Lock()
+		for _, gc := range s.early {
+			_ = gc.Wake(nil)
+		}
+		s.early = nil
+		s.earlyMu.Unlock()
+	}()
+	s.log.Noticef("dfly %s ready to accept connections on %s with %d shards", Version, strings.Join(s.Addrs(), ", "), len(s.shards))
+	close(s.ready)
+	return gnet.None
+}
+
+const protectedModeError = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n"
+
+// OnOpen admits a client, or refuses it with Redis's error.
+func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
+	if s.stopping.Load() {
+		return nil, gnet.Close
+	}
+	if gc.Context() != nil { // a loop probe enrolled by discoverLoops
+		return nil, gnet.None
+	}
+	s.cfg.mu.RLock()
+	maxClients, protected, pass := s.cfg.MaxClients, s.cfg.ProtectedMode, s.cfg.Requirepass
+	s.cfg.mu.RUnlock()
+	if protected && pass == "" && !isLoopback(gc.RemoteAddr()) {
+		s.rejectedConns.Add(1)
+		return []byte(protectedModeError), gnet.Close
+	}
+	s.connsMu.Lock()
+	n := len(s.conns)
+	s.connsMu.Unlock()
+	if n >= maxClients {
+		s.rejectedConns.Add(1)
+		return []byte("-ERR max number of clients reached\r\n"), gnet.Close
+	}
+	c := newConn(s, gc)
+	gc.SetContext(c)
+	s.connsMu.Lock()
+	s.conns[c.ID] = c
+	s.connsMu.Unlock()
+	s.totalConns.Add(1)
+	return nil, gnet.None
+}
+
+func isLoopback(a net.Addr) bool {
+	if a == nil {
+		return true
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// OnClose forgets the client. Work it dispatched still completes; its
+// replies are dropped.
+func (s *Server) OnClose(gc gnet.Conn, _ error) gnet.Action {
+	if c, ok := gc.Context().(*Conn); ok {
+		c.closed.Store(true)
+		s.connsMu.Lock()
+		delete(s.conns, c.ID)
+		s.connsMu.Unlock()
+	}
+	return gnet.None
+}
+
+// OnTraffic serves a client's input or the completion of its dispatched work.
+func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
+	c, ok := gc.Context().(*Conn)
+	if !ok {
+		if _, probe := gc.Context().(loopProbe); probe {
+			return gnet.None
+		}
+		return gnet.Close
+	}
+	if c.loop < -1 {
+		if !s.loopsReady.Load() {
+			s.earlyMu.Lock()
+			if !s.loopsReady.Load() {
+				s.early = append(s.early, gc)
+				s.earlyMu.Unlock()
+				return gnet.None
+			}
+			s.earlyMu.Unlock()
+		}
+		c.loop = s.loopIndex(gc.EventLoop())
+	}
+	return c.serve()
+}

@@ -1,0 +1,226 @@
+package shard
+
+import (
+	"strings"
+	"unsafe"
+
+	"github.com/dfly/dfly/dash"
+)
+
+// DB is one numbered database of a shard: the keyspace table and the expiry
+// table (absolute unix milliseconds, present only for keys with a TTL).
+type DB struct {
+	Index  int
+	Table  *dash.Table[Value]
+	Expire *dash.Table[int64]
+	shard  *Shard
+	// expiryCursor is where the active expiry sweep resumes.
+	expiryCursor uint64
+}
+
+func newDB(s *Shard, index int) *DB {
+	return &DB{Index: index, Table: dash.New[Value](), Expire: dash.New[int64](), shard: s}
+}
+
+// view returns a string sharing b's bytes. Only for look-ups: the table
+// never retains a key it was asked to find, so no copy is needed.
+func view(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// Len is the number of keys, including logically expired ones not yet swept.
+func (db *DB) Len() int { return db.Table.Len() }
+
+// Find looks key up, expiring it first when its TTL has passed (lazy
+// expiry). The returned pointer is valid until the next mutation of db.
+func (db *DB) Find(key []byte) (dash.Iterator, *Value) {
+	it := db.Table.Find(view(key))
+	if !it.Valid() {
+		return it, nil
+	}
+	v := db.Table.Value(it)
+	if v.HasExpire && db.expired(it) {
+		db.deleteExpired(it)
+		return dash.Iterator{}, nil
+	}
+	v.Access = db.shard.clockSeconds()
+	return it, v
+}
+
+// FindType is Find that also reports a type mismatch: ok=false when the key
+// exists with another type.
+func (db *DB) FindType(key []byte, t Type) (it dash.Iterator, v *Value, ok bool) {
+	it, v = db.Find(key)
+	if v != nil && v.Type != t {
+		return it, nil, false
+	}
+	return it, v, true
+}
+
+func (db *DB) expired(it dash.Iterator) bool {
+	at, ok := db.ExpireAt(it)
+	return ok && at <= db.shard.Now()
+}
+
+// ExpireAt is the key's absolute expiry in unix ms, ok=false when it has none.
+func (db *DB) ExpireAt(it dash.Iterator) (int64, bool) {
+	v := db.Table.Value(it)
+	if !v.HasExpire {
+		return 0, false
+	}
+	eit := db.Expire.Find(db.Table.Key(it))
+	if !eit.Valid() {
+		return 0, false
+	}
+	return *db.Expire.Value(eit), true
+}
+
+// Mutate announces an in-place update of the value at it: change hooks run
+// first (a snapshot serializes the bucket while it still holds the old
+// value), then the bucket version is stamped. The caller then edits the
+// value through the returned pointer, before any other mutation of db.
+func (db *DB) Mutate(it dash.Iterator) *Value {
+	s := db.shard
+	for _, h := range s.hooks {
+		h.PreUpdate(db, it)
+	}
+	db.Table.Bump(it, s.nextVersion())
+	s.Stats.Writes++
+	return db.Table.Value(it)
+}
+
+// Insert adds key, which must be absent, with value v.
+func (db *DB) Insert(key []byte, v Value) (dash.Iterator, *Value) {
+	s := db.shard
+	k := view(key)
+	for _, h := range s.hooks {
+		h.PreInsert(db, k)
+	}
+	v.Access = s.clockSeconds()
+	it, _ := db.Table.Insert(string(key), v, s.nextVersion())
+	s.Stats.Writes++
+	return it, db.Table.Value(it)
+}
+
+// Set stores v under key, replacing any old value and dropping its TTL
+// unless keepTTL.
+func (db *DB) Set(key []byte, v Value, keepTTL bool) {
+	it, old := db.Find(key)
+	if old == nil {
+		db.Insert(key, v)
+		return
+	}
+	p := db.Mutate(it)
+	hadExpire := p.HasExpire
+	v.Access = db.shard.clockSeconds()
+	*p = v
+	if hadExpire {
+		if keepTTL {
+			p.HasExpire = true
+		} else {
+			db.Expire.Delete(db.Table.Key(it))
+		}
+	}
+}
+
+// Delete removes the entry at it, with its TTL.
+func (db *DB) Delete(it dash.Iterator) {
+	for _, h := range db.shard.hooks {
+		h.PreUpdate(db, it)
+	}
+	db.erase(it)
+}
+
+func (db *DB) erase(it dash.Iterator) {
+	v := db.Table.Value(it)
+	if v.HasExpire {
+		db.Expire.Delete(db.Table.Key(it))
+	}
+	db.Table.Erase(it)
+	db.shard.Stats.Writes++
+}
+
+// deleteExpired removes a key whose TTL passed. It bypasses the change
+// hooks on purpose: expiry is not a transactional mutation, and the
+// snapshot handles it through its deferred deletion queue (seed §1).
+func (db *DB) deleteExpired(it dash.Iterator) {
+	s := db.shard
+	key := db.Table.Key(it)
+	for _, h := range s.expiryHooks {
+		h.OnExpire(db, it, key)
+	}
+	db.erase(it)
+	s.Stats.ExpiredKeys++
+}
+
+// SetExpire gives the key at it an absolute expiry in unix ms. The caller
+// has already announced the update with Mutate (or just inserted the key).
+func (db *DB) SetExpire(it dash.Iterator, at int64) {
+	v := db.Table.Value(it)
+	key := db.Table.Key(it)
+	eit := db.Expire.Find(key)
+	if eit.Valid() {
+		*db.Expire.Value(eit) = at
+	} else {
+		db.Expire.Insert(key, at, 0)
+	}
+	v.HasExpire = true
+}
+
+// Persist drops the key's TTL; the caller has announced the update.
+func (db *DB) Persist(it dash.Iterator) bool {
+	v := db.Table.Value(it)
+	if !v.HasExpire {
+		return false
+	}
+	db.Expire.Delete(db.Table.Key(it))
+	v.HasExpire = false
+	return true
+}
+
+// Flush drops every key of the database.
+func (db *DB) Flush() {
+	for _, h := range db.shard.hooks {
+		h.PreFlush(db)
+	}
+	db.Table.Clear()
+	db.Expire.Clear()
+	db.expiryCursor = 0
+}
+
+// ExpireStep runs one bounded step of the active expiry sweep: it visits
+// about maxVisits keys that have a TTL and deletes those that passed it.
+// It returns how many it deleted.
+func (db *DB) ExpireStep(maxVisits int) int {
+	if db.Expire.Len() == 0 {
+		return 0
+	}
+	now := db.shard.Now()
+	deleted := 0
+	var victims [64]string
+	for visited := 0; visited < maxVisits; {
+		n := 0
+		db.expiryCursor = db.Expire.Traverse(db.expiryCursor, func(eit dash.Iterator) {
+			visited++
+			if *db.Expire.Value(eit) <= now && n < len(victims) {
+				victims[n] = strings.Clone(db.Expire.Key(eit)) // outlives the erase below
+				n++
+			}
+		})
+		for _, k := range victims[:n] {
+			if it := db.Table.Find(k); it.Valid() {
+				db.deleteExpired(it)
+				deleted++
+			} else {
+				db.Expire.Delete(k)
+			}
+		}
+		if db.expiryCursor == 0 {
+			break
+		}
+	}
+	return deleted
+}

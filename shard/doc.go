@@ -1,0 +1,19 @@
+// Package shard owns one shard of the keyspace: the goroutine that alone
+// touches its data, its databases (a dash table of entries plus an expiry
+// table each), its key-lock table, and the queue of work parked on locks.
+//
+// What it never does: block. A shard goroutine never waits on a socket, a
+// file, another shard or a client; work that cannot run yet is parked and
+// resumed when the lock it waits for is released. Messages arrive on one
+// inbox channel and are run in arrival order.
+//
+// Invariants:
+//   - Only the shard goroutine reads or writes a DB, the lock table or the
+//     parked queue (DESIGN §8.1). Everything else talks to it through Send.
+//   - A key with a parked waiter is unavailable to newcomers, so a waiter is
+//     never starved by a stream of later commands on the same key (FIFO per
+//     key), and a waiter is blocked only by holders and earlier waiters.
+//   - Every mutation goes through DB's mutation methods, which call the
+//     change hooks before the table changes, so a snapshot can serialize the
+//     buckets first (OnDbChange) and a journal can record the change after.
+package shard

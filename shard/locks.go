@@ -1,0 +1,228 @@
+package shard
+
+// KeyLock names one key a command or transaction reads (shared) or writes
+// (exclusive) in database DB.
+type KeyLock struct {
+	DB   int
+	Key  string
+	Excl bool
+}
+
+// Waiter is work parked on the lock table: a batch of commands that found
+// a key busy, or a transaction waiting to take its locks. Keys must stay the
+// same while the waiter is parked.
+type Waiter interface {
+	// LockKeys are the keys the waiter needs; All means the whole shard.
+	LockKeys() (keys []KeyLock, all bool)
+	// Resume runs on the shard goroutine once the keys are available.
+	Resume(s *Shard)
+}
+
+type lockState struct {
+	shared int32
+	excl   bool
+	// parked counts waiters in the queue that need this key: while it is
+	// non-zero, newcomers queue behind them (FIFO per key).
+	parked int32
+}
+
+// locks is the shard's key-lock table. Locks are held by multi-shard
+// transactions between their lock and unlock steps; single-shard commands
+// run to completion on the shard goroutine, so they only check.
+//
+// Deadlock freedom: a transaction takes its shards' locks one shard at a
+// time in ascending shard order, and all of one shard's keys at once; it
+// never waits for a lock of a lower shard while holding a higher one. So
+// the waits-for graph follows shard order and has no cycle.
+type locks struct {
+	dbs       []map[string]*lockState
+	allHeld   bool
+	allParked int32
+	// active is held key locks plus parked waiters: zero means every key is
+	// free, the fast path that skips all map look-ups.
+	active int
+	queue  []Waiter
+}
+
+func (l *locks) table(db int) map[string]*lockState {
+	for len(l.dbs) <= db {
+		l.dbs = append(l.dbs, nil)
+	}
+	m := l.dbs[db]
+	if m == nil {
+		m = make(map[string]*lockState)
+		l.dbs[db] = m
+	}
+	return m
+}
+
+func (l *locks) state(db int, key string) *lockState {
+	if db >= len(l.dbs) || l.dbs[db] == nil {
+		return nil
+	}
+	return l.dbs[db][key]
+}
+
+// Idle reports that no lock is held and nothing is parked.
+func (l *locks) Idle() bool { return l.active == 0 }
+
+// available reports whether key can be taken now by a newcomer, which must
+// queue behind parked waiters of the same key.
+func (l *locks) available(db int, key string, excl bool) bool {
+	if l.allHeld || l.allParked > 0 {
+		return false
+	}
+	st := l.state(db, key)
+	if st == nil {
+		return true
+	}
+	return !st.excl && !(excl && st.shared > 0) && st.parked == 0
+}
+
+// held reports whether key conflicts with a held lock (parked waiters ignored).
+func (l *locks) heldConflict(db int, key string, excl bool) bool {
+	st := l.state(db, key)
+	return st != nil && (st.excl || (excl && st.shared > 0))
+}
+
+func (l *locks) acquire(keys []KeyLock, all bool) {
+	if all {
+		l.allHeld = true
+		l.active++
+		return
+	}
+	for _, k := range keys {
+		m := l.table(k.DB)
+		st := m[k.Key]
+		if st == nil {
+			st = &lockState{}
+			m[k.Key] = st
+		}
+		if k.Excl {
+			st.excl = true
+		} else {
+			st.shared++
+		}
+		l.active++
+	}
+}
+
+func (l *locks) release(keys []KeyLock, all bool) {
+	if all {
+		l.allHeld = false
+		l.active--
+		return
+	}
+	for _, k := range keys {
+		st := l.state(k.DB, k.Key)
+		if st == nil {
+			panic("shard: release of a key lock that is not held")
+		}
+		if k.Excl {
+			st.excl = false
+		} else {
+			st.shared--
+		}
+		l.active--
+		l.gc(k.DB, k.Key, st)
+	}
+}
+
+func (l *locks) gc(db int, key string, st *lockState) {
+	if !st.excl && st.shared == 0 && st.parked == 0 {
+		delete(l.dbs[db], key)
+	}
+}
+
+func (l *locks) park(w Waiter) {
+	keys, all := w.LockKeys()
+	if all {
+		l.allParked++
+	}
+	for _, k := range keys {
+		m := l.table(k.DB)
+		st := m[k.Key]
+		if st == nil {
+			st = &lockState{}
+			m[k.Key] = st
+		}
+		st.parked++
+	}
+	l.active++
+	l.queue = append(l.queue, w)
+}
+
+func (l *locks) unpark(keys []KeyLock, all bool) {
+	if all {
+		l.allParked--
+	}
+	for _, k := range keys {
+		st := l.state(k.DB, k.Key)
+		st.parked--
+		l.gc(k.DB, k.Key, st)
+	}
+	l.active--
+}
+
+// ready removes and returns the parked waiters that may run now, in queue
+// order. A waiter is blocked by held locks and by earlier waiters that stay
+// blocked and need one of its keys (or the whole shard).
+func (l *locks) ready() []Waiter {
+	if len(l.queue) == 0 {
+		return nil
+	}
+	var out []Waiter
+	var reserved map[KeyLock]bool // keys of earlier blocked waiters, Excl ignored
+	allReserved := false
+	heldAny := l.allHeld
+	rest := l.queue[:0]
+	for _, w := range l.queue {
+		keys, all := w.LockKeys()
+		ok := !heldAny && !allReserved
+		if ok && all {
+			ok = l.active-len(l.queue) == 0 && len(reserved) == 0
+		}
+		if ok {
+			for _, k := range keys {
+				if l.heldConflict(k.DB, k.Key, k.Excl) || reserved[KeyLock{DB: k.DB, Key: k.Key}] {
+					ok = false
+					break
+				}
+			}
+		}
+		if ok {
+			out = append(out, w)
+			// A runnable waiter that will take locks blocks later waiters
+			// on the same keys; they are re-checked on the next release.
+			if reserved == nil {
+				reserved = make(map[KeyLock]bool)
+			}
+			if all {
+				allReserved = true
+			}
+			for _, k := range keys {
+				reserved[KeyLock{DB: k.DB, Key: k.Key}] = true
+			}
+			continue
+		}
+		rest = append(rest, w)
+		if all {
+			allReserved = true
+		}
+		if reserved == nil {
+			reserved = make(map[KeyLock]bool)
+		}
+		for _, k := range keys {
+			reserved[KeyLock{DB: k.DB, Key: k.Key}] = true
+		}
+	}
+	for i := len(rest); i < len(l.queue); i++ {
+		l.queue[i] = nil
+	}
+	l.queue = rest
+	for _, w := range out {
+		keys, all := w.LockKeys()
+		l.unpark(keys, all)
+	}
+	return out
+}

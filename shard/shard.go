@@ -1,0 +1,270 @@
+package shard
+
+import "time"
+
+// Runnable is a message for a shard: it runs on the shard goroutine.
+type Runnable interface {
+	Run(s *Shard)
+}
+
+// Func adapts a function to Runnable, for coordination paths where a
+// closure per message is affordable.
+type Func func(s *Shard)
+
+func (f Func) Run(s *Shard) { f(s) }
+
+// ChangeHook is told about every mutation of a DB before it happens, on the
+// shard goroutine (DESIGN §4: OnDbChange). A hook must not mutate the DB.
+type ChangeHook interface {
+	// PreUpdate: the value at it is about to change or be deleted.
+	PreUpdate(db *DB, it Iterator)
+	// PreInsert: key is about to be inserted.
+	PreInsert(db *DB, key string)
+	// PreFlush: every key of db is about to be dropped.
+	PreFlush(db *DB)
+}
+
+// ExpiryHook is told about deletions that bypass the change hooks (expiry,
+// later eviction); the snapshot defers them, the journal records DELs.
+type ExpiryHook interface {
+	OnExpire(db *DB, it Iterator, key string)
+}
+
+// Stats are counters owned by the shard goroutine; read them through a
+// message to the shard.
+type Stats struct {
+	Commands    uint64
+	Writes      uint64
+	ExpiredKeys uint64
+	Hits        uint64
+	Misses      uint64
+}
+
+// Shard is one shared-nothing partition of the keyspace.
+type Shard struct {
+	ID    int
+	DBs   []*DB
+	Stats Stats
+	Locks locks
+
+	inbox       chan Runnable
+	post        func(Runnable)
+	hooks       []ChangeHook
+	expiryHooks []ExpiryHook
+	version     uint64
+	now         int64 // unix ms, refreshed per message
+	epoch       int64
+	quit        chan struct{}
+	done        chan struct{}
+}
+
+// InboxSize bounds each shard's inbox; senders block when it is full, which
+// is the backpressure a flood of pipelined commands meets.
+const InboxSize = 4096
+
+// New makes a shard with ndb databases; Start launches its goroutine.
+func New(id, ndb int) *Shard {
+	s := &Shard{ID: id, inbox: make(chan Runnable, InboxSize), quit: make(chan struct{}), done: make(chan struct{})}
+	s.epoch = time.Now().UnixMilli()
+	s.now = s.epoch
+	s.DBs = make([]*DB, ndb)
+	for i := range s.DBs {
+		s.DBs[i] = newDB(s, i)
+	}
+	return s
+}
+
+// Attach makes post the shard's executor instead of a goroutine of its
+// own: post must run each Runnable, in order, through Exec on one
+// goroutine that then owns the shard (the server uses the event loop the
+// shard is pinned to). Call it before Start.
+func (s *Shard) Attach(post func(Runnable)) { s.post = post }
+
+// Send queues r for the shard's goroutine. Safe from any goroutine except
+// the owning one, which runs work directly through Exec.
+func (s *Shard) Send(r Runnable) {
+	if s.post != nil {
+		s.post(r)
+		return
+	}
+	s.inbox <- r
+}
+
+// Exec runs r now; only the shard's owning goroutine may call it.
+func (s *Shard) Exec(r Runnable) {
+	s.now = time.Now().UnixMilli()
+	r.Run(s)
+}
+
+// Now is the shard's clock in unix ms, fixed for the duration of a message
+// so that one command sees one time.
+func (s *Shard) Now() int64 { return s.now }
+
+func (s *Shard) clockSeconds() uint32 { return uint32((s.now - s.epoch) / 1000) }
+
+// IdleSeconds converts an access stamp to seconds idle.
+func (s *Shard) IdleSeconds(v *Value) int64 {
+	return int64(s.clockSeconds()) - int64(v.Access)
+}
+
+func (s *Shard) nextVersion() uint64 {
+	s.version++
+	return s.version
+}
+
+// AddHook registers a change hook; called on the shard goroutine.
+func (s *Shard) AddHook(h ChangeHook) { s.hooks = append(s.hooks, h) }
+
+// RemoveHook unregisters h; called on the shard goroutine.
+func (s *Shard) RemoveHook(h ChangeHook) {
+	for i, x := range s.hooks {
+		if x == h {
+			s.hooks = append(s.hooks[:i], s.hooks[i+1:]...)
+			return
+		}
+	}
+}
+
+// AddExpiryHook registers an expiry hook; called on the shard goroutine.
+func (s *Shard) AddExpiryHook(h ExpiryHook) { s.expiryHooks = append(s.expiryHooks, h) }
+
+type tick struct{}
+
+func (tick) Run(s *Shard) { s.expireStep() }
+
+var tickMsg Runnable = tick{}
+
+// expireBudget bounds one active-expiry step (DESIGN §8.7).
+const expireBudget = time.Millisecond
+
+func (s *Shard) expireStep() {
+	start := time.Now()
+	for _, db := range s.DBs {
+		for db.ExpireStep(64) > 16 && time.Since(start) < expireBudget {
+		}
+		if time.Since(start) >= expireBudget {
+			return
+		}
+	}
+}
+
+// Start runs the shard goroutine (unless an executor is attached) and its
+// expiry ticker.
+func (s *Shard) Start() {
+	if s.post == nil {
+		go s.loop()
+	} else {
+		close(s.done)
+	}
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				if s.post != nil {
+					s.post(tickMsg)
+					continue
+				}
+				select {
+				case s.inbox <- tickMsg:
+				default: // a busy shard skips a sweep rather than queue ticks
+				}
+			case <-s.quit:
+				return
+			}
+		}
+	}()
+}
+
+// Stop ends the shard goroutine after the messages already queued.
+func (s *Shard) Stop() {
+	close(s.quit)
+	if s.post == nil {
+		s.inbox <- Func(func(*Shard) {})
+	}
+	<-s.done
+}
+
+func (s *Shard) loop() {
+	defer close(s.done)
+	for {
+		select {
+		case r := <-s.inbox:
+			s.now = time.Now().UnixMilli()
+			r.Run(s)
+		case <-s.quit:
+			// Drain what was queued before Stop.
+			for {
+				select {
+				case r := <-s.inbox:
+					s.now = time.Now().UnixMilli()
+					r.Run(s)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// Available reports whether a command needing keys may run now. When the
+// lock table is idle this is a single comparison.
+func (s *Shard) Available(keys []KeyLock) bool {
+	if s.Locks.active == 0 {
+		return true
+	}
+	for _, k := range keys {
+		if !s.Locks.available(k.DB, k.Key, k.Excl) {
+			return false
+		}
+	}
+	return true
+}
+
+// Park queues w until its keys are available; w.Resume runs then.
+func (s *Shard) Park(w Waiter) { s.Locks.park(w) }
+
+// TryLock takes w's keys now if they are available, else parks w; w.Resume
+// runs when it gets them (and must then call Acquire).
+func (s *Shard) TryLock(w Waiter) bool {
+	keys, all := w.LockKeys()
+	if all {
+		if s.Locks.active == 0 {
+			s.Locks.acquire(nil, true)
+			return true
+		}
+		s.Locks.park(w)
+		return false
+	}
+	if s.Available(keys) {
+		s.Locks.acquire(keys, false)
+		return true
+	}
+	s.Locks.park(w)
+	return false
+}
+
+// Acquire takes keys; the caller checked (or was resumed) that they are free.
+func (s *Shard) Acquire(keys []KeyLock, all bool) { s.Locks.acquire(keys, all) }
+
+// Release gives keys back and resumes parked waiters that can now run.
+func (s *Shard) Release(keys []KeyLock, all bool) {
+	s.Locks.release(keys, all)
+	s.wakeWaiters()
+}
+
+// wakeWaiters resumes ready waiters until none is ready. It loops because a
+// resumed batch takes no lock, so a waiter it was reserved against may now
+// run too.
+func (s *Shard) wakeWaiters() {
+	for {
+		ws := s.Locks.ready()
+		if len(ws) == 0 {
+			return
+		}
+		for _, w := range ws {
+			w.Resume(s)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// Environment variables understood by the suite.
+const (
+	// EnvTarget selects the server under test: "dfly" (default) or "redis".
+	EnvTarget = "DFLY_TEST_TARGET"
+	// EnvBinary points at a prebuilt dfly binary; the suite then skips its build.
+	EnvBinary = "DFLY_BIN"
+	// EnvBuildFlags adds flags to the go build of dfly, e.g. "-race".
+	EnvBuildFlags = "DFLY_BUILD_FLAGS"
+)
+
+const (
+	targetDfly  = "dfly"
+	targetRedis = "redis"
+)
+
+var (
+	target   = targetDfly
+	dflyPath string // the built (or given) dfly binary
+	buildErr error  // why dfly could not be built; tests that need it fail
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	switch t := os.Getenv(EnvTarget); t {
+	case "", targetDfly:
+	case targetRedis:
+		target = targetRedis
+	default:
+		fmt.Fprintf(os.Stderr, "%s=%q: want %q or %q\n", EnvTarget, t, targetDfly, targetRedis)
+		return 2
+	}
+	if target == targetDfly {
+		dir, err := os.MkdirTemp("", "dfly-e2e-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		defer os.RemoveAll(dir)
+		dflyPath, buildErr = buildDfly(dir)
+	}
+	return m.Run()
+}
+
+// buildDfly builds ./cmd/dfly into dir, or returns $DFLY_BIN when set.
+func buildDfly(dir string) (string, error) {
+	if bin := os.Getenv(EnvBinary); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			return "", fmt.Errorf("%s: %w", EnvBinary, err)
+		}
+		return bin, nil
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	out := filepath.Join(dir, "dfly")
+	args := []string{"build", "-o", out}
+	args = append(args, strings.Fields(os.Getenv(EnvBuildFlags))...)
+	args = append(args, "github.com/dfly/dfly/cmd/dfly")
+	cmd := exec.Command(goTool, args...)
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, output)
+	}
+	return out, nil
+}
+
+func lookupEnv(name string) (string, bool) { return os.LookupEnv(name) }
