@@ -366,14 +366,18 @@ func (s *Server) clientList() []*Conn {
 
 // describe renders the client as a CLIENT LIST line.
 func (c *Conn) describe() string {
+	lastName := "NULL"
+	if cmd := c.lastCmd.Load(); cmd != nil {
+		lastName = cmd.Name
+	}
 	c.info.Lock()
 	defer c.info.Unlock()
 	now := time.Now()
 	return "id=" + strconv.FormatInt(c.ID, 10) + " addr=" + c.info.addr + " laddr=" + c.info.laddr +
 		" fd=0 name=" + c.info.name +
 		" age=" + strconv.Itoa(int(now.Sub(c.info.created).Seconds())) +
-		" idle=" + strconv.Itoa(int(now.Sub(c.info.lastCmd).Seconds())) +
+		" idle=" + strconv.Itoa(int(now.Sub(time.Unix(0, c.lastActive.Load())).Seconds())) +
 		" flags=N db=" + strconv.Itoa(c.info.db) + " sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" +
-		c.info.lastName + " user=default redir=-1 resp=" + strconv.Itoa(c.info.proto) +
+		lastName + " user=default redir=-1 resp=" + strconv.Itoa(c.info.proto) +
 		" lib-name=" + c.info.lib + " lib-ver=" + c.info.libver
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,8 +47,7 @@ type Conn struct {
 		sync.Mutex
 		name, addr, laddr string
 		lib, libver       string
-		created, lastCmd  time.Time
-		lastName          string
+		created           time.Time
 		db, proto         int
 	}
 
@@ -73,6 +71,13 @@ type Conn struct {
 	closing  bool   // close once replies are written
 	protoErr string // a protocol error to send after the batch's replies
 	closed   atomic.Bool
+	// lastActive (unix ns) and lastCmd are what CLIENT LIST shows as idle
+	// and cmd; they are atomics so the loop pays no lock per read.
+	lastActive atomic.Int64
+	// busy is set from parsing a batch until its last reply is written;
+	// graceful shutdown waits for it.
+	busy atomic.Bool
+	lastCmd    atomic.Pointer[Command]
 }
 
 func newConn(srv *Server, gc gnet.Conn) *Conn {
@@ -82,7 +87,8 @@ func newConn(srv *Server, gc gnet.Conn) *Conn {
 	c.authed = srv.cfg.Requirepass == ""
 	c.parser.SetAuthenticated(c.authed)
 	now := time.Now()
-	c.info.created, c.info.lastCmd, c.info.proto = now, now, 2
+	c.info.created, c.info.proto = now, 2
+	c.lastActive.Store(now.UnixNano())
 	if a := gc.RemoteAddr(); a != nil {
 		c.info.addr = a.String()
 	}
@@ -131,10 +137,12 @@ func (c *Conn) serve() gnet.Action {
 			return gnet.Close
 		}
 		c.resetBatch()
+		c.busy.Store(false)
 		if !c.parse() {
 			c.writeOut()
 			return gnet.None
 		}
+		c.busy.Store(true)
 	}
 }
 
@@ -215,9 +223,8 @@ func (c *Conn) parse() bool {
 	if consumed > 0 {
 		_, _ = c.gc.Discard(consumed) // Discard(0) would drop everything
 	}
-	if n := len(c.cmds); n > 0 {
-		last := strings.ToLower(string(c.cmds[n-1].args[0]))
-		c.setInfo(func() { c.info.lastCmd, c.info.lastName = time.Now(), last })
+	if len(c.cmds) > 0 {
+		c.lastActive.Store(time.Now().UnixNano())
 	}
 	if c.protoErr == "" && c.parser.Overflow(c.gc.InboundBuffered()) {
 		// Redis closes such a client without a reply.
@@ -240,6 +247,7 @@ func (c *Conn) dispatch() {
 			continue
 		}
 		cmd := p.cmd
+		c.lastCmd.Store(cmd)
 		if cmd.Local != nil {
 			// Connection commands touch no key, so they run now, between
 			// the commands already gathered and those after (which see

@@ -212,7 +212,7 @@ func (s *Server) busyConns() int {
 	defer s.connsMu.Unlock()
 	n := 0
 	for _, c := range s.conns {
-		if c.inflight.Load() != 0 {
+		if c.busy.Load() {
 			n++
 		}
 	}

@@ -38,6 +38,22 @@ type Server struct {
 	output  *lockedBuffer
 	exited  chan struct{} // closed when the process has exited
 	waitErr error
+	// terminated: the test itself stopped the server (Terminate).
+	terminated bool
+}
+
+// Terminate sends SIGTERM and waits for the process to exit, returning
+// its exit error (nil for status 0).
+func (s *Server) Terminate(timeout time.Duration) error {
+	s.terminated = true
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+		return s.waitErr
+	case <-time.After(timeout):
+		s.kill()
+		return fmt.Errorf("still running %v after SIGTERM", timeout)
+	}
 }
 
 // StartServer starts the server under test on a free port with the given
@@ -155,7 +171,9 @@ func (s *Server) waitReady() error {
 func (s *Server) stop() {
 	select {
 	case <-s.exited:
-		s.t.Errorf("%s exited during the test: %v", target, s.waitErr)
+		if !s.terminated {
+			s.t.Errorf("%s exited during the test: %v", target, s.waitErr)
+		}
 	default:
 		s.cmd.Process.Signal(syscall.SIGTERM)
 		select {

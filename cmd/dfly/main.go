@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
-	"strconv"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/dfly/dfly/server"
@@ -41,6 +41,13 @@ func run(args []string, stderr io.Writer) int {
 		logOut = f
 	}
 	log := server.NewLogger(logOut, cfg.LogLevel)
+	if path := os.Getenv("DFLY_CPUPROFILE"); path != "" {
+		// A development aid: profile the whole run, written at shutdown.
+		f, err := os.Create(path)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer func() { pprof.StopCPUProfile(); f.Close() }()
+		}
+	}
 	tuneGC(cfg)
 	srv := server.New(cfg, log)
 
@@ -126,6 +133,5 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 	if _, ok := server.LevelOf(cfg.LogLevel); !ok {
 		return nil, fmt.Errorf("invalid --loglevel %q: must be debug, verbose, notice, warning or nothing", cfg.LogLevel)
 	}
-	_ = strconv.Itoa
 	return cfg, nil
 }

@@ -1,0 +1,74 @@
+package tests
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestGracefulShutdown: SIGTERM while a command is in flight lets it
+// finish and write its reply, then the server exits with status 0.
+func TestGracefulShutdown(t *testing.T) {
+	if IsRedis() {
+		t.Skip("DEBUG SLEEP is disabled in a default redis-server")
+	}
+	srv := StartServer(t)
+	c := srv.Raw(t)
+	c.Send("DEBUG", "SLEEP", "0.5")
+	time.Sleep(100 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- srv.Terminate(10 * time.Second) }()
+	expectReply(t, c.MustRead(), "OK")
+	if err := <-done; err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+}
+
+// TestFlagErrors: an unknown flag or a bad value is refused with a clear
+// message and exit status 2, before anything listens.
+func TestFlagErrors(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly's own flags")
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
+		{[]string{"--port", "abc"}, `invalid value "abc" for flag -port`},
+		{[]string{"--port", "70000"}, "invalid --port 70000"},
+		{[]string{"--shards", "0"}, "invalid --shards 0"},
+		{[]string{"--maxmemory", "lots"}, `invalid value "lots" for flag -maxmemory`},
+		{[]string{"--loglevel", "chatty"}, `invalid --loglevel "chatty"`},
+		{[]string{"stray"}, `unexpected argument "stray"`},
+	}
+	for _, tc := range cases {
+		var stderr bytes.Buffer
+		cmd := exec.Command(dflyPath, tc.args...)
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+			t.Errorf("%v: err %v, want exit status 2", tc.args, err)
+		}
+		if !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: stderr %q does not say %q", tc.args, stderr.String(), tc.want)
+		}
+	}
+}
+
+// TestMaxClients: a client past --maxclients gets Redis's error and is
+// closed; the others keep working.
+func TestMaxClients(t *testing.T) {
+	srv := StartServer(t, "--maxclients", "2")
+	a := srv.Raw(t)
+	expectReply(t, a.Do("PING"), "PONG")
+	b := srv.Raw(t)
+	expectReply(t, b.Do("PING"), "PONG")
+	c := srv.Raw(t)
+	expectReply(t, c.MustRead(), "(error) ERR max number of clients reached")
+	expectReply(t, a.Do("PING"), "PONG")
+}
