@@ -76,8 +76,8 @@ type Conn struct {
 	lastActive atomic.Int64
 	// busy is set from parsing a batch until its last reply is written;
 	// graceful shutdown waits for it.
-	busy atomic.Bool
-	lastCmd    atomic.Pointer[Command]
+	busy    atomic.Bool
+	lastCmd atomic.Pointer[Command]
 }
 
 func newConn(srv *Server, gc gnet.Conn) *Conn {
