@@ -33,6 +33,17 @@ func connCommands() []*Command {
 }
 
 func cmdPing(c *Conn, a [][]byte, w *resp.Writer) {
+	if c.proto == 2 && c.subscriptions() > 0 && len(a) <= 2 {
+		// Subscribed RESP2 clients get PING as a message-like array.
+		w.Array(2)
+		w.BulkString("pong")
+		if len(a) == 2 {
+			w.Bulk(a[1])
+		} else {
+			w.BulkString("")
+		}
+		return
+	}
 	switch len(a) {
 	case 1:
 		w.SimpleString("PONG")
@@ -160,6 +171,7 @@ func cmdHello(c *Conn, a [][]byte, w *resp.Writer) {
 	c.proto = proto
 	w.Proto = proto
 	c.setInfo(func() { c.info.proto = proto })
+	c.protoShared.Store(int32(proto))
 	w.Map(7)
 	w.BulkString("server")
 	w.BulkString("redis")
@@ -178,8 +190,10 @@ func cmdHello(c *Conn, a [][]byte, w *resp.Writer) {
 }
 
 func cmdReset(c *Conn, a [][]byte, w *resp.Writer) {
+	c.dropSubscriptions()
 	c.db = 0
 	c.proto = 2
+	c.protoShared.Store(2)
 	w.Proto = 2
 	c.srv.cfg.mu.RLock()
 	c.authed = c.srv.cfg.Requirepass == ""

@@ -55,6 +55,9 @@ type Conn struct {
 	argBuf  [][]byte
 	arena   []byte
 	next    int // first command not yet dispatched
+	// readyUpTo: every command before it is complete (it trails next while
+	// dispatched work is in flight).
+	readyUpTo int
 	flushed int // first command whose reply is not yet written
 	out     []byte
 	// inflight counts dispatched units (shard batches, coordinated
@@ -63,6 +66,10 @@ type Conn struct {
 	batches  []*shardBatch
 	used     []int // shards with commands in the current step
 	keyPos   []int
+
+	sub subState
+	// protoShared mirrors proto for publishers on other goroutines.
+	protoShared atomic.Int32
 
 	// loop is the index of the event loop serving this connection; -2
 	// until known. Batches for shards that loop owns run inline.
@@ -82,6 +89,7 @@ type Conn struct {
 
 func newConn(srv *Server, gc gnet.Conn) *Conn {
 	c := &Conn{srv: srv, gc: gc, proto: 2, loop: -2}
+	c.protoShared.Store(2)
 	c.ID = srv.nextConnID.Add(1)
 	c.parser = resp.NewParser(srv.cfg.ProtoMaxBulk, int(srv.cfg.QueryBufMax))
 	c.authed = srv.cfg.Requirepass == ""
@@ -117,10 +125,14 @@ func (c *Conn) complete(inline bool) {
 func (c *Conn) serve() gnet.Action {
 	for {
 		if c.inflight.Load() != 0 {
+			// Replies of connection commands that ran before the work in
+			// flight go out now (a SUBSCRIBE confirmation must precede
+			// the messages published to it).
+			c.collectReplies(c.readyUpTo)
 			c.writeOut()
 			return gnet.None
 		}
-		c.collectReplies()
+		c.collectReplies(c.next)
 		if c.next < len(c.cmds) {
 			c.dispatch()
 			continue
@@ -159,8 +171,8 @@ func (c *Conn) writeOut() {
 }
 
 // collectReplies moves finished replies, in order, to the output buffer.
-func (c *Conn) collectReplies() {
-	for c.flushed < c.next {
+func (c *Conn) collectReplies(upTo int) {
+	for c.flushed < upTo {
 		p := &c.cmds[c.flushed]
 		c.out = append(c.out, p.reply.Buf...)
 		if cap(p.reply.Buf) > replyKeepCap {
@@ -182,7 +194,7 @@ func (c *Conn) resetBatch() {
 		c.arena = nil
 	}
 	c.arena = c.arena[:0]
-	c.next, c.flushed = 0, 0
+	c.next, c.flushed, c.readyUpTo = 0, 0, 0
 }
 
 // parse reads complete commands from the inbound buffer into the batch,
@@ -244,6 +256,9 @@ func (c *Conn) dispatch() {
 		p.reply.Proto = c.proto
 		if !c.prepare(p) {
 			c.next++
+			if len(c.used) == 0 {
+				c.readyUpTo = c.next
+			}
 			continue
 		}
 		cmd := p.cmd
@@ -255,6 +270,9 @@ func (c *Conn) dispatch() {
 			cmd.calls.Add(1)
 			cmd.Local(c, p.args, &p.reply)
 			c.next++
+			if len(c.used) == 0 {
+				c.readyUpTo = c.next
+			}
 			if c.closing {
 				c.cmds = c.cmds[:c.next] // nothing after QUIT runs
 				break
@@ -316,6 +334,10 @@ func (c *Conn) prepare(p *pending) bool {
 	}
 	if !c.authed && p.cmd.Flags&FlagNoAuth == 0 {
 		w.Error("NOAUTH Authentication required.")
+		return false
+	}
+	if c.proto == 2 && c.subscriptions() > 0 && !subscribedAllowed[p.cmd.Name] {
+		w.Error("ERR Can't execute '" + p.cmd.Name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		return false
 	}
 	return true
@@ -393,3 +415,5 @@ func (b *shardBatch) lockKeys(p *pending, dst []shard.KeyLock) []shard.KeyLock {
 func (b *shardBatch) LockKeys() ([]shard.KeyLock, bool) { return b.x.keys, false }
 
 func (b *shardBatch) Resume(s *shard.Shard) { b.exec(s, true) }
+
+func (c *Conn) protoAtomic() int { return int(c.protoShared.Load()) }

@@ -45,6 +45,7 @@ type Server struct {
 	totalConns    atomic.Int64
 	rejectedConns atomic.Int64
 	cmdStats      []shardCmdStats // per shard, owned by its goroutine
+	pubsub        *pubsub
 
 	// loops are the engine's event loops; shardLoop[i] is the loop that
 	// owns shard i. Both are set once, before any command is served.
@@ -70,7 +71,7 @@ func New(cfg *Config, log *Logger) *Server {
 		cfg.Shards = runtime.GOMAXPROCS(0)
 	}
 	s := &Server{cfg: cfg, log: log, table: newTable(), conns: make(map[int64]*Conn),
-		ready: make(chan struct{}), done: make(chan struct{}), start: time.Now()}
+		ready: make(chan struct{}), done: make(chan struct{}), start: time.Now(), pubsub: newPubsub()}
 	var id [20]byte
 	_, _ = rand.Read(id[:])
 	s.runID = hex.EncodeToString(id[:])
@@ -291,6 +292,7 @@ func isLoopback(a net.Addr) bool {
 func (s *Server) OnClose(gc gnet.Conn, _ error) gnet.Action {
 	if c, ok := gc.Context().(*Conn); ok {
 		c.closed.Store(true)
+		c.dropSubscriptions()
 		s.connsMu.Lock()
 		delete(s.conns, c.ID)
 		s.connsMu.Unlock()
