@@ -51,15 +51,15 @@ type Conn struct {
 		db, proto         int
 	}
 
-	cmds    []pending
-	argBuf  [][]byte
-	arena   []byte
-	next    int // first command not yet dispatched
+	cmds   []pending
+	argBuf [][]byte
+	arena  []byte
+	next   int // first command not yet dispatched
 	// readyUpTo: every command before it is complete (it trails next while
 	// dispatched work is in flight).
 	readyUpTo int
-	flushed int // first command whose reply is not yet written
-	out     []byte
+	flushed   int // first command whose reply is not yet written
+	out       []byte
 	// inflight counts dispatched units (shard batches, coordinated
 	// commands) not yet complete; the last to complete wakes the loop.
 	inflight atomic.Int32
