@@ -191,6 +191,8 @@ func cmdHello(c *Conn, a [][]byte, w *resp.Writer) {
 
 func cmdReset(c *Conn, a [][]byte, w *resp.Writer) {
 	c.dropSubscriptions()
+	c.multi = nil
+	c.unwatch()
 	c.db = 0
 	c.proto = 2
 	c.protoShared.Store(2)

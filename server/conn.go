@@ -67,7 +67,9 @@ type Conn struct {
 	used     []int // shards with commands in the current step
 	keyPos   []int
 
-	sub subState
+	sub   subState
+	multi *multiState // open MULTI, nil otherwise
+	watch *watchState // WATCHed keys, nil when none
 	// protoShared mirrors proto for publishers on other goroutines.
 	protoShared atomic.Int32
 
@@ -78,6 +80,9 @@ type Conn struct {
 	closing  bool   // close once replies are written
 	protoErr string // a protocol error to send after the batch's replies
 	closed   atomic.Bool
+	// gone is closed when the client disconnects (blocked commands stop
+	// waiting).
+	gone chan struct{}
 	// lastActive (unix ns) and lastCmd are what CLIENT LIST shows as idle
 	// and cmd; they are atomics so the loop pays no lock per read.
 	lastActive atomic.Int64
@@ -90,6 +95,7 @@ type Conn struct {
 func newConn(srv *Server, gc gnet.Conn) *Conn {
 	c := &Conn{srv: srv, gc: gc, proto: 2, loop: -2}
 	c.protoShared.Store(2)
+	c.gone = make(chan struct{})
 	c.ID = srv.nextConnID.Add(1)
 	c.parser = resp.NewParser(srv.cfg.ProtoMaxBulk, int(srv.cfg.QueryBufMax))
 	c.authed = srv.cfg.Requirepass == ""
@@ -255,6 +261,9 @@ func (c *Conn) dispatch() {
 		p := &c.cmds[c.next]
 		p.reply.Proto = c.proto
 		if !c.prepare(p) {
+			if c.multi != nil {
+				c.multi.dirty = true // EXEC will answer EXECABORT
+			}
 			c.next++
 			if len(c.used) == 0 {
 				c.readyUpTo = c.next
@@ -262,6 +271,14 @@ func (c *Conn) dispatch() {
 			continue
 		}
 		cmd := p.cmd
+		if c.multi != nil && !multiControl[cmd.Name] {
+			c.queue(p)
+			c.next++
+			if len(c.used) == 0 {
+				c.readyUpTo = c.next
+			}
+			continue
+		}
 		c.lastCmd.Store(cmd)
 		if cmd.Local != nil {
 			// Connection commands touch no key, so they run now, between

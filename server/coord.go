@@ -15,6 +15,9 @@ type Coord struct {
 	Args [][]byte
 	W    *resp.Writer
 	cmd  *Command
+	// inTx: running inside EXEC (or a script), whose transaction already
+	// holds every lock; blocking commands then do not block.
+	inTx bool
 }
 
 func (x *Coord) run(c *Conn) {
@@ -31,7 +34,12 @@ func (x *Coord) run(c *Conn) {
 func (x *Coord) ShardOf(key []byte) int { return x.Srv.ShardOf(key) }
 
 // Tx starts a transaction over the server's shards.
-func (x *Coord) Tx() *tx.Tx { return tx.New(x.Srv.shards) }
+func (x *Coord) Tx() *tx.Tx {
+	if x.inTx {
+		return tx.Nested(x.Srv.shards)
+	}
+	return tx.New(x.Srv.shards)
+}
 
 // NumShards is the number of shards.
 func (x *Coord) NumShards() int { return len(x.Srv.shards) }

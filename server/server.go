@@ -292,7 +292,11 @@ func isLoopback(a net.Addr) bool {
 func (s *Server) OnClose(gc gnet.Conn, _ error) gnet.Action {
 	if c, ok := gc.Context().(*Conn); ok {
 		c.closed.Store(true)
+		close(c.gone)
 		c.dropSubscriptions()
+		if c.inflight.Load() == 0 {
+			c.unwatch() // else the EXEC or WATCH in flight owns c.watch
+		}
 		s.connsMu.Lock()
 		delete(s.conns, c.ID)
 		s.connsMu.Unlock()

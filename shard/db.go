@@ -89,6 +89,8 @@ func (db *DB) Mutate(it dash.Iterator) *Value {
 	}
 	db.Table.Bump(it, s.nextVersion())
 	s.Stats.Writes++
+	s.signal(db.Index, db.Table.Key(it))
+	s.touched(db.Index, db.Table.Key(it))
 	return db.Table.Value(it)
 }
 
@@ -102,6 +104,8 @@ func (db *DB) Insert(key []byte, v Value) (dash.Iterator, *Value) {
 	v.Access = s.clockSeconds()
 	it, _ := db.Table.Insert(string(key), v, s.nextVersion())
 	s.Stats.Writes++
+	s.signal(db.Index, k)
+	s.touched(db.Index, k)
 	return it, db.Table.Value(it)
 }
 
@@ -135,6 +139,7 @@ func (db *DB) Delete(it dash.Iterator) {
 }
 
 func (db *DB) erase(it dash.Iterator) {
+	db.shard.touched(db.Index, db.Table.Key(it))
 	v := db.Table.Value(it)
 	if v.HasExpire {
 		db.Expire.Delete(db.Table.Key(it))
@@ -186,6 +191,7 @@ func (db *DB) Flush() {
 	for _, h := range db.shard.hooks {
 		h.PreFlush(db)
 	}
+	db.shard.flushed(db.Index)
 	db.Table.Clear()
 	db.Expire.Clear()
 	db.expiryCursor = 0

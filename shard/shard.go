@@ -56,6 +56,8 @@ type Shard struct {
 	epoch       int64
 	quit        chan struct{}
 	done        chan struct{}
+	block       blockState
+	watch       watchState
 }
 
 // InboxSize bounds each shard's inbox; senders block when it is full, which
@@ -94,6 +96,7 @@ func (s *Shard) Send(r Runnable) {
 func (s *Shard) Exec(r Runnable) {
 	s.now = time.Now().UnixMilli()
 	r.Run(s)
+	s.serveReady()
 }
 
 // Now is the shard's clock in unix ms, fixed for the duration of a message
@@ -193,6 +196,7 @@ func (s *Shard) loop() {
 		case r := <-s.inbox:
 			s.now = time.Now().UnixMilli()
 			r.Run(s)
+			s.serveReady()
 		case <-s.quit:
 			// Drain what was queued before Stop.
 			for {
@@ -252,6 +256,10 @@ func (s *Shard) Acquire(keys []KeyLock, all bool) { s.Locks.acquire(keys, all) }
 func (s *Shard) Release(keys []KeyLock, all bool) {
 	s.Locks.release(keys, all)
 	s.wakeWaiters()
+	for _, k := range keys {
+		s.signal(k.DB, k.Key) // a key changed under the lock may serve clients now
+	}
+	s.serveReady()
 }
 
 // wakeWaiters resumes ready waiters until none is ready. It loops because a

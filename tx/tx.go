@@ -12,6 +12,17 @@ type Tx struct {
 	parts  []*part
 	done   chan struct{}
 	locked bool
+	// nested: an enclosing transaction (EXEC, a script) already holds every
+	// lock this one needs; Lock takes nothing and Finish releases nothing.
+	nested bool
+}
+
+// Nested starts a transaction inside one that holds all the locks, so
+// commands written against the Tx API run unchanged within EXEC.
+func Nested(shards []*shard.Shard) *Tx {
+	t := New(shards)
+	t.nested = true
+	return t
 }
 
 type part struct {
@@ -109,6 +120,10 @@ func (p *part) Run(s *shard.Shard) {
 // Lock takes every declared lock, shard by shard in ascending id. It
 // blocks until all are held.
 func (t *Tx) Lock() {
+	if t.nested {
+		t.locked = true
+		return
+	}
 	sort.Slice(t.parts, func(i, j int) bool { return t.parts[i].sh.ID < t.parts[j].sh.ID })
 	for _, p := range t.parts {
 		p.step = stepLock
@@ -132,6 +147,13 @@ func (t *Tx) RunAll(fn func(*shard.Shard)) { t.runAll(stepRun, fn) }
 // Finish runs fn on every involved shard in parallel, each releasing its
 // locks right after its part, and waits. fn may be nil.
 func (t *Tx) Finish(fn func(*shard.Shard)) {
+	if t.nested {
+		if fn != nil {
+			t.runAll(stepRun, fn)
+		}
+		t.locked = false
+		return
+	}
 	if fn == nil {
 		t.runAll(stepRelease, nil)
 	} else {

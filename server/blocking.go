@@ -1,0 +1,129 @@
+package server
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tx"
+)
+
+// Blocking commands run on a coordinator goroutine. With every key locked
+// exclusively, attempt tries to answer at once; if it cannot, one
+// shard.Blocker is registered on each key's shard in the same locked step,
+// so no change can slip in between the check and the registration. Then
+// the goroutine waits for a shard to serve the client (shard.serveReady
+// runs the blocker's serve on the key's own goroutine right after the
+// change), for the timeout, or for the client to disconnect — in which
+// case every registration is removed and nothing is left behind.
+
+type blockSpec struct {
+	keys  []int // argument positions of the keys to wait on
+	extra []int // further keys to lock (BLMOVE's destination)
+	// timeout 0 waits forever.
+	timeout time.Duration
+	// attempt runs with all keys locked; it reports whether it answered.
+	attempt func(t *tx.Tx) bool
+	// serve is the Blocker's serve (see shard.Blocker). It sets *wrote when
+	// it wrote the reply; a serve that only claims (a cross-shard move)
+	// leaves it false and the command is attempted again.
+	serve func(s *shard.Shard, db *shard.DB, key string, claim func() bool, wrote *bool) bool
+	// timedOut writes the reply for an expired timeout.
+	timedOut func()
+}
+
+// parseTimeout reads a blocking command's timeout in seconds (fractions
+// allowed), with Redis's errors.
+func parseTimeout(b []byte) (time.Duration, string) {
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, "ERR timeout is not a float or out of range"
+	}
+	if f < 0 {
+		return 0, "ERR timeout is negative"
+	}
+	if f > float64(math.MaxInt64/int64(time.Second)) {
+		return 0, "ERR timeout is out of range"
+	}
+	return time.Duration(f * float64(time.Second)), ""
+}
+
+func (x *Coord) block(spec blockSpec) {
+	var deadline <-chan time.Time
+	if spec.timeout > 0 {
+		timer := time.NewTimer(spec.timeout)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+	for {
+		t := x.Tx()
+		for _, i := range spec.keys {
+			t.Add(x.ShardOf(x.Args[i]), x.DB, string(x.Args[i]), true)
+		}
+		for _, i := range spec.extra {
+			t.Add(x.ShardOf(x.Args[i]), x.DB, string(x.Args[i]), true)
+		}
+		t.Lock()
+		if spec.attempt(t) {
+			t.Finish(nil)
+			return
+		}
+		if x.inTx {
+			// Inside MULTI/EXEC a blocking command times out at once.
+			t.Finish(nil)
+			spec.timedOut()
+			return
+		}
+		wrote := false
+		var b *shard.Blocker
+		b = shard.NewBlocker(func(s *shard.Shard, db *shard.DB, key string) bool {
+			return spec.serve(s, db, key, b.Claim, &wrote)
+		})
+		x.forEachKeyShard(t, spec.keys, func(s *shard.Shard, key string) { s.Block(x.DB, key, b) })
+		t.Finish(nil)
+		select {
+		case <-b.Done:
+		case <-deadline:
+			if b.Cancel() {
+				x.unblock(b, spec.keys)
+				spec.timedOut()
+				return
+			}
+			<-b.Done
+		case <-x.Conn.gone:
+			if b.Cancel() {
+				x.unblock(b, spec.keys)
+				return
+			}
+			<-b.Done
+		}
+		x.unblock(b, spec.keys)
+		if wrote {
+			return
+		}
+	}
+}
+
+// forEachKeyShard registers, within the transaction, fn for each distinct
+// key on its shard.
+func (x *Coord) forEachKeyShard(t *tx.Tx, pos []int, fn func(s *shard.Shard, key string)) {
+	seen := map[string]bool{}
+	for _, i := range pos {
+		k := string(x.Args[i])
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		t.Run(x.ShardOf(x.Args[i]), func(s *shard.Shard) { fn(s, k) })
+	}
+}
+
+// unblock removes b from every key's queue; the shards do it when they get
+// to it, the client does not wait.
+func (x *Coord) unblock(b *shard.Blocker, pos []int) {
+	for _, i := range pos {
+		k := string(x.Args[i])
+		x.Srv.shards[x.ShardOf(x.Args[i])].Send(shard.Func(func(s *shard.Shard) { s.Unblock(x.DB, k, b) }))
+	}
+}

@@ -1,0 +1,229 @@
+package server
+
+import (
+	"strconv"
+
+	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tx"
+)
+
+// MULTI/EXEC. Commands after MULTI are queued on the connection (copies of
+// their arguments) and answered +QUEUED; EXEC runs them as one transaction
+// of package tx: every key of every queued command is locked on its shard
+// (exclusively when any command writes it; whole shards for keyless
+// commands such as FLUSHALL or DBSIZE), then the commands run one after
+// the other, each on its key's shard, and the locks are released. No other
+// client's command touches those keys in between; transactions on disjoint
+// keys run in parallel; one confined to a shard locks only that shard.
+//
+// WATCH registers a shard.Watch on each key's shard; any change to a
+// watched key (write, delete, expiry, flush) marks it dirty and EXEC then
+// answers a null array without running anything.
+
+type queued struct {
+	args [][]byte
+	cmd  *Command
+	db   int
+}
+
+type multiState struct {
+	cmds  []queued
+	dirty bool // a queuing error: EXEC answers EXECABORT
+}
+
+type watchState struct {
+	w    *shard.Watch
+	keys []watchedKey
+}
+
+type watchedKey struct {
+	db  int
+	key string
+	sid int
+}
+
+func multiCommands() []*Command {
+	f := FlagNoScript | FlagLoading | FlagStale | FlagFast
+	return []*Command{
+		{Name: "multi", Arity: 1, Flags: f, Local: cmdMulti},
+		{Name: "discard", Arity: 1, Flags: f, Local: cmdDiscard},
+		{Name: "exec", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale, Multi: cmdExec},
+		{Name: "watch", Arity: -2, Flags: f, FirstKey: 1, LastKey: -1, Step: 1, Multi: cmdWatch},
+		{Name: "unwatch", Arity: 1, Flags: f, Local: func(c *Conn, a [][]byte, w *resp.Writer) {
+			c.unwatch()
+			w.SimpleString("OK")
+		}},
+	}
+}
+
+func init() { typeFamilies = append(typeFamilies, multiCommands) }
+
+// multiControl are the commands that act on a transaction instead of being
+// queued in it.
+var multiControl = map[string]bool{"exec": true, "discard": true, "multi": true, "watch": true,
+	"quit": true, "reset": true}
+
+func cmdMulti(c *Conn, a [][]byte, w *resp.Writer) {
+	if c.multi != nil {
+		w.Error("ERR MULTI calls can not be nested")
+		return
+	}
+	c.multi = &multiState{}
+	w.SimpleString("OK")
+}
+
+func cmdDiscard(c *Conn, a [][]byte, w *resp.Writer) {
+	if c.multi == nil {
+		w.Error("ERR DISCARD without MULTI")
+		return
+	}
+	c.multi = nil
+	c.unwatch()
+	w.SimpleString("OK")
+}
+
+// queue adds a command to the open transaction; it runs on the loop.
+func (c *Conn) queue(p *pending) {
+	args := make([][]byte, len(p.args))
+	size := 0
+	for _, a := range p.args {
+		size += len(a)
+	}
+	buf := make([]byte, 0, size)
+	for i, a := range p.args {
+		buf = append(buf, a...)
+		args[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
+	}
+	c.multi.cmds = append(c.multi.cmds, queued{args: args, cmd: p.cmd, db: c.multiDB()})
+	p.reply.SimpleString("QUEUED")
+}
+
+// multiDB is the database the next queued command will run in, following
+// SELECTs queued before it.
+func (c *Conn) multiDB() int {
+	db := c.db
+	for _, q := range c.multi.cmds {
+		if q.cmd.Name == "select" {
+			if n, err := strconv.Atoi(string(q.args[1])); err == nil && n >= 0 && n < c.srv.cfg.Databases {
+				db = n
+			}
+		}
+	}
+	return db
+}
+
+func cmdWatch(x *Coord) {
+	c := x.Conn
+	if c.multi != nil {
+		x.W.Error("ERR WATCH inside MULTI is not allowed")
+		return
+	}
+	if c.watch == nil {
+		c.watch = &watchState{w: &shard.Watch{}}
+	}
+	for _, k := range x.Args[1:] {
+		wk := watchedKey{db: x.DB, key: string(k), sid: x.ShardOf(k)}
+		c.watch.keys = append(c.watch.keys, wk)
+		// Touch the key first so an already expired one is deleted now,
+		// not counted as a change after WATCH.
+		x.On(wk.sid, func(s *shard.Shard) {
+			s.DBs[wk.db].Find([]byte(wk.key))
+			s.AddWatch(wk.db, wk.key, c.watch.w)
+		})
+	}
+	x.W.SimpleString("OK")
+}
+
+// unwatch drops the connection's watches; the shards forget them when they
+// get the message.
+func (c *Conn) unwatch() {
+	ws := c.watch
+	if ws == nil {
+		return
+	}
+	c.watch = nil
+	for _, k := range ws.keys {
+		k := k
+		c.srv.shards[k.sid].Send(shard.Func(func(s *shard.Shard) { s.RemoveWatch(k.db, k.key, ws.w) }))
+	}
+}
+
+func cmdExec(x *Coord) {
+	c := x.Conn
+	m := c.multi
+	if m == nil {
+		x.W.Error("ERR EXEC without MULTI")
+		return
+	}
+	c.multi = nil
+	ws := c.watch
+	defer c.unwatch()
+	if m.dirty {
+		x.W.Error("EXECABORT Transaction discarded because of previous errors.")
+		return
+	}
+	t := tx.New(x.Srv.shards)
+	var pos []int
+	for _, q := range m.cmds {
+		if q.cmd.Local != nil {
+			continue
+		}
+		pos = q.cmd.keys(pos[:0], q.args)
+		if len(pos) == 0 || q.cmd.Shard == nil && q.cmd.FirstKey == 0 && q.cmd.KeyPositions == nil {
+			t.AddAllShards() // a keyless command (FLUSHALL, DBSIZE, KEYS ...)
+			continue
+		}
+		excl := q.cmd.Flags&FlagWrite != 0
+		for _, i := range pos {
+			t.Add(x.ShardOf(q.args[i]), q.db, string(q.args[i]), excl)
+		}
+	}
+	if ws != nil {
+		for _, k := range ws.keys {
+			t.Add(k.sid, k.db, k.key, false)
+		}
+	}
+	t.Lock()
+	defer t.Finish(nil)
+	if ws != nil {
+		// Lazily expire watched keys now: an expiry since WATCH counts as
+		// a change.
+		for _, k := range ws.keys {
+			t.Run(k.sid, func(s *shard.Shard) { s.DBs[k.db].Find([]byte(k.key)) })
+		}
+		if ws.w.Dirty() {
+			x.W.NullArray()
+			return
+		}
+	}
+	x.W.Array(len(m.cmds))
+	for _, q := range m.cmds {
+		x.execQueued(t, q)
+	}
+}
+
+// execQueued runs one queued command inside EXEC's transaction, writing its
+// reply into EXEC's array.
+func (x *Coord) execQueued(t *tx.Tx, q queued) {
+	c := x.Conn
+	cmd := q.cmd
+	cmd.calls.Add(1)
+	switch {
+	case cmd.Local != nil:
+		// The loop is waiting for EXEC, so connection state is ours.
+		cmd.Local(c, q.args, x.W)
+	case cmd.Shard != nil && x.Srv.singleShard(cmd, q.args, new([]int)) >= 0:
+		sid := x.Srv.singleShard(cmd, q.args, new([]int))
+		t.Run(sid, func(s *shard.Shard) {
+			e := Exec{S: s, DB: s.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv}
+			cmd.Shard(&e)
+		})
+	case cmd.Multi != nil:
+		inner := &Coord{Srv: x.Srv, Conn: c, DB: q.db, Args: q.args, W: x.W, cmd: cmd, inTx: true}
+		cmd.Multi(inner)
+	default:
+		x.W.Error("CROSSSLOT Keys in request don't hash to the same slot")
+	}
+}
+

@@ -1,0 +1,186 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestWatchInvalidation: a change by another client, a deletion, an
+// expiry and a FLUSHALL (of another database's key too) all make EXEC
+// fail with a null reply.
+func TestWatchInvalidation(t *testing.T) {
+	srv := StartServer(t)
+	a, b := srv.Raw(t), srv.Raw(t)
+	run := func(setup func(), change func()) string {
+		t.Helper()
+		setup()
+		expectReply(t, a.Do("WATCH", "w"), "OK")
+		change()
+		expectReply(t, a.Do("MULTI"), "OK")
+		expectReply(t, a.Do("SET", "w", "mine"), "QUEUED")
+		return a.Do("EXEC").String()
+	}
+	cases := []struct {
+		name          string
+		setup, change func()
+	}{
+		{"write", func() { b.Do("SET", "w", "0") }, func() { b.Do("SET", "w", "1") }},
+		{"delete", func() { b.Do("SET", "w", "0") }, func() { b.Do("DEL", "w") }},
+		{"create", func() { b.Do("DEL", "w") }, func() { b.Do("SET", "w", "new") }},
+		{"expiry", func() { b.Do("SET", "w", "0", "PX", "50") }, func() { time.Sleep(120 * time.Millisecond) }},
+		{"flushall", func() { b.Do("SET", "w", "0") }, func() { b.Do("FLUSHALL") }},
+	}
+	for _, tc := range cases {
+		if got := run(tc.setup, tc.change); got != "(nil)" {
+			t.Errorf("%s: EXEC replied %s, want (nil)", tc.name, got)
+		}
+	}
+	// Untouched: EXEC runs.
+	b.Do("SET", "w", "0")
+	if got := run(func() {}, func() { b.Do("SET", "other", "1") }); got != "(array)\n  OK" {
+		t.Errorf("untouched: EXEC replied %s", got)
+	}
+	// A watch in db 0 is invalidated by FLUSHALL issued from db 1.
+	expectReply(t, b.Do("SELECT", "1"), "OK")
+	if got := run(func() {}, func() { b.Do("FLUSHALL") }); got != "(nil)" {
+		t.Errorf("flushall from another db: EXEC replied %s, want (nil)", got)
+	}
+}
+
+// TestWatchOptimisticIncrement: clients increment a counter with
+// WATCH/GET/MULTI/SET/EXEC retries; the final value equals the number of
+// successful EXECs.
+func TestWatchOptimisticIncrement(t *testing.T) {
+	srv := StartServer(t, "--shards", "4")
+	ctx := context.Background()
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(time.Second)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := srv.Client(t, 2)
+			for time.Now().Before(deadline) {
+				err := c.Watch(ctx, func(tx *redis.Tx) error {
+					n, err := tx.Get(ctx, "counter").Int()
+					if err != nil && !errors.Is(err, redis.Nil) {
+						return err
+					}
+					_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+						p.Set(ctx, "counter", n+1, 0)
+						return nil
+					})
+					return err
+				}, "counter")
+				if err == nil {
+					ok.Add(1)
+				} else if !errors.Is(err, redis.TxFailedErr) {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	n, err := srv.Client(t, 2).Get(ctx, "counter").Int64()
+	if err != nil || n != ok.Load() {
+		t.Fatalf("counter %d (%v), successful EXECs %d", n, err, ok.Load())
+	}
+	t.Logf("%d successful increments", n)
+}
+
+// TestMultiBankInvariant: transfers between accounts spread over all
+// shards with MULTI/EXEC, while readers sum every account in MULTI/EXEC
+// and must always see the same total. Run the binary with -race in CI.
+func TestMultiBankInvariant(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s, ok := lookupEnvUint("DFLY_TEST_SEED"); ok {
+		seed = s
+	}
+	t.Logf("seed %d (DFLY_TEST_SEED to repeat)", seed)
+	srv := StartServer(t, "--shards", "4")
+	ctx := context.Background()
+	const accounts, start = 16, 1000
+	keys := make([]string, accounts)
+	setup := srv.Client(t, 2)
+	for i := range keys {
+		keys[i] = "acct:" + strconv.Itoa(i)
+		setup.Set(ctx, keys[i], start, 0)
+	}
+	stop := time.Now().Add(1500 * time.Millisecond)
+	var wg sync.WaitGroup
+	var transfers, sums atomic.Int64
+	errs := make(chan error, 16)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			c := srv.Client(t, 2+w%2)
+			for time.Now().Before(stop) {
+				from, to := keys[rng.IntN(accounts)], keys[rng.IntN(accounts)]
+				amt := rng.IntN(50)
+				_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.DecrBy(ctx, from, int64(amt))
+					p.IncrBy(ctx, to, int64(amt))
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+				transfers.Add(1)
+			}
+		}(w)
+	}
+	for r := 0; r < 4; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := srv.Client(t, 2)
+			for time.Now().Before(stop) {
+				var cmds []*redis.StringCmd
+				_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					cmds = cmds[:0]
+					for _, k := range keys {
+						cmds = append(cmds, p.Get(ctx, k))
+					}
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+				sum := 0
+				for _, cmd := range cmds {
+					n, _ := cmd.Int()
+					sum += n
+				}
+				if sum != accounts*start {
+					errs <- fmt.Errorf("seed %d: a reader saw total %d, want %d", seed, sum, accounts*start)
+					return
+				}
+				sums.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if transfers.Load() == 0 || sums.Load() == 0 {
+		t.Fatalf("no progress: %d transfers, %d sums", transfers.Load(), sums.Load())
+	}
+	t.Logf("%d transfers, %d consistent sums", transfers.Load(), sums.Load())
+}
