@@ -226,4 +226,3 @@ func (x *Coord) execQueued(t *tx.Tx, q queued) {
 		x.W.Error("CROSSSLOT Keys in request don't hash to the same slot")
 	}
 }
-
