@@ -50,6 +50,11 @@ func parseTimeout(b []byte) (time.Duration, string) {
 }
 
 func (x *Coord) block(spec blockSpec) {
+	defer func() {
+		if x.blocked {
+			x.Srv.blockedClients.Add(-1)
+		}
+	}()
 	var deadline <-chan time.Time
 	if spec.timeout > 0 {
 		timer := time.NewTimer(spec.timeout)
@@ -82,6 +87,10 @@ func (x *Coord) block(spec blockSpec) {
 		})
 		x.forEachKeyShard(t, spec.keys, func(s *shard.Shard, key string) { s.Block(x.DB, key, b) })
 		t.Finish(nil)
+		if !x.blocked {
+			x.blocked = true
+			x.Srv.blockedClients.Add(1)
+		}
 		select {
 		case <-b.Done:
 		case <-deadline:

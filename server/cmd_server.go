@@ -305,7 +305,7 @@ func cmdInfo(x *Coord) {
 		srv.connsMu.Unlock()
 		field("connected_clients", n)
 		field("maxclients", srv.cfg.MaxClients)
-		field("blocked_clients", 0)
+		field("blocked_clients", srv.blockedClients.Load())
 	}
 	if want("memory", true) {
 		section("Memory")

@@ -18,6 +18,8 @@ type Coord struct {
 	// inTx: running inside EXEC (or a script), whose transaction already
 	// holds every lock; blocking commands then do not block.
 	inTx bool
+	// blocked: counted in blocked_clients.
+	blocked bool
 }
 
 func (x *Coord) run(c *Conn) {

@@ -2,11 +2,8 @@ package server
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"fmt"
-	errorx "github.com/panjf2000/gnet/v2/pkg/errors"
 	"net"
 	"os"
 	"syscall"
@@ -52,11 +49,6 @@ func (s *Server) discoverLoops(want int) error {
 		keep = append(keep, local, remote)
 		ctx := gnet.NewContext(gnet.NewNetConnContext(context.Background(), local), loopProbe{})
 		ch, err := s.eng.Register(ctx)
-		for wait := 0; errors.Is(err, errorx.ErrEmptyEngine) && wait < 1000; wait++ {
-			// OnBoot runs before gnet starts its loops.
-			time.Sleep(5 * time.Millisecond)
-			ch, err = s.eng.Register(ctx)
-		}
 		if err != nil {
 			return fmt.Errorf("enroll a loop probe: %w", err)
 		}

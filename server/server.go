@@ -42,10 +42,11 @@ type Server struct {
 	connsMu    sync.Mutex
 	conns      map[int64]*Conn
 	// stats
-	totalConns    atomic.Int64
-	rejectedConns atomic.Int64
-	cmdStats      []shardCmdStats // per shard, owned by its goroutine
-	pubsub        *pubsub
+	totalConns     atomic.Int64
+	rejectedConns  atomic.Int64
+	blockedClients atomic.Int64
+	cmdStats       []shardCmdStats // per shard, owned by its goroutine
+	pubsub         *pubsub
 
 	// loops are the engine's event loops; shardLoop[i] is the loop that
 	// owns shard i. Both are set once, before any command is served.
@@ -54,8 +55,10 @@ type Server struct {
 	// loopsReady is set after discovery; connections that send commands
 	// before it wait in early and are woken then.
 	loopsReady atomic.Bool
-	earlyMu    sync.Mutex
-	early      []gnet.Conn
+	// discoverStarted is touched only by gnet's ticker goroutine.
+	discoverStarted bool
+	earlyMu         sync.Mutex
+	early           []gnet.Conn
 
 	ready    chan struct{}
 	stopping atomic.Bool
@@ -176,6 +179,7 @@ func (s *Server) Serve() error {
 		gnet.WithReusePort(false),
 		gnet.WithReuseAddr(true),
 		gnet.WithLoadBalancing(gnet.LeastConnections),
+		gnet.WithTicker(true),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithTCPKeepAlive(5*time.Minute),
 		gnet.WithLogger(s.log.gnetLogger()),
@@ -223,6 +227,18 @@ func (s *Server) busyConns() int {
 // OnBoot records the engine.
 func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 	s.eng = eng
+	s.log.Noticef("dfly %s ready to accept connections on %s with %d shards", Version, strings.Join(s.Addrs(), ", "), len(s.shards))
+	return gnet.None
+}
+
+// OnTick first fires once gnet has started its loops (the ticker goroutine
+// is started after they are registered, which orders the discovery below
+// after their creation); it then discovers the loops and attaches shards.
+func (s *Server) OnTick() (time.Duration, gnet.Action) {
+	if s.discoverStarted {
+		return time.Hour, gnet.None
+	}
+	s.discoverStarted = true
 	go func() {
 		if err := s.discoverLoops(runtime.GOMAXPROCS(0)); err != nil {
 			s.log.Warnf("event loop discovery failed: %v", err)
@@ -230,6 +246,7 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 			return
 		}
 		s.loopsReady.Store(true)
+		close(s.ready)
 		s.earlyMu.Lock()
 		for _, gc := range s.early {
 			_ = gc.Wake(nil)
@@ -237,9 +254,7 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 		s.early = nil
 		s.earlyMu.Unlock()
 	}()
-	s.log.Noticef("dfly %s ready to accept connections on %s with %d shards", Version, strings.Join(s.Addrs(), ", "), len(s.shards))
-	close(s.ready)
-	return gnet.None
+	return time.Hour, gnet.None
 }
 
 const protectedModeError = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n"

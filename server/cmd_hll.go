@@ -1,0 +1,227 @@
+package server
+
+import (
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/types/hll"
+)
+
+// HyperLogLog commands. Values are plain strings in Redis's HYLL layout
+// (package hll), so GET/SET/DUMP see exactly what redis-server stores.
+
+func init() { typeFamilies = append(typeFamilies, hllCommands) }
+
+func hllCommands() []*Command {
+	return []*Command{
+		{Name: "pfadd", Arity: -2, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdPFAdd},
+		// PFCOUNT may rewrite the cached cardinality of a single key, as in
+		// Redis ("readonly may-replicate").
+		{Name: "pfcount", Arity: -2, Flags: FlagReadonly, FirstKey: 1, LastKey: -1, Step: 1, Shard: cmdPFCount, Multi: multiPFCount},
+		{Name: "pfmerge", Arity: -2, Flags: FlagWrite | FlagDenyOOM, FirstKey: 1, LastKey: -1, Step: 1, Shard: cmdPFMerge, Multi: multiPFMerge},
+	}
+}
+
+// hllOf finds key as a HyperLogLog. It returns the error reply for a value
+// of another type or a string that is not an HLL; v is nil when absent.
+func hllOf(db *shard.DB, key []byte) (it shard.Iterator, v *shard.Value, errText string) {
+	it, v = db.Find(key)
+	switch {
+	case v == nil:
+		return it, nil, ""
+	case v.Type != shard.TypeString:
+		return it, nil, errWrongType
+	case !hll.Valid(v.Str):
+		return it, nil, string(hll.ErrWrongType)
+	}
+	return it, v, ""
+}
+
+func cmdPFAdd(x *Exec) {
+	key := x.Args[1]
+	it, v, e := hllOf(x.DB, key)
+	if e != "" {
+		x.W.Error(e)
+		return
+	}
+	if v == nil {
+		b, _, err := hll.Add(hll.New(), x.Args[2:])
+		if err != nil {
+			replyErr(x.W, err)
+			return
+		}
+		// Like Redis, a created key counts as an update: stale cache.
+		b[15] |= 0x80
+		x.DB.Insert(key, shard.Value{Str: b})
+		x.W.Int(1)
+		return
+	}
+	if len(x.Args) == 2 {
+		x.W.Int(0)
+		return
+	}
+	p := x.DB.Mutate(it)
+	b, updated, err := hll.Add(p.Str, x.Args[2:])
+	p.Str = b
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	if updated {
+		x.W.Int(1)
+	} else {
+		x.W.Int(0)
+	}
+}
+
+// pfUnion merges the HLLs at positions pos into r. It returns the first
+// error (with its position) and whether any input was dense.
+func pfUnion(db *shard.DB, args [][]byte, pos []int, r *hll.RawRegisters) (errAt int, errText string, dense bool) {
+	for _, i := range pos {
+		_, v, e := hllOf(db, args[i])
+		if e != "" {
+			return i, e, dense
+		}
+		if v == nil {
+			continue
+		}
+		dense = dense || hll.IsDense(v.Str)
+		if err := r.Merge(v.Str); err != nil {
+			return i, string(hll.ErrInvalid), dense
+		}
+	}
+	return 0, "", dense
+}
+
+func cmdPFCount(x *Exec) {
+	if len(x.Args) > 2 {
+		var r hll.RawRegisters
+		if _, e, _ := pfUnion(x.DB, x.Args, keyRange(1, len(x.Args), 1), &r); e != "" {
+			x.W.Error(e)
+			return
+		}
+		x.W.Int(int64(r.Count()))
+		return
+	}
+	it, v, e := hllOf(x.DB, x.Args[1])
+	if e != "" {
+		x.W.Error(e)
+		return
+	}
+	if v == nil {
+		x.W.Int(0)
+		return
+	}
+	if !hll.CacheValid(v.Str) {
+		// Computing the count rewrites the cached cardinality.
+		v = x.DB.Mutate(it)
+	}
+	card, _, err := hll.Count(v.Str)
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	x.W.Int(int64(card))
+}
+
+// pfShards merges every shard's keys under the transaction's locks and
+// returns the union, the first error in argument order and the dense flag.
+func pfShards(x *Coord, t interface {
+	RunAll(func(*shard.Shard))
+}, parts [][]int) (*hll.RawRegisters, string, bool) {
+	n := x.NumShards()
+	regs := make([]*hll.RawRegisters, n)
+	errAt := make([]int, n)
+	errs := make([]string, n)
+	dense := make([]bool, n)
+	t.RunAll(func(s *shard.Shard) {
+		if len(parts[s.ID]) == 0 {
+			return
+		}
+		regs[s.ID] = new(hll.RawRegisters)
+		errAt[s.ID], errs[s.ID], dense[s.ID] = pfUnion(s.DBs[x.DB], x.Args, parts[s.ID], regs[s.ID])
+	})
+	first, errText, anyDense := len(x.Args), "", false
+	var union hll.RawRegisters
+	for sid := range n {
+		if errs[sid] != "" && errAt[sid] < first {
+			first, errText = errAt[sid], errs[sid]
+		}
+		anyDense = anyDense || dense[sid]
+		if r := regs[sid]; r != nil {
+			for i, v := range r {
+				union[i] = max(union[i], v)
+			}
+		}
+	}
+	return &union, errText, anyDense
+}
+
+func multiPFCount(x *Coord) {
+	t, parts := x.lockSplit(keyRange(1, len(x.Args), 1), false)
+	union, e, _ := pfShards(x, t, parts)
+	t.Finish(nil)
+	if e != "" {
+		x.W.Error(e)
+		return
+	}
+	x.W.Int(int64(union.Count()))
+}
+
+// pfStore writes the union into the destination key (PFMERGE's second half).
+func pfStore(db *shard.DB, key []byte, r *hll.RawRegisters, dense bool) string {
+	it, v, e := hllOf(db, key)
+	if e != "" {
+		return e
+	}
+	if v == nil {
+		b, err := hll.Store(nil, r, dense)
+		if err != nil {
+			return string(hll.ErrInvalid)
+		}
+		db.Insert(key, shard.Value{Str: b})
+		return ""
+	}
+	p := db.Mutate(it)
+	b, err := hll.Store(p.Str, r, dense)
+	if err != nil {
+		return string(hll.ErrInvalid)
+	}
+	p.Str = b
+	return ""
+}
+
+func cmdPFMerge(x *Exec) {
+	var r hll.RawRegisters
+	_, e, dense := pfUnion(x.DB, x.Args, keyRange(1, len(x.Args), 1), &r)
+	if e == "" {
+		e = pfStore(x.DB, x.Args[1], &r, dense)
+	}
+	if e != "" {
+		x.W.Error(e)
+		return
+	}
+	x.W.SimpleString("OK")
+}
+
+// multiPFMerge reads the sources under shared locks and writes the
+// destination under an exclusive one, in one transaction.
+func multiPFMerge(x *Coord) {
+	t := x.Tx()
+	parts := make([][]int, x.NumShards())
+	for i := 1; i < len(x.Args); i++ {
+		sid := x.ShardOf(x.Args[i])
+		parts[sid] = append(parts[sid], i)
+		t.Add(sid, x.DB, string(x.Args[i]), i == 1)
+	}
+	t.Lock()
+	union, e, dense := pfShards(x, t, parts)
+	if e == "" {
+		dst := x.Args[1]
+		t.Run(x.ShardOf(dst), func(s *shard.Shard) { e = pfStore(s.DBs[x.DB], dst, union, dense) })
+	}
+	t.Finish(nil)
+	if e != "" {
+		x.W.Error(e)
+		return
+	}
+	x.W.SimpleString("OK")
+}
