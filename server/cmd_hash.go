@@ -1,0 +1,545 @@
+package server
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"github.com/dfly/dfly/glob"
+	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/types/hash"
+	"github.com/dfly/dfly/types/num"
+)
+
+func init() { typeFamilies = append(typeFamilies, hashCommands) }
+
+func hashCommands() []*Command {
+	rw := FlagWrite | FlagDenyOOM
+	k1 := func(name string, arity int, flags Flags, fn func(x *Exec)) *Command {
+		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, Shard: fn}
+	}
+	ro := FlagReadonly | FlagFast
+	return []*Command{
+		k1("hset", -4, rw|FlagFast, func(x *Exec) { hsetGeneric(x, false) }),
+		k1("hmset", -4, rw|FlagFast, func(x *Exec) { hsetGeneric(x, true) }),
+		k1("hsetnx", 4, rw|FlagFast, cmdHSetNX),
+		k1("hget", 3, ro, cmdHGet),
+		k1("hmget", -3, ro, cmdHMGet),
+		k1("hdel", -3, FlagWrite|FlagFast, cmdHDel),
+		k1("hexists", 3, ro, cmdHExists),
+		k1("hlen", 2, ro, cmdHLen),
+		k1("hstrlen", 3, ro, cmdHStrlen),
+		k1("hkeys", 2, FlagReadonly, func(x *Exec) { hgetAllGeneric(x, true, false) }),
+		k1("hvals", 2, FlagReadonly, func(x *Exec) { hgetAllGeneric(x, false, true) }),
+		k1("hgetall", 2, FlagReadonly, func(x *Exec) { hgetAllGeneric(x, true, true) }),
+		k1("hincrby", 4, rw|FlagFast, cmdHIncrBy),
+		k1("hincrbyfloat", 4, rw|FlagFast, cmdHIncrByFloat),
+		k1("hrandfield", -2, FlagReadonly, cmdHRandField),
+		k1("hscan", -3, FlagReadonly, cmdHScan),
+	}
+}
+
+// hashValue finds key as a hash, writing WRONGTYPE for another type; h is
+// nil for a missing key.
+func hashValue(x *Exec, key []byte) (shard.Iterator, *hash.Hash, bool) {
+	it, v, ok := x.DB.FindType(key, shard.TypeHash)
+	if !ok {
+		x.W.Error(errWrongType)
+		return it, nil, false
+	}
+	if v == nil {
+		return it, nil, true
+	}
+	return it, v.Obj.(*hash.Hash), true
+}
+
+// hashForWrite finds or creates key as a hash and announces the update.
+func hashForWrite(x *Exec, key []byte) (shard.Iterator, *hash.Hash, bool) {
+	it, h, ok := hashValue(x, key)
+	if !ok {
+		return it, nil, false
+	}
+	if h == nil {
+		h = hash.New()
+		it, _ = x.DB.Insert(key, shard.Value{Type: shard.TypeHash, Obj: h})
+		return it, h, true
+	}
+	return it, x.DB.Mutate(it).Obj.(*hash.Hash), true
+}
+
+func hsetGeneric(x *Exec, hmset bool) {
+	if len(x.Args)%2 != 0 {
+		x.W.Error("ERR wrong number of arguments for '" + strings.ToLower(string(x.Args[0])) + "' command")
+		return
+	}
+	_, h, ok := hashForWrite(x, x.Args[1])
+	if !ok {
+		return
+	}
+	added := 0
+	for i := 2; i < len(x.Args); i += 2 {
+		if h.Set(x.Args[i], x.Args[i+1]) {
+			added++
+		}
+	}
+	if hmset {
+		x.W.SimpleString("OK")
+	} else {
+		x.W.Int(int64(added))
+	}
+}
+
+func cmdHSetNX(x *Exec) {
+	_, h, ok := hashValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	if h != nil && h.Contains(x.Args[2]) {
+		x.W.Int(0)
+		return
+	}
+	_, h, _ = hashForWrite(x, x.Args[1])
+	h.Set(x.Args[2], x.Args[3])
+	x.W.Int(1)
+}
+
+func cmdHGet(x *Exec) {
+	_, h, ok := hashValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	if h == nil {
+		x.W.Null()
+		return
+	}
+	if v, found := h.Get(x.Args[2]); found {
+		x.W.Bulk(v)
+	} else {
+		x.W.Null()
+	}
+}
+
+func cmdHMGet(x *Exec) {
+	_, h, ok := hashValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	x.W.Array(len(x.Args) - 2)
+	for _, f := range x.Args[2:] {
+		if h == nil {
+			x.W.Null()
+			continue
+		}
+		if v, found := h.Get(f); found {
+			x.W.Bulk(v)
+		} else {
+			x.W.Null()
+		}
+	}
+}
+
+func cmdHDel(x *Exec) {
+	it, h, ok := hashValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	if h == nil {
+		x.W.Int(0)
+		return
+	}
+	present := false
+	for _, f := range x.Args[2:] {
+		if h.Contains(f) {
+			present = true
+			break
+		}
+	}
+	if !present {
+		x.W.Int(0)
+		return
+	}
+	h = x.DB.Mutate(it).Obj.(*hash.Hash)
+	n := 0
+	for _, f := range x.Args[2:] {
+		if h.Delete(f) {
+			n++
+		}
+	}
+	if h.Len() == 0 {
+		x.DB.Delete(it)
+	}
+	x.W.Int(int64(n))
+}
+
+func cmdHExists(x *Exec) {
+	_, h, ok := hashValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	if h != nil && h.Contains(x.Args[2]) {
+		x.W.Int(1)
+	} else {
+		x.W.Int(0)
+	}
+}
+
+func cmdHLen(x *Exec) {
+	_, h, ok := hashValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	if h == nil {
+		x.W.Int(0)
+		return
+	}
+	x.W.Int(int64(h.Len()))
+}
+
+func cmdHStrlen(x *Exec) {
+	_, h, ok := hashValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	var n int
+	if h != nil {
+		v, _ := h.Get(x.Args[2])
+		n = len(v)
+	}
+	x.W.Int(int64(n))
+}
+
+func hgetAllGeneric(x *Exec, fields, values bool) {
+	_, h, ok := hashValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	n := 0
+	if h != nil {
+		n = h.Len()
+	}
+	if fields && values {
+		x.W.Map(n)
+	} else {
+		x.W.Array(n)
+	}
+	if h == nil {
+		return
+	}
+	h.Range(func(f, v []byte) bool {
+		if fields {
+			x.W.Bulk(f)
+		}
+		if values {
+			x.W.Bulk(v)
+		}
+		return true
+	})
+}
+
+func cmdHIncrBy(x *Exec) {
+	incr, ok := num.ParseInt(x.Args[3])
+	if !ok {
+		x.W.Error(errNotInt)
+		return
+	}
+	_, h, ok := hashValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	var cur int64
+	if h != nil {
+		if v, found := h.Get(x.Args[2]); found {
+			if cur, ok = num.ParseInt(v); !ok {
+				x.W.Error("ERR hash value is not an integer")
+				return
+			}
+		}
+	}
+	n, err := num.AddInt(cur, incr)
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	_, h, _ = hashForWrite(x, x.Args[1])
+	var buf [24]byte
+	h.Set(x.Args[2], strconv.AppendInt(buf[:0], n, 10))
+	x.W.Int(n)
+}
+
+func cmdHIncrByFloat(x *Exec) {
+	incr, err := num.LongDoubleArg(x.Args[3])
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	if incr.IsInf() {
+		x.W.Error(string(num.ErrIncrNaNInf))
+		return
+	}
+	_, h, ok := hashValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	var cur num.LongDouble
+	if h != nil {
+		if v, found := h.Get(x.Args[2]); found {
+			if cur, ok = num.ParseLongDouble(v); !ok {
+				x.W.Error("ERR hash value is not a float")
+				return
+			}
+		}
+	}
+	res, err := num.IncrFloat(cur, incr)
+	if err != nil {
+		replyErr(x.W, err)
+		return
+	}
+	s := num.AppendFloatIncr(nil, res)
+	_, h, _ = hashForWrite(x, x.Args[1])
+	h.Set(x.Args[2], s)
+	x.W.Bulk(s)
+}
+
+func cmdHRandField(x *Exec) {
+	if len(x.Args) == 2 {
+		_, h, ok := hashValue(x, x.Args[1])
+		if !ok {
+			return
+		}
+		if h == nil {
+			x.W.Null()
+			return
+		}
+		f, _ := h.Random(rand.Uint64())
+		x.W.Bulk(f)
+		return
+	}
+	n, ok := num.ParseInt(x.Args[2])
+	if !ok {
+		x.W.Error(errNotInt)
+		return
+	}
+	if n == math.MinInt64 {
+		x.W.Error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+		return
+	}
+	withValues := false
+	if len(x.Args) > 4 || (len(x.Args) == 4 && !strings.EqualFold(string(x.Args[3]), "withvalues")) {
+		x.W.Error(errSyntax)
+		return
+	}
+	if len(x.Args) == 4 {
+		withValues = true
+		if n < -math.MaxInt64/2 || n > math.MaxInt64/2 {
+			x.W.Error("ERR value is out of range")
+			return
+		}
+	}
+	_, h, ok := hashValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	if h == nil || n == 0 {
+		x.W.Array(0)
+		return
+	}
+	writePair := func(f, v []byte) {
+		if !withValues {
+			x.W.Bulk(f)
+			return
+		}
+		if x.W.Proto == 3 {
+			x.W.Array(2)
+		}
+		x.W.Bulk(f)
+		x.W.Bulk(v)
+	}
+	header := func(count int) {
+		if withValues && x.W.Proto != 3 {
+			x.W.Array(2 * count)
+		} else {
+			x.W.Array(count)
+		}
+	}
+	size := h.Len()
+	switch {
+	case n < 0:
+		count := -n
+		header(int(count))
+		pairs := hashPairs(h)
+		for i := int64(0); i < count; i++ {
+			var f, v []byte
+			if pairs != nil {
+				p := pairs[rand.IntN(len(pairs))]
+				f, v = p[0], p[1]
+			} else {
+				f, v = h.Random(rand.Uint64())
+			}
+			writePair(f, v)
+		}
+	case n >= int64(size):
+		header(size)
+		h.Range(func(f, v []byte) bool { writePair(f, v); return true })
+	default:
+		count := int(n)
+		header(count)
+		pairs := hashPairs(h)
+		if pairs == nil && count*3 > size {
+			pairs = make([][2][]byte, 0, size)
+			h.Range(func(f, v []byte) bool { pairs = append(pairs, [2][]byte{f, v}); return true })
+		}
+		if pairs != nil {
+			// A partial Fisher-Yates shuffle picks count distinct entries.
+			for i := 0; i < count; i++ {
+				j := i + rand.IntN(len(pairs)-i)
+				pairs[i], pairs[j] = pairs[j], pairs[i]
+				writePair(pairs[i][0], pairs[i][1])
+			}
+			return
+		}
+		seen := make(map[string]struct{}, count)
+		for len(seen) < count {
+			f, v := h.Random(rand.Uint64())
+			if _, dup := seen[string(f)]; dup {
+				continue
+			}
+			seen[string(f)] = struct{}{}
+			writePair(f, v)
+		}
+	}
+}
+
+// hashPairs lists a listpack hash's entries (aliasing it) so random picks
+// need no walk each; nil for a hashtable, which picks directly.
+func hashPairs(h *hash.Hash) [][2][]byte {
+	if h.Encoding() != "listpack" {
+		return nil
+	}
+	pairs := make([][2][]byte, 0, h.Len())
+	h.Range(func(f, v []byte) bool { pairs = append(pairs, [2][]byte{f, v}); return true })
+	return pairs
+}
+
+// scanOpts are the arguments of HSCAN, SSCAN and ZSCAN after the key.
+type scanOpts struct {
+	cursor uint64
+	count  int
+	match  []byte // nil: everything
+}
+
+// parseScanCursor parses a cursor as Redis 7.0 does (strtoul: '+' and '-'
+// accepted, '-' wrapping; no leading space; out of range is an error).
+func parseScanCursor(b []byte) (uint64, bool) {
+	s := string(b)
+	neg := false
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	if s == "" {
+		return 0, len(b) == 0
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// parseScan parses "cursor [MATCH pattern] [COUNT count]" from args.
+func parseScan(w *resp.Writer, args [][]byte) (scanOpts, bool) {
+	o := scanOpts{count: 10}
+	c, ok := parseScanCursor(args[0])
+	if !ok {
+		w.Error("ERR invalid cursor")
+		return o, false
+	}
+	o.cursor = c
+	for i := 1; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			w.Error(errSyntax)
+			return o, false
+		}
+		switch strings.ToLower(string(args[i])) {
+		case "count":
+			n, ok := num.ParseInt(args[i+1])
+			if !ok {
+				w.Error(errNotInt)
+				return o, false
+			}
+			if n < 1 {
+				w.Error(errSyntax)
+				return o, false
+			}
+			o.count = int(min(n, math.MaxInt32))
+		case "match":
+			o.match = args[i+1]
+			if len(o.match) == 1 && o.match[0] == '*' {
+				o.match = nil
+			}
+		default:
+			w.Error(errSyntax)
+			return o, false
+		}
+	}
+	return o, true
+}
+
+// runScan drives a Redis-style scan: step visits one bucket from a cursor
+// (calling emit per element) and returns the next cursor; it stops once
+// count elements were collected, after 10*count steps, or at cursor 0.
+func runScan(o scanOpts, step func(cursor uint64) uint64, collected func() int) uint64 {
+	cursor := o.cursor
+	maxSteps := o.count * 10
+	for {
+		cursor = step(cursor)
+		if cursor == 0 || maxSteps == 0 || collected() >= o.count {
+			return cursor
+		}
+		maxSteps--
+	}
+}
+
+func writeScan(w *resp.Writer, cursor uint64, items [][]byte) {
+	w.Array(2)
+	w.BulkString(strconv.FormatUint(cursor, 10))
+	w.Array(len(items))
+	for _, it := range items {
+		w.Bulk(it)
+	}
+}
+
+func cmdHScan(x *Exec) {
+	o, ok := parseScan(x.W, x.Args[2:])
+	if !ok {
+		return
+	}
+	_, h, ok := hashValue(x, x.Args[1])
+	if !ok {
+		return
+	}
+	if h == nil {
+		writeScan(x.W, 0, nil)
+		return
+	}
+	var items [][]byte
+	n := 0
+	emit := func(f, v []byte) {
+		n++
+		if o.match == nil || glob.Match(o.match, f, false) {
+			items = append(items, f, v)
+		}
+	}
+	next := runScan(o, func(c uint64) uint64 { return h.Scan(c, emit) }, func() int { return n })
+	writeScan(x.W, next, items)
+}

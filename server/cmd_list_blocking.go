@@ -1,0 +1,188 @@
+package server
+
+import (
+	"time"
+
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tx"
+)
+
+func init() { typeFamilies = append(typeFamilies, listBlockingCommands) }
+
+func listBlockingCommands() []*Command {
+	f := FlagWrite | FlagBlocking | FlagNoScript
+	return []*Command{
+		{Name: "blpop", Arity: -3, Flags: f, FirstKey: 1, LastKey: -2, Step: 1, Multi: func(x *Coord) { cmdBPop(x, true) }},
+		{Name: "brpop", Arity: -3, Flags: f, FirstKey: 1, LastKey: -2, Step: 1, Multi: func(x *Coord) { cmdBPop(x, false) }},
+		{Name: "blmove", Arity: 6, Flags: f | FlagDenyOOM, FirstKey: 1, LastKey: 2, Step: 1, Multi: cmdBLMove},
+		{Name: "brpoplpush", Arity: 4, Flags: f | FlagDenyOOM, FirstKey: 1, LastKey: 2, Step: 1, Multi: cmdBRPopLPush},
+		{Name: "blmpop", Arity: -5, Flags: f, KeyPositions: numKeysPositions(2), Multi: cmdBLMPop},
+	}
+}
+
+// keyStates reads state(db, key) of each key at pos under t's locks.
+func (x *Coord) keyStates(t *tx.Tx, pos []int, state func(db *shard.DB, key []byte) listState) []listState {
+	states := make([]listState, len(x.Args))
+	byShard := map[int][]int{}
+	for _, i := range pos {
+		sid := x.ShardOf(x.Args[i])
+		byShard[sid] = append(byShard[sid], i)
+	}
+	for sid, ps := range byShard {
+		t.Run(sid, func(s *shard.Shard) {
+			for _, i := range ps {
+				states[i] = state(s.DBs[x.DB], x.Args[i])
+			}
+		})
+	}
+	return states
+}
+
+func (x *Coord) listStates(t *tx.Tx, pos []int) []listState { return x.keyStates(t, pos, listStateOf) }
+
+// bpopFirst serves the pop-style blocking commands (BLPOP, BRPOP, BLMPOP,
+// BZPOPMIN, BZPOPMAX, BZMPOP): the first key in argument order that holds
+// data answers, WRONGTYPE for a key of another type met before it. pop
+// runs on the key's shard, takes the data and writes the reply.
+func (x *Coord) bpopFirst(timeout time.Duration, pos []int, state func(db *shard.DB, key []byte) listState,
+	pop func(db *shard.DB, key []byte), timedOut func()) {
+	x.block(blockSpec{
+		keys:    pos,
+		timeout: timeout,
+		attempt: func(t *tx.Tx) bool {
+			states := x.keyStates(t, pos, state)
+			for _, i := range pos {
+				switch states[i] {
+				case listWrongType:
+					x.W.Error(errWrongType)
+					return true
+				case listPresent:
+					t.Run(x.ShardOf(x.Args[i]), func(s *shard.Shard) { pop(s.DBs[x.DB], x.Args[i]) })
+					return true
+				}
+			}
+			return false
+		},
+		serve: func(s *shard.Shard, db *shard.DB, key string, claim func() bool, wrote *bool) bool {
+			if state(db, []byte(key)) != listPresent || !claim() {
+				return false
+			}
+			pop(db, []byte(key))
+			*wrote = true
+			return true
+		},
+		timedOut: timedOut,
+	})
+}
+
+// bpop is bpopFirst for lists.
+func (x *Coord) bpop(timeout time.Duration, pos []int, left bool, count int, reply func(key []byte, vals [][]byte), timedOut func()) {
+	x.bpopFirst(timeout, pos, listStateOf, func(db *shard.DB, key []byte) {
+		reply(key, listPop(db, key, left, count))
+	}, timedOut)
+}
+
+func cmdBPop(x *Coord, left bool) {
+	timeout, e := parseTimeout(x.Args[len(x.Args)-1])
+	if e != "" {
+		x.W.Error(e)
+		return
+	}
+	pos := keyRange(1, len(x.Args)-1, 1)
+	x.bpop(timeout, pos, left, 1, func(key []byte, vals [][]byte) {
+		x.W.Array(2)
+		x.W.Bulk(key)
+		x.W.Bulk(vals[0])
+	}, func() { x.W.NullArray() })
+}
+
+func cmdBLMPop(x *Coord) {
+	timeout, e := parseTimeout(x.Args[1])
+	if e != "" {
+		x.W.Error(e)
+		return
+	}
+	pos, left, count, e := parseMPop(x.Args, 2, parseEnd)
+	if e != "" {
+		x.W.Error(e)
+		return
+	}
+	x.bpop(timeout, pos, left, count, func(key []byte, vals [][]byte) { writeMPop(x.W, key, vals) }, func() { x.W.NullArray() })
+}
+
+func cmdBRPopLPush(x *Coord) {
+	timeout, e := parseTimeout(x.Args[3])
+	if e != "" {
+		x.W.Error(e)
+		return
+	}
+	x.blmove(timeout, false, true)
+}
+
+func cmdBLMove(x *Coord) {
+	fromLeft, toLeft, ok := lmoveArgs(x.Args)
+	if !ok {
+		x.W.Error(errSyntax)
+		return
+	}
+	timeout, e := parseTimeout(x.Args[5])
+	if e != "" {
+		x.W.Error(e)
+		return
+	}
+	x.blmove(timeout, fromLeft, toLeft)
+}
+
+// blmove pops from args[1] and pushes onto args[2]. When both keys share a
+// shard the woken client is served right there; otherwise the serving
+// shard only claims it and the move is retried as a locked transaction.
+func (x *Coord) blmove(timeout time.Duration, fromLeft, toLeft bool) {
+	src, dst := x.Args[1], x.Args[2]
+	ss, ds := x.ShardOf(src), x.ShardOf(dst)
+	x.block(blockSpec{
+		keys:    []int{1},
+		extra:   []int{2},
+		timeout: timeout,
+		attempt: func(t *tx.Tx) bool {
+			states := x.listStates(t, []int{1, 2})
+			switch {
+			case states[1] == listWrongType:
+				x.W.Error(errWrongType)
+				return true
+			case states[1] == listMissing:
+				return false
+			case states[2] == listWrongType:
+				x.W.Error(errWrongType)
+				return true
+			}
+			var out [][]byte
+			t.Run(ss, func(s *shard.Shard) { out = listPop(s.DBs[x.DB], src, fromLeft, 1) })
+			t.Run(ds, func(s *shard.Shard) { listPush(s.DBs[x.DB], dst, toLeft, false, out[0]) })
+			x.W.Bulk(out[0])
+			return true
+		},
+		serve: func(s *shard.Shard, db *shard.DB, key string, claim func() bool, wrote *bool) bool {
+			if listStateOf(db, src) != listPresent {
+				return false
+			}
+			if ss != ds {
+				return claim() // the coordinator retries the move under locks
+			}
+			if listStateOf(db, dst) == listWrongType {
+				if !claim() {
+					return false
+				}
+				x.W.Error(errWrongType)
+				*wrote = true
+				return true
+			}
+			if !claim() {
+				return false
+			}
+			x.W.Bulk(listMove(db, src, dst, fromLeft, toLeft))
+			*wrote = true
+			return true
+		},
+		timedOut: func() { x.W.Null() },
+	})
+}

@@ -1,0 +1,135 @@
+package tests
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// readWithin reads one reply, failing when none comes within d.
+func readWithin(t *testing.T, c *RawConn, d time.Duration) Reply {
+	t.Helper()
+	got := make(chan Reply, 1)
+	go func() {
+		r, err := c.Read()
+		if err == nil {
+			got <- r
+		}
+	}()
+	select {
+	case r := <-got:
+		return r
+	case <-time.After(d):
+		t.Fatalf("no reply within %v", d)
+	}
+	return Reply{}
+}
+
+func TestBlockingListPops(t *testing.T) {
+	srv := StartServer(t, "--shards", "4")
+	a, b, p := srv.Raw(t), srv.Raw(t), srv.Raw(t)
+
+	// Woken by a push from another client.
+	a.Send("BLPOP", "q1", "q2", "0")
+	time.Sleep(50 * time.Millisecond)
+	expectReply(t, p.Do("RPUSH", "q2", "x"), "(integer) 1")
+	expectReply(t, readWithin(t, a, 2*time.Second), "(array)\n  \"q2\"\n  \"x\"")
+	expectReply(t, p.Do("EXISTS", "q2"), "(integer) 0")
+
+	// A timeout answers nil after roughly that long.
+	start := time.Now()
+	expectReply(t, a.Do("BLPOP", "empty", "0.2"), "(nil)")
+	if d := time.Since(start); d < 150*time.Millisecond || d > 2*time.Second {
+		t.Fatalf("BLPOP 0.2 took %v", d)
+	}
+
+	// First come, first served.
+	a.Send("BRPOP", "fifo", "0")
+	time.Sleep(50 * time.Millisecond)
+	b.Send("BRPOP", "fifo", "0")
+	time.Sleep(50 * time.Millisecond)
+	expectReply(t, p.Do("LPUSH", "fifo", "one"), "(integer) 1")
+	expectReply(t, readWithin(t, a, 2*time.Second), "(array)\n  \"fifo\"\n  \"one\"")
+	expectReply(t, p.Do("LPUSH", "fifo", "two"), "(integer) 1")
+	expectReply(t, readWithin(t, b, 2*time.Second), "(array)\n  \"fifo\"\n  \"two\"")
+
+	// One push of three elements serves two waiters and leaves one.
+	a.Send("BLPOP", "multi", "0")
+	time.Sleep(30 * time.Millisecond)
+	b.Send("BLPOP", "multi", "0")
+	time.Sleep(30 * time.Millisecond)
+	expectReply(t, p.Do("RPUSH", "multi", "1", "2", "3"), "(integer) 3")
+	expectReply(t, readWithin(t, a, 2*time.Second), "(array)\n  \"multi\"\n  \"1\"")
+	expectReply(t, readWithin(t, b, 2*time.Second), "(array)\n  \"multi\"\n  \"2\"")
+	expectReply(t, p.Do("LRANGE", "multi", "0", "-1"), "(array)\n  \"3\"")
+
+	// Data already there: no blocking; WRONGTYPE before a later list.
+	expectReply(t, p.Do("SET", "str", "v"), "OK")
+	expectReply(t, a.Do("BLPOP", "nothing", "str", "multi", "0"), "(error) WRONGTYPE Operation against a key holding the wrong kind of value")
+	expectReply(t, a.Do("BLPOP", "nothing", "multi", "0"), "(array)\n  \"multi\"\n  \"3\"")
+
+	// Errors.
+	expectReply(t, a.Do("BLPOP", "k", "abc"), "(error) ERR timeout is not a float or out of range")
+	expectReply(t, a.Do("BLPOP", "k", "-1"), "(error) ERR timeout is negative")
+}
+
+func TestBlockingWakeByRenameAndMove(t *testing.T) {
+	srv := StartServer(t, "--shards", "4")
+	a, p := srv.Raw(t), srv.Raw(t)
+	// A RENAME into the waited key serves the client.
+	a.Send("BLPOP", "target", "0")
+	time.Sleep(50 * time.Millisecond)
+	expectReply(t, p.Do("RPUSH", "source", "moved"), "(integer) 1")
+	expectReply(t, p.Do("RENAME", "source", "target"), "OK")
+	expectReply(t, readWithin(t, a, 2*time.Second), "(array)\n  \"target\"\n  \"moved\"")
+
+	// BLMOVE across (probably different) shards, woken by a push.
+	for i := 0; i < 4; i++ {
+		src, dst := fmt.Sprintf("src%d", i), fmt.Sprintf("dst%d", i)
+		a.Send("BLMOVE", src, dst, "LEFT", "RIGHT", "0")
+		time.Sleep(30 * time.Millisecond)
+		expectReply(t, p.Do("RPUSH", src, "e"), "(integer) 1")
+		expectReply(t, readWithin(t, a, 2*time.Second), "\"e\"")
+		expectReply(t, p.Do("LRANGE", dst, "0", "-1"), "(array)\n  \"e\"")
+		expectReply(t, p.Do("EXISTS", src), "(integer) 0")
+	}
+	expectReply(t, a.Do("BRPOPLPUSH", "none", "d", "0.05"), "(nil)")
+	expectReply(t, a.Do("BLMPOP", "0.05", "2", "x", "y", "LEFT"), "(nil)")
+	expectReply(t, p.Do("RPUSH", "y", "1", "2", "3"), "(integer) 3")
+	expectReply(t, a.Do("BLMPOP", "0", "2", "x", "y", "RIGHT", "COUNT", "2"), "(array)\n  \"y\"\n  (array)\n    \"3\"\n    \"2\"")
+}
+
+// TestBlockingDisconnect: a client that disconnects while blocked leaves
+// nothing behind: a later push stays in the list.
+func TestBlockingDisconnect(t *testing.T) {
+	srv := StartServer(t, "--shards", "2")
+	a, p := srv.Raw(t), srv.Raw(t)
+	a.Send("BLPOP", "gone", "0")
+	time.Sleep(50 * time.Millisecond)
+	a.Close()
+	time.Sleep(50 * time.Millisecond)
+	expectReply(t, p.Do("RPUSH", "gone", "kept"), "(integer) 1")
+	time.Sleep(50 * time.Millisecond)
+	expectReply(t, p.Do("LRANGE", "gone", "0", "-1"), "(array)\n  \"kept\"")
+	if info := p.Do("INFO", "clients").String(); !strings.Contains(info, "connected_clients:1") {
+		t.Fatalf("after disconnect: %s", info)
+	}
+}
+
+func TestBlockingZSetPops(t *testing.T) {
+	srv := StartServer(t, "--shards", "4")
+	a, p := srv.Raw(t), srv.Raw(t)
+	a.Send("BZPOPMIN", "z1", "z2", "0")
+	time.Sleep(50 * time.Millisecond)
+	expectReply(t, p.Do("ZADD", "z2", "2", "b", "1", "a"), "(integer) 2")
+	expectReply(t, readWithin(t, a, 2*time.Second), "(array)\n  \"z2\"\n  \"a\"\n  \"1\"")
+	expectReply(t, a.Do("BZPOPMAX", "z2", "0"), "(array)\n  \"z2\"\n  \"b\"\n  \"2\"")
+	expectReply(t, a.Do("BZPOPMAX", "z2", "0.05"), "(nil)")
+	a.Send("BZMPOP", "0", "2", "m1", "m2", "MAX", "COUNT", "5")
+	time.Sleep(50 * time.Millisecond)
+	expectReply(t, p.Do("ZADD", "m1", "1", "x", "3", "y"), "(integer) 2")
+	expectReply(t, readWithin(t, a, 2*time.Second), "(array)\n  \"m1\"\n  (array)\n    (array)\n      \"y\"\n      \"3\"\n    (array)\n      \"x\"\n      \"1\"")
+	expectReply(t, p.Do("SET", "s", "v"), "OK")
+	expectReply(t, a.Do("BZPOPMIN", "s", "0"), "(error) WRONGTYPE Operation against a key holding the wrong kind of value")
+}
