@@ -43,13 +43,15 @@ func cmdSetBit(x *Exec) {
 	}
 	if v == nil {
 		val, old := bitmap.SetBit(nil, off, on)
-		x.DB.Insert(x.Args[1], shard.Value{Str: val})
+		x.DB.Insert(x.Args[1], shard.StringValue(val))
 		x.W.Int(int64(old))
 		return
 	}
 	p := x.DB.Mutate(it) // before SetBit writes into the value's bytes
 	var old int
-	p.Str, old = bitmap.SetBit(p.Str, off, on)
+	var newStr []byte
+	newStr, old = bitmap.SetBit(p.Str(), off, on)
+	p.SetStr(newStr)
 	x.W.Int(int64(old))
 }
 
@@ -67,7 +69,7 @@ func cmdGetBit(x *Exec) {
 		x.W.Int(0)
 		return
 	}
-	x.W.Int(int64(bitmap.Bit(v.Str, off)))
+	x.W.Int(int64(bitmap.Bit(v.Str(), off)))
 }
 
 func cmdBitCount(x *Exec) {
@@ -84,7 +86,7 @@ func cmdBitCount(x *Exec) {
 		replyErr(x.W, err)
 		return
 	}
-	x.W.Int(bitmap.Count(v.Str, span))
+	x.W.Int(bitmap.Count(v.Str(), span))
 }
 
 func cmdBitPos(x *Exec) {
@@ -110,7 +112,7 @@ func cmdBitPos(x *Exec) {
 		replyErr(x.W, err)
 		return
 	}
-	x.W.Int(bitmap.Pos(v.Str, bit, span))
+	x.W.Int(bitmap.Pos(v.Str(), bit, span))
 }
 
 func cmdBitfield(x *Exec, readOnly bool) {
@@ -128,16 +130,18 @@ func cmdBitfield(x *Exec, readOnly bool) {
 	case !prog.Writes():
 		var val []byte
 		if v != nil {
-			val = v.Str
+			val = v.Str()
 		}
 		_, results = prog.Exec(val, nil)
 	case v == nil:
 		var val []byte
 		val, results = prog.Exec(nil, nil)
-		x.DB.Insert(x.Args[1], shard.Value{Str: val})
+		x.DB.Insert(x.Args[1], shard.StringValue(val))
 	default:
 		p := x.DB.Mutate(it)
-		p.Str, results = prog.Exec(p.Str, nil)
+		var newStr []byte
+		newStr, results = prog.Exec(p.Str(), nil)
+		p.SetStr(newStr)
 	}
 	x.W.Array(len(results))
 	for _, r := range results {
@@ -158,7 +162,7 @@ func bitOpStore(db *shard.DB, dest []byte, op bitmap.Op, srcs [][]byte) int {
 		}
 		return 0
 	}
-	db.Set(dest, shard.Value{Str: res}, false)
+	db.Set(dest, shard.StringValue(res), false)
 	return len(res)
 }
 
@@ -173,7 +177,7 @@ func bitOpSources(db *shard.DB, args [][]byte, pos []int, srcs [][]byte) bool {
 		if v.Type != shard.TypeString {
 			return false
 		}
-		srcs[i-3] = bytes.Clone(v.Str)
+		srcs[i-3] = bytes.Clone(v.Str())
 	}
 	return true
 }
@@ -241,7 +245,7 @@ func cmdGetRange(x *Exec) {
 		x.W.BulkString("")
 		return
 	}
-	x.W.Bulk(bitmap.Range(v.Str, start, end))
+	x.W.Bulk(bitmap.Range(v.Str(), start, end))
 }
 
 func cmdSetRange(x *Exec) {
@@ -265,12 +269,12 @@ func cmdSetRange(x *Exec) {
 			replyErr(x.W, err)
 			return
 		}
-		x.DB.Insert(x.Args[1], shard.Value{Str: res})
+		x.DB.Insert(x.Args[1], shard.StringValue(res))
 		x.W.Int(int64(len(res)))
 		return
 	}
 	if len(val) == 0 {
-		x.W.Int(int64(len(v.Str)))
+		x.W.Int(int64(len(v.Str())))
 		return
 	}
 	if off > bitmap.MaxLen-int64(len(val)) {
@@ -278,8 +282,10 @@ func cmdSetRange(x *Exec) {
 		return
 	}
 	p := x.DB.Mutate(it)
-	p.Str, _ = bitmap.SetRange(p.Str, off, val)
-	x.W.Int(int64(len(p.Str)))
+	var newStr []byte
+	newStr, _ = bitmap.SetRange(p.Str(), off, val)
+	p.SetStr(newStr)
+	x.W.Int(int64(len(p.Str())))
 }
 
 // lcsInput reads one LCS operand: nil for a missing key; ok=false for a
@@ -292,7 +298,7 @@ func lcsInput(db *shard.DB, key []byte) ([]byte, bool) {
 	if v.Type != shard.TypeString {
 		return nil, false
 	}
-	return v.Str, true
+	return v.Str(), true
 }
 
 func cmdLCS(x *Exec) {

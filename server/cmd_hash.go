@@ -52,7 +52,7 @@ func hashValue(x *Exec, key []byte) (shard.Iterator, *hash.Hash, bool) {
 	if v == nil {
 		return it, nil, true
 	}
-	return it, v.Obj.(*hash.Hash), true
+	return it, v.Obj().(*hash.Hash), true
 }
 
 // hashForWrite finds or creates key as a hash and announces the update.
@@ -63,10 +63,10 @@ func hashForWrite(x *Exec, key []byte) (shard.Iterator, *hash.Hash, bool) {
 	}
 	if h == nil {
 		h = hash.New()
-		it, _ = x.DB.Insert(key, shard.Value{Type: shard.TypeHash, Obj: h})
+		it, _ = x.DB.Insert(key, shard.ObjectValue(shard.TypeHash, h))
 		return it, h, true
 	}
-	return it, x.DB.Mutate(it).Obj.(*hash.Hash), true
+	return it, x.DB.Mutate(it).Obj().(*hash.Hash), true
 }
 
 func hsetGeneric(x *Exec, hmset bool) {
@@ -160,7 +160,7 @@ func cmdHDel(x *Exec) {
 		x.W.Int(0)
 		return
 	}
-	h = x.DB.Mutate(it).Obj.(*hash.Hash)
+	h = x.DB.Mutate(it).Obj().(*hash.Hash)
 	n := 0
 	for _, f := range x.Args[2:] {
 		if h.Delete(f) {

@@ -29,7 +29,7 @@ func hllOf(db *shard.DB, key []byte) (it shard.Iterator, v *shard.Value, errText
 		return it, nil, ""
 	case v.Type != shard.TypeString:
 		return it, nil, errWrongType
-	case !hll.Valid(v.Str):
+	case !hll.Valid(v.Str()):
 		return it, nil, string(hll.ErrWrongType)
 	}
 	return it, v, ""
@@ -50,7 +50,7 @@ func cmdPFAdd(x *Exec) {
 		}
 		// Like Redis, a created key counts as an update: stale cache.
 		b[15] |= 0x80
-		x.DB.Insert(key, shard.Value{Str: b})
+		x.DB.Insert(key, shard.StringValue(b))
 		x.W.Int(1)
 		return
 	}
@@ -59,8 +59,8 @@ func cmdPFAdd(x *Exec) {
 		return
 	}
 	p := x.DB.Mutate(it)
-	b, updated, err := hll.Add(p.Str, x.Args[2:])
-	p.Str = b
+	b, updated, err := hll.Add(p.Str(), x.Args[2:])
+	p.SetStr(b)
 	if err != nil {
 		replyErr(x.W, err)
 		return
@@ -83,8 +83,8 @@ func pfUnion(db *shard.DB, args [][]byte, pos []int, r *hll.RawRegisters) (errAt
 		if v == nil {
 			continue
 		}
-		dense = dense || hll.IsDense(v.Str)
-		if err := r.Merge(v.Str); err != nil {
+		dense = dense || hll.IsDense(v.Str())
+		if err := r.Merge(v.Str()); err != nil {
 			return i, string(hll.ErrInvalid), dense
 		}
 	}
@@ -110,11 +110,11 @@ func cmdPFCount(x *Exec) {
 		x.W.Int(0)
 		return
 	}
-	if !hll.CacheValid(v.Str) {
+	if !hll.CacheValid(v.Str()) {
 		// Computing the count rewrites the cached cardinality.
 		v = x.DB.Mutate(it)
 	}
-	card, _, err := hll.Count(v.Str)
+	card, _, err := hll.Count(v.Str())
 	if err != nil {
 		replyErr(x.W, err)
 		return
@@ -177,15 +177,15 @@ func pfStore(db *shard.DB, key []byte, r *hll.RawRegisters, dense bool) string {
 		if err != nil {
 			return string(hll.ErrInvalid)
 		}
-		db.Insert(key, shard.Value{Str: b})
+		db.Insert(key, shard.StringValue(b))
 		return ""
 	}
 	p := db.Mutate(it)
-	b, err := hll.Store(p.Str, r, dense)
+	b, err := hll.Store(p.Str(), r, dense)
 	if err != nil {
 		return string(hll.ErrInvalid)
 	}
-	p.Str = b
+	p.SetStr(b)
 	return ""
 }
 

@@ -497,17 +497,17 @@ func cmdObject(x *Exec) {
 // encodingOf names the value's encoding as Redis would for the same data.
 func encodingOf(v *shard.Value) string {
 	if v.Type != shard.TypeString {
-		if e, ok := v.Obj.(interface{ Encoding() string }); ok {
+		if e, ok := v.Obj().(interface{ Encoding() string }); ok {
 			return e.Encoding()
 		}
 		return "unknown"
 	}
-	if len(v.Str) <= 20 {
-		if _, ok := num.ParseInt(v.Str); ok {
+	if len(v.Str()) <= 20 {
+		if _, ok := num.ParseInt(v.Str()); ok {
 			return "int"
 		}
 	}
-	if len(v.Str) <= 44 {
+	if len(v.Str()) <= 44 {
 		return "embstr"
 	}
 	return "raw"

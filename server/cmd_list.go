@@ -67,12 +67,12 @@ func listValue(x *Exec, key []byte) (shard.Iterator, *list.List, bool) {
 	if v == nil {
 		return it, nil, true
 	}
-	return it, v.Obj.(*list.List), true
+	return it, v.Obj().(*list.List), true
 }
 
 // mutableList announces an update of the list at it and returns it.
 func mutableList(db *shard.DB, it shard.Iterator) *list.List {
-	return db.Mutate(it).Obj.(*list.List)
+	return db.Mutate(it).Obj().(*list.List)
 }
 
 // listPush pushes vals onto key (creating it unless onlyExisting) and
@@ -86,7 +86,7 @@ func listPush(db *shard.DB, key []byte, left, onlyExisting bool, vals ...[]byte)
 			return 0
 		}
 		l = list.New()
-		db.Insert(key, shard.Value{Type: shard.TypeList, Obj: l})
+		db.Insert(key, shard.ObjectValue(shard.TypeList, l))
 	} else {
 		l = mutableList(db, it)
 	}

@@ -58,7 +58,7 @@ func setValue(x *Exec, key []byte) (shard.Iterator, *set.Set, bool) {
 	if v == nil {
 		return it, nil, true
 	}
-	return it, v.Obj.(*set.Set), true
+	return it, v.Obj().(*set.Set), true
 }
 
 func cmdSAdd(x *Exec) {
@@ -68,9 +68,9 @@ func cmdSAdd(x *Exec) {
 	}
 	if s == nil {
 		s = set.New()
-		x.DB.Insert(x.Args[1], shard.Value{Type: shard.TypeSet, Obj: s})
+		x.DB.Insert(x.Args[1], shard.ObjectValue(shard.TypeSet, s))
 	} else {
-		s = x.DB.Mutate(it).Obj.(*set.Set)
+		s = x.DB.Mutate(it).Obj().(*set.Set)
 	}
 	n := 0
 	for _, m := range x.Args[2:] {
@@ -90,7 +90,7 @@ func cmdSRem(x *Exec) {
 		x.W.Int(0)
 		return
 	}
-	s = x.DB.Mutate(it).Obj.(*set.Set)
+	s = x.DB.Mutate(it).Obj().(*set.Set)
 	n := 0
 	for _, m := range x.Args[2:] {
 		if s.Remove(m) {
@@ -267,7 +267,7 @@ func cmdSPop(x *Exec) {
 			x.W.Null()
 			return
 		}
-		s = x.DB.Mutate(it).Obj.(*set.Set)
+		s = x.DB.Mutate(it).Obj().(*set.Set)
 		m := s.Pop(nil, rand.Uint64())
 		if s.Len() == 0 {
 			x.DB.Delete(it)
@@ -294,7 +294,7 @@ func cmdSPop(x *Exec) {
 		return
 	}
 	picked := pickDistinct(s, int(n))
-	s = x.DB.Mutate(it).Obj.(*set.Set)
+	s = x.DB.Mutate(it).Obj().(*set.Set)
 	x.W.Set(len(picked))
 	for _, m := range picked {
 		s.Remove(m)
@@ -339,20 +339,20 @@ func setAddTo(db *shard.DB, key, member []byte) {
 	if v == nil {
 		s := set.New()
 		s.Add(member)
-		db.Insert(key, shard.Value{Type: shard.TypeSet, Obj: s})
+		db.Insert(key, shard.ObjectValue(shard.TypeSet, s))
 		return
 	}
-	db.Mutate(it).Obj.(*set.Set).Add(member)
+	db.Mutate(it).Obj().(*set.Set).Add(member)
 }
 
 // setRemoveFrom removes member from the set at key (deleting an emptied
 // key) and reports whether it was there.
 func setRemoveFrom(db *shard.DB, key, member []byte) bool {
 	it, v := db.Find(key)
-	if v == nil || !v.Obj.(*set.Set).Contains(member) {
+	if v == nil || !v.Obj().(*set.Set).Contains(member) {
 		return false
 	}
-	s := db.Mutate(it).Obj.(*set.Set)
+	s := db.Mutate(it).Obj().(*set.Set)
 	s.Remove(member)
 	if s.Len() == 0 {
 		db.Delete(it)
@@ -373,7 +373,7 @@ func cmdSMove(x *Exec) {
 	}
 	if bytes.Equal(src, dst) {
 		_, v := x.DB.Find(src)
-		if v.Obj.(*set.Set).Contains(m) {
+		if v.Obj().(*set.Set).Contains(m) {
 			x.W.Int(1)
 		} else {
 			x.W.Int(0)
@@ -436,9 +436,9 @@ func setSources(db *shard.DB, args [][]byte, pos []int, out []*set.Set, clone bo
 		case v.Type != shard.TypeSet:
 			wrong = true
 		case clone:
-			out[i] = v.Obj.(*set.Set).Clone().(*set.Set)
+			out[i] = v.Obj().(*set.Set).Clone().(*set.Set)
 		default:
-			out[i] = v.Obj.(*set.Set)
+			out[i] = v.Obj().(*set.Set)
 		}
 	}
 	return wrong
@@ -495,7 +495,7 @@ func storeSet(db *shard.DB, key []byte, s *set.Set) {
 		}
 		return
 	}
-	db.Set(key, shard.Value{Type: shard.TypeSet, Obj: s}, false)
+	db.Set(key, shard.ObjectValue(shard.TypeSet, s), false)
 }
 
 func setAlgebraOne(x *Exec, op setOp, store bool) {

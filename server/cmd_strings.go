@@ -54,7 +54,7 @@ func cmdGet(x *Exec) {
 		return
 	}
 	x.S.Stats.Hits++
-	x.W.Bulk(v.Str)
+	x.W.Bulk(v.Str())
 }
 
 // setOpts are SET's options.
@@ -148,7 +148,7 @@ func setGeneric(x *Exec, key, val []byte, o setOpts) {
 			if old == nil {
 				x.W.Null()
 			} else {
-				x.W.Bulk(old.Str)
+				x.W.Bulk(old.Str())
 			}
 		} else {
 			x.W.SimpleString("OK")
@@ -164,7 +164,7 @@ func setGeneric(x *Exec, key, val []byte, o setOpts) {
 	}
 	if o.get && old != nil {
 		// The reply needs the old bytes after the value is replaced.
-		x.W.Bulk(old.Str)
+		x.W.Bulk(old.Str())
 		o.get = false
 		reply = func() {}
 	}
@@ -179,7 +179,7 @@ func setGeneric(x *Exec, key, val []byte, o setOpts) {
 	if old != nil && old.Type == shard.TypeString && !o.keepTTL && !old.HasExpire && o.expireAt == 0 {
 		// Overwrite in place, reusing the buffer when it fits.
 		p := x.DB.Mutate(it)
-		p.Str = append(p.Str[:0], val...)
+		p.SetStr(append(p.Str()[:0], val...))
 		reply()
 		return
 	}
@@ -227,7 +227,7 @@ func cmdGetDel(x *Exec) {
 		x.W.Null()
 		return
 	}
-	x.W.Bulk(v.Str)
+	x.W.Bulk(v.Str())
 	x.DB.Delete(it)
 }
 
@@ -274,7 +274,7 @@ func cmdGetEx(x *Exec) {
 		x.W.Null()
 		return
 	}
-	x.W.Bulk(v.Str)
+	x.W.Bulk(v.Str())
 	switch {
 	case at != 0 && at <= x.Now():
 		x.DB.Delete(it)
@@ -293,7 +293,7 @@ func mgetOn(db *shard.DB, args [][]byte, pos []int, vals [][]byte, found []bool)
 	for _, i := range pos {
 		_, v := db.Find(args[i])
 		if v != nil && v.Type == shard.TypeString {
-			vals[i] = bytes.Clone(v.Str)
+			vals[i] = bytes.Clone(v.Str())
 			found[i] = true
 		}
 	}
@@ -307,7 +307,7 @@ func cmdMGet(x *Exec) {
 			x.W.Null()
 			continue
 		}
-		x.W.Bulk(v.Str)
+		x.W.Bulk(v.Str())
 	}
 }
 
@@ -418,13 +418,13 @@ func cmdAppend(x *Exec) {
 		x.W.Int(int64(len(x.Args[2])))
 		return
 	}
-	if int64(len(v.Str)+len(x.Args[2])) > x.Srv.cfg.ProtoMaxBulk {
+	if int64(len(v.Str())+len(x.Args[2])) > x.Srv.cfg.ProtoMaxBulk {
 		x.W.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
 		return
 	}
 	p := x.DB.Mutate(it)
-	p.Str = append(p.Str, x.Args[2]...)
-	x.W.Int(int64(len(p.Str)))
+	p.SetStr(append(p.Str(), x.Args[2]...))
+	x.W.Int(int64(len(p.Str())))
 }
 
 func cmdStrlen(x *Exec) {
@@ -436,7 +436,7 @@ func cmdStrlen(x *Exec) {
 		x.W.Int(0)
 		return
 	}
-	x.W.Int(int64(len(v.Str)))
+	x.W.Int(int64(len(v.Str())))
 }
 
 func cmdIncrBy(x *Exec) {
@@ -469,7 +469,7 @@ func incrBy(x *Exec, delta int64) {
 	}
 	var cur int64
 	if v != nil {
-		if cur, ok = num.ParseInt(v.Str); !ok {
+		if cur, ok = num.ParseInt(v.Str()); !ok {
 			x.W.Error(errNotInt)
 			return
 		}
@@ -485,7 +485,7 @@ func incrBy(x *Exec, delta int64) {
 		x.DB.Insert(x.Args[1], shard.NewString(s))
 	} else {
 		p := x.DB.Mutate(it)
-		p.Str = append(p.Str[:0], s...)
+		p.SetStr(append(p.Str()[:0], s...))
 	}
 	x.W.Int(n)
 }
@@ -502,7 +502,7 @@ func cmdIncrByFloat(x *Exec) {
 	}
 	var cur num.LongDouble
 	if v != nil {
-		if cur, ok = num.ParseLongDouble(v.Str); !ok {
+		if cur, ok = num.ParseLongDouble(v.Str()); !ok {
 			x.W.Error(errNotFloat)
 			return
 		}
@@ -514,10 +514,10 @@ func cmdIncrByFloat(x *Exec) {
 	}
 	s := num.AppendFloatIncr(nil, res)
 	if v == nil {
-		x.DB.Insert(x.Args[1], shard.Value{Str: s})
+		x.DB.Insert(x.Args[1], shard.StringValue(s))
 	} else {
 		p := x.DB.Mutate(it)
-		p.Str = append(p.Str[:0], s...)
+		p.SetStr(append(p.Str()[:0], s...))
 	}
 	x.W.Bulk(s)
 }

@@ -114,12 +114,12 @@ func zsetOf(x *Exec, key []byte) (shard.Iterator, *zset.Set, bool) {
 	if v == nil {
 		return it, nil, true
 	}
-	return it, v.Obj.(*zset.Set), true
+	return it, v.Obj().(*zset.Set), true
 }
 
 // mutableZSet announces an update of the sorted set at it.
 func mutableZSet(db *shard.DB, it shard.Iterator) *zset.Set {
-	return db.Mutate(it).Obj.(*zset.Set)
+	return db.Mutate(it).Obj().(*zset.Set)
 }
 
 // zdeleteIfEmpty removes the key at it when its set has no members left.
@@ -223,7 +223,7 @@ func zaddGeneric(x *Exec, f zaddFlags, scoreIdx int) {
 	}
 	if z == nil {
 		z = zset.New()
-		it, _ = x.DB.Insert(key, shard.Value{Type: shard.TypeZSet, Obj: z})
+		it, _ = x.DB.Insert(key, shard.ObjectValue(shard.TypeZSet, z))
 	} else {
 		z = mutableZSet(x.DB, it)
 	}
@@ -668,7 +668,7 @@ func zstore(db *shard.DB, dst []byte, z *zset.Set) int {
 		return 0
 	}
 	z.Shrink()
-	db.Set(dst, shard.Value{Type: shard.TypeZSet, Obj: z}, false)
+	db.Set(dst, shard.ObjectValue(shard.TypeZSet, z), false)
 	return z.Len()
 }
 
@@ -709,7 +709,7 @@ func multiZRangeStore(x *Coord) {
 			return
 		}
 		if v != nil {
-			out = zrangeCollect(v.Obj.(*zset.Set), &sp) // a fresh set: safe to carry
+			out = zrangeCollect(v.Obj().(*zset.Set), &sp) // a fresh set: safe to carry
 		}
 	})
 	if wrong {
@@ -1292,12 +1292,12 @@ func readZSrc(db *shard.DB, key []byte, clone bool) (src zsrc, wrong bool) {
 	}
 	switch v.Type {
 	case shard.TypeZSet:
-		src.z = v.Obj.(*zset.Set)
+		src.z = v.Obj().(*zset.Set)
 		if clone {
 			src.z = src.z.Clone().(*zset.Set)
 		}
 	case shard.TypeSet:
-		src.s = v.Obj.(*set.Set)
+		src.s = v.Obj().(*set.Set)
 		if clone {
 			src.s = src.s.Clone().(*set.Set)
 		}

@@ -30,7 +30,7 @@ func readInt(db *shard.DB, key string) int {
 	if v == nil {
 		return 0
 	}
-	n, _ := strconv.Atoi(string(v.Str))
+	n, _ := strconv.Atoi(string(v.Str()))
 	return n
 }
 
