@@ -86,12 +86,12 @@ func streamValue(x *Exec, key []byte) (it shard.Iterator, s *stream.Stream, ok b
 	if v == nil {
 		return it, nil, true
 	}
-	return it, v.Obj.(*stream.Stream), true
+	return it, v.Obj().(*stream.Stream), true
 }
 
 // mutableStream announces an update of the stream at it and returns it.
 func mutableStream(db *shard.DB, it shard.Iterator) *stream.Stream {
-	return db.Mutate(it).Obj.(*stream.Stream)
+	return db.Mutate(it).Obj().(*stream.Stream)
 }
 
 // parseStrictID parses an ID argument where "-" and "+" are not allowed.
@@ -325,7 +325,7 @@ func cmdXAdd(x *Exec) {
 		return
 	}
 	if created {
-		x.DB.Insert(key, shard.Value{Type: shard.TypeStream, Obj: s})
+		x.DB.Insert(key, shard.ObjectValue(shard.TypeStream, s))
 	} else {
 		s = mutableStream(x.DB, it)
 	}
@@ -643,7 +643,7 @@ func cmdXGroup(x *Exec) {
 		case s == nil:
 			s = stream.New()
 			s.CreateGroup(name, id, entriesRead)
-			x.DB.Insert(key, shard.Value{Type: shard.TypeStream, Obj: s})
+			x.DB.Insert(key, shard.ObjectValue(shard.TypeStream, s))
 		case s.Group(name) != nil:
 			x.W.Error("BUSYGROUP Consumer Group name already exists")
 			return
@@ -1424,7 +1424,7 @@ func xreadState(db *shard.DB, key, group []byte) (st xreadKeyState) {
 		st.wrongType = true
 		return st
 	}
-	s := v.Obj.(*stream.Stream)
+	s := v.Obj().(*stream.Stream)
 	st.exists, st.lastID = true, s.LastID
 	st.hasGroup = group != nil && s.Group(group) != nil
 	return st
@@ -1485,7 +1485,7 @@ func xreadReady(db *shard.DB, args [][]byte, r *xreadRequest, i int) bool {
 	if v == nil || v.Type != shard.TypeStream {
 		return false
 	}
-	_, ok := readFrom(v.Obj.(*stream.Stream), r, i)
+	_, ok := readFrom(v.Obj().(*stream.Stream), r, i)
 	return ok
 }
 
@@ -1523,7 +1523,7 @@ func xreadServe(db *shard.DB, args [][]byte, r *xreadRequest, i int, now int64, 
 	if v == nil || v.Type != shard.TypeStream {
 		return
 	}
-	s := v.Obj.(*stream.Stream)
+	s := v.Obj().(*stream.Stream)
 	gt, ok := readFrom(s, r, i)
 	if !ok {
 		return

@@ -1,5 +1,10 @@
 package shard
 
+import (
+	"math"
+	"unsafe"
+)
+
 // Type is a value's Redis type.
 type Type uint8
 
@@ -31,26 +36,84 @@ func (t Type) Name() string {
 	return "none"
 }
 
-// Value is what a DB stores per key. Strings keep their bytes in Str with
-// spare capacity so APPEND and SETRANGE grow in place; other types keep
-// their representation in Obj.
+// Value is what a DB stores per key, in 24 bytes with one pointer: the
+// dash table keeps 840 of them per segment, so their size and pointer count
+// are most of a key's cost in memory and in GC work. A string keeps its
+// bytes (with spare capacity, so APPEND and SETRANGE grow in place) behind
+// ptr, length n and capacity c; another type keeps its representation in a
+// box behind ptr.
 type Value struct {
-	Str []byte
-	Obj any
+	ptr  unsafe.Pointer
+	n, c uint32
+	// Access is the last access time in seconds since the shard's epoch,
+	// for OBJECT IDLETIME.
+	Access uint32
 	// Type is the Redis type; HasExpire mirrors presence in the expiry table
 	// so reads of keys without a TTL pay no second lookup.
 	Type      Type
 	HasExpire bool
-	// Access is the last access time in seconds since the shard's epoch, for
-	// OBJECT IDLETIME.
-	Access uint32
 }
+
+type box struct{ obj any }
+
+// MaxStringLen bounds a string value (Redis's proto-max-bulk-len tops out
+// at 512 MiB by default; dfly's representation allows up to 4 GiB - 1).
+const MaxStringLen = math.MaxUint32
 
 // NewString makes a string value holding a private copy of b.
 func NewString(b []byte) Value {
 	s := make([]byte, len(b))
 	copy(s, b)
-	return Value{Str: s}
+	return StringValue(s)
+}
+
+// StringValue makes a string value that takes b over (no copy).
+func StringValue(b []byte) Value {
+	var v Value
+	v.SetStr(b)
+	return v
+}
+
+// ObjectValue makes a value of type t holding the representation o.
+func ObjectValue(t Type, o any) Value {
+	v := Value{Type: t}
+	v.SetObj(o)
+	return v
+}
+
+// Str is a string value's bytes (nil for other types). The slice's spare
+// capacity belongs to the value: append to it only to store the result
+// back with SetStr, after DB.Mutate.
+func (v *Value) Str() []byte {
+	if v.Type != TypeString || v.ptr == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(v.ptr), v.c)[:v.n]
+}
+
+// SetStr makes v the string b (taken over, not copied).
+func (v *Value) SetStr(b []byte) {
+	if uint64(cap(b)) > MaxStringLen {
+		panic("shard: string value over 4 GiB")
+	}
+	v.Type = TypeString
+	v.ptr = unsafe.Pointer(unsafe.SliceData(b))
+	v.n, v.c = uint32(len(b)), uint32(cap(b))
+}
+
+// Obj is a non-string value's representation (nil for strings).
+func (v *Value) Obj() any {
+	if v.Type == TypeString || v.ptr == nil {
+		return nil
+	}
+	return (*box)(v.ptr).obj
+}
+
+// SetObj stores the representation of a non-string value; v.Type must
+// already say which type it is.
+func (v *Value) SetObj(o any) {
+	v.ptr = unsafe.Pointer(&box{o})
+	v.n, v.c = 0, 0
 }
 
 // Cloner is implemented by collection representations so COPY can make an
@@ -62,11 +125,10 @@ type Cloner interface {
 // Clone is a deep copy of v.
 func (v *Value) Clone() Value {
 	c := *v
-	if v.Str != nil {
-		c.Str = append([]byte(nil), v.Str...)
-	}
-	if cl, ok := v.Obj.(Cloner); ok {
-		c.Obj = cl.Clone()
+	if v.Type == TypeString {
+		c.SetStr(append([]byte(nil), v.Str()...))
+	} else if cl, ok := v.Obj().(Cloner); ok {
+		c.SetObj(cl.Clone())
 	}
 	return c
 }
