@@ -35,9 +35,9 @@ func streamCommands() []*Command {
 		k1("xautoclaim", -6, FlagWrite|FlagFast, cmdXAutoClaim),
 		k2("xgroup", -2, rw, cmdXGroup),
 		k2("xinfo", -2, FlagReadonly, cmdXInfo),
-		{Name: "xread", Arity: -4, Flags: FlagReadonly | FlagBlocking, KeyPositions: xreadKeyPositions,
+		{Name: "xread", Arity: -4, Flags: FlagReadonly | FlagBlocking, KeyPositions: xreadKeyPositions, Coordinate: xreadBlocks,
 			Shard: func(x *Exec) { xreadOne(x, false) }, Multi: func(x *Coord) { xreadMulti(x, false) }},
-		{Name: "xreadgroup", Arity: -7, Flags: FlagWrite | FlagBlocking, KeyPositions: xreadKeyPositions,
+		{Name: "xreadgroup", Arity: -7, Flags: FlagWrite | FlagBlocking, KeyPositions: xreadKeyPositions, Coordinate: xreadBlocks,
 			Shard: func(x *Exec) { xreadOne(x, true) }, Multi: func(x *Coord) { xreadMulti(x, true) }},
 	}
 }
@@ -1674,6 +1674,10 @@ func xreadMulti(x *Coord, readGroup bool) {
 	r, e := parseXRead(x.Args, readGroup)
 	if e != "" {
 		x.W.Error(e)
+		return
+	}
+	if r.block >= 0 && !x.inTx {
+		xreadBlock(x, r)
 		return
 	}
 	pos := xreadKeyPositions(nil, x.Args)

@@ -491,13 +491,13 @@ func incrBy(x *Exec, delta int64) {
 }
 
 func cmdIncrByFloat(x *Exec) {
+	it, v, ok := strValue(x, x.Args[1]) // Redis checks the type first
+	if !ok {
+		return
+	}
 	incr, err := num.LongDoubleArg(x.Args[2])
 	if err != nil {
 		replyErr(x.W, err)
-		return
-	}
-	it, v, ok := strValue(x, x.Args[1])
-	if !ok {
 		return
 	}
 	var cur num.LongDouble

@@ -1474,6 +1474,11 @@ func zalgebra(op zsetOp, srcs []zsrc, o zalgebraOpts) (*zset.Set, int) {
 				}
 				if cur, ok := out.Score(m); ok {
 					zaggregateInto(&cur, score, o.agg)
+					if cur == 0 {
+						// Add keeps the old score when the new one compares
+						// equal, so -0 would survive a +0 result (Redis: 0).
+						out.Remove(m)
+					}
 					out.Add(m, cur)
 					return
 				}

@@ -56,6 +56,10 @@ type Command struct {
 	// Multi runs on a coordinator goroutine; it is used when the keys span
 	// shards (or always, when Shard is nil).
 	Multi func(x *Coord)
+	// Coordinate, when set and true for the arguments, sends the command to
+	// Multi even when its keys share a shard (XREAD BLOCK must wait on a
+	// coordinator, not on a shard).
+	Coordinate func(args [][]byte) bool
 
 	calls, usec, failed atomic.Uint64
 }

@@ -133,3 +133,24 @@ func TestBlockingZSetPops(t *testing.T) {
 	expectReply(t, p.Do("SET", "s", "v"), "OK")
 	expectReply(t, a.Do("BZPOPMIN", "s", "0"), "(error) WRONGTYPE Operation against a key holding the wrong kind of value")
 }
+
+func TestBlockingStreams(t *testing.T) {
+	srv := StartServer(t, "--shards", "4")
+	a, p := srv.Raw(t), srv.Raw(t)
+	expectReply(t, p.Do("XADD", "s1", "1-1", "f", "old"), "\"1-1\"")
+	// $ means entries added after the call.
+	a.Send("XREAD", "BLOCK", "0", "STREAMS", "s1", "s2", "$", "$")
+	time.Sleep(50 * time.Millisecond)
+	expectReply(t, p.Do("XADD", "s2", "5-1", "f", "new"), "\"5-1\"")
+	expectReply(t, readWithin(t, a, 2*time.Second), "(array)\n  (array)\n    \"s2\"\n    (array)\n      (array)\n        \"5-1\"\n        (array)\n          \"f\"\n          \"new\"")
+	// Data already there: answered at once; a timeout answers nil.
+	expectReply(t, a.Do("XREAD", "BLOCK", "1000", "STREAMS", "s1", "0"), "(array)\n  (array)\n    \"s1\"\n    (array)\n      (array)\n        \"1-1\"\n        (array)\n          \"f\"\n          \"old\"")
+	expectReply(t, a.Do("XREAD", "BLOCK", "50", "STREAMS", "s1", "$"), "(nil)")
+	// XREADGROUP BLOCK with ">" is woken by a new entry and updates the PEL.
+	expectReply(t, p.Do("XGROUP", "CREATE", "s1", "g", "$"), "OK")
+	a.Send("XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", "s1", ">")
+	time.Sleep(50 * time.Millisecond)
+	expectReply(t, p.Do("XADD", "s1", "2-1", "f", "grp"), "\"2-1\"")
+	expectReply(t, readWithin(t, a, 2*time.Second), "(array)\n  (array)\n    \"s1\"\n    (array)\n      (array)\n        \"2-1\"\n        (array)\n          \"f\"\n          \"grp\"")
+	expectReply(t, p.Do("XPENDING", "s1", "g"), "(array)\n  (integer) 1\n  \"2-1\"\n  \"2-1\"\n  (array)\n    (array)\n      \"c1\"\n      \"1\"")
+}

@@ -1,0 +1,61 @@
+package rdb
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestLZF(t *testing.T) {
+	r := testRand(t)
+	inputs := [][]byte{
+		[]byte(strings.Repeat("P", 500)),
+		[]byte(strings.Repeat("P", 100000)),
+		[]byte(strings.Repeat("abcd", 1000)),
+		[]byte(strings.Repeat("compressible-compressible-", 50)),
+		bytes.Repeat([]byte{0}, 70000),
+	}
+	for range 200 {
+		n := r.IntN(20000) + 21
+		b := make([]byte, n)
+		alpha := r.IntN(255) + 1
+		for i := range b {
+			if i > 10 && r.IntN(3) == 0 {
+				b[i] = b[i-1-r.IntN(min(i-1, 9000))]
+			} else {
+				b[i] = byte(r.IntN(alpha))
+			}
+		}
+		inputs = append(inputs, b)
+	}
+	var c lzfCompressor
+	for i, in := range inputs {
+		out, ok := c.compress(nil, in, len(in)+len(in)/16+64)
+		if !ok {
+			t.Fatalf("input %d: did not fit", i)
+		}
+		dec := make([]byte, len(in))
+		if err := lzfDecompress(out, dec); err != nil || !bytes.Equal(dec, in) {
+			t.Fatalf("input %d (%d bytes): %v", i, len(in), err)
+		}
+		if err := lzfDecompress(out, make([]byte, len(in)+1)); err == nil {
+			t.Fatalf("input %d: wrong declared length accepted", i)
+		}
+	}
+	// A limit too small is reported, not exceeded.
+	in := []byte(pseudoRandom(1000, 7))
+	if out, ok := c.compress([]byte("x"), in, len(in)-5); ok || string(out) != "x" {
+		t.Fatalf("incompressible input: ok=%v len=%d", ok, len(out))
+	}
+}
+
+func TestCRC64(t *testing.T) {
+	// Redis's crc64 self test vectors.
+	if got := CRC64(0, []byte("123456789")); got != 0xe9c6d914c4b8d9ca {
+		t.Fatalf("crc64(123456789) = %x", got)
+	}
+	b := []byte("This is a test of the emergency broadcast system.")
+	if CRC64(CRC64(0, b[:13]), b[13:]) != CRC64(0, b) {
+		t.Fatal("crc64 not incremental")
+	}
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package rdb
+
+const raceEnabled = true

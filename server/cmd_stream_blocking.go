@@ -1,0 +1,82 @@
+package server
+
+import (
+	"time"
+
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tx"
+	"github.com/dfly/dfly/types/num"
+)
+
+// xreadBlocks reports whether XREAD/XREADGROUP arguments carry BLOCK.
+func xreadBlocks(args [][]byte) bool {
+	end := xreadStreamsArg(args)
+	for i := 1; i < end && i < len(args); i++ {
+		if isWord(args[i], "block") && i+1 < end {
+			_, ok := num.ParseInt(args[i+1])
+			return ok
+		}
+	}
+	return false
+}
+
+// xreadBlock is XREAD/XREADGROUP with BLOCK: it serves at once what is
+// there; otherwise it waits, through the blocking machinery, until an
+// entry arrives on one of the streams (served on that stream's shard), the
+// timeout passes (null reply) or the client leaves. "$" is resolved once,
+// at the first attempt, as Redis does.
+func xreadBlock(x *Coord, r *xreadRequest) {
+	pos := xreadKeyPositions(nil, x.Args)
+	resolved := false
+	x.block(blockSpec{
+		keys:    pos,
+		timeout: time.Duration(r.block) * time.Millisecond,
+		attempt: func(t *tx.Tx) bool {
+			states := make([]xreadKeyState, r.n)
+			byShard := map[int][]int{}
+			for _, p := range pos {
+				sid := x.ShardOf(x.Args[p])
+				byShard[sid] = append(byShard[sid], p)
+			}
+			for sid, ps := range byShard {
+				t.Run(sid, func(s *shard.Shard) {
+					for _, p := range ps {
+						states[p-r.keys] = xreadState(s.DBs[x.DB], x.Args[p], r.group)
+					}
+				})
+			}
+			if !resolved {
+				if e := r.resolve(x.Args, states); e != "" {
+					x.W.Error(e)
+					return true
+				}
+				resolved = true
+			}
+			results := make([]xreadResult, r.n)
+			for sid, ps := range byShard {
+				t.Run(sid, func(s *shard.Shard) {
+					for _, p := range ps {
+						xreadServe(s.DBs[x.DB], x.Args, r, p-r.keys, s.Now(), true, &results[p-r.keys])
+					}
+				})
+			}
+			return writeXRead(x.W, x.Args, r, results)
+		},
+		serve: func(s *shard.Shard, db *shard.DB, key string, claim func() bool, wrote *bool) bool {
+			for i := 0; i < r.n; i++ {
+				if string(x.Args[r.keys+i]) != key || !xreadReady(db, x.Args, r, i) {
+					continue
+				}
+				if !claim() {
+					return false
+				}
+				results := make([]xreadResult, r.n)
+				xreadServe(db, x.Args, r, i, s.Now(), true, &results[i])
+				*wrote = writeXRead(x.W, x.Args, r, results)
+				return true
+			}
+			return false
+		},
+		timedOut: func() { x.W.NullArray() },
+	})
+}

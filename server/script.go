@@ -1,0 +1,334 @@
+package server
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/types/num"
+)
+
+// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT.
+//
+// A script runs on a coordinator goroutine as one transaction of package
+// tx, like EXEC: its declared keys (KEYS) are locked on their shards for
+// the whole run, exclusively (EVAL_RO: shared), and every redis.call runs
+// within that transaction through execQueued, the path EXEC uses, so
+// multi-shard commands work unchanged. A call touching a key the script did
+// not declare is refused, as in Dragonfly. A script without keys holds no
+// lock; the keyless commands it calls take their own.
+//
+// Unlike single-threaded Redis, a long script does not stop the server:
+// clients touching its keys wait on the locks, everyone else goes on, and
+// nobody is answered BUSY. A script running longer than
+// busyScriptThreshold is "busy": SCRIPT KILL stops it (it is interrupted
+// through the LState's context) unless it has already written.
+
+// busyScriptThreshold is Redis's busy-reply-threshold (lua-time-limit):
+// only a script running at least this long can be killed.
+const busyScriptThreshold = 5 * time.Second
+
+const (
+	errNoScript    = "NOSCRIPT No matching script. Please use EVAL."
+	errNotBusy     = "NOTBUSY No scripts in execution right now."
+	errUnkillable  = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
+	msgScriptKill  = "ERR Script killed by user with SCRIPT KILL..."
+	errScriptCmd   = "This Redis command is not allowed from script"
+	errUndeclared  = "script tried accessing undeclared key"
+	errKeylessCall = "this command can not run from a script that declared keys"
+)
+
+// scriptEngine is a server's script cache and the registry of running
+// scripts, shared by all connections.
+type scriptEngine struct {
+	log *Logger
+
+	mu     sync.RWMutex
+	protos map[string]*lua.FunctionProto // by lower-case SHA1 hex
+
+	// vms are idle interpreters; each is reset after a run.
+	vms sync.Pool
+
+	runMu   sync.Mutex
+	running map[*scriptRun]struct{}
+}
+
+// engines maps a *Server to its *scriptEngine, created on first use.
+var engines sync.Map
+
+func (s *Server) scripts() *scriptEngine {
+	if e, ok := engines.Load(s); ok {
+		return e.(*scriptEngine)
+	}
+	e := &scriptEngine{log: s.log, protos: make(map[string]*lua.FunctionProto),
+		running: make(map[*scriptRun]struct{})}
+	e.vms.New = func() any { return newLuaVM(e) }
+	got, _ := engines.LoadOrStore(s, e)
+	return got.(*scriptEngine)
+}
+
+func sha1hex(b []byte) string {
+	sum := sha1.Sum(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// load compiles body (once) and caches it; the error is the full reply.
+func (e *scriptEngine) load(body []byte) (string, *lua.FunctionProto, string) {
+	sha := sha1hex(body)
+	e.mu.RLock()
+	p := e.protos[sha]
+	e.mu.RUnlock()
+	if p != nil {
+		return sha, p, ""
+	}
+	p, err := compileScript(body)
+	if err != "" {
+		return sha, nil, err
+	}
+	e.mu.Lock()
+	if old := e.protos[sha]; old != nil {
+		p = old
+	} else {
+		e.protos[sha] = p
+	}
+	e.mu.Unlock()
+	return sha, p, ""
+}
+
+func (e *scriptEngine) lookup(sha string) *lua.FunctionProto {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.protos[sha]
+}
+
+// scriptRun is one running script, as SCRIPT KILL sees it.
+type scriptRun struct {
+	start  time.Time
+	cancel context.CancelFunc
+	// mu orders a kill against the script's first write: a script is
+	// either killed before it writes or never.
+	mu     sync.Mutex
+	wrote  bool
+	killed atomic.Bool
+}
+
+// beginWrite records that the script is about to write; false when it has
+// been killed and must stop instead.
+func (r *scriptRun) beginWrite() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.killed.Load() {
+		return false
+	}
+	r.wrote = true
+	return true
+}
+
+// kill stops the busy scripts that have not written: the reply for SCRIPT
+// KILL.
+func (e *scriptEngine) kill() string {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	busy, killed := 0, 0
+	for r := range e.running {
+		if time.Since(r.start) < busyScriptThreshold || r.killed.Load() {
+			continue
+		}
+		busy++
+		r.mu.Lock()
+		if !r.wrote {
+			r.killed.Store(true)
+			r.cancel()
+			killed++
+		}
+		r.mu.Unlock()
+	}
+	switch {
+	case killed > 0:
+		e.log.Warnf("Lua script killed by user with SCRIPT KILL.")
+		return ""
+	case busy > 0:
+		return errUnkillable
+	}
+	return errNotBusy
+}
+
+func scriptCommands() []*Command {
+	// EVAL is flagged write (EVAL_RO readonly) so that EXEC locks a queued
+	// script's keys the way the script itself would.
+	f := FlagNoScript | FlagStale
+	return []*Command{
+		{Name: "eval", Arity: -3, Flags: f | FlagWrite, KeyPositions: evalKeyPositions,
+			Multi: func(x *Coord) { cmdEval(x, false, false) }},
+		{Name: "evalsha", Arity: -3, Flags: f | FlagWrite, KeyPositions: evalKeyPositions,
+			Multi: func(x *Coord) { cmdEval(x, true, false) }},
+		{Name: "eval_ro", Arity: -3, Flags: f | FlagReadonly, KeyPositions: evalKeyPositions,
+			Multi: func(x *Coord) { cmdEval(x, false, true) }},
+		{Name: "evalsha_ro", Arity: -3, Flags: f | FlagReadonly, KeyPositions: evalKeyPositions,
+			Multi: func(x *Coord) { cmdEval(x, true, true) }},
+		{Name: "script", Arity: -2, Flags: FlagNoScript, Local: cmdScript},
+	}
+}
+
+func init() { typeFamilies = append(typeFamilies, scriptCommands) }
+
+var scriptHelp = []string{
+	"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"DEBUG (YES|SYNC|NO)",
+	"    Set the debug mode for subsequent scripts executed.",
+	"EXISTS <sha1> [<sha1> ...]",
+	"    Return information about the existence of the scripts in the script cache.",
+	"FLUSH [ASYNC|SYNC]",
+	"    Flush the Lua scripts cache. Very dangerous on replicas.",
+	"    When called without the optional mode argument, the behavior is determined by the",
+	"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+	"    * ASYNC: Asynchronously flush the scripts cache.",
+	"    * SYNC: Synchronously flush the scripts cache.",
+	"KILL",
+	"    Kill the currently executing Lua script.",
+	"LOAD <script>",
+	"    Load a script into the scripts cache without executing it.",
+	"HELP",
+	"    Prints this help.",
+}
+
+func cmdScript(c *Conn, a [][]byte, w *resp.Writer) {
+	e := c.srv.scripts()
+	sub := strings.ToLower(string(a[1]))
+	switch {
+	case sub == "help" && len(a) == 2:
+		w.Array(len(scriptHelp))
+		for _, l := range scriptHelp {
+			w.SimpleString(l)
+		}
+	case sub == "load" && len(a) == 3:
+		sha, _, err := e.load(a[2])
+		if err != "" {
+			w.Error(err)
+			return
+		}
+		w.BulkString(sha)
+	case sub == "exists" && len(a) >= 3:
+		w.Array(len(a) - 2)
+		for _, s := range a[2:] {
+			if e.lookup(strings.ToLower(string(s))) != nil {
+				w.Int(1)
+			} else {
+				w.Int(0)
+			}
+		}
+	case sub == "flush" && len(a) <= 3:
+		if len(a) == 3 {
+			if m := strings.ToLower(string(a[2])); m != "sync" && m != "async" {
+				w.Error("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+				return
+			}
+		}
+		e.mu.Lock()
+		e.protos = make(map[string]*lua.FunctionProto)
+		e.mu.Unlock()
+		w.SimpleString("OK")
+	case sub == "kill" && len(a) == 2:
+		if err := e.kill(); err != "" {
+			w.Error(err)
+			return
+		}
+		w.SimpleString("OK")
+	case sub == "help" || sub == "load" || sub == "exists" || sub == "flush" || sub == "kill":
+		w.Error("ERR wrong number of arguments for 'script|" + sub + "' command")
+	default:
+		w.Error("ERR unknown subcommand '" + truncArg(a[1]) + "'. Try SCRIPT HELP.")
+	}
+}
+
+// evalKeyPositions are EVAL's KEYS: numkeys arguments after numkeys.
+func evalKeyPositions(dst []int, args [][]byte) []int {
+	if len(args) < 3 {
+		return dst
+	}
+	n, ok := num.ParseInt(args[2])
+	if !ok || n <= 0 || n > int64(len(args)-3) {
+		return dst
+	}
+	for i := 3; i < 3+int(n); i++ {
+		dst = append(dst, i)
+	}
+	return dst
+}
+
+// parseNumKeys reads EVAL's numkeys with Redis's errors.
+func parseNumKeys(args [][]byte) (int, string) {
+	n, ok := num.ParseInt(args[2])
+	if !ok {
+		return 0, errNotInt
+	}
+	if n > int64(len(args)-3) {
+		return 0, "ERR Number of keys can't be greater than number of args"
+	}
+	if n < 0 {
+		return 0, "ERR Number of keys can't be negative"
+	}
+	return int(n), ""
+}
+
+func cmdEval(x *Coord, bySHA, readonly bool) {
+	numKeys, errText := parseNumKeys(x.Args)
+	if errText != "" {
+		x.W.Error(errText)
+		return
+	}
+	e := x.Srv.scripts()
+	var sha string
+	var proto *lua.FunctionProto
+	if bySHA {
+		sha = strings.ToLower(string(x.Args[1]))
+		if proto = e.lookup(sha); proto == nil {
+			x.W.Error(errNoScript)
+			return
+		}
+	} else if sha, proto, errText = e.load(x.Args[1]); errText != "" {
+		x.W.Error(errText)
+		return
+	}
+	keys := x.Args[3 : 3+numKeys]
+	argv := x.Args[3+numKeys:]
+
+	sc := &scriptCtx{x: x, sha: sha, db: x.DB, readonly: readonly, resp: 2, keyed: numKeys > 0}
+	if numKeys > 0 || x.inTx {
+		t := x.Tx()
+		sc.declared = make(map[string]struct{}, numKeys)
+		for _, k := range keys {
+			t.Add(x.ShardOf(k), x.DB, string(k), !readonly)
+			sc.declared[string(k)] = struct{}{}
+		}
+		t.Lock()
+		defer t.Finish(nil)
+		sc.t = t
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	run := &scriptRun{start: time.Now(), cancel: cancel}
+	sc.run = run
+	e.runMu.Lock()
+	e.running[run] = struct{}{}
+	e.runMu.Unlock()
+	defer func() {
+		e.runMu.Lock()
+		delete(e.running, run)
+		e.runMu.Unlock()
+	}()
+
+	vm := e.vms.Get().(*luaVM)
+	ok := vm.run(ctx, sc, proto, keys, argv, x.W)
+	if ok {
+		e.vms.Put(vm)
+	} // else: interrupted mid-run; the interpreter is dropped
+}

@@ -1,0 +1,750 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"strconv"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
+
+	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tx"
+)
+
+// The Lua side of scripting: a sandboxed interpreter shaped like Redis 7.0's
+// (read-only globals and libraries, the redis, cjson, bit and struct
+// libraries, no os/io/loadfile/dofile/print), and the conversions between
+// RESP replies and Lua values in both directions.
+
+// scriptSource is the chunk name: runtime errors read "user_script:1: ...",
+// Redis's "on @user_script:1." carries the '@'.
+const scriptSource = "user_script"
+
+// maxReplyDepth bounds the nesting of a table converted to a reply (a
+// table that contains itself would never end).
+const maxReplyDepth = 1000
+
+// scriptCtx is one script run, as redis.call sees it.
+type scriptCtx struct {
+	x        *Coord
+	t        *tx.Tx // the run's transaction; nil when it holds no lock
+	sha      string
+	db       int
+	readonly bool
+	keyed    bool // declared keys (keyless writes such as FLUSHALL are refused)
+	declared map[string]struct{}
+	resp     int // redis.setresp
+	run      *scriptRun
+}
+
+// luaVM is a pooled interpreter. Between runs its globals are empty: the
+// libraries live behind read-only proxies, and KEYS and ARGV are removed.
+type luaVM struct {
+	eng     *scriptEngine
+	L       *lua.LState
+	env     *lua.LTable   // the scripts' globals
+	guarded []*lua.LTable // read-only proxies, emptied after each run
+	isGuard map[*lua.LTable]bool
+	handler *lua.LFunction
+	null    *lua.LUserData // cjson.null
+
+	sc    *scriptCtx
+	reply resp.Writer // the reply of the command being called
+	pos   []int
+}
+
+func compileScript(body []byte) (*lua.FunctionProto, string) {
+	chunk, err := parse.Parse(bytes.NewReader(body), scriptSource)
+	if err == nil {
+		var proto *lua.FunctionProto
+		if proto, err = lua.Compile(chunk, scriptSource); err == nil {
+			return proto, ""
+		}
+	}
+	msg := err.Error()
+	if pe, ok := err.(*parse.Error); ok {
+		line, near := pe.Pos.Line, pe.Token
+		if line <= 0 {
+			line, near = bytes.Count(body, []byte("\n"))+1, "<eof>"
+		}
+		msg = scriptSource + ":" + strconv.Itoa(line) + ": " + pe.Message + " near '" + near + "'"
+	} else if ce, ok := err.(*lua.CompileError); ok {
+		msg = scriptSource + ":" + strconv.Itoa(ce.Line) + ": " + ce.Message
+	}
+	return nil, "ERR Error compiling script (new function): " + strings.TrimSpace(msg)
+}
+
+func newLuaVM(e *scriptEngine) *luaVM {
+	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 8192, MinimizeStackMemory: true,
+		RegistrySize: 1024, RegistryMaxSize: 1 << 20, RegistryGrowStep: 256})
+	vm := &luaVM{eng: e, L: L, isGuard: map[*lua.LTable]bool{}}
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{{"", lua.OpenBase}, {"table", lua.OpenTable}, {"string", lua.OpenString},
+		{"math", lua.OpenMath}, {"coroutine", lua.OpenCoroutine}} {
+		L.Push(L.NewFunction(lib.open))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	lib := L.G.Global
+	for _, name := range []string{"dofile", "loadfile", "print", "getfenv", "setfenv", "_printregs",
+		"module", "require", "newproxy", "_GOPHER_LUA_VERSION"} {
+		lib.RawSetString(name, lua.LNil)
+	}
+	vm.null = L.NewUserData()
+	lib.RawSetString("redis", vm.redisLib())
+	lib.RawSetString("cjson", vm.cjsonLib())
+	lib.RawSetString("bit", bitLib(L))
+	lib.RawSetString("struct", structLib(L))
+	for _, name := range []string{"string", "math", "table", "coroutine", "redis", "cjson", "bit", "struct"} {
+		lib.RawSetString(name, vm.guard(lib.RawGetString(name).(*lua.LTable)))
+	}
+	if mt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
+		mt.RawSetString("__metatable", vm.guard(mt))
+	}
+	rawset := lib.RawGetString("rawset").(*lua.LFunction)
+	lib.RawSetString("rawset", L.NewFunction(func(L *lua.LState) int {
+		if t, ok := L.Get(1).(*lua.LTable); ok && vm.isGuard[t] {
+			L.RaiseError("Attempt to modify a readonly table")
+		}
+		L.Push(rawset)
+		L.Push(L.Get(1))
+		L.Push(L.Get(2))
+		L.Push(L.Get(3))
+		L.Call(3, 1)
+		return 1
+	}))
+	// Redis 7.0's pcall hands back an error table's text (redis.call
+	// raises tables).
+	pcall := lib.RawGetString("pcall").(*lua.LFunction)
+	lib.RawSetString("pcall", L.NewFunction(func(L *lua.LState) int {
+		top := L.GetTop()
+		L.Insert(pcall, 1)
+		L.Call(top, lua.MultRet)
+		if L.Get(1) == lua.LFalse {
+			if t, ok := L.Get(2).(*lua.LTable); ok {
+				if s, ok := t.RawGetString("err").(lua.LString); ok {
+					L.Replace(2, s)
+				}
+			}
+		}
+		return L.GetTop()
+	}))
+	// A missing global is an error, not nil.
+	libMeta := L.NewTable()
+	libMeta.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.Get(2).String())
+		return 0
+	}))
+	L.SetMetatable(lib, libMeta)
+	vm.env = vm.guard(lib)
+	lib.RawSetString("_G", vm.env)
+	L.Env = vm.env // functions made by loadstring see the same globals
+	vm.handler = L.NewFunction(vm.errorHandler)
+	return vm
+}
+
+// guard returns a read-only proxy of t.
+func (vm *luaVM) guard(t *lua.LTable) *lua.LTable {
+	L := vm.L
+	p := L.NewTable()
+	mt := L.NewTable()
+	mt.RawSetString("__index", t)
+	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Attempt to modify a readonly table")
+		return 0
+	}))
+	mt.RawSetString("__metatable", lua.LFalse)
+	L.SetMetatable(p, mt)
+	vm.guarded = append(vm.guarded, p)
+	vm.isGuard[p] = true
+	return p
+}
+
+// errorHandler is Redis's __redis__err__handler: the error becomes a table
+// {err=..., source=..., line=...} naming the script line that raised it.
+func (vm *luaVM) errorHandler(L *lua.LState) int {
+	e, ok := L.Get(1).(*lua.LTable)
+	if !ok {
+		e = L.NewTable()
+		e.RawSetString("err", lua.LString("ERR "+L.ToStringMeta(L.Get(1)).String()))
+	}
+	for level := 1; ; level++ {
+		dbg, ok := L.GetStack(level)
+		if !ok {
+			break
+		}
+		if _, err := L.GetInfo("Sl", dbg, lua.LNil); err != nil {
+			break
+		}
+		if dbg.What != "G" && dbg.CurrentLine > 0 {
+			e.RawSetString("source", lua.LString("@"+dbg.Source))
+			e.RawSetString("line", lua.LNumber(dbg.CurrentLine))
+			break
+		}
+	}
+	L.Push(e)
+	return 1
+}
+
+// run executes the script and writes its reply to w. It reports whether
+// the interpreter may be reused.
+func (vm *luaVM) run(ctx context.Context, sc *scriptCtx, proto *lua.FunctionProto, keys, argv [][]byte, w *resp.Writer) bool {
+	L := vm.L
+	vm.sc = sc
+	vm.env.RawSetString("KEYS", vm.strings(keys))
+	vm.env.RawSetString("ARGV", vm.strings(argv))
+	fn := L.NewFunctionFromProto(proto)
+	L.SetContext(ctx)
+	L.Push(fn)
+	err := L.PCall(0, 1, vm.handler)
+	L.RemoveContext()
+	killed := sc.run.killed.Load()
+	if err != nil {
+		var obj lua.LValue = lua.LString(err.Error())
+		if ae, ok := err.(*lua.ApiError); ok {
+			obj = ae.Object
+		}
+		vm.writeError(w, obj, killed)
+	} else {
+		vm.writeReply(w, L.Get(-1), 0)
+		L.Pop(1)
+	}
+	vm.reset()
+	return !killed
+}
+
+func (vm *luaVM) reset() {
+	vm.sc = nil
+	vm.reply.Buf = vm.reply.Buf[:0]
+	if cap(vm.reply.Buf) > replyKeepCap {
+		vm.reply.Buf = nil
+	}
+	for _, t := range vm.guarded {
+		var keys []lua.LValue
+		t.ForEach(func(k, _ lua.LValue) { keys = append(keys, k) })
+		for _, k := range keys {
+			t.RawSet(k, lua.LNil)
+		}
+	}
+	vm.L.SetTop(0)
+}
+
+// writeError writes a script's failure as Redis 7.0 does: the error's
+// text, then " script: <sha>, on @user_script:<line>." when known.
+func (vm *luaVM) writeError(w *resp.Writer, obj lua.LValue, killed bool) {
+	sc := vm.sc
+	msg := ""
+	var source, line string
+	if t, ok := obj.(*lua.LTable); ok {
+		if s, ok := t.RawGetString("err").(lua.LString); ok {
+			msg = string(s)
+		}
+		if s, ok := t.RawGetString("source").(lua.LString); ok {
+			source = string(s)
+		}
+		if n, ok := t.RawGetString("line").(lua.LNumber); ok {
+			line = strconv.FormatInt(int64(n), 10)
+		}
+	} else {
+		msg = "ERR Error running script " + sc.sha + ", " + obj.String()
+	}
+	if killed {
+		msg = msgScriptKill
+	}
+	if source != "" && line != "" {
+		msg += " script: " + sc.sha + ", on " + source + ":" + line + "."
+	}
+	writeRawError(w, msg)
+}
+
+// writeRawError writes msg as an error reply as it is (a leading '-' is
+// kept, so {err="-x"} answers "--x" like Redis); CR and LF become spaces.
+func writeRawError(w *resp.Writer, msg string) {
+	msg = strings.TrimRight(msg, "\r\n")
+	w.Buf = append(w.Buf, '-')
+	for i := 0; i < len(msg); i++ {
+		ch := msg[i]
+		if ch == '\r' || ch == '\n' {
+			ch = ' '
+		}
+		w.Buf = append(w.Buf, ch)
+	}
+	w.Buf = append(w.Buf, '\r', '\n')
+}
+
+func (vm *luaVM) strings(items [][]byte) *lua.LTable {
+	t := vm.L.CreateTable(len(items), 0)
+	for i, a := range items {
+		t.RawSetInt(i+1, lua.LString(a))
+	}
+	return t
+}
+
+// writeReply converts the script's result to a reply (Redis 7.0's
+// luaReplyToRedisReply).
+func (vm *luaVM) writeReply(w *resp.Writer, v lua.LValue, depth int) {
+	if depth > maxReplyDepth {
+		writeRawError(w, "ERR reached lua stack limit")
+		return
+	}
+	switch v := v.(type) {
+	case lua.LString:
+		w.Bulk([]byte(v))
+	case lua.LBool:
+		switch {
+		case vm.sc.resp == 3:
+			w.Bool(bool(v))
+		case bool(v):
+			w.Int(1)
+		default:
+			w.Null()
+		}
+	case lua.LNumber:
+		w.Int(luaInt(v))
+	case *lua.LTable:
+		vm.writeTable(w, v, depth)
+	default:
+		w.Null()
+	}
+}
+
+func luaInt(n lua.LNumber) int64 {
+	f := float64(n)
+	if math.IsNaN(f) {
+		return math.MinInt64
+	}
+	if f >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	if f <= math.MinInt64 {
+		return math.MinInt64
+	}
+	return int64(f)
+}
+
+func (vm *luaVM) writeTable(w *resp.Writer, t *lua.LTable, depth int) {
+	if s, ok := t.RawGetString("err").(lua.LString); ok {
+		writeRawError(w, string(s))
+		return
+	}
+	if s, ok := t.RawGetString("ok").(lua.LString); ok {
+		w.SimpleString(string(s))
+		return
+	}
+	if n, ok := t.RawGetString("double").(lua.LNumber); ok {
+		w.Double(float64(n))
+		return
+	}
+	if s, ok := t.RawGetString("big_number").(lua.LString); ok {
+		w.BigNumber(strings.NewReplacer("\r", " ", "\n", " ").Replace(string(s)))
+		return
+	}
+	if m, ok := t.RawGetString("map").(*lua.LTable); ok {
+		n := 0
+		m.ForEach(func(_, _ lua.LValue) { n++ })
+		w.Map(n)
+		m.ForEach(func(k, v lua.LValue) {
+			vm.writeReply(w, k, depth+1)
+			vm.writeReply(w, v, depth+1)
+		})
+		return
+	}
+	if s, ok := t.RawGetString("set").(*lua.LTable); ok {
+		n := 0
+		s.ForEach(func(_, _ lua.LValue) { n++ })
+		w.Set(n)
+		s.ForEach(func(k, _ lua.LValue) { vm.writeReply(w, k, depth+1) })
+		return
+	}
+	n := 0
+	for t.RawGetInt(n+1) != lua.LNil {
+		n++
+	}
+	w.Array(n)
+	for i := 1; i <= n; i++ {
+		vm.writeReply(w, t.RawGetInt(i), depth+1)
+	}
+}
+
+// errorTable is the Lua form of an error (Redis's luaPushErrorBuff): a
+// "-CODE msg" text keeps its code, anything else gets "ERR ".
+func (vm *luaVM) errorTable(text string) *lua.LTable {
+	msg := ""
+	if strings.HasPrefix(text, "-") {
+		if i := strings.IndexByte(text, ' '); i >= 0 {
+			msg = text[1:]
+		} else {
+			msg = "ERR " + text[1:]
+		}
+	} else {
+		msg = "ERR " + text
+	}
+	t := vm.L.CreateTable(0, 1)
+	t.RawSetString("err", lua.LString(strings.TrimRight(msg, "\r\n")))
+	return t
+}
+
+// fail ends a redis.call (raising the error) or a redis.pcall (returning
+// it) with an error of the library itself.
+func (vm *luaVM) fail(L *lua.LState, raise bool, text string) int {
+	e := vm.errorTable(text)
+	if raise {
+		L.Error(e, 1)
+	}
+	L.Push(e)
+	return 1
+}
+
+func (vm *luaVM) redisLib() *lua.LTable {
+	L := vm.L
+	t := L.NewTable()
+	fns := map[string]lua.LGFunction{
+		"call":  func(L *lua.LState) int { return vm.call(L, true) },
+		"pcall": func(L *lua.LState) int { return vm.call(L, false) },
+		"sha1hex": func(L *lua.LState) int {
+			if L.GetTop() != 1 {
+				L.Error(vm.errorTable("wrong number of arguments"), 1)
+			}
+			L.Push(lua.LString(sha1hex([]byte(L.ToString(1)))))
+			return 1
+		},
+		"error_reply": func(L *lua.LState) int {
+			s, ok := L.Get(1).(lua.LString)
+			if L.GetTop() != 1 || !ok {
+				L.Push(vm.errorTable("wrong number or type of arguments"))
+				return 1
+			}
+			if !strings.HasPrefix(string(s), "-") {
+				s = "-" + s
+			}
+			L.Push(vm.errorTable(string(s)))
+			return 1
+		},
+		"status_reply": func(L *lua.LState) int {
+			s, ok := L.Get(1).(lua.LString)
+			if L.GetTop() != 1 || !ok {
+				L.Push(vm.errorTable("wrong number or type of arguments"))
+				return 1
+			}
+			r := L.CreateTable(0, 1)
+			r.RawSetString("ok", s)
+			L.Push(r)
+			return 1
+		},
+		"log": vm.log,
+		"setresp": func(L *lua.LState) int {
+			if L.GetTop() != 1 {
+				L.Error(vm.errorTable("redis.setresp() requires one argument."), 1)
+			}
+			n, ok := L.Get(1).(lua.LNumber)
+			if !ok || (n != 2 && n != 3) {
+				L.Error(vm.errorTable("RESP version must be 2 or 3."), 1)
+			}
+			vm.sc.resp = int(n)
+			return 0
+		},
+		"set_repl": func(L *lua.LState) int {
+			if L.GetTop() != 1 {
+				L.Error(vm.errorTable("redis.set_repl() requires two arguments."), 1)
+			}
+			n, ok := L.Get(1).(lua.LNumber)
+			if !ok || int(n)&^3 != 0 {
+				L.Error(vm.errorTable("Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE."), 1)
+			}
+			return 0 // effects are what replicas get; nothing to choose
+		},
+		"replicate_commands": func(L *lua.LState) int {
+			L.Push(lua.LTrue)
+			return 1
+		},
+		"breakpoint": func(L *lua.LState) int {
+			L.Push(lua.LFalse)
+			return 1
+		},
+		"debug": func(L *lua.LState) int { return 0 },
+	}
+	for name, fn := range fns {
+		t.RawSetString(name, L.NewFunction(fn))
+	}
+	for name, n := range map[string]int{"LOG_DEBUG": levelDebug, "LOG_VERBOSE": levelVerbose,
+		"LOG_NOTICE": levelNotice, "LOG_WARNING": levelWarning, "REPL_NONE": 0, "REPL_AOF": 1,
+		"REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3} {
+		t.RawSetString(name, lua.LNumber(n))
+	}
+	t.RawSetString("REDIS_VERSION", lua.LString(RedisVersion))
+	t.RawSetString("REDIS_VERSION_NUM", lua.LNumber(versionNum(RedisVersion)))
+	return t
+}
+
+// versionNum is "7.2.0" as 0x070200.
+func versionNum(v string) int {
+	n := 0
+	for _, p := range strings.SplitN(v, ".", 3) {
+		x, _ := strconv.Atoi(p)
+		n = n<<8 | x
+	}
+	return n
+}
+
+func (vm *luaVM) log(L *lua.LState) int {
+	argc := L.GetTop()
+	if argc < 2 {
+		L.Error(vm.errorTable("redis.log() requires two arguments or more."), 1)
+	}
+	lv, ok := L.Get(1).(lua.LNumber)
+	if !ok {
+		L.Error(vm.errorTable("First argument must be a number (log level)."), 1)
+	}
+	level := int(lv)
+	if level < levelDebug || level > levelWarning {
+		L.Error(vm.errorTable("Invalid debug level."), 1)
+	}
+	var b strings.Builder
+	for i := 2; i <= argc; i++ {
+		var s string
+		switch v := L.Get(i).(type) {
+		case lua.LString:
+			s = string(v)
+		case lua.LNumber:
+			s = luaNumberString(v)
+		default:
+			continue
+		}
+		if i != 2 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s)
+	}
+	lg := vm.eng.log
+	switch level {
+	case levelDebug:
+		lg.Debugf("%s", b.String())
+	case levelVerbose:
+		lg.Verbosef("%s", b.String())
+	case levelNotice:
+		lg.Noticef("%s", b.String())
+	default:
+		lg.Warnf("%s", b.String())
+	}
+	return 0
+}
+
+// luaNumberString is Lua's own number to string conversion ("%.14g").
+func luaNumberString(n lua.LNumber) string {
+	f := float64(n)
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'g', 14, 64)
+}
+
+// call is redis.call (raise) and redis.pcall.
+func (vm *luaVM) call(L *lua.LState, raise bool) int {
+	sc := vm.sc
+	argc := L.GetTop()
+	if argc == 0 {
+		return vm.fail(L, raise, "Please specify at least one argument for this redis lib call")
+	}
+	args := make([][]byte, argc)
+	for i := range args {
+		switch v := L.Get(i + 1).(type) {
+		case lua.LString:
+			args[i] = []byte(v)
+		case lua.LNumber:
+			args[i] = strconv.AppendFloat(nil, float64(v), 'g', 17, 64)
+		default:
+			return vm.fail(L, raise, "Lua redis lib command arguments must be strings or integers")
+		}
+	}
+	srv := sc.x.Srv
+	cmd := srv.table.lookup(args[0])
+	if cmd == nil {
+		return vm.fail(L, raise, "Unknown Redis command called from script")
+	}
+	if !cmd.arityOK(argc) {
+		return vm.fail(L, raise, "Wrong number of args calling Redis command from script")
+	}
+	if cmd.Flags&FlagNoScript != 0 || cmd.Name == "quit" {
+		return vm.fail(L, raise, errScriptCmd)
+	}
+	write := cmd.Flags&FlagWrite != 0
+	if write && sc.readonly {
+		return vm.fail(L, raise, "Write commands are not allowed from read-only scripts.")
+	}
+	vm.pos = cmd.keys(vm.pos[:0], args)
+	for _, i := range vm.pos {
+		if _, ok := sc.declared[string(args[i])]; !ok || sc.db != sc.x.DB {
+			return vm.fail(L, raise, errUndeclared)
+		}
+	}
+	if len(vm.pos) == 0 && write && sc.keyed && cmd.Local == nil {
+		return vm.fail(L, raise, errKeylessCall)
+	}
+	if write && !sc.run.beginWrite() {
+		L.Error(vm.errorTable(msgScriptKill[len("ERR "):]), 1)
+	}
+	vm.exec(cmd, args)
+	v, _ := vm.toLua(vm.reply.Buf, 0)
+	if raise && len(vm.reply.Buf) > 0 && vm.reply.Buf[0] == '-' {
+		L.Error(v, 1)
+	}
+	L.Push(v)
+	return 1
+}
+
+// exec runs one command of the script into vm.reply: through execQueued,
+// within the script's transaction, like a command of EXEC.
+func (vm *luaVM) exec(cmd *Command, args [][]byte) {
+	sc := vm.sc
+	vm.reply.Buf = vm.reply.Buf[:0]
+	vm.reply.Proto = sc.resp
+	w := &vm.reply
+	if cmd.Name == "select" {
+		// SELECT in a script changes the script's database only.
+		n, err := strconv.Atoi(string(args[1]))
+		switch {
+		case err != nil:
+			w.Error(errNotInt)
+		case n < 0 || n >= sc.x.Srv.cfg.Databases:
+			w.Error("ERR DB index is out of range")
+		default:
+			sc.db = n
+			w.SimpleString("OK")
+		}
+		return
+	}
+	x := *sc.x
+	x.W, x.Args, x.DB, x.cmd = w, args, sc.db, cmd
+	q := queued{args: args, cmd: cmd, db: sc.db}
+	if sc.t != nil {
+		x.execQueued(sc.t, q)
+		return
+	}
+	// No lock held: the (keyless) command locks what it needs itself.
+	cmd.calls.Add(1)
+	switch {
+	case cmd.Local != nil:
+		cmd.Local(x.Conn, args, w)
+	case cmd.Shard != nil && x.Srv.singleShard(cmd, args, &vm.pos) >= 0:
+		sid := x.Srv.singleShard(cmd, args, &vm.pos)
+		x.Srv.OnShard(sid, func(s *shard.Shard) {
+			e := Exec{S: s, DB: s.DBs[q.db], Args: args, W: w, Srv: x.Srv}
+			cmd.Shard(&e)
+		})
+	case cmd.Multi != nil:
+		x.inTx = false
+		cmd.Multi(&x)
+	default:
+		w.Error("CROSSSLOT Keys in request don't hash to the same slot")
+	}
+}
+
+// toLua converts the RESP reply at b[pos:] to Lua (Redis 7.0's
+// redisProtocolToLuaType), returning it and the position after it.
+func (vm *luaVM) toLua(b []byte, pos int) (lua.LValue, int) {
+	L := vm.L
+	if pos >= len(b) {
+		return lua.LNil, pos
+	}
+	kind := b[pos]
+	end := bytes.Index(b[pos:], []byte("\r\n"))
+	if end < 0 {
+		return lua.LNil, len(b)
+	}
+	line := string(b[pos+1 : pos+end])
+	next := pos + end + 2
+	field := func(name string, v lua.LValue) *lua.LTable {
+		t := L.CreateTable(0, 1)
+		t.RawSetString(name, v)
+		return t
+	}
+	switch kind {
+	case '+':
+		return field("ok", lua.LString(line)), next
+	case '-':
+		return vm.errorTable("-" + line), next
+	case ':':
+		n, _ := strconv.ParseInt(line, 10, 64)
+		return lua.LNumber(n), next
+	case '$', '=':
+		n, _ := strconv.Atoi(line)
+		if n < 0 {
+			return lua.LFalse, next
+		}
+		s := string(b[next : next+n])
+		next += n + 2
+		if kind == '=' {
+			v := L.CreateTable(0, 2)
+			if len(s) >= 4 {
+				v.RawSetString("format", lua.LString(s[:3]))
+				s = s[4:]
+			}
+			v.RawSetString("string", lua.LString(s))
+			return field("verbatim_string", v), next
+		}
+		return lua.LString(s), next
+	case '*', '>':
+		n, _ := strconv.Atoi(line)
+		if n < 0 {
+			return lua.LFalse, next
+		}
+		t := L.CreateTable(n, 0)
+		for i := 1; i <= n; i++ {
+			var v lua.LValue
+			v, next = vm.toLua(b, next)
+			t.RawSetInt(i, v)
+		}
+		return t, next
+	case '%', '~':
+		n, _ := strconv.Atoi(line)
+		t := L.CreateTable(0, n)
+		for i := 0; i < n; i++ {
+			var k, v lua.LValue
+			k, next = vm.toLua(b, next)
+			if kind == '%' {
+				v, next = vm.toLua(b, next)
+			} else {
+				v = lua.LTrue
+			}
+			if k != lua.LNil {
+				t.RawSet(k, v)
+			}
+		}
+		if kind == '%' {
+			return field("map", t), next
+		}
+		return field("set", t), next
+	case '_':
+		return lua.LNil, next
+	case '#':
+		return lua.LBool(line == "t"), next
+	case ',':
+		var f float64
+		switch line {
+		case "inf":
+			f = math.Inf(1)
+		case "-inf":
+			f = math.Inf(-1)
+		case "nan", "-nan":
+			f = math.NaN()
+		default:
+			f, _ = strconv.ParseFloat(line, 64)
+		}
+		return field("double", lua.LNumber(f)), next
+	case '(':
+		return field("big_number", lua.LString(line)), next
+	case '|':
+		n, _ := strconv.Atoi(line)
+		for i := 0; i < 2*n; i++ {
+			_, next = vm.toLua(b, next)
+		}
+		return vm.toLua(b, next)
+	}
+	return lua.LNil, len(b)
+}

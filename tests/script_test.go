@@ -1,0 +1,240 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Scripting behaviour where dfly differs from Redis by design, and the
+// concurrency properties of scripts. The Redis-compatible cases are in
+// testdata/scripting.txt.
+
+// TestScriptUndeclaredKeys: as in Dragonfly, a script may only touch the
+// keys it declared in KEYS (they are what it locks).
+func TestScriptUndeclaredKeys(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly only: Redis lets scripts touch undeclared keys")
+	}
+	srv := StartServer(t, "--shards", "4")
+	c := srv.Raw(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"EVAL", "return redis.call('get', 'other')", "1", "k"},
+			`(error) /^ERR script tried accessing undeclared key script: [0-9a-f]{40}, on @user_script:1\.$/`},
+		{[]string{"EVAL", "return redis.call('set', 'other', 1)", "0"},
+			`(error) /^ERR script tried accessing undeclared key script: [0-9a-f]{40}, on @user_script:1\.$/`},
+		{[]string{"EVAL", "return redis.pcall('mget', KEYS[1], 'other')", "1", "k"},
+			`(error) ERR script tried accessing undeclared key`},
+		{[]string{"EVAL", "return redis.call('get', KEYS[1])", "1", "k"}, `(nil)`},
+		// Keyless writes that need every shard are refused to a script that
+		// holds key locks, allowed to one without keys.
+		{[]string{"EVAL", "return redis.pcall('flushall')", "1", "k"},
+			`(error) ERR this command can not run from a script that declared keys`},
+		{[]string{"EVAL", "return redis.call('flushall')", "0"}, `OK`},
+		{[]string{"EVAL", "return redis.call('dbsize')", "1", "k"}, `(integer) 0`},
+		// SELECT in a script moves the script only; keys of another
+		// database are not declared.
+		{[]string{"EVAL", "redis.call('select', 1); return redis.pcall('get', KEYS[1])", "1", "k"},
+			`(error) ERR script tried accessing undeclared key`},
+	} {
+		got := c.Do(tc.args...)
+		if !matchLine(tc.want, got) {
+			t.Errorf("%q: got %s, want %s", tc.args, got, tc.want)
+		}
+	}
+	if r := c.Do("PING"); r.Str != "PONG" {
+		t.Fatalf("connection's database changed by a script's SELECT? %s", r)
+	}
+}
+
+// matchLine compares a one-line reply with a table-style expectation.
+func matchLine(want string, got Reply) bool {
+	e, err := parseExpect([]string{want}, []int{1})
+	if err != nil {
+		panic(err)
+	}
+	return matchReply(e, got, false)
+}
+
+// TestScriptBankInvariant: transfers between accounts spread over all
+// shards by an EVAL that reads both balances and moves the amount when the
+// source can pay, while readers sum every account in MULTI/EXEC (and with
+// an EVAL_RO) and must always see the same total.
+func TestScriptBankInvariant(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s, ok := lookupEnvUint("DFLY_TEST_SEED"); ok {
+		seed = s
+	}
+	t.Logf("seed %d (DFLY_TEST_SEED to repeat)", seed)
+	srv := StartServer(t, "--shards", "4")
+	ctx := context.Background()
+	const accounts, start = 16, 1000
+	keys := make([]string, accounts)
+	setup := srv.Client(t, 2)
+	for i := range keys {
+		keys[i] = "acct:" + strconv.Itoa(i)
+		setup.Set(ctx, keys[i], start, 0)
+	}
+	transfer := redis.NewScript(`
+local from = tonumber(redis.call('get', KEYS[1]))
+local to = tonumber(redis.call('get', KEYS[2]))
+local amt = tonumber(ARGV[1])
+if KEYS[1] == KEYS[2] or from < amt then return 0 end
+redis.call('set', KEYS[1], from - amt)
+redis.call('incrby', KEYS[2], amt)
+return 1`)
+	sum := redis.NewScript(`
+local s = 0
+for _, k in ipairs(KEYS) do s = s + tonumber(redis.call('get', k)) end
+return s`)
+	stop := time.Now().Add(1500 * time.Millisecond)
+	var wg sync.WaitGroup
+	var transfers, sums atomic.Int64
+	errs := make(chan error, 32)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			c := srv.Client(t, 2+w%2)
+			for time.Now().Before(stop) {
+				from, to := keys[rng.IntN(accounts)], keys[rng.IntN(accounts)]
+				if err := transfer.Run(ctx, c, []string{from, to}, rng.IntN(200)).Err(); err != nil {
+					errs <- fmt.Errorf("seed %d: transfer: %w", seed, err)
+					return
+				}
+				transfers.Add(1)
+			}
+		}(w)
+	}
+	for r := 0; r < 4; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			c := srv.Client(t, 2)
+			for time.Now().Before(stop) {
+				total := 0
+				if r%2 == 0 {
+					var cmds []*redis.StringCmd
+					_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+						cmds = cmds[:0]
+						for _, k := range keys {
+							cmds = append(cmds, p.Get(ctx, k))
+						}
+						return nil
+					})
+					if err != nil {
+						errs <- err
+						return
+					}
+					for _, cmd := range cmds {
+						n, _ := cmd.Int()
+						total += n
+					}
+				} else {
+					n, err := sum.RunRO(ctx, c, keys).Int()
+					if err != nil {
+						errs <- fmt.Errorf("seed %d: sum: %w", seed, err)
+						return
+					}
+					total = n
+				}
+				if total != accounts*start {
+					errs <- fmt.Errorf("seed %d: a reader saw total %d, want %d", seed, total, accounts*start)
+					return
+				}
+				sums.Add(1)
+			}
+		}(r)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if transfers.Load() == 0 || sums.Load() == 0 {
+		t.Fatalf("no progress: %d transfers, %d sums", transfers.Load(), sums.Load())
+	}
+	t.Logf("%d transfers, %d consistent sums", transfers.Load(), sums.Load())
+}
+
+// TestScriptKill: a busy script that has not written is killed by SCRIPT
+// KILL; one that has written is UNKILLABLE and runs to its end. Meanwhile
+// clients whose keys the script does not hold are served.
+func TestScriptKill(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly only: Redis answers BUSY to every other client meanwhile")
+	}
+	t.Run("spinning reader", func(t *testing.T) {
+		t.Parallel()
+		srv := StartServer(t, "--shards", "2")
+		runner, admin, other := srv.Raw(t), srv.Raw(t), srv.Raw(t)
+		runner.Timeout = 30 * time.Second
+		runner.Send("EVAL", "redis.call('get', KEYS[1])\nlocal i = 0\nwhile true do i = i + 1 end", "1", "spin")
+		time.Sleep(200 * time.Millisecond)
+		if r := admin.Do("SCRIPT", "KILL"); r.Str != "NOTBUSY No scripts in execution right now." {
+			t.Fatalf("SCRIPT KILL before the busy threshold: %s", r)
+		}
+		// Not blocked by the script: other keys, other shards.
+		for i := 0; i < 20; i++ {
+			k := "free:" + strconv.Itoa(i)
+			if r := other.Do("SET", k, "v"); r.Str != "OK" {
+				t.Fatalf("SET %s while a script runs: %s", k, r)
+			}
+		}
+		// A client touching the script's key waits on its lock.
+		waiter := srv.Raw(t)
+		waiter.Timeout = 30 * time.Second
+		waiter.Send("SET", "spin", "after")
+		time.Sleep(5 * time.Second)
+		if r := admin.Do("SCRIPT", "KILL"); r.Str != "OK" {
+			t.Fatalf("SCRIPT KILL: %s", r)
+		}
+		r := runner.MustRead()
+		if !matchLine(`(error) /^ERR Script killed by user with SCRIPT KILL\.\.\. script: [0-9a-f]{40}, on @user_script:3\.$/`, r) {
+			t.Fatalf("killed script's reply: %s", r)
+		}
+		if r := waiter.MustRead(); r.Str != "OK" {
+			t.Fatalf("waiting SET: %s", r)
+		}
+		if r := admin.Do("SCRIPT", "KILL"); r.Str != "NOTBUSY No scripts in execution right now." {
+			t.Fatalf("SCRIPT KILL after the kill: %s", r)
+		}
+		if r := runner.Do("EVAL", "return redis.call('get', KEYS[1])", "1", "spin"); r.Str != "after" {
+			t.Fatalf("connection after the kill: %s", r)
+		}
+	})
+	t.Run("writer is unkillable", func(t *testing.T) {
+		t.Parallel()
+		srv := StartServer(t, "--shards", "2")
+		runner, admin := srv.Raw(t), srv.Raw(t)
+		runner.Timeout = 60 * time.Second
+		// Writes, then spins for a bounded time: it must finish by itself.
+		runner.Send("EVAL", `redis.call('set', KEYS[1], 'written')
+local t0 = tonumber(redis.call('time')[1])
+while tonumber(redis.call('time')[1]) - t0 < 7 do end
+return redis.call('incr', KEYS[2])`, "2", "w", "n")
+		time.Sleep(5500 * time.Millisecond)
+		r := admin.Do("SCRIPT", "KILL")
+		if !strings.HasPrefix(r.Str, "UNKILLABLE Sorry the script already executed write commands against the dataset.") {
+			t.Fatalf("SCRIPT KILL on a writer: %s", r)
+		}
+		if r := runner.MustRead(); r.Kind != KindInt || r.Int != 1 {
+			t.Fatalf("the writer's reply: %s", r)
+		}
+		if r := admin.Do("GET", "w"); r.Str != "written" {
+			t.Fatalf("GET w: %s", r)
+		}
+	})
+}
