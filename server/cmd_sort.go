@@ -195,13 +195,13 @@ func (ref *patternRef) resolve(db *shard.DB) {
 		if v.Type != shard.TypeHash {
 			return
 		}
-		if f, ok := v.Obj.(*hash.Hash).Get(ref.field); ok {
+		if f, ok := v.Obj().(*hash.Hash).Get(ref.field); ok {
 			ref.val = append([]byte{}, f...)
 		}
 		return
 	}
 	if v.Type == shard.TypeString {
-		ref.val = append([]byte{}, v.Str...)
+		ref.val = append([]byte{}, v.Str()...)
 	}
 }
 
@@ -250,7 +250,7 @@ func (j *sortJob) load(db *shard.DB, key []byte) {
 	}
 	n := 0
 	if v != nil {
-		switch obj := v.Obj.(type) {
+		switch obj := v.Obj().(type) {
 		case *list.List:
 			n = obj.Len()
 		case *set.Set:
@@ -270,7 +270,7 @@ func (j *sortJob) load(db *shard.DB, key []byte) {
 	if ranged && j.end >= j.start {
 		j.items = make([]sortItem, 0, j.end-j.start+1)
 	}
-	switch obj := v.Obj.(type) {
+	switch obj := v.Obj().(type) {
 	case *list.List:
 		if !ranged {
 			j.items = make([]sortItem, 0, n)
@@ -647,5 +647,5 @@ func storeList(db *shard.DB, key []byte, rows [][]byte) {
 	for _, r := range rows {
 		l.PushRight(r)
 	}
-	db.Set(key, shard.Value{Type: shard.TypeList, Obj: l}, false)
+	db.Set(key, shard.ObjectValue(shard.TypeList, l), false)
 }
