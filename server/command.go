@@ -71,6 +71,9 @@ type Exec struct {
 	Args [][]byte
 	W    *resp.Writer
 	Srv  *Server
+	// Conn is the issuing client, for commands that run client-side logic
+	// on the shard (a single-shard EVAL); nil inside EXEC and scripts.
+	Conn *Conn
 	// keys is scratch for lock checks.
 	keys []shard.KeyLock
 }

@@ -28,6 +28,9 @@ type pending struct {
 	reply resp.Writer
 	db    int
 	sid   int // owning shard for single-shard dispatch, -1 otherwise
+	// multi and watch: an EXEC running on one shard (execOnShard).
+	multi *multiState
+	watch *watchState
 }
 
 // Conn is one client connection. Its fields are owned by the event loop
@@ -298,6 +301,14 @@ func (c *Conn) dispatch() {
 		}
 		p.db = c.db
 		p.sid = c.srv.singleShard(cmd, p.args, &c.keyPos)
+		if cmd.Name == "exec" {
+			// A transaction confined to one shard runs there as one
+			// message (see execShard); the rest take the coordinator.
+			if sid := c.execShard(); sid >= 0 {
+				p.sid, p.multi, p.watch = sid, c.multi, c.watch
+				c.multi, c.watch = nil, nil
+			}
+		}
 		if p.sid < 0 {
 			if len(c.used) > 0 {
 				break
@@ -389,7 +400,7 @@ type shardBatch struct {
 // Run executes the batch on the shard, parking at the first command whose
 // keys are locked; Resume continues from there.
 func (b *shardBatch) Run(s *shard.Shard) {
-	b.x.S, b.x.Srv = s, b.c.srv
+	b.x.S, b.x.Srv, b.x.Conn = s, b.c.srv, b.c
 	b.exec(s, false)
 }
 
@@ -408,7 +419,13 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 		b.x.DB = s.DBs[p.db]
 		b.x.Args = p.args
 		b.x.W = &p.reply
-		p.cmd.Shard(&b.x)
+		if p.multi != nil {
+			execOnShard(&b.x, b.c, p.multi, p.watch)
+			b.c.unwatchLater(p.watch)
+			p.multi, p.watch = nil, nil
+		} else {
+			p.cmd.Shard(&b.x)
+		}
 		s.Stats.Commands++
 		b.c.srv.countShardCall(s.ID, p.cmd)
 		b.pos++
@@ -421,6 +438,9 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 }
 
 func (b *shardBatch) lockKeys(p *pending, dst []shard.KeyLock) []shard.KeyLock {
+	if p.multi != nil {
+		return execLockKeys(p.multi, p.watch, dst)
+	}
 	excl := p.cmd.Flags&FlagWrite != 0
 	pos := p.cmd.keys(nil, p.args)
 	for _, i := range pos {

@@ -20,6 +20,9 @@ type Coord struct {
 	inTx bool
 	// blocked: counted in blocked_clients.
 	blocked bool
+	// local: the command runs on this shard's goroutine, inside a script
+	// confined to the shard; work for it runs inline (see tx.Local).
+	local *shard.Shard
 }
 
 func (x *Coord) run(c *Conn) {
@@ -37,6 +40,9 @@ func (x *Coord) ShardOf(key []byte) int { return x.Srv.ShardOf(key) }
 
 // Tx starts a transaction over the server's shards.
 func (x *Coord) Tx() *tx.Tx {
+	if x.local != nil {
+		return tx.Local(x.Srv.shards, x.local)
+	}
 	if x.inTx {
 		return tx.Nested(x.Srv.shards)
 	}
@@ -48,10 +54,24 @@ func (x *Coord) NumShards() int { return len(x.Srv.shards) }
 
 // OnEach runs fn on every shard in parallel, without locks, and waits.
 // fn(sid) must write only to state indexed by the shard's id.
-func (x *Coord) OnEach(fn func(s *shard.Shard)) { x.Srv.OnEachShard(fn) }
+func (x *Coord) OnEach(fn func(s *shard.Shard)) {
+	if x.local == nil {
+		x.Srv.OnEachShard(fn)
+		return
+	}
+	for _, s := range x.Srv.shards {
+		x.On(s.ID, fn)
+	}
+}
 
 // On runs fn on shard sid without locks and waits.
-func (x *Coord) On(sid int, fn func(s *shard.Shard)) { x.Srv.OnShard(sid, fn) }
+func (x *Coord) On(sid int, fn func(s *shard.Shard)) {
+	if x.local != nil && x.local.ID == sid {
+		fn(x.local)
+		return
+	}
+	x.Srv.OnShard(sid, fn)
+}
 
 // LockKeys starts a transaction that locks the keys at positions pos of
 // args (exclusively when excl), in the coordinator's DB.

@@ -139,10 +139,15 @@ func cmdWatch(x *Coord) {
 // get the message.
 func (c *Conn) unwatch() {
 	ws := c.watch
+	c.watch = nil
+	c.unwatchLater(ws)
+}
+
+// unwatchLater removes the registrations of ws; safe from any goroutine.
+func (c *Conn) unwatchLater(ws *watchState) {
 	if ws == nil {
 		return
 	}
-	c.watch = nil
 	for _, k := range ws.keys {
 		k := k
 		c.srv.shards[k.sid].Send(shard.Func(func(s *shard.Shard) { s.RemoveWatch(k.db, k.key, ws.w) }))
@@ -216,13 +221,111 @@ func (x *Coord) execQueued(t *tx.Tx, q queued) {
 	case cmd.Shard != nil && x.Srv.singleShard(cmd, q.args, new([]int)) >= 0:
 		sid := x.Srv.singleShard(cmd, q.args, new([]int))
 		t.Run(sid, func(s *shard.Shard) {
-			e := Exec{S: s, DB: s.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv}
+			e := Exec{S: s, DB: s.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}
 			cmd.Shard(&e)
 		})
 	case cmd.Multi != nil:
-		inner := &Coord{Srv: x.Srv, Conn: c, DB: q.db, Args: q.args, W: x.W, cmd: cmd, inTx: true}
+		inner := &Coord{Srv: x.Srv, Conn: c, DB: q.db, Args: q.args, W: x.W, cmd: cmd, inTx: true, local: x.local}
 		cmd.Multi(inner)
 	default:
 		x.W.Error("CROSSSLOT Keys in request don't hash to the same slot")
+	}
+}
+
+// execShard finds the one shard that owns every key of the open
+// transaction (and of its WATCH), so EXEC can run as a single message on
+// that shard, with no coordinator and no cross-shard step: the shard runs
+// the queued commands back to back, which no other command can interleave
+// with. It returns -1 when the transaction needs the general path (keys on
+// several shards, keyless or multi-shard-only commands, SELECT).
+func (c *Conn) execShard() int {
+	m := c.multi
+	if m == nil || m.dirty {
+		return -1
+	}
+	sid := -1
+	same := func(key []byte) bool {
+		s := c.srv.ShardOf(key)
+		if sid < 0 {
+			sid = s
+		}
+		return s == sid
+	}
+	var pos []int
+	for _, q := range m.cmds {
+		cmd := q.cmd
+		if cmd.Local != nil {
+			if cmd.Name == "select" {
+				return -1
+			}
+			continue
+		}
+		if cmd.Shard == nil || (cmd.Coordinate != nil && cmd.Coordinate(q.args)) {
+			return -1
+		}
+		pos = cmd.keys(pos[:0], q.args)
+		if len(pos) == 0 {
+			return -1
+		}
+		for _, i := range pos {
+			if !same(q.args[i]) {
+				return -1
+			}
+		}
+	}
+	if c.watch != nil {
+		for _, k := range c.watch.keys {
+			if k.db != c.db || !same([]byte(k.key)) {
+				return -1
+			}
+		}
+	}
+	if sid < 0 {
+		sid = 0 // only connection commands: any shard will do
+	}
+	return sid
+}
+
+// execLockKeys are the keys a single-shard EXEC checks before it runs.
+func execLockKeys(m *multiState, w *watchState, dst []shard.KeyLock) []shard.KeyLock {
+	var pos []int
+	for _, q := range m.cmds {
+		if q.cmd.Local != nil {
+			continue
+		}
+		excl := q.cmd.Flags&FlagWrite != 0
+		pos = q.cmd.keys(pos[:0], q.args)
+		for _, i := range pos {
+			dst = append(dst, shard.KeyLock{DB: q.db, Key: string(q.args[i]), Excl: excl})
+		}
+	}
+	if w != nil {
+		for _, k := range w.keys {
+			dst = append(dst, shard.KeyLock{DB: k.db, Key: k.key})
+		}
+	}
+	return dst
+}
+
+// execOnShard runs a single-shard transaction inside one shard message.
+func execOnShard(x *Exec, c *Conn, m *multiState, w *watchState) {
+	if w != nil {
+		for _, k := range w.keys {
+			x.S.DBs[k.db].Find([]byte(k.key)) // an expiry since WATCH counts
+		}
+		if w.w.Dirty() {
+			x.W.NullArray()
+			return
+		}
+	}
+	x.W.Array(len(m.cmds))
+	for _, q := range m.cmds {
+		q.cmd.calls.Add(1)
+		if q.cmd.Local != nil {
+			q.cmd.Local(c, q.args, x.W)
+			continue
+		}
+		e := Exec{S: x.S, DB: x.S.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}
+		q.cmd.Shard(&e)
 	}
 }

@@ -166,12 +166,16 @@ func scriptCommands() []*Command {
 	f := FlagNoScript | FlagStale
 	return []*Command{
 		{Name: "eval", Arity: -3, Flags: f | FlagWrite, KeyPositions: evalKeyPositions,
+			Coordinate: evalKeyless, Shard: func(x *Exec) { cmdEvalShard(x, false, false) },
 			Multi: func(x *Coord) { cmdEval(x, false, false) }},
 		{Name: "evalsha", Arity: -3, Flags: f | FlagWrite, KeyPositions: evalKeyPositions,
+			Coordinate: evalKeyless, Shard: func(x *Exec) { cmdEvalShard(x, true, false) },
 			Multi: func(x *Coord) { cmdEval(x, true, false) }},
 		{Name: "eval_ro", Arity: -3, Flags: f | FlagReadonly, KeyPositions: evalKeyPositions,
+			Coordinate: evalKeyless, Shard: func(x *Exec) { cmdEvalShard(x, false, true) },
 			Multi: func(x *Coord) { cmdEval(x, false, true) }},
 		{Name: "evalsha_ro", Arity: -3, Flags: f | FlagReadonly, KeyPositions: evalKeyPositions,
+			Coordinate: evalKeyless, Shard: func(x *Exec) { cmdEvalShard(x, true, true) },
 			Multi: func(x *Coord) { cmdEval(x, true, true) }},
 		{Name: "script", Arity: -2, Flags: FlagNoScript, Local: cmdScript},
 	}
@@ -301,7 +305,15 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 	argv := x.Args[3+numKeys:]
 
 	sc := &scriptCtx{x: x, sha: sha, db: x.DB, readonly: readonly, resp: 2, keyed: numKeys > 0}
-	if numKeys > 0 || x.inTx {
+	if x.local != nil {
+		// Confined to this shard, whose goroutine runs it: no other
+		// command can run here meanwhile, so it needs no locks.
+		sc.declared = make(map[string]struct{}, numKeys)
+		for _, k := range keys {
+			sc.declared[string(k)] = struct{}{}
+		}
+		sc.t = x.Tx()
+	} else if numKeys > 0 || x.inTx {
 		t := x.Tx()
 		sc.declared = make(map[string]struct{}, numKeys)
 		for _, k := range keys {
@@ -317,6 +329,21 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 	defer cancel()
 	run := &scriptRun{start: time.Now(), cancel: cancel}
 	sc.run = run
+	if x.local != nil {
+		// Bound how long a script may hold its shard's event loop before
+		// it writes: past localScriptBudget it is stopped like SCRIPT KILL
+		// would, and later runs of it take the coordinator path.
+		budget := time.AfterFunc(localScriptBudget, func() {
+			run.mu.Lock()
+			if !run.wrote {
+				run.killed.Store(true)
+				cancel()
+			}
+			run.mu.Unlock()
+		})
+		defer budget.Stop()
+	}
+	defer func() { noteScriptTime(sha, time.Since(run.start)) }()
 	e.runMu.Lock()
 	e.running[run] = struct{}{}
 	e.runMu.Unlock()
@@ -331,4 +358,54 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 	if ok {
 		e.vms.Put(vm)
 	} // else: interrupted mid-run; the interpreter is dropped
+}
+
+// evalKeyless sends scripts without keys to a coordinator: they may call
+// keyless commands (FLUSHALL, DBSIZE) that take locks of their own.
+func evalKeyless(args [][]byte) bool {
+	n, e := parseNumKeys(args)
+	if e != "" || n == 0 {
+		return true
+	}
+	var sha string
+	if strings.HasPrefix(strings.ToLower(string(args[0])), "evalsha") {
+		sha = strings.ToLower(string(args[1]))
+	} else {
+		sha = sha1hex(args[1]) // EVAL carries the body
+	}
+	d, seen := scriptTimes.Load(sha)
+	// Unknown scripts and slow ones run on a coordinator, where they hold
+	// only their keys, never an event loop.
+	return !seen || d.(time.Duration) > localScriptMax
+}
+
+// Scripts run inline on their shard (cmdEvalShard) once they have been seen
+// to finish within localScriptMax; an inline run is stopped after
+// localScriptBudget if it has not written.
+const (
+	localScriptMax    = time.Millisecond
+	localScriptBudget = 100 * time.Millisecond
+)
+
+// scriptTimes is the longest run seen per script SHA (time.Duration).
+var scriptTimes sync.Map
+
+func noteScriptTime(sha string, d time.Duration) {
+	for {
+		old, loaded := scriptTimes.LoadOrStore(sha, d)
+		if !loaded || old.(time.Duration) >= d || scriptTimes.CompareAndSwap(sha, old, d) {
+			return
+		}
+	}
+}
+
+// cmdEvalShard runs a script whose keys all live on this shard right here,
+// on the shard's goroutine, as Redis runs every script: one message, no
+// coordinator, no lock round trips (DESIGN §2: a transaction on one shard
+// pays no cross-shard coordination). While it runs, the event loop that
+// owns the shard serves nothing else; SCRIPT KILL from a client of another
+// loop still stops a long read-only script.
+func cmdEvalShard(e *Exec, bySHA, readonly bool) {
+	x := &Coord{Srv: e.Srv, Conn: e.Conn, DB: e.DB.Index, Args: e.Args, W: e.W, inTx: true, local: e.S}
+	cmdEval(x, bySHA, readonly)
 }

@@ -15,6 +15,8 @@ type Tx struct {
 	// nested: an enclosing transaction (EXEC, a script) already holds every
 	// lock this one needs; Lock takes nothing and Finish releases nothing.
 	nested bool
+	// local: the caller runs on this shard's goroutine (see Local).
+	local *shard.Shard
 }
 
 // Nested starts a transaction inside one that holds all the locks, so
@@ -22,6 +24,15 @@ type Tx struct {
 func Nested(shards []*shard.Shard) *Tx {
 	t := New(shards)
 	t.nested = true
+	return t
+}
+
+// Local is Nested for code already running on shard s's goroutine (a
+// script confined to one shard): steps on s run inline instead of as
+// messages, which would wait for the very goroutine that sends them.
+func Local(shards []*shard.Shard, s *shard.Shard) *Tx {
+	t := Nested(shards)
+	t.local = s
 	return t
 }
 
@@ -135,6 +146,10 @@ func (t *Tx) Lock() {
 
 // Run runs fn on shard sid, holding the transaction's locks, and waits.
 func (t *Tx) Run(sid int, fn func(*shard.Shard)) {
+	if t.local != nil && t.local.ID == sid {
+		fn(t.local)
+		return
+	}
 	p := t.part(sid)
 	p.step, p.fn = stepRun, fn
 	p.sh.Send(p)
@@ -163,6 +178,13 @@ func (t *Tx) Finish(fn func(*shard.Shard)) {
 }
 
 func (t *Tx) runAll(step stepKind, fn func(*shard.Shard)) {
+	if t.local != nil {
+		// Nested, so no step releases anything: run every part as a Run.
+		for _, p := range t.parts {
+			t.Run(p.sh.ID, fn)
+		}
+		return
+	}
 	for _, p := range t.parts {
 		p.step, p.fn = step, fn
 		p.sh.Send(p)
