@@ -59,7 +59,9 @@ func main() {
 						os.Exit(2)
 					}
 					if err != nil {
-						failed.Add(1)
+						if failed.Add(1) == 1 {
+							fmt.Fprintf(os.Stderr, "txbench: %s: %v\n", test, err)
+						}
 						continue
 					}
 					ops.Add(1)
