@@ -42,8 +42,8 @@ func main() {
 				rng := rand.New(rand.NewPCG(uint64(i), 7))
 				sha, _ := c.ScriptLoad(ctx, incr2).Result()
 				for time.Now().Before(deadline) {
-					k1 := "k" + strconv.Itoa(rng.IntN(*keys))
-					k2 := "k" + strconv.Itoa(rng.IntN(*keys))
+					k1 := test + ":" + strconv.Itoa(rng.IntN(*keys)) // each test its own keys
+					k2 := test + ":" + strconv.Itoa(rng.IntN(*keys))
 					var err error
 					switch test {
 					case "multi":
