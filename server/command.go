@@ -74,6 +74,10 @@ type Exec struct {
 	// Conn is the issuing client, for commands that run client-side logic
 	// on the shard (a single-shard EVAL); nil inside EXEC and scripts.
 	Conn *Conn
+	// canRetry: the command runs in a connection's batch, which can hand
+	// it to a coordinator by setting retry (an inline script over budget).
+	canRetry bool
+	retry    *Coord
 	// keys is scratch for lock checks.
 	keys []shard.KeyLock
 }

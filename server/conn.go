@@ -424,7 +424,21 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 			b.c.unwatchLater(p.watch)
 			p.multi, p.watch = nil, nil
 		} else {
+			b.x.canRetry = true
 			p.cmd.Shard(&b.x)
+			b.x.canRetry = false
+			if co := b.x.retry; co != nil {
+				// The command handed itself to a coordinator: the rest of
+				// the batch waits for it, keeping the connection's order.
+				b.x.retry = nil
+				b.pos++
+				b.inline = false
+				go func() {
+					co.cmd.Multi(co)
+					s.Send(b)
+				}()
+				return
+			}
 		}
 		s.Stats.Commands++
 		b.c.srv.countShardCall(s.ID, p.cmd)

@@ -23,6 +23,9 @@ type Coord struct {
 	// local: the command runs on this shard's goroutine, inside a script
 	// confined to the shard; work for it runs inline (see tx.Local).
 	local *shard.Shard
+	// canRetry: an inline script may hand itself over to a coordinator
+	// (see cmdEvalShard); demoted: it did.
+	canRetry, demoted bool
 }
 
 func (x *Coord) run(c *Conn) {
@@ -41,7 +44,7 @@ func (x *Coord) ShardOf(key []byte) int { return x.Srv.ShardOf(key) }
 // Tx starts a transaction over the server's shards.
 func (x *Coord) Tx() *tx.Tx {
 	if x.local != nil {
-		return tx.Local(x.Srv.shards, x.local)
+		return tx.Local(x.Srv.shards, x.local, x.Srv.sameLoop)
 	}
 	if x.inTx {
 		return tx.Nested(x.Srv.shards)
@@ -66,8 +69,8 @@ func (x *Coord) OnEach(fn func(s *shard.Shard)) {
 
 // On runs fn on shard sid without locks and waits.
 func (x *Coord) On(sid int, fn func(s *shard.Shard)) {
-	if x.local != nil && x.local.ID == sid {
-		fn(x.local)
+	if x.local != nil && (x.local.ID == sid || x.Srv.sameLoop(x.local.ID, sid)) {
+		fn(x.Srv.shards[sid]) // this goroutine owns that shard too
 		return
 	}
 	x.Srv.OnShard(sid, fn)

@@ -112,3 +112,8 @@ func (s *Server) loopIndex(el gnet.EventLoop) int {
 	}
 	return -1
 }
+
+// sameLoop reports whether shards a and b are owned by the same event loop.
+func (s *Server) sameLoop(a, b int) bool {
+	return s.shardLoop != nil && s.shardLoop[a] == s.shardLoop[b]
+}

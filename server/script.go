@@ -117,6 +117,9 @@ type scriptRun struct {
 	mu     sync.Mutex
 	wrote  bool
 	killed atomic.Bool
+	// demoted: an inline run overran its budget before writing; it was
+	// stopped and will run again on a coordinator.
+	demoted atomic.Bool
 }
 
 // beginWrite records that the script is about to write; false when it has
@@ -329,21 +332,30 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 	defer cancel()
 	run := &scriptRun{start: time.Now(), cancel: cancel}
 	sc.run = run
-	if x.local != nil {
+	replyStart := len(x.W.Buf)
+	if x.local != nil && x.canRetry {
 		// Bound how long a script may hold its shard's event loop before
-		// it writes: past localScriptBudget it is stopped like SCRIPT KILL
-		// would, and later runs of it take the coordinator path.
+		// it writes: past localScriptBudget it is stopped — having changed
+		// nothing — and run again on a coordinator (as are its later runs),
+		// where it holds only its keys.
 		budget := time.AfterFunc(localScriptBudget, func() {
 			run.mu.Lock()
 			if !run.wrote {
+				slowScripts.Store(sha, struct{}{})
+				run.demoted.Store(true)
 				run.killed.Store(true)
 				cancel()
 			}
 			run.mu.Unlock()
 		})
 		defer budget.Stop()
+		defer func() {
+			if run.demoted.Load() {
+				x.W.Buf = x.W.Buf[:replyStart]
+				x.demoted = true
+			}
+		}()
 	}
-	defer func() { noteScriptTime(sha, time.Since(run.start)) }()
 	e.runMu.Lock()
 	e.running[run] = struct{}{}
 	e.runMu.Unlock()
@@ -373,31 +385,19 @@ func evalKeyless(args [][]byte) bool {
 	} else {
 		sha = sha1hex(args[1]) // EVAL carries the body
 	}
-	d, seen := scriptTimes.Load(sha)
-	// Unknown scripts and slow ones run on a coordinator, where they hold
-	// only their keys, never an event loop.
-	return !seen || d.(time.Duration) > localScriptMax
+	// A script once stopped for overrunning its inline budget runs on a
+	// coordinator from then on, where it holds only its keys, never an
+	// event loop.
+	_, slow := slowScripts.Load(sha)
+	return slow
 }
 
-// Scripts run inline on their shard (cmdEvalShard) once they have been seen
-// to finish within localScriptMax; an inline run is stopped after
-// localScriptBudget if it has not written.
-const (
-	localScriptMax    = time.Millisecond
-	localScriptBudget = 100 * time.Millisecond
-)
+// An inline run (cmdEvalShard) that has not written is stopped after
+// localScriptBudget, and the script is marked slow.
+const localScriptBudget = 100 * time.Millisecond
 
-// scriptTimes is the longest run seen per script SHA (time.Duration).
-var scriptTimes sync.Map
-
-func noteScriptTime(sha string, d time.Duration) {
-	for {
-		old, loaded := scriptTimes.LoadOrStore(sha, d)
-		if !loaded || old.(time.Duration) >= d || scriptTimes.CompareAndSwap(sha, old, d) {
-			return
-		}
-	}
-}
+// slowScripts holds the SHAs of scripts that overran the inline budget.
+var slowScripts sync.Map
 
 // cmdEvalShard runs a script whose keys all live on this shard right here,
 // on the shard's goroutine, as Redis runs every script: one message, no
@@ -406,6 +406,10 @@ func noteScriptTime(sha string, d time.Duration) {
 // owns the shard serves nothing else; SCRIPT KILL from a client of another
 // loop still stops a long read-only script.
 func cmdEvalShard(e *Exec, bySHA, readonly bool) {
-	x := &Coord{Srv: e.Srv, Conn: e.Conn, DB: e.DB.Index, Args: e.Args, W: e.W, inTx: true, local: e.S}
+	x := &Coord{Srv: e.Srv, Conn: e.Conn, DB: e.DB.Index, Args: e.Args, W: e.W, inTx: true, local: e.S, canRetry: e.canRetry}
 	cmdEval(x, bySHA, readonly)
+	if x.demoted {
+		e.retry = &Coord{Srv: e.Srv, Conn: e.Conn, DB: e.DB.Index, Args: e.Args, W: e.W,
+			cmd: e.Srv.table.lookup(e.Args[0])}
+	}
 }

@@ -15,8 +15,10 @@ type Tx struct {
 	// nested: an enclosing transaction (EXEC, a script) already holds every
 	// lock this one needs; Lock takes nothing and Finish releases nothing.
 	nested bool
-	// local: the caller runs on this shard's goroutine (see Local).
-	local *shard.Shard
+	// local: the caller runs on this shard's goroutine (see Local);
+	// sameOwner tells which other shards that goroutine owns too.
+	local     *shard.Shard
+	sameOwner func(a, b int) bool
 }
 
 // Nested starts a transaction inside one that holds all the locks, so
@@ -30,10 +32,17 @@ func Nested(shards []*shard.Shard) *Tx {
 // Local is Nested for code already running on shard s's goroutine (a
 // script confined to one shard): steps on s run inline instead of as
 // messages, which would wait for the very goroutine that sends them.
-func Local(shards []*shard.Shard, s *shard.Shard) *Tx {
+func Local(shards []*shard.Shard, s *shard.Shard, sameOwner func(a, b int) bool) *Tx {
 	t := Nested(shards)
 	t.local = s
+	t.sameOwner = sameOwner
 	return t
+}
+
+// inline reports whether work for shard sid must run in place: it is the
+// local shard or one owned by the same goroutine.
+func (t *Tx) inline(sid int) bool {
+	return t.local != nil && (t.local.ID == sid || t.sameOwner(t.local.ID, sid))
 }
 
 type part struct {
@@ -146,8 +155,8 @@ func (t *Tx) Lock() {
 
 // Run runs fn on shard sid, holding the transaction's locks, and waits.
 func (t *Tx) Run(sid int, fn func(*shard.Shard)) {
-	if t.local != nil && t.local.ID == sid {
-		fn(t.local)
+	if t.inline(sid) {
+		fn(t.shards[sid])
 		return
 	}
 	p := t.part(sid)
