@@ -154,3 +154,20 @@ func TestBlockingStreams(t *testing.T) {
 	expectReply(t, readWithin(t, a, 2*time.Second), "(array)\n  (array)\n    \"s1\"\n    (array)\n      (array)\n        \"2-1\"\n        (array)\n          \"f\"\n          \"grp\"")
 	expectReply(t, p.Do("XPENDING", "s1", "g"), "(array)\n  (integer) 1\n  \"2-1\"\n  \"2-1\"\n  (array)\n    (array)\n      \"c1\"\n      \"1\"")
 }
+
+// TestBlockingWakeByExec: a push inside MULTI/EXEC serves the blocked
+// client after the transaction, never in its middle: the client sees the
+// element the transaction left, not the one it pushed and popped again.
+func TestBlockingWakeByExec(t *testing.T) {
+	srv := StartServer(t, "--shards", "4")
+	a, p := srv.Raw(t), srv.Raw(t)
+	a.Send("BLPOP", "txq", "0")
+	time.Sleep(50 * time.Millisecond)
+	expectReply(t, p.Do("MULTI"), "OK")
+	expectReply(t, p.Do("RPUSH", "txq", "first"), "QUEUED")
+	expectReply(t, p.Do("LPOP", "txq"), "QUEUED")
+	expectReply(t, p.Do("RPUSH", "txq", "second"), "QUEUED")
+	expectReply(t, p.Do("SET", "other", "x"), "QUEUED")
+	expectReply(t, p.Do("EXEC"), "(array)\n  (integer) 1\n  \"first\"\n  (integer) 1\n  OK")
+	expectReply(t, readWithin(t, a, 2*time.Second), "(array)\n  \"txq\"\n  \"second\"")
+}

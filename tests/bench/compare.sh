@@ -119,8 +119,8 @@ bench() {
 	for entry in "${custom[@]}"; do
 		[[ -z $entry ]] && continue
 		name=${entry%%=*}
-		# shellcheck disable=SC2206
-		local -a words=(${entry#*=})
+		local -a words
+		read -ra words <<<"${entry#*=}" # no globbing: XADD's * stays literal
 		cmd=(redis-benchmark -p "$port" -q --csv -n "$N" -c "$CLIENTS" -P "$pipeline" "${words[@]}")
 		if [[ $pin == 1 ]]; then
 			cmd=(taskset -c "$CLIENT_CPU" "${cmd[@]}")
