@@ -173,6 +173,8 @@ func cmdDebug(x *Coord) {
 		x.W.SimpleString("OK")
 	case sub == "populate" && len(x.Args) >= 3 && len(x.Args) <= 5:
 		debugPopulate(x)
+	case sub == "reload" && len(x.Args) == 2:
+		debugReload(x) // persist.go
 	case sub == "gc" && len(x.Args) == 2:
 		// dfly's own: collect garbage now, so INFO's used_memory shows live
 		// data (benchmarks compare it with Redis's allocator count).
@@ -284,6 +286,7 @@ func cmdInfo(x *Coord) {
 		st.ExpiredKeys += in.stats.ExpiredKeys
 		st.Hits += in.stats.Hits
 		st.Misses += in.stats.Misses
+		st.Writes += in.stats.Writes
 	}
 	uptime := time.Since(srv.start)
 	if want("server", true) {
@@ -330,11 +333,7 @@ func cmdInfo(x *Coord) {
 	}
 	if want("persistence", true) {
 		section("Persistence")
-		field("loading", 0)
-		field("async_loading", 0)
-		field("rdb_changes_since_last_save", 0)
-		field("rdb_bgsave_in_progress", 0)
-		field("rdb_last_bgsave_status", "ok")
+		persistInfo(srv, st.Writes, field)
 		field("aof_enabled", 0)
 	}
 	if want("stats", true) {

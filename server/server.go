@@ -47,6 +47,7 @@ type Server struct {
 	blockedClients atomic.Int64
 	cmdStats       []shardCmdStats // per shard, owned by its goroutine
 	pubsub         *pubsub
+	persist        persistState // SAVE/BGSAVE/LASTSAVE bookkeeping (persist.go)
 
 	// loops are the engine's event loops; shardLoop[i] is the loop that
 	// owns shard i. Both are set once, before any command is served.

@@ -50,6 +50,11 @@ func run(args []string, stderr io.Writer) int {
 	}
 	tuneGC(cfg)
 	srv := server.New(cfg, log)
+	if err := srv.LoadOnStart(); err != nil {
+		log.Warnf("Fatal error loading the DB: %v. Exiting.", err)
+		fmt.Fprintf(stderr, "dfly: %v\n", err)
+		return 1
+	}
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)

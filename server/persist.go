@@ -1,0 +1,392 @@
+package server
+
+// Persistence in Redis's RDB format: SAVE, BGSAVE, LASTSAVE, DEBUG RELOAD,
+// loading at start-up, and the state INFO persistence reports. The value
+// encoding and decoding shared with DUMP/RESTORE is in persist_value.go.
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tx"
+)
+
+// persistState is the server's save bookkeeping.
+type persistState struct {
+	// mu serializes saves (SAVE, BGSAVE, DEBUG RELOAD).
+	mu         sync.Mutex
+	bgsave     atomic.Bool
+	lastSave   atomic.Int64 // unix seconds of the last successful save
+	lastFailed atomic.Bool
+	loading    atomic.Bool
+	// writesAtSave is the shards' write count at the last save, for
+	// rdb_changes_since_last_save (approximate: CONFIG RESETSTAT resets it).
+	writesAtSave atomic.Uint64
+}
+
+func init() { typeFamilies = append(typeFamilies, persistCommands) }
+
+func persistCommands() []*Command {
+	return []*Command{
+		{Name: "save", Arity: 1, Flags: FlagAdmin | FlagNoScript | FlagNoMulti, Multi: cmdSave},
+		{Name: "bgsave", Arity: -1, Flags: FlagAdmin | FlagNoScript, Multi: cmdBgsave},
+		{Name: "lastsave", Arity: 1, Flags: FlagFast | FlagLoading | FlagStale, Multi: cmdLastSave},
+		{Name: "dump", Arity: 2, Flags: FlagReadonly, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdDump},
+		{Name: "restore", Arity: -4, Flags: FlagWrite | FlagDenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdRestore},
+	}
+}
+
+// rdbPath is where SAVE writes and start-up loads.
+func (s *Server) rdbPath() string {
+	s.cfg.mu.RLock()
+	defer s.cfg.mu.RUnlock()
+	return filepath.Join(s.cfg.Dir, s.cfg.DBFilename)
+}
+
+func cmdSave(x *Coord) {
+	if x.Srv.persist.bgsave.Load() {
+		x.W.Error("ERR Background save already in progress")
+		return
+	}
+	if err := x.Srv.save(x.Tx()); err != nil {
+		x.W.Error("ERR")
+		return
+	}
+	x.W.SimpleString("OK")
+}
+
+// cmdBgsave runs the same consistent save as SAVE on a goroutine. The
+// shards stay locked while they are serialized; the fork-less
+// point-in-time SliceSnapshot (DESIGN.md §5), which serializes while the
+// shards keep serving, is the next issue.
+func cmdBgsave(x *Coord) {
+	if len(x.Args) > 2 || (len(x.Args) == 2 && !strings.EqualFold(string(x.Args[1]), "schedule")) {
+		x.W.Error(errSyntax)
+		return
+	}
+	p := &x.Srv.persist
+	if !p.bgsave.CompareAndSwap(false, true) {
+		if len(x.Args) == 2 {
+			x.W.SimpleString("Background saving scheduled")
+			return
+		}
+		x.W.Error("ERR Background save already in progress")
+		return
+	}
+	srv := x.Srv
+	go func() {
+		defer p.bgsave.Store(false)
+		if err := srv.save(tx.New(srv.shards)); err == nil {
+			srv.log.Noticef("Background saving terminated with success")
+		}
+	}()
+	x.W.SimpleString("Background saving started")
+}
+
+func cmdLastSave(x *Coord) { x.W.Int(x.Srv.persist.lastSave.Load()) }
+
+// save writes the whole dataset to the RDB file under t, a transaction
+// that locks every shard, so no multi-shard command is half-visible in
+// the file. It replaces the file only once the new one is complete.
+func (s *Server) save(t *tx.Tx) error {
+	s.persist.mu.Lock()
+	defer s.persist.mu.Unlock()
+	t.AddAllShards()
+	t.Lock()
+	snap := s.serialize(t)
+	t.Finish(nil)
+	return s.writeSnapshot(snap)
+}
+
+// shardSnapshot is one shard's records, per database.
+type shardSnapshot struct {
+	dbs     [][]byte
+	keys    []uint64
+	expires []uint64
+	writes  uint64
+	err     error
+}
+
+// serialize encodes every shard's databases, the shards in parallel.
+func (s *Server) serialize(t *tx.Tx) []shardSnapshot {
+	snap := make([]shardSnapshot, len(s.shards))
+	t.RunAll(func(sh *shard.Shard) { snap[sh.ID] = serializeShard(sh) })
+	return snap
+}
+
+func serializeShard(sh *shard.Shard) shardSnapshot {
+	ss := shardSnapshot{dbs: make([][]byte, len(sh.DBs)), keys: make([]uint64, len(sh.DBs)),
+		expires: make([]uint64, len(sh.DBs)), writes: sh.Stats.Writes}
+	e := rdb.NewEncoder(nil)
+	now := sh.Now()
+	for i, db := range sh.DBs {
+		if db.Len() == 0 {
+			continue
+		}
+		var cursor uint64
+		for {
+			cursor = db.Table.Traverse(cursor, func(it shard.Iterator) {
+				var m rdb.Meta
+				if at, ok := db.ExpireAt(it); ok {
+					if at <= now {
+						return // logically expired, not yet swept
+					}
+					m.ExpireAt = at
+					ss.expires[i]++
+				}
+				ss.keys[i]++
+				encodeValue(e, []byte(db.Table.Key(it)), db.Table.Value(it), m)
+			})
+			if cursor == 0 {
+				break
+			}
+		}
+		if err := e.Err(); err != nil {
+			ss.err = err
+			return ss
+		}
+		ss.dbs[i] = e.TakeBytes()
+	}
+	return ss
+}
+
+// writeSnapshot writes the file: header, AUX fields, then database by
+// database one SELECTDB with every shard's records, EOF and the checksum.
+// It writes a temporary file, syncs it and renames it over the old one.
+func (s *Server) writeSnapshot(snap []shardSnapshot) (err error) {
+	start := time.Now()
+	path := s.rdbPath()
+	defer func() {
+		s.persist.lastFailed.Store(err != nil)
+		if err != nil {
+			s.log.Warnf("Failed saving the DB to %s: %v", path, err)
+			return
+		}
+		s.persist.lastSave.Store(time.Now().Unix())
+		s.log.Noticef("DB saved on disk in %.3f seconds", time.Since(start).Seconds())
+	}()
+	var writes uint64
+	for _, ss := range snap {
+		if ss.err != nil {
+			return ss.err
+		}
+		writes += ss.writes
+	}
+	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf("temp-%d.rdb", os.Getpid()))
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	w := bufio.NewWriterSize(f, 1<<20)
+	var crc uint64
+	put := func(b []byte) {
+		crc = rdb.CRC64(crc, b)
+		_, _ = w.Write(b) // the bufio.Writer keeps the first error for Flush
+	}
+	e := rdb.NewEncoder(nil)
+	e.WriteHeader()
+	e.StandardAUX(RedisVersion, 0)
+	put(e.TakeBytes())
+	for db := 0; db < len(s.shards[0].DBs); db++ {
+		var keys, expires uint64
+		for _, ss := range snap {
+			keys += ss.keys[db]
+			expires += ss.expires[db]
+		}
+		if keys == 0 {
+			continue
+		}
+		e.SelectDB(uint64(db))
+		e.ResizeDB(keys, expires)
+		put(e.TakeBytes())
+		for _, ss := range snap {
+			put(ss.dbs[db])
+		}
+	}
+	if err := e.Err(); err != nil {
+		return err
+	}
+	put([]byte{0xFF}) // RDB_OPCODE_EOF; the checksum covers it
+	var sum [8]byte
+	for i := range sum {
+		sum[i] = byte(crc >> (8 * i))
+	}
+	_, _ = w.Write(sum[:])
+	if err = w.Flush(); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	s.persist.writesAtSave.Store(writes)
+	return nil
+}
+
+// LoadOnStart loads the RDB file, when there is one, before the server
+// serves: nothing else touches the shards yet, so one worker goroutine per
+// shard applies the decoded batches. A file that does not load completely
+// is an error (the caller exits rather than serve part of the data).
+func (s *Server) LoadOnStart() error {
+	s.persist.lastSave.Store(time.Now().Unix())
+	path := s.rdbPath()
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("can't open the RDB file %s: %w", path, err)
+	}
+	defer f.Close()
+	s.log.Noticef("Loading RDB...")
+	start := time.Now()
+	queues := make([]chan []loadItem, len(s.shards))
+	var wg sync.WaitGroup
+	for i, sh := range s.shards {
+		q := make(chan []loadItem, 4)
+		queues[i] = q
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for items := range q {
+				sh.Exec(shard.Func(func(sh *shard.Shard) { applyItems(sh, items) }))
+			}
+		}()
+	}
+	l := newLoader(s, func(sid int, items []loadItem) { queues[sid] <- items })
+	err = l.load(f)
+	for _, q := range queues {
+		close(q)
+	}
+	wg.Wait()
+	if err != nil {
+		return fmt.Errorf("loading %s: %w", path, err)
+	}
+	var writes uint64
+	for _, sh := range s.shards { // idle until Serve; the workers are done
+		writes += sh.Stats.Writes
+	}
+	s.persist.writesAtSave.Store(writes)
+	s.log.Noticef("DB loaded from disk: %d keys in %.3f seconds", l.keys, time.Since(start).Seconds())
+	return nil
+}
+
+// debugReload is DEBUG RELOAD: save, then empty every database and load
+// the file, all under one lock on every shard so no client sees the
+// dataset half-loaded.
+func debugReload(x *Coord) {
+	s := x.Srv
+	s.persist.mu.Lock()
+	defer s.persist.mu.Unlock()
+	t := x.Tx()
+	t.AddAllShards()
+	t.Lock()
+	err := s.writeSnapshot(s.serialize(t))
+	if err != nil {
+		t.Finish(nil)
+		x.W.Error("ERR Error trying to save the DB: " + err.Error())
+		return
+	}
+	t.RunAll(func(sh *shard.Shard) {
+		for _, db := range sh.DBs {
+			db.Flush()
+		}
+	})
+	err = s.reloadLocked(t)
+	var writes atomic.Uint64
+	t.Finish(func(sh *shard.Shard) { writes.Add(sh.Stats.Writes) })
+	if err == nil {
+		s.persist.writesAtSave.Store(writes.Load()) // the reload's own inserts are no changes
+	}
+	if err != nil {
+		s.log.Warnf("DEBUG RELOAD: %v", err)
+		x.W.Error("ERR Error trying to load the RDB dump: " + err.Error())
+		return
+	}
+	x.W.SimpleString("OK")
+}
+
+// reloadLocked loads the RDB file while t holds every shard.
+func (s *Server) reloadLocked(t *tx.Tx) error {
+	f, err := os.Open(s.rdbPath())
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	s.persist.loading.Store(true)
+	defer s.persist.loading.Store(false)
+	l := newLoader(s, func(sid int, items []loadItem) {
+		t.Run(sid, func(sh *shard.Shard) { applyItems(sh, items) })
+	})
+	return l.load(f)
+}
+
+// loadItem is one decoded key on its way to its shard.
+type loadItem struct {
+	db       int
+	key      []byte
+	val      shard.Value
+	expireAt int64
+}
+
+// applyItems stores decoded keys; it runs on the shard's goroutine. A key
+// the file repeats replaces the earlier one.
+func applyItems(sh *shard.Shard, items []loadItem) {
+	for i := range items {
+		it := &items[i]
+		db := sh.DBs[it.db]
+		db.Set(it.key, it.val, false)
+		if it.expireAt != 0 {
+			k, _ := db.Find(it.key)
+			db.SetExpire(k, it.expireAt)
+		}
+	}
+}
+
+// persistInfo writes INFO's persistence fields; writes is the shards'
+// current write count.
+func persistInfo(s *Server, writes uint64, field func(k string, v any)) {
+	p := &s.persist
+	field("loading", boolInt(p.loading.Load()))
+	field("async_loading", 0)
+	changes := int64(writes) - int64(p.writesAtSave.Load())
+	if changes < 0 {
+		changes = 0
+	}
+	field("rdb_changes_since_last_save", changes)
+	field("rdb_bgsave_in_progress", boolInt(p.bgsave.Load()))
+	field("rdb_last_save_time", p.lastSave.Load())
+	status := "ok"
+	if p.lastFailed.Load() {
+		status = "err"
+	}
+	field("rdb_last_bgsave_status", status)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,117 @@
+package server
+
+// DUMP and RESTORE, with Redis's payload format and replies.
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/types/num"
+)
+
+func cmdDump(x *Exec) {
+	_, v := x.DB.Find(x.Args[1])
+	if v == nil {
+		x.W.Null()
+		return
+	}
+	payload, err := rdb.EncodeDump(func(e *rdb.Encoder) { encodeValue(e, nil, v, rdb.Meta{}) })
+	if err != nil {
+		x.W.Error("ERR " + err.Error())
+		return
+	}
+	x.W.Bulk(payload)
+}
+
+// cmdRestore: RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s]
+// [FREQ f], checking in Redis's order (options, existence, TTL, payload).
+func cmdRestore(x *Exec) {
+	a := x.Args
+	var replace, absTTL bool
+	idle, freq := int64(-1), int64(-1)
+	for j := 4; j < len(a); j++ {
+		more := len(a) - j - 1
+		switch opt := strings.ToLower(string(a[j])); {
+		case opt == "replace":
+			replace = true
+		case opt == "absttl":
+			absTTL = true
+		case opt == "idletime" && more >= 1 && freq == -1:
+			n, ok := num.ParseInt(a[j+1])
+			if !ok {
+				x.W.Error(errNotInt)
+				return
+			}
+			if n < 0 {
+				x.W.Error("ERR Invalid IDLETIME value, must be >= 0")
+				return
+			}
+			idle = n
+			j++
+		case opt == "freq" && more >= 1 && idle == -1:
+			n, ok := num.ParseInt(a[j+1])
+			if !ok {
+				x.W.Error(errNotInt)
+				return
+			}
+			if n < 0 || n > 255 {
+				x.W.Error("ERR Invalid FREQ value, must be >= 0 and <= 255")
+				return
+			}
+			freq = n
+			j++
+		default:
+			x.W.Error(errSyntax)
+			return
+		}
+	}
+	key := a[1]
+	it, old := x.DB.Find(key)
+	if old != nil && !replace {
+		x.W.Error("BUSYKEY Target key name already exists.")
+		return
+	}
+	ttl, ok := num.ParseInt(a[2])
+	if !ok {
+		x.W.Error(errNotInt)
+		return
+	}
+	if ttl < 0 {
+		x.W.Error("ERR Invalid TTL value, must be >= 0")
+		return
+	}
+	v, err := decodeDump(a[3])
+	if err != nil {
+		if errors.Is(err, rdb.ErrDumpPayload) {
+			x.W.Error("ERR DUMP payload version or checksum are wrong")
+		} else {
+			x.W.Error("ERR Bad data format")
+		}
+		return
+	}
+	if ttl != 0 && !absTTL {
+		ttl += x.Now()
+	}
+	if ttl != 0 && ttl <= x.Now() {
+		// Already expired: the old key (if replaced) goes, nothing is added.
+		if old != nil {
+			x.DB.Delete(it)
+		}
+		x.W.SimpleString("OK")
+		return
+	}
+	x.DB.Set(key, v, false)
+	it, p := x.DB.Find(key)
+	if ttl != 0 {
+		x.DB.SetExpire(it, ttl)
+	}
+	if idle > 0 {
+		if int64(p.Access) > idle {
+			p.Access -= uint32(idle)
+		} else {
+			p.Access = 0
+		}
+	}
+	x.W.SimpleString("OK")
+}

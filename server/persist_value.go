@@ -1,0 +1,368 @@
+package server
+
+// Values to and from the RDB format: encodeValue feeds an rdb.Encoder from
+// a stored value; loader is the rdb.Handler that builds values from a
+// file (start-up, DEBUG RELOAD) or a DUMP payload (RESTORE).
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/types/hash"
+	"github.com/dfly/dfly/types/list"
+	"github.com/dfly/dfly/types/set"
+	"github.com/dfly/dfly/types/stream"
+	"github.com/dfly/dfly/types/zset"
+)
+
+// encodeValue writes key's value v with meta m to e.
+func encodeValue(e *rdb.Encoder, key []byte, v *shard.Value, m rdb.Meta) {
+	switch v.Type {
+	case shard.TypeString:
+		e.String(key, v.Str(), m)
+	case shard.TypeList:
+		l := v.Obj().(*list.List)
+		e.BeginList(key, l.Len(), m)
+		l.Range(0, l.Len()-1, func(b []byte) bool { e.ListElement(b); return true })
+		e.End()
+	case shard.TypeHash:
+		h := v.Obj().(*hash.Hash)
+		e.BeginHash(key, h.Len(), m)
+		h.Range(func(f, val []byte) bool { e.HashField(f, val); return true })
+		e.End()
+	case shard.TypeSet:
+		s := v.Obj().(*set.Set)
+		e.BeginSet(key, s.Len(), m)
+		s.Range(func(b []byte) bool { e.SetMember(b); return true })
+		e.End()
+	case shard.TypeZSet:
+		z := v.Obj().(*zset.Set)
+		e.BeginZSet(key, z.Len(), m)
+		var buf []byte
+		z.Ascend(0, func(member string, score float64) bool {
+			buf = append(buf[:0], member...)
+			e.ZSetMember(buf, score)
+			return true
+		})
+		e.End()
+	case shard.TypeStream:
+		encodeStream(e, key, v.Obj().(*stream.Stream), m)
+	}
+}
+
+func rdbID(id stream.ID) rdb.StreamID { return rdb.StreamID{Ms: id.Ms, Seq: id.Seq} }
+
+func encodeStream(e *rdb.Encoder, key []byte, s *stream.Stream, m rdb.Meta) {
+	e.BeginStream(key, s.Len(), m)
+	var fields [][]byte
+	it := s.Range(stream.ID{}, stream.MaxID, false)
+	for {
+		ent, ok := it.Next()
+		if !ok {
+			break
+		}
+		fields = ent.Fields(fields[:0])
+		e.StreamEntry(rdbID(ent.ID), fields)
+	}
+	var first stream.ID
+	if s.Len() > 0 {
+		first = s.FirstID()
+	}
+	groups := s.Groups()
+	e.StreamMeta(rdb.StreamMeta{Length: uint64(s.Len()), LastID: rdbID(s.LastID), FirstID: rdbID(first),
+		MaxDeletedID: rdbID(s.MaxDeletedID), EntriesAdded: uint64(s.EntriesAdded), Groups: uint64(len(groups))})
+	for _, g := range groups {
+		e.StreamGroup(rdb.StreamGroup{Name: []byte(g.Name), LastID: rdbID(g.LastID), EntriesRead: g.EntriesRead,
+			Pending: uint64(g.PendingLen())})
+		for i := 0; i < g.PendingLen(); i++ {
+			p := g.PendingAt(i)
+			e.StreamPending(rdb.StreamPending{ID: rdbID(p.ID), DeliveryTime: p.DeliveryTime, DeliveryCount: uint64(p.DeliveryCount)})
+		}
+		consumers := g.Consumers()
+		e.StreamConsumers(uint64(len(consumers)))
+		for _, c := range consumers {
+			ids := c.Pending()
+			e.StreamConsumer(rdb.StreamConsumer{Name: []byte(c.Name), SeenTime: c.SeenTime, ActiveTime: c.SeenTime,
+				Pending: uint64(len(ids))})
+			for _, id := range ids {
+				e.StreamConsumerPending(rdbID(id))
+			}
+		}
+	}
+	e.End()
+}
+
+// loadBatch is how many keys go to a shard in one message.
+const loadBatch = 256
+
+// loader builds values from decoded records. In file mode each finished
+// key goes into its shard's batch, handed to dispatch when full; in dump
+// mode (RESTORE) the one value is kept in result.
+type loader struct {
+	srv      *Server
+	dispatch func(sid int, items []loadItem)
+	now      int64
+	db       int
+	batches  [][]loadItem
+	keys     int
+
+	// the value being built
+	cur      loadItem
+	typ      rdb.Type
+	list     *list.List
+	hash     *hash.Hash
+	set      *set.Set
+	zset     *zset.Set
+	strm     *stream.Stream
+	group    *stream.Group
+	consumer *stream.Consumer
+
+	dump   bool
+	result shard.Value
+	got    bool
+}
+
+func newLoader(s *Server, dispatch func(sid int, items []loadItem)) *loader {
+	return &loader{srv: s, dispatch: dispatch, now: time.Now().UnixMilli(), batches: make([][]loadItem, len(s.shards))}
+}
+
+// load decodes a whole RDB file and hands every key to its shard.
+func (l *loader) load(r io.Reader) error {
+	d := rdb.NewDecoder(bufio.NewReaderSize(r, 1<<20))
+	err := d.Decode(l)
+	if err == nil {
+		for sid, b := range l.batches {
+			if len(b) > 0 {
+				l.dispatch(sid, b)
+				l.batches[sid] = nil
+			}
+		}
+	}
+	return err
+}
+
+// decodeDump builds the value of a DUMP payload.
+func decodeDump(payload []byte) (shard.Value, error) {
+	l := &loader{dump: true}
+	if err := rdb.DecodeDump(payload, l); err != nil {
+		return shard.Value{}, err
+	}
+	if !l.got {
+		return shard.Value{}, rdb.ErrBadDataFormat
+	}
+	return l.result, nil
+}
+
+func (l *loader) finish(v shard.Value) {
+	if l.dump {
+		l.result, l.got = v, true
+		return
+	}
+	at := l.cur.expireAt
+	if at != 0 && at <= l.now {
+		return // expired while the file sat on disk: Redis skips it too
+	}
+	l.keys++
+	sid := l.srv.ShardOf(l.cur.key)
+	l.batches[sid] = append(l.batches[sid], loadItem{db: l.db, key: l.cur.key, val: v, expireAt: at})
+	if len(l.batches[sid]) >= loadBatch {
+		l.dispatch(sid, l.batches[sid])
+		l.batches[sid] = nil
+	}
+}
+
+func (l *loader) AUX(key, val []byte) error       { return nil }
+func (l *loader) ResizeDB(keys, exp uint64) error { return nil }
+func (l *loader) Function(code []byte) error      { return nil }
+
+func (l *loader) SelectDB(db uint64) error {
+	if db >= uint64(len(l.srv.shards[0].DBs)) {
+		return fmt.Errorf("%w: DB index %d out of range (databases %d)", rdb.ErrCorrupt, db, len(l.srv.shards[0].DBs))
+	}
+	l.db = int(db)
+	return nil
+}
+
+func (l *loader) String(key, val []byte, m rdb.Meta) error {
+	l.cur = loadItem{key: append([]byte(nil), key...), expireAt: m.ExpireAt}
+	l.finish(shard.NewString(val))
+	return nil
+}
+
+func (l *loader) Begin(key []byte, t rdb.Type, sizeHint int, m rdb.Meta) error {
+	l.cur = loadItem{key: append([]byte(nil), key...), expireAt: m.ExpireAt}
+	l.typ = t
+	switch t {
+	case rdb.TypeList:
+		l.list = list.New()
+	case rdb.TypeHash:
+		l.hash = hash.New()
+	case rdb.TypeSet:
+		l.set = set.New()
+	case rdb.TypeZSet:
+		l.zset = zset.New()
+	case rdb.TypeStream:
+		l.strm = stream.New()
+		l.group, l.consumer = nil, nil
+	default:
+		return fmt.Errorf("%w: value type %v", rdb.ErrCorrupt, t)
+	}
+	return nil
+}
+
+var errLoadOrder = fmt.Errorf("%w: element outside its value", rdb.ErrCorrupt)
+
+func (l *loader) ListElement(val []byte) error {
+	if l.list == nil {
+		return errLoadOrder
+	}
+	l.list.PushRight(val)
+	return nil
+}
+
+func (l *loader) SetMember(member []byte) error {
+	if l.set == nil {
+		return errLoadOrder
+	}
+	if !l.set.Add(member) {
+		return fmt.Errorf("%w: duplicate set member", rdb.ErrCorrupt)
+	}
+	return nil
+}
+
+func (l *loader) HashField(field, val []byte) error {
+	if l.hash == nil {
+		return errLoadOrder
+	}
+	if !l.hash.Set(field, val) {
+		return fmt.Errorf("%w: duplicate hash field", rdb.ErrCorrupt)
+	}
+	return nil
+}
+
+func (l *loader) ZSetMember(member []byte, score float64) error {
+	if l.zset == nil {
+		return errLoadOrder
+	}
+	if !l.zset.Add(member, score) {
+		return fmt.Errorf("%w: duplicate sorted set member", rdb.ErrCorrupt)
+	}
+	return nil
+}
+
+func streamID(id rdb.StreamID) stream.ID { return stream.ID{Ms: id.Ms, Seq: id.Seq} }
+
+func (l *loader) StreamEntry(id rdb.StreamID, fieldsValues [][]byte) error {
+	if l.strm == nil {
+		return errLoadOrder
+	}
+	if n := l.strm.Len(); n > 0 && !l.strm.LastEntryID().Less(streamID(id)) {
+		return fmt.Errorf("%w: stream entry IDs out of order", rdb.ErrCorrupt)
+	}
+	l.strm.Append(streamID(id), fieldsValues)
+	return nil
+}
+
+func (l *loader) StreamMeta(m rdb.StreamMeta) error {
+	if l.strm == nil {
+		return errLoadOrder
+	}
+	l.strm.LastID = streamID(m.LastID)
+	l.strm.MaxDeletedID = streamID(m.MaxDeletedID)
+	l.strm.EntriesAdded = int64(m.EntriesAdded)
+	return nil
+}
+
+func (l *loader) StreamGroup(g rdb.StreamGroup) error {
+	if l.strm == nil {
+		return errLoadOrder
+	}
+	grp, ok := l.strm.CreateGroup(g.Name, streamID(g.LastID), g.EntriesRead)
+	if !ok {
+		return fmt.Errorf("%w: duplicate stream group %q", rdb.ErrCorrupt, g.Name)
+	}
+	l.group, l.consumer = grp, nil
+	return nil
+}
+
+func (l *loader) StreamPending(p rdb.StreamPending) error {
+	if l.group == nil {
+		return errLoadOrder
+	}
+	if !l.group.AddPending(streamID(p.ID), p.DeliveryTime, int64(p.DeliveryCount)) {
+		return fmt.Errorf("%w: duplicate stream PEL entry %v", rdb.ErrCorrupt, p.ID)
+	}
+	return nil
+}
+
+func (l *loader) StreamConsumer(c rdb.StreamConsumer) error {
+	if l.group == nil {
+		return errLoadOrder
+	}
+	cons, created := l.group.CreateConsumer(c.Name, c.SeenTime)
+	if !created {
+		return fmt.Errorf("%w: duplicate stream consumer %q", rdb.ErrCorrupt, c.Name)
+	}
+	cons.SeenTime = c.SeenTime
+	l.consumer = cons
+	return nil
+}
+
+func (l *loader) StreamConsumerPending(id rdb.StreamID) error {
+	if l.consumer == nil {
+		return errLoadOrder
+	}
+	if !l.group.Own(l.consumer, streamID(id)) {
+		return fmt.Errorf("%w: consumer PEL entry %v not in the group PEL", rdb.ErrCorrupt, id)
+	}
+	return nil
+}
+
+func (l *loader) End() error {
+	var v shard.Value
+	switch l.typ {
+	case rdb.TypeList:
+		if l.list == nil {
+			return errLoadOrder
+		}
+		v = shard.ObjectValue(shard.TypeList, l.list)
+	case rdb.TypeHash:
+		if l.hash == nil {
+			return errLoadOrder
+		}
+		v = shard.ObjectValue(shard.TypeHash, l.hash)
+	case rdb.TypeSet:
+		if l.set == nil {
+			return errLoadOrder
+		}
+		v = shard.ObjectValue(shard.TypeSet, l.set)
+	case rdb.TypeZSet:
+		if l.zset == nil {
+			return errLoadOrder
+		}
+		v = shard.ObjectValue(shard.TypeZSet, l.zset)
+	case rdb.TypeStream:
+		if l.strm == nil {
+			return errLoadOrder
+		}
+		for _, g := range l.strm.Groups() {
+			for i := 0; i < g.PendingLen(); i++ {
+				if g.PendingAt(i).Owner == nil {
+					return fmt.Errorf("%w: stream PEL entry %v has no consumer", rdb.ErrCorrupt, g.PendingAt(i).ID)
+				}
+			}
+		}
+		v = shard.ObjectValue(shard.TypeStream, l.strm)
+	default:
+		return errLoadOrder
+	}
+	l.list, l.hash, l.set, l.zset, l.strm, l.group, l.consumer = nil, nil, nil, nil, nil, nil, nil
+	l.finish(v)
+	return nil
+}
+
+var _ rdb.Handler = (*loader)(nil)
