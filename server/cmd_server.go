@@ -179,6 +179,7 @@ func cmdDebug(x *Coord) {
 		// dfly's own: collect garbage now, so INFO's used_memory shows live
 		// data (benchmarks compare it with Redis's allocator count).
 		runtime.GC()
+		runtime.GC() // a second cycle also empties sync.Pool victim caches (I/O buffers)
 		x.W.SimpleString("OK")
 	default:
 		x.W.Error("ERR unknown subcommand '" + truncArg(x.Args[1]) + "'. Try DEBUG HELP.")
