@@ -311,17 +311,13 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 	if x.local != nil {
 		// Confined to this shard, whose goroutine runs it: no other
 		// command can run here meanwhile, so it needs no locks.
-		sc.declared = make(map[string]struct{}, numKeys)
-		for _, k := range keys {
-			sc.declared[string(k)] = struct{}{}
-		}
+		sc.declared = keys
 		sc.t = x.Tx()
 	} else if numKeys > 0 || x.inTx {
 		t := x.Tx()
-		sc.declared = make(map[string]struct{}, numKeys)
+		sc.declared = keys
 		for _, k := range keys {
 			t.Add(x.ShardOf(k), x.DB, string(k), !readonly)
-			sc.declared[string(k)] = struct{}{}
 		}
 		t.Lock()
 		defer t.Finish(nil)

@@ -35,22 +35,23 @@ type scriptCtx struct {
 	sha      string
 	db       int
 	readonly bool
-	keyed    bool // declared keys (keyless writes such as FLUSHALL are refused)
-	declared map[string]struct{}
-	resp     int // redis.setresp
+	keyed    bool     // declared keys (keyless writes such as FLUSHALL are refused)
+	declared [][]byte // KEYS: few, so a scan beats building a map per run
+	resp     int      // redis.setresp
 	run      *scriptRun
 }
 
 // luaVM is a pooled interpreter. Between runs its globals are empty: the
 // libraries live behind read-only proxies, and KEYS and ARGV are removed.
 type luaVM struct {
-	eng     *scriptEngine
-	L       *lua.LState
-	env     *lua.LTable   // the scripts' globals
-	guarded []*lua.LTable // read-only proxies, emptied after each run
-	isGuard map[*lua.LTable]bool
-	handler *lua.LFunction
-	null    *lua.LUserData // cjson.null
+	eng       *scriptEngine
+	L         *lua.LState
+	env       *lua.LTable   // the scripts' globals
+	guarded   []*lua.LTable // read-only proxies, emptied after each run
+	resetKeys []lua.LValue  // scratch for reset
+	isGuard   map[*lua.LTable]bool
+	handler   *lua.LFunction
+	null      *lua.LUserData // cjson.null
 
 	sc    *scriptCtx
 	reply resp.Writer // the reply of the command being called
@@ -62,6 +63,10 @@ func compileScript(body []byte) (*lua.FunctionProto, string) {
 	if err == nil {
 		var proto *lua.FunctionProto
 		if proto, err = lua.Compile(chunk, scriptSource); err == nil {
+			// Redis runs a script as a function body: no Lua 5.0 "arg"
+			// table for its varargs, which gopher-lua would otherwise
+			// build (with a map) on every run.
+			proto.IsVarArg &^= lua.VarArgNeedsArg
 			return proto, ""
 		}
 	}
@@ -226,11 +231,12 @@ func (vm *luaVM) reset() {
 		vm.reply.Buf = nil
 	}
 	for _, t := range vm.guarded {
-		var keys []lua.LValue
+		keys := vm.resetKeys[:0]
 		t.ForEach(func(k, _ lua.LValue) { keys = append(keys, k) })
 		for _, k := range keys {
 			t.RawSet(k, lua.LNil)
 		}
+		vm.resetKeys = keys[:0]
 	}
 	vm.L.SetTop(0)
 }
@@ -579,7 +585,7 @@ func (vm *luaVM) call(L *lua.LState, raise bool) int {
 	}
 	vm.pos = cmd.keys(vm.pos[:0], args)
 	for _, i := range vm.pos {
-		if _, ok := sc.declared[string(args[i])]; !ok || sc.db != sc.x.DB {
+		if !sc.isDeclared(args[i]) || sc.db != sc.x.DB {
 			return vm.fail(L, raise, errUndeclared)
 		}
 	}
@@ -747,4 +753,13 @@ func (vm *luaVM) toLua(b []byte, pos int) (lua.LValue, int) {
 		return vm.toLua(b, next)
 	}
 	return lua.LNil, len(b)
+}
+
+func (sc *scriptCtx) isDeclared(key []byte) bool {
+	for _, k := range sc.declared {
+		if string(k) == string(key) {
+			return true
+		}
+	}
+	return false
 }
