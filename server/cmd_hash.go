@@ -44,15 +44,7 @@ func hashCommands() []*Command {
 // hashValue finds key as a hash, writing WRONGTYPE for another type; h is
 // nil for a missing key.
 func hashValue(x *Exec, key []byte) (shard.Iterator, *hash.Hash, bool) {
-	it, v, ok := x.DB.FindType(key, shard.TypeHash)
-	if !ok {
-		x.W.Error(errWrongType)
-		return it, nil, false
-	}
-	if v == nil {
-		return it, nil, true
-	}
-	return it, v.Obj().(*hash.Hash), true
+	return typedValue[*hash.Hash](x, key, shard.TypeHash)
 }
 
 // hashForWrite finds or creates key as a hash and announces the update.

@@ -42,37 +42,17 @@ func listCommands() []*Command {
 // numKeysPositions is the key layout "numkeys key..." with numkeys at
 // argument at; a bad numkeys yields no keys (the handler reports it).
 func numKeysPositions(at int) func(dst []int, args [][]byte) []int {
-	return func(dst []int, args [][]byte) []int {
-		if at >= len(args) {
-			return dst
-		}
-		n, ok := num.ParseInt(args[at])
-		if !ok || n <= 0 || n > int64(len(args)-at-1) {
-			return dst
-		}
-		for i := at + 1; i <= at+int(n); i++ {
-			dst = append(dst, i)
-		}
-		return dst
-	}
+	return zsetNumKeys(at, false)
 }
 
 // listValue finds key as a list, writing WRONGTYPE for another type.
 func listValue(x *Exec, key []byte) (shard.Iterator, *list.List, bool) {
-	it, v, ok := x.DB.FindType(key, shard.TypeList)
-	if !ok {
-		x.W.Error(errWrongType)
-		return it, nil, false
-	}
-	if v == nil {
-		return it, nil, true
-	}
-	return it, v.Obj().(*list.List), true
+	return typedValue[*list.List](x, key, shard.TypeList)
 }
 
 // mutableList announces an update of the list at it and returns it.
 func mutableList(db *shard.DB, it shard.Iterator) *list.List {
-	return db.Mutate(it).Obj().(*list.List)
+	return mutable[*list.List](db, it)
 }
 
 // listPush pushes vals onto key (creating it unless onlyExisting) and

@@ -50,15 +50,7 @@ func setCommands() []*Command {
 // setValue finds key as a set, writing WRONGTYPE for another type; s is
 // nil for a missing key.
 func setValue(x *Exec, key []byte) (shard.Iterator, *set.Set, bool) {
-	it, v, ok := x.DB.FindType(key, shard.TypeSet)
-	if !ok {
-		x.W.Error(errWrongType)
-		return it, nil, false
-	}
-	if v == nil {
-		return it, nil, true
-	}
-	return it, v.Obj().(*set.Set), true
+	return typedValue[*set.Set](x, key, shard.TypeSet)
 }
 
 func cmdSAdd(x *Exec) {

@@ -78,20 +78,12 @@ func noGroupErr(key, group []byte) string {
 // streamValue finds key as a stream, writing WRONGTYPE for another type;
 // s is nil for a missing key.
 func streamValue(x *Exec, key []byte) (it shard.Iterator, s *stream.Stream, ok bool) {
-	it, v, ok := x.DB.FindType(key, shard.TypeStream)
-	if !ok {
-		x.W.Error(errWrongType)
-		return it, nil, false
-	}
-	if v == nil {
-		return it, nil, true
-	}
-	return it, v.Obj().(*stream.Stream), true
+	return typedValue[*stream.Stream](x, key, shard.TypeStream)
 }
 
 // mutableStream announces an update of the stream at it and returns it.
 func mutableStream(db *shard.DB, it shard.Iterator) *stream.Stream {
-	return db.Mutate(it).Obj().(*stream.Stream)
+	return mutable[*stream.Stream](db, it)
 }
 
 // parseStrictID parses an ID argument where "-" and "+" are not allowed.

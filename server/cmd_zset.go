@@ -106,20 +106,12 @@ func zsetNumKeys(at int, dest bool) func(dst []int, args [][]byte) []int {
 // zsetOf finds key as a sorted set, writing WRONGTYPE for another type; z is
 // nil for a missing key.
 func zsetOf(x *Exec, key []byte) (shard.Iterator, *zset.Set, bool) {
-	it, v, ok := x.DB.FindType(key, shard.TypeZSet)
-	if !ok {
-		x.W.Error(errWrongType)
-		return it, nil, false
-	}
-	if v == nil {
-		return it, nil, true
-	}
-	return it, v.Obj().(*zset.Set), true
+	return typedValue[*zset.Set](x, key, shard.TypeZSet)
 }
 
 // mutableZSet announces an update of the sorted set at it.
 func mutableZSet(db *shard.DB, it shard.Iterator) *zset.Set {
-	return db.Mutate(it).Obj().(*zset.Set)
+	return mutable[*zset.Set](db, it)
 }
 
 // zdeleteIfEmpty removes the key at it when its set has no members left.
