@@ -24,6 +24,12 @@ type Config struct {
 	QueryBufMax  int64
 	// ProtectedMode refuses non-loopback clients when no password is set.
 	ProtectedMode bool
+	// DBFormat is the snapshot format SAVE writes: "rdb" or "dfly"
+	// (persist_dfly.go).
+	DBFormat string
+	// Save is the BGSAVE schedule, "<seconds> <changes> ..." ("" = none;
+	// persist_schedule.go).
+	Save string
 
 	mu sync.RWMutex
 }
@@ -33,7 +39,7 @@ func DefaultConfig() *Config {
 	return &Config{
 		Port: 6379, Bind: "127.0.0.1", MaxClients: 10000, Dir: ".", DBFilename: "dump.rdb",
 		Databases: 16, LogLevel: "notice", ProtoMaxBulk: 512 << 20, QueryBufMax: 1 << 30,
-		ProtectedMode: true,
+		ProtectedMode: true, DBFormat: "rdb",
 	}
 }
 
@@ -109,7 +115,20 @@ var params = []param{
 	}},
 	{name: "shards", get: func(c *Config) string { return strconv.Itoa(c.Shards) }},
 	fixed("appendonly", "no"),
-	fixed("save", ""),
+	{name: "save", get: func(c *Config) string { return c.Save }, set: func(c *Config, v string) error {
+		if _, err := ParseSave(v); err != nil {
+			return err
+		}
+		c.Save = strings.Join(strings.Fields(v), " ")
+		return nil
+	}},
+	{name: "dbformat", get: func(c *Config) string { return c.DBFormat }, set: func(c *Config, v string) error {
+		if v != "rdb" && v != "dfly" {
+			return fmt.Errorf("argument must be 'rdb' or 'dfly'")
+		}
+		c.DBFormat = v
+		return nil
+	}},
 	fixed("maxmemory-policy", "noeviction"),
 	fixed("timeout", "0"),
 }

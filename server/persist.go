@@ -31,6 +31,7 @@ type persistState struct {
 	// writesAtSave is the shards' write count at the last save, for
 	// rdb_changes_since_last_save (approximate: CONFIG RESETSTAT resets it).
 	writesAtSave atomic.Uint64
+	prog         loadProgress // the running load, for INFO (persist_schedule.go)
 }
 
 func init() { typeFamilies = append(typeFamilies, persistCommands) }
@@ -102,6 +103,11 @@ func (s *Server) save(t *tx.Tx) error {
 	defer s.persist.mu.Unlock()
 	t.AddAllShards()
 	t.Lock()
+	if s.dbFormat() == "dfly" {
+		err := s.saveDfly(t)
+		t.Finish(nil)
+		return err
+	}
 	snap := s.serialize(t)
 	t.Finish(nil)
 	return s.writeSnapshot(snap)
@@ -251,6 +257,9 @@ func (s *Server) writeSnapshot(snap []shardSnapshot) (err error) {
 func (s *Server) LoadOnStart() error {
 	s.persist.lastSave.Store(time.Now().Unix())
 	path := s.rdbPath()
+	if s.useDflyFiles(path) {
+		return s.loadDflyOnStart()
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -261,6 +270,27 @@ func (s *Server) LoadOnStart() error {
 	defer f.Close()
 	s.log.Noticef("Loading RDB...")
 	start := time.Now()
+	dispatch, wait := s.startLoadWorkers()
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	endLoad := s.beginLoad(size, time.Second)
+	l := newLoader(s, dispatch)
+	err = l.load(&countingReader{r: f, n: &s.persist.prog.loaded})
+	wait()
+	endLoad()
+	if err != nil {
+		return fmt.Errorf("loading %s: %w", path, err)
+	}
+	s.loadDone(l.keys, start)
+	return nil
+}
+
+// startLoadWorkers starts one goroutine per shard applying decoded
+// batches before the server serves; dispatch may be called from several
+// goroutines, wait closes the queues and waits for the workers.
+func (s *Server) startLoadWorkers() (dispatch func(sid int, items []loadItem), wait func()) {
 	queues := make([]chan []loadItem, len(s.shards))
 	var wg sync.WaitGroup
 	for i, sh := range s.shards {
@@ -274,22 +304,24 @@ func (s *Server) LoadOnStart() error {
 			}
 		}()
 	}
-	l := newLoader(s, func(sid int, items []loadItem) { queues[sid] <- items })
-	err = l.load(f)
-	for _, q := range queues {
-		close(q)
+	dispatch = func(sid int, items []loadItem) { queues[sid] <- items }
+	wait = func() {
+		for _, q := range queues {
+			close(q)
+		}
+		wg.Wait()
 	}
-	wg.Wait()
-	if err != nil {
-		return fmt.Errorf("loading %s: %w", path, err)
-	}
+	return dispatch, wait
+}
+
+// loadDone records a finished start-up load of keys keys.
+func (s *Server) loadDone(keys int, start time.Time) {
 	var writes uint64
 	for _, sh := range s.shards { // idle until Serve; the workers are done
 		writes += sh.Stats.Writes
 	}
 	s.persist.writesAtSave.Store(writes)
-	s.log.Noticef("DB loaded from disk: %d keys in %.3f seconds", l.keys, time.Since(start).Seconds())
-	return nil
+	s.log.Noticef("DB loaded from disk: %d keys in %.3f seconds", keys, time.Since(start).Seconds())
 }
 
 // debugReload is DEBUG RELOAD: save, then empty every database and load
@@ -334,12 +366,15 @@ func (s *Server) reloadLocked(t *tx.Tx) error {
 		return err
 	}
 	defer f.Close()
-	s.persist.loading.Store(true)
-	defer s.persist.loading.Store(false)
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	defer s.beginLoad(size, 0)()
 	l := newLoader(s, func(sid int, items []loadItem) {
 		t.Run(sid, func(sh *shard.Shard) { applyItems(sh, items) })
 	})
-	return l.load(f)
+	return l.load(&countingReader{r: f, n: &s.persist.prog.loaded})
 }
 
 // loadItem is one decoded key on its way to its shard.
@@ -368,7 +403,7 @@ func applyItems(sh *shard.Shard, items []loadItem) {
 // current write count.
 func persistInfo(s *Server, writes uint64, field func(k string, v any)) {
 	p := &s.persist
-	field("loading", boolInt(p.loading.Load()))
+	loadingInfo(s, field)
 	field("async_loading", 0)
 	changes := int64(writes) - int64(p.writesAtSave.Load())
 	if changes < 0 {

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 
 	"github.com/dfly/dfly/server"
@@ -55,6 +56,7 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dfly: %v\n", err)
 		return 1
 	}
+	srv.StartSaveSchedule()
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
@@ -112,6 +114,20 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 		default:
 			return errors.New("must be yes or no")
 		}
+		return nil
+	})
+	fs.Func("dbformat", "snapshot format SAVE writes: rdb (one Redis file) or dfly (a file per shard)", func(v string) error {
+		if v != "rdb" && v != "dfly" {
+			return errors.New("must be rdb or dfly")
+		}
+		cfg.DBFormat = v
+		return nil
+	})
+	fs.Func("save", `BGSAVE schedule "<seconds> <changes> ..." ("" = none)`, func(v string) error {
+		if _, err := server.ParseSave(v); err != nil {
+			return err
+		}
+		cfg.Save = strings.Join(strings.Fields(v), " ")
 		return nil
 	})
 	fs.Func("proto-max-bulk-len", "largest bulk string accepted (default 512mb)", func(v string) error {

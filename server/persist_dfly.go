@@ -1,0 +1,517 @@
+package server
+
+// dfly's own snapshot format (--dbformat dfly): one file per shard,
+// <dir>/<base>-<NNNN>.dfs, each written by its shard in parallel, and a
+// summary <dir>/<base>-summary.dfs written last.
+//
+// A shard file is the RDB signature ("REDIS0010"), then tagged chunks
+// (rdb.AppendChunk framing) of stream id = the shard's number: plain
+// fragments (AUX, per database SELECTDB and RESIZEDB, key records; about
+// 1 MiB each, split into OpChunk pieces past rdb.MaxChunkPayload) and
+// OpZstdBlob chunks holding one key record of 4 KiB or more that zstd
+// made smaller; then the EOF opcode and the CRC-64 of everything before
+// it, as in an RDB file.
+//
+// The summary is text, one field per line:
+//
+//	dfly-summary 1
+//	time <unix seconds of the save>
+//	shards <count>
+//	file <name> <size> <crc64 hex>     (one per shard, in order)
+//
+// Shard files are renamed into place before the summary, which is
+// written to a temporary file and renamed; a crash between the two leaves
+// files whose size or CRC disagree with the old summary, which loading
+// reports. Loading reads every file on its own goroutine and routes each
+// key by ShardOf, so the loading server's shard count may differ.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tx"
+)
+
+const (
+	// dfsFragment is the size at which a shard's plain records are cut
+	// into a chunk.
+	dfsFragment = 1 << 20
+	// dfsBlobMin is the smallest key record tried with zstd.
+	dfsBlobMin = 4 << 10
+	// dfsMaxBlob bounds a decompressed blob.
+	dfsMaxBlob = 1 << 30
+	dfsMagic   = "dfly-summary 1"
+)
+
+// dbFormat is the configured snapshot format, "rdb" or "dfly".
+func (s *Server) dbFormat() string {
+	s.cfg.mu.RLock()
+	defer s.cfg.mu.RUnlock()
+	return s.cfg.DBFormat
+}
+
+// dflyBase is the snapshot directory and the files' base name
+// (dbfilename without .rdb).
+func (s *Server) dflyBase() (dir, base string) {
+	s.cfg.mu.RLock()
+	defer s.cfg.mu.RUnlock()
+	return s.cfg.Dir, strings.TrimSuffix(s.cfg.DBFilename, ".rdb")
+}
+
+func (s *Server) summaryPath() string {
+	dir, base := s.dflyBase()
+	return filepath.Join(dir, base+"-summary.dfs")
+}
+
+// useDflyFiles reports whether start-up loads the dfly files: there is a
+// summary and either dbformat is dfly or there is no RDB file.
+func (s *Server) useDflyFiles(rdbPath string) bool {
+	if _, err := os.Stat(s.summaryPath()); err != nil {
+		return false
+	}
+	if s.dbFormat() == "dfly" {
+		return true
+	}
+	_, err := os.Stat(rdbPath)
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// dfsEntry is one shard file of a summary.
+type dfsEntry struct {
+	name string
+	size int64
+	crc  uint64
+	err  error
+}
+
+// saveDfly writes the dfly files while t holds every shard; each shard
+// writes its own file on its own goroutine.
+func (s *Server) saveDfly(t *tx.Tx) (err error) {
+	start := time.Now()
+	dir, base := s.dflyBase()
+	summary := filepath.Join(dir, base+"-summary.dfs")
+	defer func() {
+		s.persist.lastFailed.Store(err != nil)
+		if err != nil {
+			s.log.Warnf("Failed saving the DB to %s: %v", summary, err)
+			return
+		}
+		s.persist.lastSave.Store(time.Now().Unix())
+		s.log.Noticef("DB saved on disk in %.3f seconds", time.Since(start).Seconds())
+	}()
+	files := make([]dfsEntry, len(s.shards))
+	var writes atomic.Uint64
+	t.RunAll(func(sh *shard.Shard) {
+		writes.Add(sh.Stats.Writes)
+		files[sh.ID] = writeShardFile(sh, dir, fmt.Sprintf("%s-%04d.dfs", base, sh.ID))
+	})
+	for _, f := range files {
+		if f.err != nil {
+			return f.err
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\ntime %d\nshards %d\n", dfsMagic, time.Now().Unix(), len(files))
+	for _, f := range files {
+		fmt.Fprintf(&b, "file %s %d %016x\n", f.name, f.size, f.crc)
+	}
+	if err = writeFileAtomic(summary, []byte(b.String())); err != nil {
+		return err
+	}
+	// Files of an earlier save with more shards are no longer listed.
+	for i := len(files); ; i++ {
+		if os.Remove(filepath.Join(dir, fmt.Sprintf("%s-%04d.dfs", base, i))) != nil {
+			break
+		}
+	}
+	s.persist.writesAtSave.Store(writes.Load())
+	return nil
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// dfsWriter writes a shard file, keeping its size and CRC.
+type dfsWriter struct {
+	w    *bufio.Writer
+	crc  uint64
+	size int64
+	buf  []byte
+}
+
+func (w *dfsWriter) put(b []byte) {
+	w.crc = rdb.CRC64(w.crc, b)
+	w.size += int64(len(b))
+	_, _ = w.w.Write(b) // the bufio.Writer keeps the first error for Flush
+}
+
+// plain frames records as one item.
+func (w *dfsWriter) plain(stream uint32, b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	w.buf = rdb.AppendChunks(w.buf[:0], stream, b, rdb.MaxChunkPayload)
+	w.put(w.buf)
+}
+
+// writeShardFile writes sh's databases to dir/name; it runs on the
+// shard's goroutine.
+func writeShardFile(sh *shard.Shard, dir, name string) (ent dfsEntry) {
+	ent.name = name
+	path := filepath.Join(dir, name)
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		ent.err = err
+		return ent
+	}
+	defer func() {
+		if ent.err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	zenc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest))
+	if err != nil {
+		ent.err = err
+		return ent
+	}
+	defer zenc.Close()
+	w := &dfsWriter{w: bufio.NewWriterSize(f, 1<<20)}
+	stream := uint32(sh.ID)
+	e := rdb.NewEncoder(nil)
+	e.WriteHeader()
+	w.put(e.TakeBytes())
+	e.StandardAUX(RedisVersion, 0)
+	var zbuf []byte
+	now := sh.Now()
+	for i, db := range sh.DBs {
+		if db.Len() == 0 {
+			continue
+		}
+		e.SelectDB(uint64(i))
+		e.ResizeDB(uint64(db.Len()), uint64(db.Expire.Len()))
+		var cursor uint64
+		for {
+			cursor = db.Table.Traverse(cursor, func(it shard.Iterator) {
+				var m rdb.Meta
+				if at, ok := db.ExpireAt(it); ok {
+					if at <= now {
+						return // logically expired, not yet swept
+					}
+					m.ExpireAt = at
+				}
+				before := e.Len()
+				encodeValue(e, []byte(db.Table.Key(it)), db.Table.Value(it), m)
+				if e.Len()-before >= dfsBlobMin && e.Err() == nil {
+					b := e.TakeBytes()
+					w.plain(stream, b[:before])
+					rec := b[before:]
+					zbuf = zenc.EncodeAll(rec, zbuf[:0])
+					if len(zbuf) < len(rec) && len(zbuf) <= rdb.MaxChunkPayload {
+						w.buf = rdb.AppendChunk(w.buf[:0], rdb.OpZstdBlob, stream, zbuf)
+						w.put(w.buf)
+					} else {
+						w.plain(stream, rec)
+					}
+				} else if e.Len() >= dfsFragment {
+					w.plain(stream, e.TakeBytes())
+				}
+			})
+			if cursor == 0 {
+				break
+			}
+		}
+		if err := e.Err(); err != nil {
+			ent.err = err
+			return ent
+		}
+	}
+	w.plain(stream, e.TakeBytes())
+	w.put([]byte{0xFF}) // RDB_OPCODE_EOF; the checksum covers it
+	var sum [8]byte
+	binary.LittleEndian.PutUint64(sum[:], w.crc)
+	_, _ = w.w.Write(sum[:])
+	ent.size, ent.crc = w.size+8, w.crc
+	if ent.err = w.w.Flush(); ent.err != nil {
+		return ent
+	}
+	if ent.err = f.Sync(); ent.err != nil {
+		return ent
+	}
+	if ent.err = f.Close(); ent.err != nil {
+		return ent
+	}
+	if ent.err = os.Rename(tmp, path); ent.err != nil {
+		os.Remove(tmp)
+	}
+	return ent
+}
+
+// readSummary parses the summary file.
+func readSummary(path string) ([]dfsEntry, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	bad := func(line int, why string) error {
+		return fmt.Errorf("summary %s: line %d: %s", path, line, why)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) < 3 || lines[0] != dfsMagic {
+		return nil, bad(1, "not a dfly summary file")
+	}
+	f := strings.Fields(lines[2])
+	if len(f) != 2 || f[0] != "shards" {
+		return nil, bad(3, "no shard count")
+	}
+	n, err := strconv.Atoi(f[1])
+	if err != nil || n < 1 || n != len(lines)-3 {
+		return nil, bad(3, fmt.Sprintf("shard count %q does not match the %d files listed", f[1], len(lines)-3))
+	}
+	var files []dfsEntry
+	for i, ln := range lines[3:] {
+		f := strings.Fields(ln)
+		if len(f) != 4 || f[0] != "file" || filepath.Base(f[1]) != f[1] {
+			return nil, bad(i+4, "bad file line")
+		}
+		size, err1 := strconv.ParseInt(f[2], 10, 64)
+		crc, err2 := strconv.ParseUint(f[3], 16, 64)
+		if err1 != nil || err2 != nil {
+			return nil, bad(i+4, "bad file size or checksum")
+		}
+		files = append(files, dfsEntry{name: f[1], size: size, crc: crc})
+	}
+	return files, nil
+}
+
+// loadDflyOnStart loads the files the summary lists, in parallel, before
+// the server serves.
+func (s *Server) loadDflyOnStart() error {
+	start := time.Now()
+	summary := s.summaryPath()
+	files, err := readSummary(summary)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(summary)
+	var total int64
+	for _, f := range files {
+		path := filepath.Join(dir, f.name)
+		fi, err := os.Stat(path)
+		if err != nil {
+			return fmt.Errorf("shard file %s (listed in %s): %w", path, summary, err)
+		}
+		if fi.Size() != f.size {
+			return fmt.Errorf("shard file %s: offset %d: size %d, the summary says %d", path, min(fi.Size(), f.size), fi.Size(), f.size)
+		}
+		total += f.size
+	}
+	s.log.Noticef("Loading %d dfly snapshot files (%d bytes)...", len(files), total)
+	dispatch, wait := s.startLoadWorkers()
+	endLoad := s.beginLoad(total, time.Second)
+	errs := make([]error, len(files))
+	keys := make([]int, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			keys[i], errs[i] = s.loadShardFile(filepath.Join(dir, f.name), f.crc, dispatch)
+		}()
+	}
+	wg.Wait()
+	wait()
+	endLoad()
+	n := 0
+	for i := range files {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		n += keys[i]
+	}
+	s.loadDone(n, start)
+	return nil
+}
+
+// loadShardFile decodes one shard file, handing its keys to dispatch.
+// Errors name the file and the offset in it.
+func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, []loadItem)) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("shard file %s: %w", path, err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	var off int64
+	var crc uint64
+	fail := func(at int64, format string, args ...any) error {
+		return fmt.Errorf("shard file %s: offset %d: %s", path, at, fmt.Sprintf(format, args...))
+	}
+	read := func(b []byte) error {
+		if _, err := io.ReadFull(r, b); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return fail(off, "unexpected end of file (truncated?)")
+			}
+			return fail(off, "%v", err)
+		}
+		crc = rdb.CRC64(crc, b)
+		off += int64(len(b))
+		s.persist.prog.loaded.Add(int64(len(b)))
+		return nil
+	}
+	var hdr [rdb.ChunkHeaderSize]byte
+	if err := read(hdr[:9]); err != nil {
+		return 0, err
+	}
+	if !bytes.HasPrefix(hdr[:], []byte("REDIS")) {
+		return 0, fail(0, "not a dfly shard file (no REDIS signature)")
+	}
+	zdec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(dfsMaxBlob))
+	if err != nil {
+		return 0, err
+	}
+	defer zdec.Close()
+	l := newLoader(s, dispatch)
+	d := rdb.NewDecoder(bytes.NewReader(nil))
+	var payload, pending, zbuf []byte
+	pendingOff := int64(-1)
+	decode := func(item []byte, at int64, what string) error {
+		d.Reset(bytes.NewReader(item))
+		err := d.DecodeFragment(l)
+		if err == nil {
+			return nil
+		}
+		var re *rdb.Error
+		if errors.As(err, &re) {
+			if what != "" {
+				return fail(at, "%s, at byte %d of it: %s", what, re.Offset, re.Msg)
+			}
+			return fail(at+re.Offset, "%s", re.Msg)
+		}
+		return fail(at, "%v", err)
+	}
+	for {
+		at := off
+		if err := read(hdr[:1]); err != nil {
+			return 0, err
+		}
+		if hdr[0] == 0xFF { // EOF
+			sum := crc
+			var stored [8]byte
+			if _, err := io.ReadFull(r, stored[:]); err != nil {
+				return 0, fail(off, "unexpected end of file in the checksum")
+			}
+			if got := binary.LittleEndian.Uint64(stored[:]); got != sum || sum != wantCRC {
+				return 0, fail(off, "checksum mismatch: file has %016x, content is %016x, summary says %016x", got, sum, wantCRC)
+			}
+			s.persist.prog.loaded.Add(8)
+			if len(pending) > 0 {
+				return 0, fail(pendingOff, "incomplete chunked item")
+			}
+			break
+		}
+		if err := read(hdr[1:]); err != nil {
+			return 0, err
+		}
+		op, n := hdr[0], binary.LittleEndian.Uint32(hdr[5:])
+		if !rdb.IsChunkOp(op) {
+			return 0, fail(at, "unknown chunk opcode 0x%02x", op)
+		}
+		if n > rdb.MaxChunkPayload {
+			return 0, fail(at+5, "chunk length %d exceeds %d", n, rdb.MaxChunkPayload)
+		}
+		if cap(payload) < int(n) {
+			payload = make([]byte, n)
+		}
+		payload = payload[:n]
+		dataOff := off
+		if err := read(payload); err != nil {
+			return 0, err
+		}
+		switch op {
+		case rdb.OpChunk:
+			if pendingOff < 0 {
+				pendingOff = dataOff
+			}
+			pending = append(pending, payload...)
+		case rdb.OpChunkEnd:
+			item := payload
+			if pendingOff >= 0 {
+				// a split item: offsets are positions in the reassembled item
+				pending = append(pending, payload...)
+				item, dataOff = pending, pendingOff
+			}
+			if err := decode(item, dataOff, ""); err != nil {
+				return 0, err
+			}
+			pending, pendingOff = pending[:0], -1
+		case rdb.OpZstdBlob:
+			zbuf, err = zdec.DecodeAll(payload, zbuf[:0])
+			if err != nil {
+				return 0, fail(dataOff, "zstd blob: %v", err)
+			}
+			if err := decode(zbuf, dataOff, "in the zstd blob"); err != nil {
+				return 0, err
+			}
+			if cap(zbuf) > 4<<20 {
+				zbuf = nil
+			}
+		default:
+			return 0, fail(at, "unexpected chunk opcode 0x%02x in a snapshot file", op)
+		}
+	}
+	for sid, b := range l.batches {
+		if len(b) > 0 {
+			dispatch(sid, b)
+			l.batches[sid] = nil
+		}
+	}
+	return l.keys, nil
+}
+
+// countingReader counts the bytes read into n (load progress).
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n.Add(int64(k))
+	return k, err
+}

@@ -1,0 +1,184 @@
+package server
+
+// The save schedule (Redis's "save <seconds> <changes> ..."): a goroutine
+// that starts a BGSAVE when, for some pair, more than <seconds> passed
+// since the last save and at least <changes> writes were made. And the
+// loading progress INFO persistence and the start-up log report.
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tx"
+)
+
+// SavePoint is one <seconds> <changes> pair of the save schedule.
+type SavePoint struct {
+	Seconds int64
+	Changes uint64
+}
+
+// ParseSave parses a save schedule: pairs of non-negative integers; ""
+// (or only spaces) is no schedule.
+func ParseSave(v string) ([]SavePoint, error) {
+	f := strings.Fields(v)
+	if len(f)%2 != 0 {
+		return nil, fmt.Errorf("invalid save parameters: pairs of <seconds> <changes> expected")
+	}
+	var pts []SavePoint
+	for i := 0; i < len(f); i += 2 {
+		sec, err1 := strconv.ParseInt(f[i], 10, 64)
+		ch, err2 := strconv.ParseUint(f[i+1], 10, 64)
+		if err1 != nil || err2 != nil || sec < 0 {
+			return nil, fmt.Errorf("invalid save parameters")
+		}
+		pts = append(pts, SavePoint{Seconds: sec, Changes: ch})
+	}
+	return pts, nil
+}
+
+// saveRetryDelay is how long the schedule waits after a failed save
+// before it tries again (Redis's CONFIG_BGSAVE_RETRY_DELAY).
+const saveRetryDelay = 5 * time.Second
+
+// StartSaveSchedule runs the save schedule once the server serves, until
+// it stops. The schedule is read on every tick, so CONFIG SET save
+// applies at once.
+func (s *Server) StartSaveSchedule() {
+	go func() {
+		select {
+		case <-s.ready:
+		case <-s.done:
+			return
+		}
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		var lastTry time.Time
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-tick.C:
+			}
+			s.cfg.mu.RLock()
+			pts, _ := ParseSave(s.cfg.Save)
+			s.cfg.mu.RUnlock()
+			if len(pts) == 0 || s.stopping.Load() || s.persist.bgsave.Load() {
+				continue
+			}
+			if s.persist.lastFailed.Load() && time.Since(lastTry) < saveRetryDelay {
+				continue
+			}
+			var writes atomic.Uint64
+			s.OnEachShard(func(sh *shard.Shard) { writes.Add(sh.Stats.Writes) })
+			changes := int64(writes.Load()) - int64(s.persist.writesAtSave.Load())
+			elapsed := time.Now().Unix() - s.persist.lastSave.Load()
+			for _, pt := range pts {
+				if changes >= int64(pt.Changes) && changes > 0 && elapsed > pt.Seconds {
+					lastTry = time.Now()
+					s.log.Noticef("%d changes in %d seconds. Saving...", pt.Changes, pt.Seconds)
+					s.startBgsave()
+					break
+				}
+			}
+		}
+	}()
+}
+
+// startBgsave starts a background save unless one runs; it reports
+// whether it started one.
+func (s *Server) startBgsave() bool {
+	p := &s.persist
+	if !p.bgsave.CompareAndSwap(false, true) {
+		return false
+	}
+	go func() {
+		defer p.bgsave.Store(false)
+		if err := s.save(tx.New(s.shards)); err == nil {
+			s.log.Noticef("Background saving terminated with success")
+		}
+	}()
+	return true
+}
+
+// loadProgress is the state of a running load for INFO persistence.
+type loadProgress struct {
+	start  atomic.Int64 // unix seconds
+	total  atomic.Int64 // bytes of all files being loaded
+	loaded atomic.Int64 // bytes consumed so far
+}
+
+// beginLoad marks a load of total bytes as running; the returned func
+// ends it. With logEvery > 0 it logs the progress at that interval.
+func (s *Server) beginLoad(total int64, logEvery time.Duration) func() {
+	p := &s.persist
+	p.prog.start.Store(time.Now().Unix())
+	p.prog.total.Store(total)
+	p.prog.loaded.Store(0)
+	p.loading.Store(true)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if logEvery <= 0 {
+			<-stop
+			return
+		}
+		t := time.NewTicker(logEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				loaded, total := p.prog.loaded.Load(), p.prog.total.Load()
+				s.log.Noticef("Loading: %d of %d bytes (%.1f%%), ETA %d seconds",
+					loaded, total, loadPerc(loaded, total), s.loadETA())
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+		p.loading.Store(false)
+	}
+}
+
+func loadPerc(loaded, total int64) float64 {
+	if total <= 0 {
+		return 0
+	}
+	return float64(loaded) * 100 / float64(total)
+}
+
+// loadETA estimates the seconds left from the rate so far.
+func (s *Server) loadETA() int64 {
+	p := &s.persist.prog
+	loaded, total := p.loaded.Load(), p.total.Load()
+	elapsed := time.Now().Unix() - p.start.Load()
+	if loaded <= 0 || elapsed <= 0 {
+		return 1
+	}
+	rate := float64(loaded) / float64(elapsed)
+	return int64(float64(total-loaded) / rate)
+}
+
+// loadingInfo writes INFO persistence's loading fields.
+func loadingInfo(s *Server, field func(k string, v any)) {
+	p := &s.persist
+	if !p.loading.Load() {
+		field("loading", 0)
+		return
+	}
+	loaded, total := p.prog.loaded.Load(), p.prog.total.Load()
+	field("loading", 1)
+	field("loading_start_time", p.prog.start.Load())
+	field("loading_total_bytes", total)
+	field("loading_loaded_bytes", loaded)
+	field("loading_loaded_perc", fmt.Sprintf("%.2f", loadPerc(loaded, total)))
+	field("loading_eta_seconds", s.loadETA())
+}
