@@ -92,6 +92,21 @@ func parseStrictID(b []byte, missingSeq uint64) (stream.ID, bool) {
 	return id, ok
 }
 
+// parseIDList parses XDEL's and XACK's IDs, writing Redis's error for a
+// bad one.
+func parseIDList(x *Exec, args [][]byte) ([]stream.ID, bool) {
+	ids := make([]stream.ID, 0, len(args))
+	for _, a := range args {
+		id, ok := parseStrictID(a, 0)
+		if !ok {
+			x.W.Error(errStreamID)
+			return nil, false
+		}
+		ids = append(ids, id)
+	}
+	return ids, true
+}
+
 // parseIntervalID parses a range bound: "(" prefixes an exclusive bound
 // (and then "-"/"+" are not allowed), "-"/"+" are the extremes.
 func parseIntervalID(b []byte, missingSeq uint64) (id stream.ID, exclusive, ok bool) {
@@ -397,14 +412,9 @@ func cmdXDel(x *Exec) {
 		x.W.Int(0)
 		return
 	}
-	ids := make([]stream.ID, 0, len(x.Args)-2)
-	for _, a := range x.Args[2:] {
-		id, ok := parseStrictID(a, 0)
-		if !ok {
-			x.W.Error(errStreamID)
-			return
-		}
-		ids = append(ids, id)
+	ids, ok := parseIDList(x, x.Args[2:])
+	if !ok {
+		return
 	}
 	deleted := 0
 	var m *stream.Stream
@@ -702,14 +712,9 @@ func cmdXAck(x *Exec) {
 		x.W.Int(0)
 		return
 	}
-	ids := make([]stream.ID, 0, len(x.Args)-3)
-	for _, a := range x.Args[3:] {
-		id, ok := parseStrictID(a, 0)
-		if !ok {
-			x.W.Error(errStreamID)
-			return
-		}
-		ids = append(ids, id)
+	ids, ok := parseIDList(x, x.Args[3:])
+	if !ok {
+		return
 	}
 	acked := 0
 	mutated := false
