@@ -266,12 +266,17 @@ func (x *Coord) execQueued(t *tx.Tx, q queued) {
 	c := x.Conn
 	cmd := q.cmd
 	cmd.calls.Add(1)
+	sid := -1
+	if cmd.Local == nil {
+		var scratch [8]int
+		pos := scratch[:0]
+		sid = x.Srv.singleShard(cmd, q.args, &pos)
+	}
 	switch {
 	case cmd.Local != nil:
 		// The loop is waiting for EXEC, so connection state is ours.
 		cmd.Local(c, q.args, x.W)
-	case cmd.Shard != nil && x.Srv.singleShard(cmd, q.args, new([]int)) >= 0:
-		sid := x.Srv.singleShard(cmd, q.args, new([]int))
+	case sid >= 0:
 		t.Run(sid, func(s *shard.Shard) {
 			e := Exec{S: s, DB: s.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}
 			cmd.Shard(&e)
