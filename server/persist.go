@@ -65,10 +65,10 @@ func cmdSave(x *Coord) {
 	x.W.SimpleString("OK")
 }
 
-// cmdBgsave runs the same consistent save as SAVE on a goroutine. The
-// shards stay locked while they are serialized; the fork-less
-// point-in-time SliceSnapshot (DESIGN.md §5), which serializes while the
-// shards keep serving, is the next issue.
+// cmdBgsave saves in the background. In the RDB format it takes the
+// point-in-time cut before replying and lets the shards serialize while
+// they serve (persist_snapshot.go); the dfly format still saves under a
+// lock on every shard, on a goroutine.
 func cmdBgsave(x *Coord) {
 	if len(x.Args) > 2 || (len(x.Args) == 2 && !strings.EqualFold(string(x.Args[1]), "schedule")) {
 		x.W.Error(errSyntax)
@@ -83,14 +83,31 @@ func cmdBgsave(x *Coord) {
 		x.W.Error("ERR Background save already in progress")
 		return
 	}
-	srv := x.Srv
+	x.Srv.bgsave()
+	x.W.SimpleString("Background saving started")
+}
+
+// bgsave runs a background save; the caller has set persist.bgsave, which
+// is cleared when the save ends. The point-in-time cut is taken before
+// bgsave returns.
+func (s *Server) bgsave() {
+	p := &s.persist
+	if s.dbFormat() == "dfly" {
+		go func() {
+			defer p.bgsave.Store(false)
+			if err := s.save(tx.New(s.shards)); err == nil {
+				s.log.Noticef("Background saving terminated with success")
+			}
+		}()
+		return
+	}
+	p.mu.Lock() // no SAVE or DEBUG RELOAD while the snapshot runs
+	chunks, writes := s.snapshotCut()
 	go func() {
 		defer p.bgsave.Store(false)
-		if err := srv.save(tx.New(srv.shards)); err == nil {
-			srv.log.Noticef("Background saving terminated with success")
-		}
+		defer p.mu.Unlock()
+		_ = s.writeSnapshotStream(chunks, writes)
 	}()
-	x.W.SimpleString("Background saving started")
 }
 
 func cmdLastSave(x *Coord) { x.W.Int(x.Srv.persist.lastSave.Load()) }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/shard"
-	"github.com/dfly/dfly/tx"
 )
 
 // SavePoint is one <seconds> <changes> pair of the save schedule.
@@ -96,12 +95,7 @@ func (s *Server) startBgsave() bool {
 	if !p.bgsave.CompareAndSwap(false, true) {
 		return false
 	}
-	go func() {
-		defer p.bgsave.Store(false)
-		if err := s.save(tx.New(s.shards)); err == nil {
-			s.log.Noticef("Background saving terminated with success")
-		}
-	}()
+	s.bgsave()
 	return true
 }
 

@@ -132,7 +132,7 @@ func (db *DB) Set(key []byte, v Value, keepTTL bool) {
 // Delete removes the entry at it, with its TTL.
 func (db *DB) Delete(it dash.Iterator) {
 	for _, h := range db.shard.hooks {
-		h.PreUpdate(db, it)
+		h.PreDelete(db, it)
 	}
 	db.erase(it)
 }

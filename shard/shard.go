@@ -16,8 +16,11 @@ func (f Func) Run(s *Shard) { f(s) }
 // ChangeHook is told about every mutation of a DB before it happens, on the
 // shard goroutine (DESIGN §4: OnDbChange). A hook must not mutate the DB.
 type ChangeHook interface {
-	// PreUpdate: the value at it is about to change or be deleted.
+	// PreUpdate: the value at it is about to change in place.
 	PreUpdate(db *DB, it Iterator)
+	// PreDelete: the entry at it is about to be erased (which may also
+	// move a stash item into its slot: see dash's EraseChanges).
+	PreDelete(db *DB, it Iterator)
 	// PreInsert: key is about to be inserted.
 	PreInsert(db *DB, key string)
 	// PreFlush: every key of db is about to be dropped.
@@ -130,6 +133,20 @@ func (s *Shard) RemoveHook(h ChangeHook) {
 
 // AddExpiryHook registers an expiry hook; called on the shard goroutine.
 func (s *Shard) AddExpiryHook(h ExpiryHook) { s.expiryHooks = append(s.expiryHooks, h) }
+
+// RemoveExpiryHook unregisters h; called on the shard goroutine.
+func (s *Shard) RemoveExpiryHook(h ExpiryHook) {
+	for i, x := range s.expiryHooks {
+		if x == h {
+			s.expiryHooks = append(s.expiryHooks[:i], s.expiryHooks[i+1:]...)
+			return
+		}
+	}
+}
+
+// CutVersion takes a version for a snapshot's cut: every bucket changed
+// before it has a lower version, every change after it stamps a higher one.
+func (s *Shard) CutVersion() uint64 { return s.nextVersion() }
 
 type tick struct{}
 
