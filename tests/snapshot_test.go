@@ -14,9 +14,11 @@ import (
 )
 
 // TestBgsavePointInTime: BGSAVE's file holds the dataset exactly as it was
-// when BGSAVE answered, every key once, although clients overwrite, delete
-// and add keys on every shard while the shards serialize. The file then
-// loads into a fresh server (and, when installed, passes redis-check-rdb).
+// when BGSAVE answered, every key once, while clients overwrite, delete
+// and add keys on every shard from that moment on; the file loads into a
+// fresh server with another shard count. How much of the writing overlaps
+// the shards' walks depends on timing here; snapshot/slice_test.go drives
+// the interleaving step by step.
 func TestBgsavePointInTime(t *testing.T) {
 	if IsRedis() {
 		t.Skip("dfly's snapshot; redis forks")
