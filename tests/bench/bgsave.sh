@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# BGSAVE under write load, dfly next to redis-server (issue 7's figures):
+#   - peak memory during BGSAVE / steady memory before it, as the sum of PSS over the
+#     server and its children (Redis's forked child shares pages copy-on-write: PSS counts
+#     each shared page once overall);
+#   - BGSAVE wall time;
+#   - SET p99 of a redis-benchmark run with a BGSAVE started at its beginning, against the
+#     same run without one.
+# Env: KEYS (default 1000000), SIZE (value bytes, default 100), N (requests, default 300000).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+KEYS=${KEYS:-1000000}
+SIZE=${SIZE:-100}
+N=${N:-300000}
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+(cd "$here/../.." && go build -o "$work/dfly" ./cmd/dfly)
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+start() {
+	PORT=$(free_port)
+	mkdir -p "$work/$1"
+	if [[ $1 == redis ]]; then
+		redis-server --port "$PORT" --save '' --appendonly no --enable-debug-command yes --dir "$work/$1" >/dev/null 2>&1 &
+	else
+		"$work/dfly" --port "$PORT" --dir "$work/$1" >/dev/null 2>&1 &
+	fi
+	PID=$!
+	pids+=("$PID")
+	for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && return; sleep 0.1; done
+	echo "bgsave.sh: $1 did not start" >&2; exit 1
+}
+# pss PID: kB of PSS of PID and its children.
+pss() {
+	local total=0 p
+	for p in "$1" $(pgrep -P "$1" || true); do
+		total=$((total + $(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0)))
+	done
+	echo "$total"
+}
+in_progress() { redis-cli -p "$PORT" info persistence | tr -d '\r' | awk -F: '$1 == "rdb_bgsave_in_progress" { print $2 }'; }
+p99() { awk -F, 'NR > 1 { gsub(/"/, "", $7); print $7 }'; }
+
+printf '%-6s %12s %12s %8s %10s %12s %12s\n' server steady_kB peak_kB peak_x save_s p99_ms_base p99_ms_save
+for server in redis dfly; do
+	start "$server"
+	redis-cli -p "$PORT" debug populate "$KEYS" key "$SIZE" >/dev/null
+	sleep 1
+	steady=$(pss "$PID")
+	base=$(redis-benchmark -p "$PORT" -q --csv -t set -r "$KEYS" -d "$SIZE" -n "$N" -c 50 | p99)
+	redis-benchmark -p "$PORT" -q --csv -t set -r "$KEYS" -d "$SIZE" -n "$N" -c 50 >"$work/load.csv" &
+	bench=$!
+	sleep 0.2
+	t0=$(date +%s.%N)
+	redis-cli -p "$PORT" bgsave >/dev/null
+	peak=$steady
+	while [[ $(in_progress) == 1 ]]; do
+		m=$(pss "$PID")
+		((m > peak)) && peak=$m
+		sleep 0.02
+	done
+	secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+	wait "$bench"
+	during=$(p99 <"$work/load.csv")
+	awk -v s="$server" -v a="$steady" -v b="$peak" -v t="$secs" -v p="$base" -v q="$during" \
+		'BEGIN { printf "%-6s %12d %12d %7.2fx %10s %12s %12s\n", s, a, b, b / a, t, p, q }'
+	redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true
+	sleep 0.5
+done
