@@ -20,11 +20,11 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 start() {
 	PORT=$(free_port)
-	mkdir -p "$work/$1"
+	mkdir -p "$work/data-$1"
 	if [[ $1 == redis ]]; then
-		redis-server --port "$PORT" --save '' --appendonly no --enable-debug-command yes --dir "$work/$1" >/dev/null 2>&1 &
+		redis-server --port "$PORT" --save '' --appendonly no --enable-debug-command yes --dir "$work/data-$1" >/dev/null 2>&1 &
 	else
-		"$work/dfly" --port "$PORT" --dir "$work/$1" >/dev/null 2>&1 &
+		"$work/dfly" --port "$PORT" --dir "$work/data-$1" >/dev/null 2>&1 &
 	fi
 	PID=$!
 	pids+=("$PID")
