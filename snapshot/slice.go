@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"time"
+	"unsafe"
 
 	"github.com/dfly/dfly/dash"
 	"github.com/dfly/dfly/rdb"
@@ -80,7 +81,8 @@ func (sl *Slice) serializeBucket(db *shard.DB, b dash.Cursor) {
 			sl.enc.SelectDB(uint64(db.Index))
 			sl.curDB = db.Index
 		}
-		sl.encode(sl.enc, []byte(t.Key(it)), t.Value(it), at)
+		k := t.Key(it) // the encoder copies the key: a view of it is enough
+		sl.encode(sl.enc, unsafe.Slice(unsafe.StringData(k), len(k)), t.Value(it), at)
 		sl.Keys++
 	})
 	t.SetVersion(b, sl.version)
