@@ -93,9 +93,18 @@ func (e *Encoder) Len() int { return len(e.buf) }
 // TakeBytes returns the buffered bytes, which the caller now owns, and
 // empties the buffer.
 func (e *Encoder) TakeBytes() []byte {
+	return e.SwapBytes(nil)
+}
+
+// SwapBytes is TakeBytes that continues in next (emptied; nil: a new
+// buffer), so a caller can recycle the buffers it has consumed.
+func (e *Encoder) SwapBytes(next []byte) []byte {
 	b := e.buf
 	e.crc = CRC64(e.crc, b)
-	e.buf = make([]byte, 0, min(max(cap(b), 4<<10), 2*FlushSize))
+	if next == nil {
+		next = make([]byte, 0, min(max(cap(b), 4<<10), 2*FlushSize))
+	}
+	e.buf = next[:0]
 	return b
 }
 

@@ -102,11 +102,11 @@ func (s *Server) bgsave() {
 		return
 	}
 	p.mu.Lock() // no SAVE or DEBUG RELOAD while the snapshot runs
-	chunks, writes := s.snapshotCut()
+	chunks, free, writes := s.snapshotCut()
 	go func() {
 		defer p.bgsave.Store(false)
 		defer p.mu.Unlock()
-		_ = s.writeSnapshotStream(chunks, writes)
+		_ = s.writeSnapshotStream(chunks, free, writes)
 	}()
 }
 

@@ -23,21 +23,22 @@ import (
 
 // snapshotCut takes the cut and starts the shards' walks; it returns the
 // channel their chunks arrive on and the write count at the cut.
-func (s *Server) snapshotCut() (<-chan snapshot.Chunk, uint64) {
+func (s *Server) snapshotCut() (<-chan snapshot.Chunk, chan []byte, uint64) {
 	out := make(chan snapshot.Chunk, 64)
+	free := make(chan []byte, 64)
 	writes := make([]uint64, len(s.shards))
 	t := tx.New(s.shards)
 	t.AddAllShards()
 	t.Lock()
 	t.Finish(func(sh *shard.Shard) {
 		writes[sh.ID] = sh.Stats.Writes
-		snapshot.Start(sh, encodeForSnapshot, out)
+		snapshot.Start(sh, encodeForSnapshot, out, free)
 	})
 	var total uint64
 	for _, w := range writes {
 		total += w
 	}
-	return out, total
+	return out, free, total
 }
 
 func encodeForSnapshot(e *rdb.Encoder, key []byte, v *shard.Value, expireAt int64) {
@@ -48,7 +49,7 @@ func encodeForSnapshot(e *rdb.Encoder, key []byte, v *shard.Value, expireAt int6
 // and AUX fields, every chunk as it arrives, EOF and the checksum; into a
 // temporary file renamed over the old one only when complete. It reads the
 // channel to the end even after an error, so no shard is left waiting.
-func (s *Server) writeSnapshotStream(chunks <-chan snapshot.Chunk, writes uint64) (err error) {
+func (s *Server) writeSnapshotStream(chunks <-chan snapshot.Chunk, free chan<- []byte, writes uint64) (err error) {
 	start := time.Now()
 	path := s.rdbPath()
 	defer func() {
@@ -85,9 +86,14 @@ func (s *Server) writeSnapshotStream(chunks <-chan snapshot.Chunk, writes uint64
 		if c.Err != nil && err == nil {
 			err = c.Err
 		}
-		put(c.Data)
+		put(c.Data) // bufio copies it: the buffer can go back to the shards
 		if c.Last {
 			last++
+		} else {
+			select {
+			case free <- c.Data[:0]:
+			default:
+			}
 		}
 	}
 	if f == nil {

@@ -40,7 +40,8 @@ type Slice struct {
 	enc     *rdb.Encoder
 	curDB   int // database of the records in enc; -1: the next record needs SELECTDB
 	out     chan<- Chunk
-	pending []Chunk // chunks the full channel did not take yet
+	free    <-chan []byte // consumed chunk buffers to write into again
+	pending []Chunk       // chunks the full channel did not take yet
 
 	db      int
 	cursor  dash.Cursor
@@ -53,9 +54,11 @@ type Slice struct {
 // Start takes the shard's cut and registers the change hooks; it must run
 // on the shard's goroutine while the caller holds every shard (the cut is
 // global). The walk then proceeds in steps posted to the shard.
-func Start(sh *shard.Shard, encode EncodeFunc, out chan<- Chunk) *Slice {
+// The consumer may hand written chunks' buffers back on free (nil: none),
+// which keeps a save from churning a chunk-sized buffer per chunk.
+func Start(sh *shard.Shard, encode EncodeFunc, out chan<- Chunk, free <-chan []byte) *Slice {
 	sl := &Slice{sh: sh, version: sh.CutVersion(), cutMs: sh.Now(), encode: encode,
-		enc: rdb.NewEncoder(nil), curDB: -1, out: out}
+		enc: rdb.NewEncoder(nil), curDB: -1, out: out, free: free}
 	sh.AddHook(sl)
 	sh.AddExpiryHook(sl)
 	sh.Send(sl)
@@ -130,7 +133,12 @@ func (sl *Slice) PreFlush(db *shard.DB) {
 // new one with its SELECTDB.
 func (sl *Slice) cut(last bool) {
 	if sl.enc.Len() > 0 || last {
-		sl.pending = append(sl.pending, Chunk{Shard: sl.sh.ID, Data: sl.enc.TakeBytes(), Last: last, Err: sl.enc.Err()})
+		var next []byte
+		select {
+		case next = <-sl.free:
+		default:
+		}
+		sl.pending = append(sl.pending, Chunk{Shard: sl.sh.ID, Data: sl.enc.SwapBytes(next), Last: last, Err: sl.enc.Err()})
 		sl.curDB = -1
 	}
 }

@@ -65,7 +65,7 @@ func runPIT(t *testing.T, seed uint64) {
 	saved := stepBudget
 	stepBudget = 0 // one bucket position per step
 	defer func() { stepBudget = saved }()
-	sl := Start(sh, encodeString, out)
+	sl := Start(sh, encodeString, out, nil)
 
 	next := 0
 	steps := 0
