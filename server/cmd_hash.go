@@ -419,6 +419,7 @@ type scanOpts struct {
 	cursor uint64
 	count  int
 	match  []byte // nil: everything
+	typ    string // SCAN's TYPE filter, "" for none
 }
 
 // parseScanCursor parses a cursor as Redis 7.0 does (strtoul: '+' and '-'
@@ -450,20 +451,28 @@ func parseScanCursor(b []byte) (uint64, bool) {
 
 // parseScan parses "cursor [MATCH pattern] [COUNT count]" from args.
 func parseScan(w *resp.Writer, args [][]byte) (scanOpts, bool) {
-	o := scanOpts{count: 10}
 	c, ok := parseScanCursor(args[0])
 	if !ok {
 		w.Error("ERR invalid cursor")
-		return o, false
+		return scanOpts{}, false
 	}
+	o, ok := parseScanOptions(w, args[1:], false)
 	o.cursor = c
-	for i := 1; i < len(args); i += 2 {
+	return o, ok
+}
+
+// parseScanOptions parses the SCAN family's "[MATCH pattern] [COUNT
+// count]" (and "[TYPE type]" when withType), writing Redis's error for a
+// bad one.
+func parseScanOptions(w *resp.Writer, args [][]byte, withType bool) (scanOpts, bool) {
+	o := scanOpts{count: 10}
+	for i := 0; i < len(args); i += 2 {
 		if i+1 >= len(args) {
 			w.Error(errSyntax)
 			return o, false
 		}
-		switch strings.ToLower(string(args[i])) {
-		case "count":
+		switch opt := strings.ToLower(string(args[i])); {
+		case opt == "count":
 			n, ok := num.ParseInt(args[i+1])
 			if !ok {
 				w.Error(errNotInt)
@@ -474,11 +483,13 @@ func parseScan(w *resp.Writer, args [][]byte) (scanOpts, bool) {
 				return o, false
 			}
 			o.count = int(min(n, math.MaxInt32))
-		case "match":
+		case opt == "match":
 			o.match = args[i+1]
 			if len(o.match) == 1 && o.match[0] == '*' {
 				o.match = nil
 			}
+		case opt == "type" && withType:
+			o.typ = strings.ToLower(string(args[i+1]))
 		default:
 			w.Error(errSyntax)
 			return o, false

@@ -141,40 +141,11 @@ func cmdScan(x *Coord) {
 		x.W.Error("ERR invalid cursor")
 		return
 	}
-	count := 10
-	var pat []byte
-	typ := ""
-	for i := 2; i < len(x.Args); i++ {
-		opt := strings.ToLower(string(x.Args[i]))
-		if i+1 >= len(x.Args) {
-			x.W.Error(errSyntax)
-			return
-		}
-		switch opt {
-		case "count":
-			n, ok := num.ParseInt(x.Args[i+1])
-			if !ok {
-				x.W.Error(errNotInt)
-				return
-			}
-			if n < 1 {
-				x.W.Error(errSyntax)
-				return
-			}
-			count = int(min(n, 1<<20))
-		case "match":
-			pat = x.Args[i+1]
-			if len(pat) == 1 && pat[0] == '*' {
-				pat = nil
-			}
-		case "type":
-			typ = strings.ToLower(string(x.Args[i+1]))
-		default:
-			x.W.Error(errSyntax)
-			return
-		}
-		i++
+	o, ok := parseScanOptions(x.W, x.Args[2:], true)
+	if !ok {
+		return
 	}
+	count, pat, typ := min(o.count, 1<<20), o.match, o.typ
 	n := uint64(x.NumShards())
 	sid, tcur := int(cursor%n), cursor/n
 	var keys []string

@@ -1101,37 +1101,8 @@ func cmdZRandMember(x *Exec) {
 
 // ---- ZSCAN ----
 
-// zscanCursor parses a cursor as Redis's parseScanCursorOrReply does
-// with strtoul: an optional sign ("-1" wraps around), no leading blanks,
-// no trailing bytes, no overflow; the empty string is 0.
-func zscanCursor(b []byte) (uint64, bool) {
-	neg := false
-	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
-		neg = b[0] == '-'
-		b = b[1:]
-		if len(b) == 0 {
-			return 0, false
-		}
-	}
-	var n uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if n > (math.MaxUint64-d)/10 {
-			return 0, false
-		}
-		n = n*10 + d
-	}
-	if neg {
-		n = -n
-	}
-	return n, true
-}
-
 func cmdZScan(x *Exec) {
-	cursor, ok := zscanCursor(x.Args[2])
+	cursor, ok := parseScanCursor(x.Args[2])
 	if !ok {
 		x.W.Error("ERR invalid cursor")
 		return
@@ -1140,36 +1111,11 @@ func cmdZScan(x *Exec) {
 	if !found {
 		return
 	}
-	count := int64(10)
-	var pat []byte
-	for i := 3; i < len(x.Args); i += 2 {
-		opt := strings.ToLower(string(x.Args[i]))
-		if i+1 >= len(x.Args) {
-			x.W.Error(errSyntax)
-			return
-		}
-		switch opt {
-		case "count":
-			n, ok := num.ParseInt(x.Args[i+1])
-			if !ok {
-				x.W.Error(errNotInt)
-				return
-			}
-			if n < 1 {
-				x.W.Error(errSyntax)
-				return
-			}
-			count = n
-		case "match":
-			pat = x.Args[i+1]
-			if len(pat) == 1 && pat[0] == '*' {
-				pat = nil
-			}
-		default:
-			x.W.Error(errSyntax)
-			return
-		}
+	o, ok := parseScanOptions(x.W, x.Args[3:], false)
+	if !ok {
+		return
 	}
+	count, pat := int64(o.count), o.match
 	if z == nil {
 		x.W.Array(2)
 		x.W.BulkString("0")
