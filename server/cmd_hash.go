@@ -58,7 +58,7 @@ func hashForWrite(x *Exec, key []byte) (shard.Iterator, *hash.Hash, bool) {
 		it, _ = x.DB.Insert(key, shard.ObjectValue(shard.TypeHash, h))
 		return it, h, true
 	}
-	return it, x.DB.Mutate(it).Obj().(*hash.Hash), true
+	return it, mutable[*hash.Hash](x.DB, it), true
 }
 
 func hsetGeneric(x *Exec, hmset bool) {
@@ -152,7 +152,7 @@ func cmdHDel(x *Exec) {
 		x.W.Int(0)
 		return
 	}
-	h = x.DB.Mutate(it).Obj().(*hash.Hash)
+	h = mutable[*hash.Hash](x.DB, it)
 	n := 0
 	for _, f := range x.Args[2:] {
 		if h.Delete(f) {

@@ -62,7 +62,7 @@ func cmdSAdd(x *Exec) {
 		s = set.New()
 		x.DB.Insert(x.Args[1], shard.ObjectValue(shard.TypeSet, s))
 	} else {
-		s = x.DB.Mutate(it).Obj().(*set.Set)
+		s = mutable[*set.Set](x.DB, it)
 	}
 	n := 0
 	for _, m := range x.Args[2:] {
@@ -82,7 +82,7 @@ func cmdSRem(x *Exec) {
 		x.W.Int(0)
 		return
 	}
-	s = x.DB.Mutate(it).Obj().(*set.Set)
+	s = mutable[*set.Set](x.DB, it)
 	n := 0
 	for _, m := range x.Args[2:] {
 		if s.Remove(m) {
@@ -259,7 +259,7 @@ func cmdSPop(x *Exec) {
 			x.W.Null()
 			return
 		}
-		s = x.DB.Mutate(it).Obj().(*set.Set)
+		s = mutable[*set.Set](x.DB, it)
 		m := s.Pop(nil, rand.Uint64())
 		if s.Len() == 0 {
 			x.DB.Delete(it)
@@ -286,7 +286,7 @@ func cmdSPop(x *Exec) {
 		return
 	}
 	picked := pickDistinct(s, int(n))
-	s = x.DB.Mutate(it).Obj().(*set.Set)
+	s = mutable[*set.Set](x.DB, it)
 	x.W.Set(len(picked))
 	for _, m := range picked {
 		s.Remove(m)
@@ -334,7 +334,7 @@ func setAddTo(db *shard.DB, key, member []byte) {
 		db.Insert(key, shard.ObjectValue(shard.TypeSet, s))
 		return
 	}
-	db.Mutate(it).Obj().(*set.Set).Add(member)
+	mutable[*set.Set](db, it).Add(member)
 }
 
 // setRemoveFrom removes member from the set at key (deleting an emptied
@@ -344,7 +344,7 @@ func setRemoveFrom(db *shard.DB, key, member []byte) bool {
 	if v == nil || !v.Obj().(*set.Set).Contains(member) {
 		return false
 	}
-	s := db.Mutate(it).Obj().(*set.Set)
+	s := mutable[*set.Set](db, it)
 	s.Remove(member)
 	if s.Len() == 0 {
 		db.Delete(it)
