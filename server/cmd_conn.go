@@ -184,7 +184,7 @@ func cmdHello(c *Conn, a [][]byte, w *resp.Writer) {
 	w.BulkString("mode")
 	w.BulkString("standalone")
 	w.BulkString("role")
-	w.BulkString("master")
+	w.BulkString(c.srv.roleName())
 	w.BulkString("modules")
 	w.Array(0)
 }

@@ -353,10 +353,7 @@ func cmdInfo(x *Coord) {
 	}
 	if want("replication", true) {
 		section("Replication")
-		field("role", "master")
-		field("connected_slaves", 0)
-		field("master_replid", srv.runID)
-		field("master_repl_offset", 0)
+		srv.replicationInfo(field)
 	}
 	if want("cpu", true) {
 		section("CPU")

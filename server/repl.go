@@ -1,0 +1,33 @@
+package server
+
+import "github.com/dfly/dfly/resp"
+
+// Replication glue (DESIGN §6). The master side (repl_master.go: journal
+// streaming, SYNC/PSYNC, REPLCONF, WAIT) and the replica side
+// (repl_replica.go: REPLICAOF, applying a master's stream) meet here:
+// INFO replication, ROLE and HELLO ask the replica side first and fall
+// back to the master side.
+
+// replicationInfo writes the fields of INFO's Replication section.
+func (s *Server) replicationInfo(field func(k string, v any)) {
+	if s.replicaInfo(field) {
+		return
+	}
+	s.masterInfo(field)
+}
+
+// roleName is "master" or "slave", as HELLO reports it.
+func (s *Server) roleName() string {
+	if s.isReplica() {
+		return "slave"
+	}
+	return "master"
+}
+
+// writeRole answers ROLE.
+func (s *Server) writeRole(w *resp.Writer) {
+	if s.replicaRole(w) {
+		return
+	}
+	s.masterRole(w)
+}
