@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Config is the server's configuration: flags at start, CONFIG SET later.
@@ -30,6 +31,13 @@ type Config struct {
 	// Save is the BGSAVE schedule, "<seconds> <changes> ..." ("" = none;
 	// persist_schedule.go).
 	Save string
+	// Replication (repl_master.go): each shard's journal backlog in bytes
+	// (the stream backlog for PSYNC holds this times the shard count),
+	// how long the backlog outlives the last replica, and the output
+	// buffer a replica may fall behind by before it is disconnected.
+	ReplBacklogSize       int64
+	ReplBacklogTTL        time.Duration
+	ReplClientBufferLimit int64
 
 	mu sync.RWMutex
 }
@@ -40,6 +48,7 @@ func DefaultConfig() *Config {
 		Port: 6379, Bind: "127.0.0.1", MaxClients: 10000, Dir: ".", DBFilename: "dump.rdb",
 		Databases: 16, LogLevel: "notice", ProtoMaxBulk: 512 << 20, QueryBufMax: 1 << 30,
 		ProtectedMode: true, DBFormat: "rdb",
+		ReplBacklogSize: 1 << 20, ReplBacklogTTL: time.Hour, ReplClientBufferLimit: 256 << 20,
 	}
 }
 

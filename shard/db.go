@@ -191,6 +191,9 @@ func (db *DB) Flush() {
 		h.PreFlush(db)
 	}
 	db.shard.flushed(db.Index)
+	if db.Table.Len() > 0 {
+		db.shard.Stats.Writes++ // a flush of keys is a write (journal, dirty count)
+	}
 	db.Table.Clear()
 	db.Expire.Clear()
 	db.expiryCursor = 0

@@ -1,6 +1,10 @@
 package shard
 
-import "time"
+import (
+	"time"
+
+	"github.com/dfly/dfly/journal"
+)
 
 // Runnable is a message for a shard: it runs on the shard goroutine.
 type Runnable interface {
@@ -49,6 +53,9 @@ type Shard struct {
 	DBs   []*DB
 	Stats Stats
 	Locks locks
+	// Journal records the shard's writes while replication listens (see
+	// package journal); nil or inactive otherwise.
+	Journal *journal.Journal
 
 	inbox       chan Runnable
 	post        func(Runnable)
