@@ -493,6 +493,13 @@ type replica struct {
 	attached bool
 	dead     bool
 	notify   chan struct{}
+	// acked is closed at the first REPLCONF ACK. After an RDB in the EOF
+	// form the stream waits for it: Redis finds the end mark only at the
+	// end of what it read, so nothing may follow the mark until the
+	// replica has loaded (Redis's repl_put_online_on_ack).
+	acked     chan struct{}
+	ackedOnce sync.Once
+	waitAck   bool
 }
 
 // attachLocked makes r receive the stream from now on, after pre (the
@@ -563,7 +570,7 @@ type psyncRequest struct {
 // lifetime.
 func (m *replMaster) serveReplica(nc net.Conn, req psyncRequest) {
 	r := &replica{m: m, conn: nc, port: req.info.port, ip: req.info.ip, eof: req.info.capaEOF,
-		notify: make(chan struct{}, 1)}
+		notify: make(chan struct{}, 1), acked: make(chan struct{})}
 	if host, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil && r.ip == "" {
 		r.ip = host
 	}
@@ -646,13 +653,33 @@ func (m *replMaster) fullSync(r *replica, req psyncRequest) bool {
 		return false
 	}
 	srv.log.Noticef("Synchronization with replica %s:%d succeeded (RDB sent in %.3f s)", r.ip, r.port, time.Since(start).Seconds())
-	r.state.Store("online")
 	r.ack.Store(offset)
+	if r.eof && !req.sync {
+		r.waitAck = true
+	} else {
+		r.state.Store("online")
+	}
 	return true
 }
 
 // stream writes the replica's buffered stream until it is closed.
 func (r *replica) stream() {
+	if r.waitAck {
+		for waiting := true; waiting; {
+			select {
+			case <-r.acked:
+				waiting = false
+			case <-r.notify:
+				r.omu.Lock()
+				dead := r.dead
+				r.omu.Unlock()
+				if dead {
+					return
+				}
+			}
+		}
+		r.state.Store("online")
+	}
 	var buf []byte
 	for {
 		r.omu.Lock()
@@ -701,6 +728,7 @@ func (r *replica) readAcks() {
 				if off, err := strconv.ParseInt(string(args[2]), 10, 64); err == nil {
 					r.ack.Store(off)
 					r.ackTime.Store(time.Now().Unix())
+					r.ackedOnce.Do(func() { close(r.acked) })
 				}
 			}
 			buf = buf[used:]
@@ -813,7 +841,11 @@ func cmdWait(x *Coord) {
 		}
 		if !asked {
 			asked = true
-			m.emit(appendCommand(nil, "REPLCONF", "GETACK", "*"))
+			m.mu.Lock()
+			if len(m.replicas) > 0 {
+				m.emitLocked(appendCommand(nil, "REPLCONF", "GETACK", "*"))
+			}
+			m.mu.Unlock()
 		}
 		select {
 		case <-x.Conn.gone:
