@@ -8,6 +8,7 @@ import (
 	"github.com/dfly/dfly/journal"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
+	"github.com/dfly/dfly/types/stream"
 )
 
 // Recording writes in the shards' journals (DESIGN §6, package journal).
@@ -330,11 +331,12 @@ func rewriteSPop(x *Exec, reply []byte, rec func(...[]byte)) {
 	rec(out...)
 }
 
-// streamTrimArgs finds, from position i of XADD/XTRIM args, the trim
-// options: approximate trimming becomes exact (Redis's nodes and dfly's
-// differ, so "~" would trim differently on a replica) and LIMIT goes.
-// It returns the rewritten args and the position after the options.
-func streamTrimArgs(args [][]byte, i int, out [][]byte) ([][]byte, int) {
+// streamTrimArgs copies XADD/XTRIM's options from position i of args to
+// out. Approximate trimming ("~", which removes whole nodes only) becomes
+// exact trimming to what it left: MAXLEN = <length now>, MINID = <first
+// ID now>, as Redis rewrites it; LIMIT goes with it. It returns out and
+// the position after the options.
+func streamTrimArgs(x *Exec, args [][]byte, i int, out [][]byte) ([][]byte, int) {
 	for i < len(args) {
 		a := strings.ToLower(string(args[i]))
 		switch a {
@@ -344,21 +346,56 @@ func streamTrimArgs(args [][]byte, i int, out [][]byte) ([][]byte, int) {
 		case "maxlen", "minid":
 			out = append(out, args[i])
 			i++
+			approx := false
 			if i < len(args) && (string(args[i]) == "~" || string(args[i]) == "=") {
+				approx = string(args[i]) == "~"
 				i++
 			}
-			out = append(out, []byte("="))
-			if i < len(args) {
-				out = append(out, args[i])
-				i++
+			if i >= len(args) {
+				return out, i
 			}
+			threshold := args[i]
+			i++
+			if approx {
+				st := streamOf(x, args[1])
+				switch {
+				case st == nil:
+				case a == "maxlen":
+					threshold = strconv.AppendInt(nil, int64(st.Len()), 10)
+				case st.Len() > 0:
+					threshold = []byte(st.FirstID().String())
+				}
+				out = append(out, []byte("="))
+			}
+			out = append(out, threshold)
 		case "limit":
+			if i+1 < len(args) && !approxGiven(args) {
+				out = append(out, args[i], args[i+1])
+			}
 			i += 2
 		default:
 			return out, i
 		}
 	}
 	return out, i
+}
+
+func approxGiven(args [][]byte) bool {
+	for _, a := range args {
+		if string(a) == "~" {
+			return true
+		}
+	}
+	return false
+}
+
+func streamOf(x *Exec, key []byte) *stream.Stream {
+	_, v, ok := x.DB.FindType(key, shard.TypeStream)
+	if !ok || v == nil {
+		return nil
+	}
+	st, _ := v.Obj().(*stream.Stream)
+	return st
 }
 
 // XADD key [opts] *|id ... → XADD key [exact opts] <id added> ...
@@ -368,7 +405,7 @@ func rewriteXAdd(x *Exec, reply []byte, rec func(...[]byte)) {
 		rec(x.Args...)
 		return
 	}
-	out, i := streamTrimArgs(x.Args, 2, [][]byte{x.Args[0], x.Args[1]})
+	out, i := streamTrimArgs(x, x.Args, 2, [][]byte{x.Args[0], x.Args[1]})
 	if i >= len(x.Args) {
 		rec(x.Args...)
 		return
@@ -378,7 +415,7 @@ func rewriteXAdd(x *Exec, reply []byte, rec func(...[]byte)) {
 }
 
 func rewriteXTrim(x *Exec, _ []byte, rec func(...[]byte)) {
-	out, _ := streamTrimArgs(x.Args, 2, [][]byte{x.Args[0], x.Args[1]})
+	out, _ := streamTrimArgs(x, x.Args, 2, [][]byte{x.Args[0], x.Args[1]})
 	rec(out...)
 }
 
