@@ -540,11 +540,9 @@ func (r *replica) write(b []byte) {
 func (r *replica) close() {
 	m := r.m
 	m.mu.Lock()
-	if _, ok := m.replicas[r]; ok {
-		delete(m.replicas, r)
-		if len(m.replicas) == 0 {
-			m.idleSince = time.Now()
-		}
+	delete(m.replicas, r)
+	if len(m.replicas) == 0 && m.idleSince.IsZero() {
+		m.idleSince = time.Now()
 	}
 	m.mu.Unlock()
 	r.omu.Lock()
