@@ -714,3 +714,97 @@ func slicesIndex(s []string, v string) int {
 	}
 	return -1
 }
+
+// TestReplBacklogTTL: without replicas for --repl_backlog_ttl the backlog is
+// freed (journaling stops) and the replication id changes, so no stale
+// replica can continue.
+func TestReplBacklogTTL(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly-only")
+	}
+	s := StartServer(t, "--repl_backlog_ttl", "1s")
+	c := s.Raw(t)
+	id := infoField(c, "replication", "master_replid")
+	rep := DialRaw(t, s.Addr)
+	rep.Send("PSYNC", "?", "-1")
+	if line, err := rep.reader.ReadString('\n'); err != nil || !strings.HasPrefix(line, "+FULLRESYNC "+id) {
+		t.Fatalf("PSYNC: %q %v", line, err)
+	}
+	waitFor(t, 5*time.Second, "backlog active", func() bool { return infoField(c, "replication", "repl_backlog_active") == "1" })
+	mustOK(t, c.Do("SET", "k", "v"), "set")
+	rep.Close()
+	waitFor(t, 10*time.Second, "backlog freed", func() bool { return infoField(c, "replication", "repl_backlog_active") == "0" })
+	if now := infoField(c, "replication", "master_replid"); now == id || infoField(c, "replication", "master_replid2") != id {
+		t.Fatalf("replid %q replid2 %q, was %q", now, infoField(c, "replication", "master_replid2"), id)
+	}
+	if v := infoField(c, "replication", "connected_slaves"); v != "0" {
+		t.Fatalf("connected_slaves %q", v)
+	}
+}
+
+// TestReplCrossShardTransactions: many clients run overlapping cross-shard
+// transactions (MULTI/EXEC, MSET, scripts, RENAME) while a replica syncs;
+// the stream must neither stall (parts of concurrent transactions are
+// merged without waiting on each other) nor reorder them.
+func TestReplCrossShardTransactions(t *testing.T) {
+	needRedisReplica(t)
+	seed := newSeed(t)
+	master := StartServer(t, "--shards", "4")
+	mc := master.Raw(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var ops [8]int
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		c := DialRaw(t, master.Addr)
+		r := rand.New(rand.NewPCG(seed, uint64(w)))
+		go func(w int) {
+			defer wg.Done()
+			k := func() string { return "c:" + strconv.Itoa(r.IntN(24)) }
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n := 1
+				switch r.IntN(5) {
+				case 0:
+					c.Send("MULTI")
+					c.Send("INCR", k())
+					c.Send("INCRBY", k(), "3")
+					c.Send("APPEND", k()+":s", "x")
+					c.Send("EXEC")
+					n = 5
+				case 1:
+					c.Send("MSET", k(), strconv.Itoa(w), k(), strconv.Itoa(w), k(), strconv.Itoa(w))
+				case 2:
+					c.Send("EVAL", "redis.call('INCR', KEYS[1]); redis.call('INCR', KEYS[2]); return redis.call('INCR', KEYS[3])", "3", k(), k(), k())
+				case 3:
+					c.Send("RENAME", k(), k())
+				case 4:
+					c.Send("DEL", k(), k())
+				}
+				for i := 0; i < n; i++ {
+					if _, err := c.Read(); err != nil {
+						return
+					}
+				}
+				ops[w]++
+			}
+		}(w)
+	}
+	time.Sleep(200 * time.Millisecond)
+	replica := startRedisReplica(t, master, t.TempDir(), 0)
+	rc := replica.Raw(t)
+	waitLinkUp(t, rc)
+	time.Sleep(2 * time.Second)
+	close(stop)
+	wg.Wait()
+	total := 0
+	for _, n := range ops {
+		total += n
+	}
+	t.Logf("%d transactions", total)
+	compareDigests(t, mc, rc)
+}
