@@ -426,3 +426,15 @@ func nonBlockingMove(args [][]byte) [][]byte {
 	}
 	return [][]byte{[]byte("LMOVE"), args[1], args[2], args[3], args[4]}
 }
+
+// xreadGroupServed is the non-blocking XREADGROUP that a blocked one
+// served on stream i amounts to: its options without BLOCK, then that
+// stream alone with its ID.
+func xreadGroupServed(args [][]byte, keys, n, i int) [][]byte {
+	out := stripBlock(args[:keys])
+	out = append(out[:len(out):len(out)], args[keys+i])
+	if keys+n+i < len(args) {
+		out = append(out, args[keys+n+i])
+	}
+	return out
+}

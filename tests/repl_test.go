@@ -645,6 +645,14 @@ func TestReplStreamForm(t *testing.T) {
 	do("SET", "{t}indb2", "1")
 	do("SELECT", "0")
 	do("MSET", "{t}m", "1", "{b}m", "2")
+	do("XGROUP", "CREATE", "{t}gs", "g", "$", "MKSTREAM")
+	blocked := DialRaw(t, master.Addr)
+	blocked.Send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "{t}gs", ">")
+	time.Sleep(100 * time.Millisecond)
+	gid := do("XADD", "{t}gs", "*", "f", "v").Str
+	if r := blocked.MustRead(); r.IsError() || len(r.Elems) != 1 {
+		t.Fatalf("blocked XREADGROUP = %s", r.String())
+	}
 
 	want := [][]string{
 		{"SELECT", "0"},
@@ -659,6 +667,9 @@ func TestReplStreamForm(t *testing.T) {
 		{"lpop", "{t}bl"},
 		{"SELECT", "2"}, {"SET", "{t}indb2", "1"},
 		{"SELECT", "0"}, {"MSET", "{t}m", "1", "{b}m", "2"}, // one command: atomic as is
+		{"XGROUP", "CREATE", "{t}gs", "g", "$", "MKSTREAM"},
+		{"XADD", "{t}gs", gid, "f", "v"},
+		{"XREADGROUP", "GROUP", "g", "c", "STREAMS", "{t}gs", ">"},
 	}
 	var got [][]string
 	total := int64(0)
