@@ -1,0 +1,139 @@
+package server
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dfly/dfly/journal"
+)
+
+// The feed's merge as a state machine: entries are pushed shard by shard
+// and drain emits what the heads allow.
+
+func newTestFeed(shards int) (*replMaster, *feedState) {
+	m := &replMaster{curDB: -1, replicas: map[*replica]struct{}{}, wake: make(chan struct{}, 1),
+		backlog: make([]byte, 1<<16)}
+	m.queues = make([][]feedItem, shards)
+	st := &feedState{local: make([][]feedItem, shards), txs: map[uint64]*feedTx{}, waiting: make([]bool, shards)}
+	return m, st
+}
+
+func cmdEntry(db int, words ...string) *journal.Entry {
+	e := &journal.Entry{Op: journal.OpCommand, DB: db}
+	for _, w := range words {
+		e.Args = append(e.Args, []byte(w))
+	}
+	return e
+}
+
+func multiEntry(tx uint64, seq uint32, words ...string) *journal.Entry {
+	e := cmdEntry(0, words...)
+	e.Op, e.TxID, e.Seq = journal.OpMulti, tx, seq
+	return e
+}
+
+func execEntry(tx uint64, shards ...uint16) *journal.Entry {
+	return &journal.Entry{Op: journal.OpExec, TxID: tx, Shards: shards}
+}
+
+func (st *feedState) add(sid int, es ...*journal.Entry) {
+	for _, e := range es {
+		st.local[sid] = append(st.local[sid], feedItem{e: e})
+	}
+}
+
+// emitted renders the emitted RESP as one command per line.
+func emitted(m *replMaster) string {
+	held, _ := m.backlogFrom(1)
+	var lines []string
+	for _, part := range strings.Split(string(held), "*")[1:] {
+		f := strings.Split(part, "\r\n")
+		var words []string
+		for i := 2; i < len(f); i += 2 {
+			words = append(words, f[i])
+		}
+		lines = append(lines, strings.Join(words, " "))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestFeedMergesTransactionsAndKeepsShardOrder(t *testing.T) {
+	m, st := newTestFeed(2)
+	st.add(0, cmdEntry(0, "SET", "a", "1"), multiEntry(7, 1, "SET", "x", "1"), multiEntry(7, 3, "INCR", "x"),
+		execEntry(7, 0, 1), cmdEntry(0, "SET", "b", "1"))
+	m.drain(st)
+	// Shard 1's part has not arrived: shard 0 waits behind the transaction.
+	if got, want := emitted(m), "SELECT 0\nSET a 1"; got != want {
+		t.Fatalf("before shard 1's part:\n%s\nwant:\n%s", got, want)
+	}
+	st.add(1, multiEntry(7, 2, "SET", "y", "1"), execEntry(7, 0, 1), cmdEntry(2, "SET", "c", "1"))
+	m.drain(st)
+	// After the block each shard goes on in its order; which shard first
+	// is the merge's choice (their writes are independent).
+	want := "SELECT 0\nSET a 1\nMULTI\nSET x 1\nSET y 1\nINCR x\nEXEC\nSELECT 2\nSET c 1\nSELECT 0\nSET b 1"
+	if got := emitted(m); got != want {
+		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
+	}
+	if m.offset != int64(m.backlogLen) {
+		t.Fatalf("offset %d, backlog %d", m.offset, m.backlogLen)
+	}
+}
+
+func TestFeedEmptyAndSingleCommandTransactions(t *testing.T) {
+	m, st := newTestFeed(3)
+	// A transaction that wrote nothing leaves only markers: nothing emitted.
+	st.add(0, execEntry(1, 0, 2))
+	st.add(2, execEntry(1, 0, 2))
+	// One command over shards: no MULTI needed.
+	st.add(1, multiEntry(2, 1, "MSET", "p", "1", "q", "2"), execEntry(2, 1, 2))
+	st.add(2, execEntry(2, 1, 2), cmdEntry(0, "DEL", "p"))
+	m.drain(st)
+	if got, want := emitted(m), "SELECT 0\nMSET p 1 q 2\nDEL p"; got != want {
+		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
+	}
+	for sid, q := range st.local {
+		if len(q) != 0 || st.waiting[sid] {
+			t.Fatalf("shard %d left %d items (waiting %v)", sid, len(q), st.waiting[sid])
+		}
+	}
+	if len(st.txs) != 0 {
+		t.Fatalf("%d transactions left", len(st.txs))
+	}
+}
+
+func TestFeedPartArrivesInPieces(t *testing.T) {
+	m, st := newTestFeed(2)
+	st.add(0, multiEntry(5, 1, "SET", "x", "1"))
+	m.drain(st)
+	if m.offset != 0 {
+		t.Fatal("emitted a transaction before its part was complete")
+	}
+	st.add(0, execEntry(5, 0))
+	m.drain(st)
+	if got, want := emitted(m), "SELECT 0\nSET x 1"; got != want {
+		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestBacklogRing(t *testing.T) {
+	m, _ := newTestFeed(1)
+	m.backlog = make([]byte, 10)
+	m.emit([]byte("abcdef"))
+	m.emit([]byte("ghijkl"))
+	if b, ok := m.backlogFrom(3); !ok || string(b) != "cdefghijkl" {
+		t.Fatalf("from 3: %q %v", b, ok)
+	}
+	if _, ok := m.backlogFrom(2); ok {
+		t.Fatal("offset 2 fell out of the ring")
+	}
+	if b, ok := m.backlogFrom(13); !ok || len(b) != 0 {
+		t.Fatalf("from the end: %q %v", b, ok)
+	}
+	if _, ok := m.backlogFrom(14); ok {
+		t.Fatal("a future offset")
+	}
+	m.emit([]byte(strings.Repeat("z", 25)))
+	if b, ok := m.backlogFrom(m.offset - 9); !ok || string(b) != strings.Repeat("z", 10) {
+		t.Fatalf("after a big write: %q %v", b, ok)
+	}
+}
