@@ -78,8 +78,16 @@ type replMaster struct {
 }
 
 type feedItem struct {
-	e   *journal.Entry
-	cut *cutMark
+	e       *journal.Entry
+	cut     *cutMark
+	barrier *barrier
+}
+
+// barrier reports the stream offset once the feed has emitted everything
+// journaled on every shard before it (WAIT).
+type barrier struct {
+	left int
+	done chan int64
 }
 
 // cutMark is a full sync's cut in every shard's queue; when the feed has
@@ -216,6 +224,16 @@ func (m *replMaster) drain(st *feedState) {
 				it := st.local[sid][0]
 				if it.cut != nil {
 					break
+				}
+				if b := it.barrier; b != nil {
+					st.local[sid] = st.local[sid][1:]
+					if b.left--; b.left == 0 {
+						m.mu.Lock()
+						b.done <- m.offset
+						m.mu.Unlock()
+					}
+					progress = true
+					continue
 				}
 				e := it.e
 				if e.Op == journal.OpCommand {
@@ -823,9 +841,7 @@ func cmdWait(x *Coord) {
 		return
 	}
 	m := x.Srv.master
-	m.mu.Lock()
-	target := m.offset
-	m.mu.Unlock()
+	target := m.flushedOffset()
 	var deadline time.Time
 	if ms > 0 {
 		deadline = time.Now().Add(time.Duration(ms) * time.Millisecond)
@@ -851,6 +867,31 @@ func cmdWait(x *Coord) {
 			return
 		case <-time.After(5 * time.Millisecond):
 		}
+	}
+}
+
+// flushedOffset is the stream offset that covers every write applied
+// before the call: a barrier passes through each shard's journal queue.
+func (m *replMaster) flushedOffset() int64 {
+	m.cutMu.Lock()
+	m.mu.Lock()
+	on := m.feedOn
+	off := m.offset
+	m.mu.Unlock()
+	if !on {
+		m.cutMu.Unlock()
+		return off
+	}
+	b := &barrier{left: len(m.queues), done: make(chan int64, 1)}
+	m.srv.OnEachShard(func(s *shard.Shard) { m.push(s.ID, feedItem{barrier: b}) })
+	m.cutMu.Unlock()
+	select {
+	case off := <-b.done:
+		return off
+	case <-time.After(time.Second): // the feed stopped meanwhile
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.offset
 	}
 }
 

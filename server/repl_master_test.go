@@ -137,3 +137,27 @@ func TestBacklogRing(t *testing.T) {
 		t.Fatalf("after a big write: %q %v", b, ok)
 	}
 }
+
+func TestFeedBarrierPassesEachShardIndependently(t *testing.T) {
+	m, st := newTestFeed(2)
+	b := &barrier{left: 2, done: make(chan int64, 1)}
+	// Shard 1 is held by a transaction whose other part lies behind
+	// shard 0's barrier: the barrier must not wait for alignment.
+	st.add(0, cmdEntry(0, "SET", "a", "1"))
+	st.local[0] = append(st.local[0], feedItem{barrier: b})
+	st.add(0, multiEntry(3, 1, "SET", "x", "1"), execEntry(3, 0, 1))
+	st.add(1, multiEntry(3, 2, "SET", "y", "1"), execEntry(3, 0, 1))
+	st.local[1] = append(st.local[1], feedItem{barrier: b})
+	m.drain(st)
+	select {
+	case off := <-b.done:
+		if off != m.offset {
+			t.Fatalf("barrier at %d, stream at %d", off, m.offset)
+		}
+	default:
+		t.Fatalf("barrier not passed; stream:\n%s", emitted(m))
+	}
+	if !strings.Contains(emitted(m), "MULTI") {
+		t.Fatalf("transaction not emitted:\n%s", emitted(m))
+	}
+}
