@@ -119,14 +119,21 @@ func newReplID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// shiftReplID starts a new replication history at the current offset:
-// replicas of the old one may still continue up to it (PSYNC with replid2).
-func (m *replMaster) shiftReplID() {
+// promoteToMaster is for the replica side when this server stops
+// replicating (REPLICAOF NO ONE): it continues the history it replicated —
+// replid/offset of the master it followed — under a new id, keeping the
+// old one as replid2 so that its own former sub-replicas could continue
+// (Redis's shiftReplicationId). Call it before accepting writes.
+func (s *Server) promoteToMaster(oldReplID string, offset int64) {
+	m := s.master
 	m.mu.Lock()
-	m.replID2, m.secondOffset = m.replID, m.offset+1
+	defer m.mu.Unlock()
+	m.replID2, m.secondOffset = oldReplID, offset+1
 	m.replID = newReplID()
-	m.mu.Unlock()
+	m.offset = offset
+	m.backlogLen, m.backlogPos = 0, 0
 }
+
 
 // ---- the feed: journals merged into the command stream ----
 
@@ -638,15 +645,12 @@ func (m *replMaster) fullSync(r *replica, req psyncRequest) bool {
 	srv := m.srv
 	r.state.Store("wait_bgsave")
 	m.syncFull.Add(1)
-	if req.replID != "?" && !req.sync {
-		m.syncPartialErr.Add(0) // counted in tryPartial
-	}
 	cut := &cutMark{r: r, done: make(chan int64, 1)}
 	m.cutMu.Lock()
 	m.mu.Lock()
 	m.ensureFeedLocked()
 	m.mu.Unlock()
-	out, free, _ := srv.replicationCut(func(s *shard.Shard) {
+	out, free := srv.replicationCut(func(s *shard.Shard) {
 		m.startShard(s)
 		m.push(s.ID, feedItem{cut: cut})
 	})

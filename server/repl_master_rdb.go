@@ -24,7 +24,7 @@ import (
 // replicationCut takes a snapshot's cut on every shard inside one
 // whole-shard step, running also(s) in the same step (start journaling,
 // mark the feed), and returns the chunk channel.
-func (s *Server) replicationCut(also func(*shard.Shard)) (<-chan snapshot.Chunk, chan []byte, uint64) {
+func (s *Server) replicationCut(also func(*shard.Shard)) (<-chan snapshot.Chunk, chan []byte) {
 	out := make(chan snapshot.Chunk, 64)
 	free := make(chan []byte, 64)
 	t := tx.New(s.shards)
@@ -34,7 +34,7 @@ func (s *Server) replicationCut(also func(*shard.Shard)) (<-chan snapshot.Chunk,
 		also(sh)
 		snapshot.Start(sh, encodeForSnapshot, out, free)
 	})
-	return out, free, 0
+	return out, free
 }
 
 // drainChunks consumes a snapshot's chunks to the end, so no shard keeps

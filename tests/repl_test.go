@@ -819,3 +819,30 @@ func TestReplCrossShardTransactions(t *testing.T) {
 	t.Logf("%d transactions", total)
 	compareDigests(t, mc, rc)
 }
+
+// TestReplRedisCliReplica: redis-cli --replica (SYNC, the old protocol)
+// gets the RDB and then logs the command stream.
+func TestReplRedisCliReplica(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly-only")
+	}
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Skip("redis-cli not installed")
+	}
+	s := StartServer(t)
+	c := s.Raw(t)
+	mustOK(t, c.Do("SET", "before", "1"), "set")
+	cmd := exec.Command(cli, "-p", strconv.Itoa(s.Port), "--replica")
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	waitFor(t, 10*time.Second, "SYNC done", func() bool { return strings.Contains(out.String(), "SYNC done") })
+	mustOK(t, c.Do("SET", "after", "2"), "set")
+	waitFor(t, 10*time.Second, "the SET in the stream:\n"+out.String(), func() bool {
+		return strings.Contains(out.String(), `"SET","after","2"`)
+	})
+}
