@@ -134,7 +134,6 @@ func (s *Server) promoteToMaster(oldReplID string, offset int64) {
 	m.backlogLen, m.backlogPos = 0, 0
 }
 
-
 // ---- the feed: journals merged into the command stream ----
 
 // push queues an item of shard sid; on the shard goroutine, never blocks.
