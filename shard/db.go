@@ -199,6 +199,15 @@ func (db *DB) Flush() {
 	db.expiryCursor = 0
 }
 
+// lockedWhileJournaled: while the journal records, the sweep leaves keys
+// that a transaction holds alone. The transaction's writes are journaled
+// when it commits, so a DEL journaled now could land before a write that
+// the key had before it expired.
+func (db *DB) lockedWhileJournaled(key string) bool {
+	s := db.shard
+	return s.Journal.Active() && !s.Locks.Idle() && (s.Locks.allHeld || s.Locks.heldConflict(db.Index, key, true))
+}
+
 // ExpireStep runs one bounded step of the active expiry sweep: it visits
 // about maxVisits keys that have a TTL and deletes those that passed it.
 // It returns how many it deleted.
@@ -219,6 +228,9 @@ func (db *DB) ExpireStep(maxVisits int) int {
 			}
 		})
 		for _, k := range victims[:n] {
+			if db.lockedWhileJournaled(k) {
+				continue // a later sweep (or the lock holder's lookup) expires it
+			}
 			if it := db.Table.Find(k); it.Valid() {
 				db.deleteExpired(it)
 				deleted++
