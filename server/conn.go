@@ -284,7 +284,13 @@ func (c *Conn) dispatch() {
 		}
 		cmd := p.cmd
 		if c.multi != nil && !multiControl[cmd.Name] {
-			c.queue(p)
+			if cmd.Flags&FlagNoMulti != 0 {
+				// SYNC, PSYNC, SAVE: Redis refuses them and aborts EXEC.
+				p.reply.Error("ERR Command not allowed inside a transaction")
+				c.multi.dirty = true
+			} else {
+				c.queue(p)
+			}
 			c.next++
 			if len(c.used) == 0 {
 				c.readyUpTo = c.next

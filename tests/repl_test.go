@@ -576,6 +576,19 @@ func TestReplconfAndWaitWithoutReplicas(t *testing.T) {
 	if v := infoField(c, "replication", "master_repl_offset"); v != "0" {
 		t.Fatalf("master_repl_offset = %q before any replica", v)
 	}
+	mustOK(t, c.Do("MULTI"), "multi")
+	if r := c.Do("PSYNC", "?", "-1"); r.Str != "ERR Command not allowed inside a transaction" {
+		t.Fatalf("PSYNC in MULTI = %s", r.String())
+	}
+	if r := c.Do("EXEC"); !strings.HasPrefix(r.Str, "EXECABORT") {
+		t.Fatalf("EXEC = %s", r.String())
+	}
+	if r := c.Do("PSYNC", "?", "x"); !r.IsError() {
+		t.Fatalf("PSYNC bad offset = %s", r.String())
+	}
+	if r := c.Do("PING"); r.Str != "PONG" {
+		t.Fatalf("PING = %s", r.String())
+	}
 }
 
 // TestReplStreamForm reads the command stream as a replica would and
