@@ -34,4 +34,18 @@
 //     shard is a part naming only that shard.
 //   - Recording costs one atomic load when nobody listens: Active is false
 //     unless there is a subscriber or a retained backlog (Start).
+//
+// Using it (all on the shard's goroutine):
+//
+//	id, last := sh.Journal.Subscribe(fn) // fn gets every entry with LSN > last
+//	ok := sh.Journal.ReadFrom(lsn, fn)   // replay held entries from lsn (partial sync)
+//	sh.Journal.Unsubscribe(id)
+//	b = e.Encode(b); e, n, err := journal.Decode(b) // an rdb.OpJournal payload
+//
+// A consumer that needs a consistent start (a full sync) subscribes in the
+// same whole-shard step that takes the snapshot's cut (server's
+// replicationCut), so that the entries it gets are exactly those after the
+// cut. Writers call Record (through the server's Exec.run and tx's steps),
+// Enter/Leave/Commit for transaction parts; Start/Stop keep a backlog
+// without subscribers.
 package journal
