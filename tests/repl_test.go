@@ -666,6 +666,24 @@ func TestReplStreamForm(t *testing.T) {
 	if r := blocked.MustRead(); r.IsError() || len(r.Elems) != 1 {
 		t.Fatalf("blocked XREADGROUP = %s", r.String())
 	}
+	do("SETEX", "{t}se", "100", "v")
+	seAt := do("PEXPIRETIME", "{t}se").Int
+	do("PSETEX", "{t}pe", "100000", "v")
+	peAt := do("PEXPIRETIME", "{t}pe").Int
+	do("GETEX", "{t}pe", "EX", "200")
+	geAt := do("PEXPIRETIME", "{t}pe").Int
+	do("GETEX", "{t}pe", "PERSIST")
+	do("EXPIRE", "{t}se", "-1") // a past time deletes
+	do("HINCRBYFLOAT", "{t}h", "f", "2.5")
+	dump := do("DUMP", "{t}nx").Str
+	do("RESTORE", "{t}r", "100000", dump)
+	rAt := do("PEXPIRETIME", "{t}r").Int
+	do("SADD", "{t}s2", "a", "b", "c")
+	pops := do("SPOP", "{t}s2", "3")
+	var popped3 []string
+	for _, e := range pops.Elems {
+		popped3 = append(popped3, e.Str)
+	}
 
 	want := [][]string{
 		{"SELECT", "0"},
@@ -683,6 +701,15 @@ func TestReplStreamForm(t *testing.T) {
 		{"XGROUP", "CREATE", "{t}gs", "g", "$", "MKSTREAM"},
 		{"XADD", "{t}gs", gid, "f", "v"},
 		{"XREADGROUP", "GROUP", "g", "c", "STREAMS", "{t}gs", ">"},
+		{"SET", "{t}se", "v", "PXAT", strconv.FormatInt(seAt, 10)},
+		{"SET", "{t}pe", "v", "PXAT", strconv.FormatInt(peAt, 10)},
+		{"PEXPIREAT", "{t}pe", strconv.FormatInt(geAt, 10)},
+		{"PERSIST", "{t}pe"},
+		{"DEL", "{t}se"},
+		{"HSET", "{t}h", "f", "2.5"},
+		{"RESTORE", "{t}r", strconv.FormatInt(rAt, 10), dump, "ABSTTL"},
+		{"SADD", "{t}s2", "a", "b", "c"},
+		append([]string{"SREM", "{t}s2"}, popped3...),
 	}
 	var got [][]string
 	total := int64(0)
