@@ -886,3 +886,39 @@ func TestReplRedisCliReplica(t *testing.T) {
 		return strings.Contains(out.String(), `"SET","after","2"`)
 	})
 }
+
+// TestReplReplicaKilledDuringFullSync: a replica killed while the RDB is
+// on its way leaves no trace on the master (its snapshot is consumed to
+// the end, the shards keep serving), and a new replica syncs fully.
+func TestReplReplicaKilledDuringFullSync(t *testing.T) {
+	needRedisReplica(t)
+	master := StartServer(t, "--shards", "2")
+	mc := master.Raw(t)
+	mustOK(t, mc.Do("DEBUG", "POPULATE", "3000", "key", "20000"), "populate")
+	replica := startRedisReplica(t, master, t.TempDir(), 0)
+	waitFor(t, 20*time.Second, "the replica connected", func() bool {
+		return infoField(mc, "replication", "connected_slaves") == "1"
+	})
+	// Stop it reading: the RDB stalls in the socket, then kill it.
+	_ = syscall.Kill(replica.PID, syscall.SIGSTOP)
+	time.Sleep(200 * time.Millisecond)
+	t.Logf("killed in state: %s", infoField(mc, "replication", "slave0"))
+	replica.terminated = true
+	replica.kill()
+	start := time.Now()
+	mustOK(t, mc.Do("SET", "during", "1"), "set")
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("SET took %v while the dead replica's sync unwound", d)
+	}
+	waitFor(t, 20*time.Second, "the dead replica dropped", func() bool {
+		return infoField(mc, "replication", "connected_slaves") == "0"
+	})
+	replica = startRedisReplica(t, master, t.TempDir(), 0)
+	rc := replica.Raw(t)
+	waitLinkUp(t, rc)
+	mustOK(t, mc.Do("SET", "after", "1"), "set")
+	compareDigests(t, mc, rc)
+	if v := infoField(mc, "stats", "sync_full"); v != "2" {
+		t.Fatalf("sync_full = %q", v)
+	}
+}
