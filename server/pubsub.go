@@ -54,6 +54,7 @@ func pubsubCommands() []*Command {
 		{Name: "punsubscribe", Arity: -1, Flags: f, Local: func(c *Conn, a [][]byte, w *resp.Writer) { c.unsubscribe(a[1:], true, w) }},
 		{Name: "publish", Arity: 3, Flags: FlagPubSub | FlagLoading | FlagStale | FlagFast, Local: func(c *Conn, a [][]byte, w *resp.Writer) {
 			w.Int(int64(c.srv.pubsub.publish(a[1], a[2])))
+			c.srv.master.propagate(a) // replicas' subscribers get it too, as in Redis
 		}},
 		{Name: "pubsub", Arity: -2, Flags: FlagPubSub | FlagLoading | FlagStale, Local: cmdPubsub},
 	}

@@ -66,6 +66,8 @@ type replMaster struct {
 	idleSince time.Time // last replica left (backlog TTL)
 
 	syncFull, syncPartialOK, syncPartialErr atomic.Int64
+	// attached mirrors len(replicas) > 0 for propagate's fast path.
+	attached atomic.Bool
 
 	// The feed's input: per shard, what the journal callback queued.
 	qmu    sync.Mutex
@@ -489,6 +491,18 @@ func (m *replMaster) stopFeed() {
 	m.srv.log.Noticef("Replication backlog freed after %v without replicas", m.srv.cfg.ReplBacklogTTL)
 }
 
+// propagate sends a command that belongs to no shard (PUBLISH) to the
+// replicas as it is.
+func (m *replMaster) propagate(args [][]byte) {
+	if !m.attached.Load() {
+		return
+	}
+	b := appendArgs(nil, args)
+	m.mu.Lock()
+	m.emitLocked(b)
+	m.mu.Unlock()
+}
+
 // ---- replicas ----
 
 // replConnInfo is what REPLCONF told on a connection before SYNC/PSYNC.
@@ -535,6 +549,7 @@ func (r *replica) attachLocked(pre []byte) {
 	r.attached = true
 	r.omu.Unlock()
 	m.replicas[r] = struct{}{}
+	m.attached.Store(true)
 	m.idleSince = time.Time{}
 }
 
@@ -565,6 +580,7 @@ func (r *replica) close() {
 	m := r.m
 	m.mu.Lock()
 	delete(m.replicas, r)
+	m.attached.Store(len(m.replicas) > 0)
 	if len(m.replicas) == 0 && m.idleSince.IsZero() {
 		m.idleSince = time.Now()
 	}

@@ -882,8 +882,9 @@ func TestReplRedisCliReplica(t *testing.T) {
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	waitFor(t, 10*time.Second, "SYNC done", func() bool { return strings.Contains(out.String(), "SYNC done") })
 	mustOK(t, c.Do("SET", "after", "2"), "set")
-	waitFor(t, 10*time.Second, "the SET in the stream:\n"+out.String(), func() bool {
-		return strings.Contains(out.String(), `"SET","after","2"`)
+	c.Do("PUBLISH", "news", "hello")
+	waitFor(t, 10*time.Second, "the SET and PUBLISH in the stream", func() bool {
+		return strings.Contains(out.String(), `"SET","after","2"`) && strings.Contains(out.String(), `"PUBLISH","news","hello"`)
 	})
 }
 
