@@ -449,8 +449,9 @@ func (m *replMaster) expireBacklog() {
 	}
 }
 
-// startFeed begins journaling on every shard and starts the feed; within
-// the full sync's cut step (see fullSync).
+// ensureFeedLocked allocates the backlog and starts the feed goroutine
+// (m.mu held); the shards' journals are subscribed in the cut step that
+// follows (fullSync's replicationCut).
 func (m *replMaster) ensureFeedLocked() {
 	if m.feedOn {
 		return
