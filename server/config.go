@@ -30,6 +30,12 @@ type Config struct {
 	// Save is the BGSAVE schedule, "<seconds> <changes> ..." ("" = none;
 	// persist_schedule.go).
 	Save string
+	// SerializationMaxChunk bounds one piece of a big value in a snapshot
+	// (--serialization_max_chunk_size, snapshot/).
+	SerializationMaxChunk int64
+	// PointInTime selects PIT snapshots for replication full syncs
+	// (non-PIT when false; backups are always PIT).
+	PointInTime bool
 
 	mu sync.RWMutex
 }
@@ -40,6 +46,7 @@ func DefaultConfig() *Config {
 		Port: 6379, Bind: "127.0.0.1", MaxClients: 10000, Dir: ".", DBFilename: "dump.rdb",
 		Databases: 16, LogLevel: "notice", ProtoMaxBulk: 512 << 20, QueryBufMax: 1 << 30,
 		ProtectedMode: true, DBFormat: "rdb",
+		SerializationMaxChunk: 64 << 10, PointInTime: true,
 	}
 }
 
@@ -129,6 +136,15 @@ var params = []param{
 		c.DBFormat = v
 		return nil
 	}},
+	{name: "serialization_max_chunk_size", get: func(c *Config) string { return strconv.FormatInt(c.SerializationMaxChunk, 10) },
+		set: func(c *Config, v string) error {
+			n, err := ParseMemory(v)
+			if err != nil || n < 1024 || n > 64<<20 {
+				return fmt.Errorf("argument must be a size from 1kb to 64mb")
+			}
+			c.SerializationMaxChunk = n
+			return nil
+		}},
 	fixed("maxmemory-policy", "noeviction"),
 	fixed("timeout", "0"),
 }

@@ -32,7 +32,8 @@ func (s *Server) snapshotCut() (<-chan snapshot.Chunk, chan []byte, uint64) {
 	t.Lock()
 	t.Finish(func(sh *shard.Shard) {
 		writes[sh.ID] = sh.Stats.Writes
-		snapshot.Start(sh, encodeForSnapshot, out, free)
+		snapshot.Start(sh, snapshot.Options{Encode: encodeForSnapshot, Out: out, Free: free,
+			MaxChunk: s.serializationChunk()})
 	})
 	var total uint64
 	for _, w := range writes {
@@ -41,9 +42,35 @@ func (s *Server) snapshotCut() (<-chan snapshot.Chunk, chan []byte, uint64) {
 	return out, free, total
 }
 
-func encodeForSnapshot(e *rdb.Encoder, key []byte, v *shard.Value, expireAt int64) {
-	encodeValue(e, key, v, rdb.Meta{ExpireAt: expireAt})
+// encodeForSnapshot writes one key for a snapshot. A string too big for
+// one chunk is written raw in parts, so the encoder can hand it out a
+// chunk at a time (and no LZF copy of it is made).
+// serializationChunk is --serialization_max_chunk_size.
+func (s *Server) serializationChunk() int {
+	s.cfg.mu.RLock()
+	defer s.cfg.mu.RUnlock()
+	return int(s.cfg.SerializationMaxChunk)
 }
+
+func encodeForSnapshot(e *rdb.Encoder, key []byte, v *shard.Value, expireAt int64) {
+	m := rdb.Meta{ExpireAt: expireAt}
+	if s := v.Str(); len(s) > bigString {
+		e.BeginString(key, len(s), m)
+		for len(s) > 0 {
+			n := min(len(s), bigStringPart)
+			e.StringPart(s[:n])
+			s = s[n:]
+		}
+		return
+	}
+	encodeValue(e, key, v, m)
+}
+
+// Strings longer than bigString are written in parts of bigStringPart.
+const (
+	bigString     = 32 << 10
+	bigStringPart = 8 << 10
+)
 
 // writeSnapshotStream writes the RDB file from the shards' chunks: header
 // and AUX fields, every chunk as it arrives, EOF and the checksum; into a
