@@ -36,6 +36,9 @@ type Config struct {
 	// PointInTime selects PIT snapshots for replication full syncs
 	// (non-PIT when false; backups are always PIT).
 	PointInTime bool
+	// SnapshotReference, for tests: every BGSAVE also writes the dataset
+	// at its cut to this RDB file, synchronously, in the cut's own step.
+	SnapshotReference string
 
 	mu sync.RWMutex
 }

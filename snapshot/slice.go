@@ -66,6 +66,9 @@ type Chunk struct {
 	Data  []byte
 	Last  bool
 	Err   error
+	// Open (untagged only): the chunk ends inside a big value; the
+	// consumer must take this shard's next chunk before any other shard's.
+	Open bool
 }
 
 // JournalEntry is one encoded journal entry offered to a snapshot that
@@ -501,7 +504,7 @@ func (sl *Slice) cutWire(force bool) {
 	if len(sl.wire) == 0 || (!force && len(sl.wire) < chunkSize) {
 		return
 	}
-	sl.pending = append(sl.pending, Chunk{Shard: sl.sh.ID, Data: sl.wire})
+	sl.pending = append(sl.pending, Chunk{Shard: sl.sh.ID, Data: sl.wire, Open: !sl.opt.Tagged && sl.open != nil})
 	sl.pendingBytes += len(sl.wire)
 	sl.wire = sl.spareBuf()
 }

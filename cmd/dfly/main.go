@@ -143,6 +143,7 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 		cfg.SerializationMaxChunk = n
 		return err
 	})
+	fs.StringVar(&cfg.SnapshotReference, "debug_snapshot_reference", "", "for tests: each BGSAVE also writes the dataset at its cut to this RDB file, stalling the cut")
 	fs.BoolVar(&cfg.PointInTime, "point_in_time_snapshot", cfg.PointInTime, "replication full syncs send a point-in-time snapshot (false: non-PIT, the journal fills in)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
