@@ -48,6 +48,7 @@ type Server struct {
 	cmdStats       []shardCmdStats // per shard, owned by its goroutine
 	pubsub         *pubsub
 	persist        persistState // SAVE/BGSAVE/LASTSAVE bookkeeping (persist.go)
+	master         *replMaster  // master side of replication (repl_master.go)
 
 	// loops are the engine's event loops; shardLoop[i] is the loop that
 	// owns shard i. Both are set once, before any command is served.
@@ -86,6 +87,7 @@ func New(cfg *Config, log *Logger) *Server {
 		s.shards[i] = shard.New(i, cfg.Databases)
 		s.cmdStats[i].calls = make(map[*Command]uint64)
 	}
+	s.initReplMaster()
 	return s
 }
 

@@ -206,6 +206,9 @@ func (db *DB) Flush() {
 		h.PreFlush(db)
 	}
 	db.shard.flushed(db.Index)
+	if db.Table.Len() > 0 {
+		db.shard.Stats.Writes++ // a flush of keys is a write (journal, dirty count)
+	}
 	db.newTables()
 	db.expiryCursor = 0
 }

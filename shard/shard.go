@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/dash"
+	"github.com/dfly/dfly/journal"
 )
 
 // Runnable is a message for a shard: it runs on the shard goroutine.
@@ -69,6 +70,9 @@ type Shard struct {
 	DBs   []*DB
 	Stats Stats
 	Locks locks
+	// Journal records the shard's writes while replication listens (see
+	// package journal); nil or inactive otherwise.
+	Journal *journal.Journal
 
 	inbox       chan Runnable
 	post        func(Runnable)
