@@ -48,6 +48,7 @@ type Server struct {
 	cmdStats       []shardCmdStats // per shard, owned by its goroutine
 	pubsub         *pubsub
 	persist        persistState // SAVE/BGSAVE/LASTSAVE bookkeeping (persist.go)
+	replica        replicaState // replica side of replication (repl_replica.go)
 
 	// loops are the engine's event loops; shardLoop[i] is the loop that
 	// owns shard i. Both are set once, before any command is served.
