@@ -106,6 +106,7 @@ type Client struct {
 	nc     net.Conn // the current link, closed by Stop
 	replid string
 	offset int64
+	db     int // the database selected at offset (a partial resync keeps it)
 
 	state         atomic.Int32
 	lastIO        atomic.Int64 // unix ns
@@ -390,7 +391,7 @@ func (c *Client) fullSync(w *wire, replid string, offset int64) error {
 		return fmt.Errorf("replica: payload ended after %d of %d bytes: %w", c.syncRead.Load(), size, io.ErrUnexpectedEOF)
 	}
 	c.mu.Lock()
-	c.replid, c.offset = replid, offset
+	c.replid, c.offset, c.db = replid, offset, 0
 	c.mu.Unlock()
 	c.readOffset.Store(offset)
 	c.appliedOffset.Store(offset)
@@ -435,10 +436,11 @@ type streamState struct {
 func (c *Client) stream(w *wire) error {
 	p := resp.NewParser(c.cfg.MaxBulkLen, c.cfg.MaxQueryBuf)
 	c.mu.Lock()
-	committed := c.offset // offset of the last command applied outside a block
+	committed := c.offset // offset after the last command outside a block
+	st := &streamState{db: c.db}
 	c.mu.Unlock()
+	committedDB := st.db
 	pos := committed // offset of the last byte parsed
-	st := &streamState{}
 	lastAck := time.Now()
 	flush := func() error {
 		if len(st.ops) == 0 {
@@ -453,7 +455,7 @@ func (c *Client) stream(w *wire) error {
 	}
 	commit := func() {
 		c.mu.Lock()
-		c.offset = committed
+		c.offset, c.db = committed, committedDB
 		c.mu.Unlock()
 		c.appliedOffset.Store(committed)
 	}
@@ -473,7 +475,7 @@ func (c *Client) stream(w *wire) error {
 			if len(args) == 0 {
 				pos += int64(n)
 				if !st.inTx {
-					committed = pos
+					committed, committedDB = pos, st.db
 				}
 				continue
 			}
@@ -493,7 +495,7 @@ func (c *Client) stream(w *wire) error {
 			pos += int64(n)
 			c.readOffset.Store(pos)
 			if !st.inTx {
-				committed = pos
+				committed, committedDB = pos, st.db
 			}
 		}
 		if err := flush(); err != nil {
