@@ -250,3 +250,11 @@ func (s *Server) replicaRole(w *resp.Writer) bool {
 	}
 	return true
 }
+
+// expiredAt reports whether a write giving a key the absolute expiry at
+// must delete it now instead: at is past, and this is not a replica. A
+// replica stores the past TTL (the key is hidden from clients) and waits
+// for its master's DEL, as Redis's checkAlreadyExpired: applying the
+// master's PEXPIREAT a little late must not delete a key the master has
+// meanwhile given a new TTL.
+func (x *Exec) expiredAt(at int64) bool { return at <= x.Now() && !x.S.ReplicaMode }

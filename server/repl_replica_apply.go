@@ -2,6 +2,7 @@ package server
 
 import (
 	"io"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,9 @@ func (a *replApplier) FullSync(r io.Reader, size int64) error {
 			a.wg.Done()
 		}))
 	})
+	// A replica loads keys its clock considers expired (Redis does too):
+	// the master may still write them before its DEL arrives.
+	l.now = math.MinInt64
 	err := l.load(&countingReader{r: r, n: &s.persist.prog.loaded})
 	a.wg.Wait()
 	if err != nil {
