@@ -223,7 +223,9 @@ func TestFullSyncStreamAndPartialResync(t *testing.T) {
 			// A block cut by a disconnect is not counted: the resync asks
 			// for the bytes from its MULTI again.
 			c.Write([]byte(cmd("SET", "b", "1") + cmd("MULTI") + cmd("SET", "z", "1")))
-			waitFor(t, "SET b applied", func() bool { return cl.Status().ReadOffset >= int64(1000+len(stream)+len(getack)+len(cmd("SET", "b", "1"))) })
+			waitFor(t, "SET b applied", func() bool {
+				return cl.Status().ReadOffset >= int64(1000+len(stream)+len(getack)+len(cmd("SET", "b", "1")))
+			})
 			c.Close()
 			offset := 1000 + len(stream) + len(getack) + len(cmd("SET", "b", "1"))
 			c, r = m.accept(t)
