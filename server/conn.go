@@ -373,6 +373,12 @@ func (c *Conn) prepare(p *pending) bool {
 		w.Error("NOAUTH Authentication required.")
 		return false
 	}
+	// Issue 8: a replica refuses client writes (READONLY) and, during a
+	// full sync, whatever cannot run while loading (LOADING).
+	if e := c.srv.replicaRefusal(p.cmd); e != "" {
+		w.Error(e)
+		return false
+	}
 	if c.proto == 2 && c.subscriptions() > 0 && !subscribedAllowed[p.cmd.Name] {
 		w.Error("ERR Can't execute '" + p.cmd.Name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		return false

@@ -49,6 +49,7 @@ type Server struct {
 	pubsub         *pubsub
 	persist        persistState // SAVE/BGSAVE/LASTSAVE bookkeeping (persist.go)
 	master         *replMaster  // master side of replication (repl_master.go)
+	replica        replicaState // replica side of replication (repl_replica.go)
 
 	// loops are the engine's event loops; shardLoop[i] is the loop that
 	// owns shard i. Both are set once, before any command is served.

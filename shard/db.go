@@ -54,7 +54,10 @@ func (db *DB) Find(key []byte) (dash.Iterator, *Value) {
 		return it, nil
 	}
 	v := db.Table.Value(it)
-	if v.HasExpire && db.expired(it) {
+	if v.HasExpire && !db.shard.MasterApply && db.expired(it) {
+		if db.shard.ReplicaMode {
+			return dash.Iterator{}, nil // issue 8: hidden, not deleted
+		}
 		db.deleteExpired(it)
 		return dash.Iterator{}, nil
 	}

@@ -87,6 +87,14 @@ type Shard struct {
 	done        chan struct{}
 	block       blockState
 	watch       watchState
+
+	// Replica mode (issue 8, server/repl_replica.go): a replica never
+	// expires keys itself; its master's DELs delete them. With ReplicaMode
+	// the active sweep is off and Find hides a logically expired key from
+	// readers without deleting it, except while MasterApply is set: the
+	// master's command stream sees every key, as in Redis.
+	ReplicaMode bool
+	MasterApply bool
 }
 
 // InboxSize bounds each shard's inbox; senders block when it is full, which
@@ -191,6 +199,9 @@ var tickMsg Runnable = tick{}
 const expireBudget = time.Millisecond
 
 func (s *Shard) expireStep() {
+	if s.ReplicaMode {
+		return // issue 8: a replica waits for its master's DELs
+	}
 	start := time.Now()
 	for _, db := range s.DBs {
 		for db.ExpireStep(64) > 16 && time.Since(start) < expireBudget {
