@@ -102,6 +102,13 @@ func (s *Server) initReplMaster() {
 	s.master = m
 }
 
+// id is the current replication id.
+func (m *replMaster) id() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.replID
+}
+
 // newReplID is a fresh 40-hex-digit replication id. The replica side
 // calls it when a replica is promoted (REPLICAOF NO ONE) to start a new
 // history, keeping the old id as replid2 (see shiftReplID).
@@ -142,7 +149,7 @@ func (m *replMaster) startShard(s *shard.Shard) {
 	sid := s.ID
 	m.subIDs[sid], _ = s.Journal.Subscribe(func(e *journal.Entry) { m.push(sid, feedItem{e: e}) })
 	s.Journal.Start()
-	s.AddExpiryHook(expiryRecorder{s.Journal})
+	m.srv.journalExpiries(s, true)
 }
 
 func (m *replMaster) stopShard(s *shard.Shard) {
@@ -152,7 +159,7 @@ func (m *replMaster) stopShard(s *shard.Shard) {
 	s.Journal.Unsubscribe(m.subIDs[s.ID])
 	m.subIDs[s.ID] = 0
 	s.Journal.Stop()
-	s.RemoveExpiryHook(expiryRecorder{s.Journal})
+	m.srv.journalExpiries(s, false)
 }
 
 // expiryRecorder journals expiries (active and lazy) as DEL.
@@ -897,6 +904,7 @@ func (s *Server) masterInfo(field func(k string, v any)) {
 		field("slave"+strconv.Itoa(i), "ip="+r.ip+",port="+strconv.Itoa(r.port)+",state="+st+
 			",offset="+strconv.FormatInt(off, 10)+",lag="+strconv.FormatInt(lag, 10))
 	}
+	s.flowInfo(field)
 	field("master_failover_state", "no-failover")
 	field("master_replid", m.replID)
 	replID2 := m.replID2

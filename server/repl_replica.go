@@ -28,7 +28,7 @@ import (
 type replicaState struct {
 	// mu serializes REPLICAOF changes.
 	mu     sync.Mutex
-	client *replica.Client
+	client replLink // *flowLink (native, or Redis protocol through its fallback)
 	host   string
 	port   int
 	// active: this server is a replica (writes refused, ROLE "slave").
@@ -122,7 +122,7 @@ func (s *Server) replicaOf(host string, port int) bool {
 	rs.active.Store(true)
 	rs.host, rs.port = host, port
 	s.log.Noticef("Connecting to MASTER %s:%d", host, port)
-	rs.client = replica.Start(replica.Config{
+	rs.client = startFlowLink(s, replica.Config{
 		Addr:        net.JoinHostPort(host, strconv.Itoa(port)),
 		ListenPort:  s.cfg.Port,
 		Applier:     newReplApplier(s),
