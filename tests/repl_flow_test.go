@@ -3,8 +3,8 @@ package tests
 import (
 	"fmt"
 	"os"
-	"syscall"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
