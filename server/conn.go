@@ -379,6 +379,12 @@ func (c *Conn) prepare(p *pending) bool {
 		w.Error("NOAUTH Authentication required.")
 		return false
 	}
+	// Issue 8: a replica refuses client writes (READONLY) and, during a
+	// full sync, whatever cannot run while loading (LOADING).
+	if e := c.srv.replicaRefusal(p.cmd); e != "" {
+		w.Error(e)
+		return false
+	}
 	if c.proto == 2 && c.subscriptions() > 0 && !subscribedAllowed[p.cmd.Name] {
 		w.Error("ERR Can't execute '" + p.cmd.Name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		return false
@@ -422,7 +428,7 @@ func (b *shardBatch) Run(s *shard.Shard) {
 func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 	for b.pos < len(b.idx) {
 		p := &b.c.cmds[b.idx[b.pos]]
-		if !resumed && !s.Locks.Idle() {
+		if !resumed && !s.Idle() {
 			b.x.keys = b.lockKeys(p, b.x.keys[:0])
 			if !s.Available(b.x.keys) {
 				b.inline = false // resumed later from another message

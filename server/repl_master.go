@@ -56,7 +56,7 @@ type replMaster struct {
 	backlog    []byte
 	backlogLen int
 	backlogPos int
-	replicas   map[*replica]struct{}
+	replicas   map[*replicaConn]struct{}
 	nextID     int
 	// curDB is the database the stream last SELECTed (-1: SELECT next).
 	curDB int
@@ -96,13 +96,13 @@ type barrier struct {
 // emitted everything before it on all shards it hands the replica the
 // offset its stream starts at.
 type cutMark struct {
-	r    *replica
+	r    *replicaConn
 	done chan int64
 }
 
 func (s *Server) initReplMaster() {
 	m := &replMaster{srv: s, replID: newReplID(), secondOffset: -1, curDB: -1,
-		replicas: map[*replica]struct{}{}, wake: make(chan struct{}, 1)}
+		replicas: map[*replicaConn]struct{}{}, wake: make(chan struct{}, 1)}
 	m.queues = make([][]feedItem, len(s.shards))
 	m.subIDs = make([]int, len(s.shards))
 	cfg := journal.Config{BacklogBytes: int(s.cfg.ReplBacklogSize), BacklogAge: s.cfg.ReplBacklogTTL}
@@ -110,6 +110,13 @@ func (s *Server) initReplMaster() {
 		sh.Journal = journal.New(i, cfg)
 	}
 	s.master = m
+}
+
+// id is the current replication id.
+func (m *replMaster) id() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.replID
 }
 
 // newReplID is a fresh 40-hex-digit replication id. The replica side
@@ -158,7 +165,7 @@ func (m *replMaster) startShard(s *shard.Shard) {
 	sid := s.ID
 	m.subIDs[sid], _ = s.Journal.Subscribe(func(e *journal.Entry) { m.push(sid, feedItem{e: e}) })
 	s.Journal.Start()
-	s.AddExpiryHook(expiryRecorder{s.Journal})
+	m.srv.journalExpiries(s, true)
 }
 
 func (m *replMaster) stopShard(s *shard.Shard) {
@@ -168,7 +175,7 @@ func (m *replMaster) stopShard(s *shard.Shard) {
 	s.Journal.Unsubscribe(m.subIDs[s.ID])
 	m.subIDs[s.ID] = 0
 	s.Journal.Stop()
-	s.RemoveExpiryHook(expiryRecorder{s.Journal})
+	m.srv.journalExpiries(s, false)
 }
 
 // expiryRecorder journals expiries (active and lazy) as DEL.
@@ -513,7 +520,7 @@ type replConnInfo struct {
 	capaEOF bool
 }
 
-type replica struct {
+type replicaConn struct {
 	m    *replMaster
 	id   int
 	conn net.Conn
@@ -543,7 +550,7 @@ type replica struct {
 
 // attachLocked makes r receive the stream from now on, after pre (the
 // backlog bytes of a partial resync); m.mu is held.
-func (r *replica) attachLocked(pre []byte) {
+func (r *replicaConn) attachLocked(pre []byte) {
 	m := r.m
 	r.omu.Lock()
 	r.out = append(r.out, pre...)
@@ -555,7 +562,7 @@ func (r *replica) attachLocked(pre []byte) {
 }
 
 // write queues stream bytes; past the limit the replica is dropped.
-func (r *replica) write(b []byte) {
+func (r *replicaConn) write(b []byte) {
 	r.omu.Lock()
 	if r.dead {
 		r.omu.Unlock()
@@ -577,7 +584,7 @@ func (r *replica) write(b []byte) {
 	}
 }
 
-func (r *replica) close() {
+func (r *replicaConn) close() {
 	m := r.m
 	m.mu.Lock()
 	delete(m.replicas, r)
@@ -608,7 +615,7 @@ type psyncRequest struct {
 // serveReplica runs on the replica's own goroutine for the connection's
 // lifetime.
 func (m *replMaster) serveReplica(nc net.Conn, req psyncRequest) {
-	r := &replica{m: m, conn: nc, port: req.info.port, ip: req.info.ip, eof: req.info.capaEOF,
+	r := &replicaConn{m: m, conn: nc, port: req.info.port, ip: req.info.ip, eof: req.info.capaEOF,
 		notify: make(chan struct{}, 1), acked: make(chan struct{})}
 	if host, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil && r.ip == "" {
 		r.ip = host
@@ -630,7 +637,7 @@ func (m *replMaster) serveReplica(nc net.Conn, req psyncRequest) {
 
 // tryPartial answers +CONTINUE when the backlog holds the requested
 // offset of this history (or of the previous one, up to its end).
-func (m *replMaster) tryPartial(r *replica, req psyncRequest) bool {
+func (m *replMaster) tryPartial(r *replicaConn, req psyncRequest) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	known := m.feedOn && (req.replID == m.replID ||
@@ -657,7 +664,7 @@ func (m *replMaster) tryPartial(r *replica, req psyncRequest) bool {
 
 // fullSync takes the cut, answers +FULLRESYNC and sends the RDB; the
 // stream from the cut waits in the replica's buffer meanwhile.
-func (m *replMaster) fullSync(r *replica, req psyncRequest) bool {
+func (m *replMaster) fullSync(r *replicaConn, req psyncRequest) bool {
 	srv := m.srv
 	r.state.Store("wait_bgsave")
 	m.syncFull.Add(1)
@@ -699,7 +706,7 @@ func (m *replMaster) fullSync(r *replica, req psyncRequest) bool {
 }
 
 // stream writes the replica's buffered stream until it is closed.
-func (r *replica) stream() {
+func (r *replicaConn) stream() {
 	if r.waitAck {
 		for waiting := true; waiting; {
 			select {
@@ -740,7 +747,7 @@ func (r *replica) stream() {
 
 // readAcks reads what the replica sends: REPLCONF ACK <offset> (others
 // are ignored). An error ends the replica.
-func (r *replica) readAcks() {
+func (r *replicaConn) readAcks() {
 	defer r.close()
 	p := resp.NewParser(1<<20, 1<<20)
 	p.SetAuthenticated(true)
@@ -930,8 +937,8 @@ func (m *replMaster) acked(offset int64) int {
 
 // ---- INFO and ROLE ----
 
-func (m *replMaster) sortedReplicas() []*replica {
-	rs := make([]*replica, 0, len(m.replicas))
+func (m *replMaster) sortedReplicas() []*replicaConn {
+	rs := make([]*replicaConn, 0, len(m.replicas))
 	for r := range m.replicas {
 		rs = append(rs, r)
 	}
@@ -958,6 +965,7 @@ func (s *Server) masterInfo(field func(k string, v any)) {
 		field("slave"+strconv.Itoa(i), "ip="+r.ip+",port="+strconv.Itoa(r.port)+",state="+st+
 			",offset="+strconv.FormatInt(off, 10)+",lag="+strconv.FormatInt(lag, 10))
 	}
+	s.flowInfo(field)
 	field("master_failover_state", "no-failover")
 	field("master_replid", m.replID)
 	replID2 := m.replID2

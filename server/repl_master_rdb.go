@@ -24,25 +24,30 @@ import (
 // replicationCut takes a snapshot's cut on every shard inside one
 // whole-shard step, running also(s) in the same step (start journaling,
 // mark the feed), and returns the chunk channel.
-func (s *Server) replicationCut(also func(*shard.Shard)) (<-chan snapshot.Chunk, chan []byte) {
-	out := make(chan snapshot.Chunk, 64)
+func (s *Server) replicationCut(also func(*shard.Shard)) ([]chan snapshot.Chunk, chan []byte) {
+	outs := make([]chan snapshot.Chunk, len(s.shards))
+	for i := range outs {
+		outs[i] = make(chan snapshot.Chunk, 16)
+	}
 	free := make(chan []byte, 64)
 	t := tx.New(s.shards)
 	t.AddAllShards()
 	t.Lock()
+	chunk := s.serializationChunk()
 	t.Finish(func(sh *shard.Shard) {
 		also(sh)
-		snapshot.Start(sh, encodeForSnapshot, out, free)
+		snapshot.Start(sh, snapshot.Options{Encode: encodeForSnapshot, Out: outs[sh.ID], Free: free, MaxChunk: chunk})
 	})
-	return out, free
+	return outs, free
 }
 
 // drainChunks consumes a snapshot's chunks to the end, so no shard keeps
 // waiting for a consumer that gave up.
-func drainChunks(chunks <-chan snapshot.Chunk, free chan<- []byte, shards int) error {
+func drainChunks(outs []chan snapshot.Chunk, free chan<- []byte, shards int) error {
 	var err error
+	m := newMerger(outs)
 	for last := 0; last < shards; {
-		c := <-chunks
+		c := m.next()
 		if c.Err != nil && err == nil {
 			err = c.Err
 		}
@@ -54,7 +59,7 @@ func drainChunks(chunks <-chan snapshot.Chunk, free chan<- []byte, shards int) e
 }
 
 // writeRDB writes the whole RDB (header, chunks, EOF, checksum) to w.
-func (s *Server) writeRDB(w io.Writer, chunks <-chan snapshot.Chunk, free chan<- []byte) error {
+func (s *Server) writeRDB(w io.Writer, outs []chan snapshot.Chunk, free chan<- []byte) error {
 	var crc uint64
 	var werr error
 	put := func(b []byte) {
@@ -68,8 +73,9 @@ func (s *Server) writeRDB(w io.Writer, chunks <-chan snapshot.Chunk, free chan<-
 	e.StandardAUX(RedisVersion, 0)
 	put(e.TakeBytes())
 	var err error
+	m := newMerger(outs)
 	for last := 0; last < len(s.shards); {
-		c := <-chunks
+		c := m.next()
 		if c.Err != nil && err == nil {
 			err = c.Err
 		}
@@ -99,7 +105,7 @@ func (s *Server) writeRDB(w io.Writer, chunks <-chan snapshot.Chunk, free chan<-
 
 // sendRDB sends the snapshot to a replica: "$EOF:<40 bytes>\r\n" RDB
 // <40 bytes> when eof, else "$<len>\r\n" RDB from a temporary file.
-func (s *Server) sendRDB(conn net.Conn, eof bool, chunks <-chan snapshot.Chunk, free chan<- []byte) error {
+func (s *Server) sendRDB(conn net.Conn, eof bool, chunks []chan snapshot.Chunk, free chan<- []byte) error {
 	if eof {
 		var mark [20]byte
 		_, _ = rand.Read(mark[:])

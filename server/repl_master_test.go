@@ -11,7 +11,7 @@ import (
 // and drain emits what the heads allow.
 
 func newTestFeed(shards int) (*replMaster, *feedState) {
-	m := &replMaster{curDB: -1, replicas: map[*replica]struct{}{}, wake: make(chan struct{}, 1),
+	m := &replMaster{curDB: -1, replicas: map[*replicaConn]struct{}{}, wake: make(chan struct{}, 1),
 		backlog: make([]byte, 1<<16)}
 	m.queues = make([][]feedItem, shards)
 	st := &feedState{local: make([][]feedItem, shards), txs: map[uint64]*feedTx{}, waiting: make([]bool, shards)}

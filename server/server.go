@@ -49,6 +49,12 @@ type Server struct {
 	pubsub         *pubsub
 	persist        persistState // SAVE/BGSAVE/LASTSAVE bookkeeping (persist.go)
 	master         *replMaster  // master side of replication (repl_master.go)
+	replica        replicaState // replica side of replication (repl_replica.go)
+	// dfly-native replication flows (repl_flow.go); expiryUsers[i] counts
+	// the users of shard i's expiry journaling (owned by its goroutine).
+	flowOnce    sync.Once
+	flowM       *flowMaster
+	expiryUsers []int
 
 	// loops are the engine's event loops; shardLoop[i] is the loop that
 	// owns shard i. Both are set once, before any command is served.
@@ -80,8 +86,10 @@ func New(cfg *Config, log *Logger) *Server {
 	var id [20]byte
 	_, _ = rand.Read(id[:])
 	s.runID = hex.EncodeToString(id[:])
+	s.persist.lastBgsaveSecs.Store(-1)
 	s.shards = make([]*shard.Shard, cfg.Shards)
 	s.cmdStats = make([]shardCmdStats, cfg.Shards)
+	s.expiryUsers = make([]int, cfg.Shards)
 	for i := range s.shards {
 		s.shards[i] = shard.New(i, cfg.Databases)
 		s.cmdStats[i].calls = make(map[*Command]uint64)
