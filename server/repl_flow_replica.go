@@ -420,6 +420,12 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, bar *txBarrier, fullSyncC
 		l.lastIO.Store(time.Now().UnixNano())
 		switch ch.Op {
 		case rdb.OpChunkEnd: // a baseline item: whole records
+			// Journal entries before it apply first: stream order is
+			// apply order (non-PIT sends a key's baseline after entries
+			// that changed it).
+			if err := apply(); err != nil {
+				return err
+			}
 			dec.Reset(bytes.NewReader(ch.Payload))
 			if err := dec.DecodeFragment(ld); err != nil {
 				return fmt.Errorf("flow %d: baseline: %w", sid, err)
