@@ -111,3 +111,51 @@ func waitDigestsEqual(t *testing.T, mc, rc *RawConn) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// Faults during a dfly-native full sync: FLUSHALL while the flows send
+// their baselines, many keys expiring meanwhile, and the replica killed
+// mid-sync and replaced by a new process that syncs again. Each ends with
+// equal digests.
+func TestDflyFlowFaults(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly-native replication")
+	}
+	seed := newSeed(t)
+	master := StartServer(t, "--shards", "3", "--serialization_max_chunk_size", "4kb")
+	mc := master.Raw(t)
+	preload(t, mc, 20000)
+	for _, db := range replDBs { // keys that expire while the sync runs
+		mustOK(t, mc.Do("SELECT", strconv.Itoa(db)), "select")
+		for i := 0; i < 20000; i++ {
+			mc.Send("SET", fmt.Sprintf("exp:%d", i), "x", "PX", strconv.Itoa(100+i%400))
+		}
+		for i := 0; i < 20000; i++ {
+			mc.MustRead()
+		}
+	}
+	mustOK(t, mc.Do("SELECT", "0"), "select")
+	sd := &seeder{addr: master.Addr, seed: seed, keys: 200, bigEvery: 100, shortTTL: true}
+	stop := make(chan struct{})
+	wg := sd.run(t, 3, stop)
+	host, port := splitAddr(t, master.Addr)
+
+	// A replica killed in the middle of its full sync.
+	doomed := StartServer(t, "--shards", "2")
+	mustOK(t, doomed.Raw(t).Do("REPLICAOF", host, port), "replicaof")
+	time.Sleep(30 * time.Millisecond)
+	doomed.Kill()
+
+	rep := StartServer(t, "--shards", "2")
+	rc := rep.Raw(t)
+	mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
+	time.Sleep(20 * time.Millisecond)
+	mustOK(t, mc.Do("FLUSHALL"), "flushall during the full sync")
+	preload(t, mc, 2000)
+	waitLinkUp(t, rc)
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	sd.check(t)
+	time.Sleep(1500 * time.Millisecond)
+	waitDigestsEqual(t, mc, rc)
+}
