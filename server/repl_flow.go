@@ -68,6 +68,7 @@ type flow struct {
 	sent   atomic.Uint64 // LSN of the last entry queued
 	fullAt uint64        // LSN at the cut (full sync)
 	synced atomic.Bool   // the baseline is sent (or there was none)
+	bytes  atomic.Int64  // stream bytes written (full-sync progress)
 }
 
 type flowMaster struct {
@@ -279,6 +280,7 @@ func (f *flow) serve(partial bool) {
 				if _, err := bw.Write(c.Data); err != nil {
 					f.close()
 				}
+				f.bytes.Add(int64(len(c.Data)))
 			}
 			if c.Last {
 				break
@@ -298,6 +300,7 @@ func (f *flow) serve(partial bool) {
 			if _, err := bw.Write(buf); err != nil {
 				break
 			}
+			f.bytes.Add(int64(len(buf)))
 			continue
 		}
 		if err := bw.Flush(); err != nil {
@@ -383,8 +386,8 @@ func (s *Server) flowInfo(field func(k string, v any)) {
 		if !f.synced.Load() {
 			state = "full_sync"
 		}
-		field("dfly_flow"+strconv.Itoa(i), fmt.Sprintf("shard=%d,state=%s,sent_lsn=%d,acked_lsn=%d",
-			f.sid, state, f.sent.Load(), f.acked.Load()))
+		field("dfly_flow"+strconv.Itoa(i), fmt.Sprintf("shard=%d,state=%s,sent_bytes=%d,sent_lsn=%d,acked_lsn=%d",
+			f.sid, state, f.bytes.Load(), f.sent.Load(), f.acked.Load()))
 		i++
 	}
 }
