@@ -353,6 +353,33 @@ func (f *flow) close() {
 	}
 }
 
+// attached reports whether any flow is connected.
+func (fm *flowMaster) attached() bool {
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	return len(fm.flows) > 0
+}
+
+// ackedSessions counts the dfly replicas (sessions) whose flows are all
+// connected and acknowledged at least lsns[shard].
+func (fm *flowMaster) ackedSessions(lsns []uint64) int {
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	ok := map[*flowSession]int{}
+	for f := range fm.flows {
+		if f.sid < len(lsns) && f.acked.Load() >= lsns[f.sid] {
+			ok[f.sess]++
+		}
+	}
+	n := 0
+	for sess, k := range ok {
+		if k == len(sess.flows) {
+			n++
+		}
+	}
+	return n
+}
+
 // journalExpiries counts the users of a shard's expiry journaling (the
 // Redis feed, each flow): expiries are journaled as DEL while any is on.
 // It runs on the shard's goroutine.

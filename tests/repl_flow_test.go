@@ -43,6 +43,8 @@ func TestDflyFlowReplication(t *testing.T) {
 			px := startProxy(t, master.Addr)
 			host, port := splitAddr(t, px.ln.Addr().String())
 			mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
+			time.Sleep(15 * time.Millisecond)
+			px.cut() // most likely in the middle of the full sync: it starts again
 			waitLinkUp(t, rc) // full sync under load
 			for i := 0; i < 3; i++ {
 				time.Sleep(400 * time.Millisecond)
@@ -158,4 +160,38 @@ func TestDflyFlowFaults(t *testing.T) {
 	sd.check(t)
 	time.Sleep(1500 * time.Millisecond)
 	waitDigestsEqual(t, mc, rc)
+}
+
+// WAIT counts a dfly replica once all its flows acknowledged the master's
+// writes.
+func TestDflyFlowWait(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly-native replication")
+	}
+	master := StartServer(t, "--shards", "2")
+	mc := master.Raw(t)
+	mustOK(t, mc.Do("SET", "a", "1"), "set")
+	rep := StartServer(t, "--shards", "3")
+	rc := rep.Raw(t)
+	host, port := splitAddr(t, master.Addr)
+	mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
+	waitLinkUp(t, rc)
+	if r := mc.Do("WAIT", "1", "2000"); r.Int != 1 {
+		t.Fatalf("WAIT 1 2000 after the full sync = %s", r.String())
+	}
+	for i := 0; i < 50; i++ {
+		mc.Send("SET", "k"+strconv.Itoa(i), "v")
+	}
+	for i := 0; i < 50; i++ {
+		mc.MustRead()
+	}
+	if r := mc.Do("WAIT", "1", "2000"); r.Int != 1 {
+		t.Fatalf("WAIT 1 2000 after writes = %s", r.String())
+	}
+	if v := rc.Do("GET", "k49"); v.Str != "v" {
+		t.Fatalf("GET k49 on the replica after WAIT = %s", v.String())
+	}
+	if r := mc.Do("WAIT", "2", "200"); r.Int != 1 {
+		t.Fatalf("WAIT 2 200 with one replica = %s", r.String())
+	}
 }
