@@ -51,20 +51,20 @@ type flowLink struct {
 
 	fallback atomic.Pointer[replica.Client]
 
-	mu      sync.Mutex
-	conns   []net.Conn
-	replID  string
-	lsns    []atomic.Uint64 // per master shard: last applied LSN
-	shards  int
+	mu     sync.Mutex
+	conns  []net.Conn
+	replID string
+	lsns   []atomic.Uint64 // per master shard: last applied LSN
+	shards int
 	// complete: the last full sync reached every flow's cut, so the LSNs
 	// describe the dataset; until then only a full sync is valid.
 	complete atomic.Bool
-	state   atomic.Int32
-	lastIO  atomic.Int64
-	downAt  atomic.Int64
-	syncing atomic.Bool
-	fulls   atomic.Int64
-	partial atomic.Int64
+	state    atomic.Int32
+	lastIO   atomic.Int64
+	downAt   atomic.Int64
+	syncing  atomic.Bool
+	fulls    atomic.Int64
+	partial  atomic.Int64
 }
 
 func startFlowLink(s *Server, cfg replica.Config) *flowLink {

@@ -44,7 +44,7 @@ func TestDflyFlowReplication(t *testing.T) {
 			host, port := splitAddr(t, px.ln.Addr().String())
 			mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
 			time.Sleep(15 * time.Millisecond)
-			px.cut() // most likely in the middle of the full sync: it starts again
+			px.cut()          // most likely in the middle of the full sync: it starts again
 			waitLinkUp(t, rc) // full sync under load
 			for i := 0; i < 3; i++ {
 				time.Sleep(400 * time.Millisecond)
