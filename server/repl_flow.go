@@ -68,6 +68,7 @@ type flow struct {
 	sent   atomic.Uint64 // LSN of the last entry queued
 	fullAt uint64        // LSN at the cut (full sync)
 	synced atomic.Bool   // the baseline is sent (or there was none)
+	bytes  atomic.Int64  // stream bytes written (full-sync progress)
 }
 
 type flowMaster struct {
@@ -279,6 +280,7 @@ func (f *flow) serve(partial bool) {
 				if _, err := bw.Write(c.Data); err != nil {
 					f.close()
 				}
+				f.bytes.Add(int64(len(c.Data)))
 			}
 			if c.Last {
 				break
@@ -298,6 +300,7 @@ func (f *flow) serve(partial bool) {
 			if _, err := bw.Write(buf); err != nil {
 				break
 			}
+			f.bytes.Add(int64(len(buf)))
 			continue
 		}
 		if err := bw.Flush(); err != nil {
@@ -350,6 +353,33 @@ func (f *flow) close() {
 	}
 }
 
+// attached reports whether any flow is connected.
+func (fm *flowMaster) attached() bool {
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	return len(fm.flows) > 0
+}
+
+// ackedSessions counts the dfly replicas (sessions) whose flows are all
+// connected and acknowledged at least lsns[shard].
+func (fm *flowMaster) ackedSessions(lsns []uint64) int {
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	ok := map[*flowSession]int{}
+	for f := range fm.flows {
+		if f.sid < len(lsns) && f.acked.Load() >= lsns[f.sid] {
+			ok[f.sess]++
+		}
+	}
+	n := 0
+	for sess, k := range ok {
+		if k == len(sess.flows) {
+			n++
+		}
+	}
+	return n
+}
+
 // journalExpiries counts the users of a shard's expiry journaling (the
 // Redis feed, each flow): expiries are journaled as DEL while any is on.
 // It runs on the shard's goroutine.
@@ -383,8 +413,8 @@ func (s *Server) flowInfo(field func(k string, v any)) {
 		if !f.synced.Load() {
 			state = "full_sync"
 		}
-		field("dfly_flow"+strconv.Itoa(i), fmt.Sprintf("shard=%d,state=%s,sent_lsn=%d,acked_lsn=%d",
-			f.sid, state, f.sent.Load(), f.acked.Load()))
+		field("dfly_flow"+strconv.Itoa(i), fmt.Sprintf("shard=%d,state=%s,sent_bytes=%d,sent_lsn=%d,acked_lsn=%d",
+			f.sid, state, f.bytes.Load(), f.sent.Load(), f.acked.Load()))
 		i++
 	}
 }

@@ -51,17 +51,20 @@ type flowLink struct {
 
 	fallback atomic.Pointer[replica.Client]
 
-	mu      sync.Mutex
-	conns   []net.Conn
-	replID  string
-	lsns    []atomic.Uint64 // per master shard: last applied LSN
-	shards  int
-	state   atomic.Int32
-	lastIO  atomic.Int64
-	downAt  atomic.Int64
-	syncing atomic.Bool
-	fulls   atomic.Int64
-	partial atomic.Int64
+	mu     sync.Mutex
+	conns  []net.Conn
+	replID string
+	lsns   []atomic.Uint64 // per master shard: last applied LSN
+	shards int
+	// complete: the last full sync reached every flow's cut, so the LSNs
+	// describe the dataset; until then only a full sync is valid.
+	complete atomic.Bool
+	state    atomic.Int32
+	lastIO   atomic.Int64
+	downAt   atomic.Int64
+	syncing  atomic.Bool
+	fulls    atomic.Int64
+	partial  atomic.Int64
 }
 
 func startFlowLink(s *Server, cfg replica.Config) *flowLink {
@@ -242,6 +245,7 @@ func (l *flowLink) session() error {
 	l.mu.Unlock()
 	defer l.closeConns()
 	full := false
+	cutLSN := make([]uint64, shards)
 	for i := range conns {
 		c, err := net.DialTimeout("tcp", l.addr, 5*time.Second)
 		if err != nil {
@@ -254,7 +258,11 @@ func (l *flowLink) session() error {
 			return errors.New("stopped")
 		}
 		conns[i] = c
-		if err := writeCommand(c, "DFLY", "FLOW", hello[2], strconv.Itoa(i), strconv.FormatUint(l.lsns[i].Load(), 10)); err != nil {
+		lsn := l.lsns[i].Load()
+		if !l.complete.Load() {
+			lsn = 0 // an interrupted full sync: start again
+		}
+		if err := writeCommand(c, "DFLY", "FLOW", hello[2], strconv.Itoa(i), strconv.FormatUint(lsn, 10)); err != nil {
 			return err
 		}
 	}
@@ -269,6 +277,8 @@ func (l *flowLink) session() error {
 		switch {
 		case strings.HasPrefix(line, "+FULLSYNC"):
 			full = true
+			// The baseline is the shard at this LSN: entries follow it.
+			cutLSN[i], _ = strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(line, "+FULLSYNC")), 10, 64)
 		case line == "+CONTINUE":
 		default:
 			return fmt.Errorf("flow %d: %s", i, line)
@@ -282,11 +292,12 @@ func (l *flowLink) session() error {
 	if full {
 		l.cfg.Logf("MASTER <-> REPLICA flows: full sync of %d shards (%s)", shards, hello[3])
 		l.fulls.Add(1)
+		l.complete.Store(false)
 		l.syncing.Store(true)
 		l.state.Store(int32(replica.StateSync))
 		s.replica.loading.Store(true)
 		for i := range l.lsns {
-			l.lsns[i].Store(0)
+			l.lsns[i].Store(cutLSN[i])
 		}
 		t := tx.New(s.shards)
 		t.AddAllShards()
@@ -318,8 +329,8 @@ func (l *flowLink) session() error {
 			})
 		}()
 	}
-	go func() { // ACKs, and the end of the full sync
-		t := time.NewTicker(time.Second)
+	go func() { // ACKs (often enough for WAIT), and the end of the full sync
+		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
 		up := false
 		for {
@@ -327,6 +338,7 @@ func (l *flowLink) session() error {
 			case <-synced:
 				if !up {
 					up = true
+					l.complete.Store(true)
 					if full {
 						s.replica.loading.Store(false)
 						l.syncing.Store(false)
@@ -420,6 +432,12 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, bar *txBarrier, fullSyncC
 		l.lastIO.Store(time.Now().UnixNano())
 		switch ch.Op {
 		case rdb.OpChunkEnd: // a baseline item: whole records
+			// Journal entries before it apply first: stream order is
+			// apply order (non-PIT sends a key's baseline after entries
+			// that changed it).
+			if err := apply(); err != nil {
+				return err
+			}
 			dec.Reset(bytes.NewReader(ch.Payload))
 			if err := dec.DecodeFragment(ld); err != nil {
 				return fmt.Errorf("flow %d: baseline: %w", sid, err)

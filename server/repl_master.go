@@ -869,13 +869,27 @@ func cmdWait(x *Coord) {
 	}
 	m := x.Srv.master
 	target := m.flushedOffset()
+	// dfly replicas (flows) count when every flow acknowledged its
+	// shard's LSN as of now.
+	var lsns []uint64
+	if x.Srv.flows().attached() {
+		lsns = make([]uint64, x.NumShards())
+		x.OnEach(func(sh *shard.Shard) { lsns[sh.ID] = sh.Journal.LSN() })
+	}
+	acked := func() int {
+		n := m.acked(target)
+		if lsns != nil {
+			n += x.Srv.flows().ackedSessions(lsns)
+		}
+		return n
+	}
 	var deadline time.Time
 	if ms > 0 {
 		deadline = time.Now().Add(time.Duration(ms) * time.Millisecond)
 	}
 	asked := false
 	for {
-		got := m.acked(target)
+		got := acked()
 		if int64(got) >= n || (!deadline.IsZero() && time.Now().After(deadline)) {
 			x.W.Int(int64(got))
 			return
@@ -890,7 +904,7 @@ func cmdWait(x *Coord) {
 		}
 		select {
 		case <-x.Conn.gone:
-			x.W.Int(int64(m.acked(target)))
+			x.W.Int(int64(acked()))
 			return
 		case <-time.After(5 * time.Millisecond):
 		}

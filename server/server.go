@@ -60,6 +60,7 @@ type Server struct {
 	// owns shard i. Both are set once, before any command is served.
 	loops     []gnet.EventLoop
 	shardLoop []int
+	wakers    []*loopWaker // per loop: yielded work (loops.go)
 	// loopsReady is set after discovery; connections that send commands
 	// before it wait in early and are woken then.
 	loopsReady atomic.Bool
@@ -335,6 +336,10 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 	c, ok := gc.Context().(*Conn)
 	if !ok {
 		if _, probe := gc.Context().(loopProbe); probe {
+			_, _ = gc.Discard(-1)
+			if w := s.waker(gc.EventLoop()); w != nil && s.loopsReady.Load() {
+				w.run()
+			}
 			return gnet.None
 		}
 		return gnet.Close

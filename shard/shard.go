@@ -76,6 +76,7 @@ type Shard struct {
 
 	inbox       chan Runnable
 	post        func(Runnable)
+	yield       func(Runnable)
 	hooks       []ChangeHook
 	expiryHooks []ExpiryHook
 	moveHooks   []MoveHook
@@ -118,6 +119,20 @@ func New(id, ndb int) *Shard {
 // goroutine that then owns the shard (the server uses the event loop the
 // shard is pinned to). Call it before Start.
 func (s *Shard) Attach(post func(Runnable)) { s.post = post }
+
+// AttachYield sets how an attached shard defers yielded work (Yield).
+func (s *Shard) AttachYield(fn func(Runnable)) { s.yield = fn }
+
+// Yield queues r, the next step of cooperative work (a snapshot), to run
+// after the executor has served the I/O already waiting, so a chain of
+// steps never starves clients. Only the owning goroutine may call it.
+func (s *Shard) Yield(r Runnable) {
+	if s.yield != nil {
+		s.yield(r)
+		return
+	}
+	s.Send(r)
+}
 
 // Send queues r for the shard's goroutine. Safe from any goroutine except
 // the owning one, which runs work directly through Exec.

@@ -50,10 +50,12 @@
 //     journal entry of K): a journal entry is emitted after the main
 //     stream is cut, so every baseline captured before it precedes it;
 //     writers of half-written values wait (above); an expiry, which cannot
-//     wait, deletes at once but its DEL goes to the bucket's deferred
-//     deletion queue and is emitted when the bucket is Covered (the
-//     journal's own copy of that DEL is dropped). A flush holds the journal
-//     until the baseline is complete (the flushed tables are still walked).
+//     wait, deletes at once but its journal DEL (Journal with Expiry) goes
+//     to the bucket's deferred deletion queue and is emitted when the
+//     bucket is Covered. A flush holds the journal until the baseline is
+//     complete (the flushed tables are still walked).
+//   - Steps never starve clients: each step reschedules itself with
+//     shard.Yield, which runs it after the event loop's pending I/O.
 //   - Output framing: tagged (dfly files, replication): each producer has
 //     its own buffer and stream id (journal 0, the walk's small records 1,
 //     one per busy bucket), so big values, other buckets and the journal

@@ -877,10 +877,11 @@ func (sl *Slice) push() bool {
 	return true
 }
 
+// post schedules the next step after the shard's pending I/O (Yield).
 func (sl *Slice) post() {
 	if !sl.posted && !sl.done {
 		sl.posted = true
-		sl.sh.Send(sl)
+		sl.sh.Yield(sl)
 	}
 }
 

@@ -43,6 +43,8 @@ func TestDflyFlowReplication(t *testing.T) {
 			px := startProxy(t, master.Addr)
 			host, port := splitAddr(t, px.ln.Addr().String())
 			mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
+			time.Sleep(15 * time.Millisecond)
+			px.cut()          // most likely in the middle of the full sync: it starts again
 			waitLinkUp(t, rc) // full sync under load
 			for i := 0; i < 3; i++ {
 				time.Sleep(400 * time.Millisecond)
@@ -109,5 +111,87 @@ func waitDigestsEqual(t *testing.T, mc, rc *RawConn) {
 			t.Fatalf("digests differ (%d keys on the master, %d on the replica): %s", len(m), len(r), diff)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Faults during a dfly-native full sync: FLUSHALL while the flows send
+// their baselines, many keys expiring meanwhile, and the replica killed
+// mid-sync and replaced by a new process that syncs again. Each ends with
+// equal digests.
+func TestDflyFlowFaults(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly-native replication")
+	}
+	seed := newSeed(t)
+	master := StartServer(t, "--shards", "3", "--serialization_max_chunk_size", "4kb")
+	mc := master.Raw(t)
+	preload(t, mc, 20000)
+	for _, db := range replDBs { // keys that expire while the sync runs
+		mustOK(t, mc.Do("SELECT", strconv.Itoa(db)), "select")
+		for i := 0; i < 20000; i++ {
+			mc.Send("SET", fmt.Sprintf("exp:%d", i), "x", "PX", strconv.Itoa(100+i%400))
+		}
+		for i := 0; i < 20000; i++ {
+			mc.MustRead()
+		}
+	}
+	mustOK(t, mc.Do("SELECT", "0"), "select")
+	sd := &seeder{addr: master.Addr, seed: seed, keys: 200, bigEvery: 100, shortTTL: true}
+	stop := make(chan struct{})
+	wg := sd.run(t, 3, stop)
+	host, port := splitAddr(t, master.Addr)
+
+	// A replica killed in the middle of its full sync.
+	doomed := StartServer(t, "--shards", "2")
+	mustOK(t, doomed.Raw(t).Do("REPLICAOF", host, port), "replicaof")
+	time.Sleep(30 * time.Millisecond)
+	doomed.Kill()
+
+	rep := StartServer(t, "--shards", "2")
+	rc := rep.Raw(t)
+	mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
+	time.Sleep(20 * time.Millisecond)
+	mustOK(t, mc.Do("FLUSHALL"), "flushall during the full sync")
+	preload(t, mc, 2000)
+	waitLinkUp(t, rc)
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	sd.check(t)
+	time.Sleep(1500 * time.Millisecond)
+	waitDigestsEqual(t, mc, rc)
+}
+
+// WAIT counts a dfly replica once all its flows acknowledged the master's
+// writes.
+func TestDflyFlowWait(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly-native replication")
+	}
+	master := StartServer(t, "--shards", "2")
+	mc := master.Raw(t)
+	mustOK(t, mc.Do("SET", "a", "1"), "set")
+	rep := StartServer(t, "--shards", "3")
+	rc := rep.Raw(t)
+	host, port := splitAddr(t, master.Addr)
+	mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
+	waitLinkUp(t, rc)
+	if r := mc.Do("WAIT", "1", "2000"); r.Int != 1 {
+		t.Fatalf("WAIT 1 2000 after the full sync = %s", r.String())
+	}
+	for i := 0; i < 50; i++ {
+		mc.Send("SET", "k"+strconv.Itoa(i), "v")
+	}
+	for i := 0; i < 50; i++ {
+		mc.MustRead()
+	}
+	if r := mc.Do("WAIT", "1", "2000"); r.Int != 1 {
+		t.Fatalf("WAIT 1 2000 after writes = %s", r.String())
+	}
+	if v := rc.Do("GET", "k49"); v.Str != "v" {
+		t.Fatalf("GET k49 on the replica after WAIT = %s", v.String())
+	}
+	if r := mc.Do("WAIT", "2", "200"); r.Int != 1 {
+		t.Fatalf("WAIT 2 200 with one replica = %s", r.String())
 	}
 }

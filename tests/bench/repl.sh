@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Full sync under write load (issue 8's figures): a real redis-server replica of
-#   - a dfly master, and
-#   - a redis-server master (diskless sync, no delay: its fastest full sync),
+# Full sync under write load (issue 8's figures), three pairs:
+#   - dfly>redis: a real redis-server replica of a dfly master (PSYNC, one RDB stream),
+#   - dfly>dfly: a dfly replica of a dfly master (per-shard flows, tagged snapshot + journal),
+#   - redis>redis: redis-server on both sides (diskless sync, no delay: its fastest full sync),
 # each holding KEYS keys (DEBUG POPULATE KEYS key SIZE) while redis-benchmark SETs
 # random keys of the same space. Printed per master:
 #   up_s      time from starting the replica to its master_link_status:up
-#   equal_s   time until the replica's offset equals the master's after the load
-#             ended, and the digests of both (repldigest) are then compared: "eq"/"DIFF"
+#   equal_s   time from the end of the load until the replica's digest equals the
+#             master's (repldigest): "eq", or "DIFF" after 60 s
 #   rps/p99   SET throughput and p99 (ms) during the sync, and in a run without one
-# and the dfly/redis ratio of up_s.
+# and the ratios of up_s: dfly>dfly / redis>redis and dfly>redis / redis>redis.
 # Env: KEYS (default 1000000), SIZE (default 100), N (requests during the sync,
 # default 600000), CLIENTS (50).
 set -euo pipefail
@@ -30,16 +31,17 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 rps() { awk -F, 'NR > 1 { gsub(/"/, "", $2); print $2 }'; }
 p99() { awk -F, 'NR > 1 { gsub(/"/, "", $7); print $7 }'; }
 
-printf '%-6s %8s %9s %6s %10s %9s %10s %9s\n' master up_s equal_s digest rps_base p99_base rps_sync p99_sync
+printf '%-11s %8s %9s %6s %10s %9s %10s %9s\n' pair up_s equal_s digest rps_base p99_base rps_sync p99_sync
 declare -A up
-for master in dfly redis; do
+for pair in dfly:redis dfly:dfly redis:redis; do
+	master=${pair%%:*} replica=${pair##*:}
 	MPORT=$(free_port)
-	mkdir -p "$work/m-$master" "$work/r-$master"
+	mkdir -p "$work/m-$pair" "$work/r-$pair"
 	if [[ $master == redis ]]; then
 		redis-server --port "$MPORT" --save '' --appendonly no --enable-debug-command yes \
-			--repl-diskless-sync yes --repl-diskless-sync-delay 0 --dir "$work/m-$master" >/dev/null 2>&1 &
+			--repl-diskless-sync yes --repl-diskless-sync-delay 0 --dir "$work/m-$pair" >/dev/null 2>&1 &
 	else
-		"$work/dfly" --port "$MPORT" --dir "$work/m-$master" >"$work/dfly.log" 2>&1 &
+		"$work/dfly" --port "$MPORT" --dir "$work/m-$pair" >"$work/dfly-$master.log" 2>&1 &
 	fi
 	pids+=($!)
 	wait_up "$MPORT"
@@ -50,25 +52,34 @@ for master in dfly redis; do
 	sleep 0.5
 	RPORT=$(free_port)
 	t0=$(now)
-	redis-server --port "$RPORT" --save '' --appendonly no --dir "$work/r-$master" \
-		--replicaof 127.0.0.1 "$MPORT" >"$work/replica-$master.log" 2>&1 &
-	rpid=$!
-	pids+=($rpid)
+	if [[ $replica == redis ]]; then
+		redis-server --port "$RPORT" --save '' --appendonly no --dir "$work/r-$pair" \
+			--replicaof 127.0.0.1 "$MPORT" >"$work/replica.log" 2>&1 &
+		pids+=($!)
+	else
+		"$work/dfly" --port "$RPORT" --dir "$work/r-$pair" >"$work/replica.log" 2>&1 &
+		pids+=($!)
+		wait_up "$RPORT"
+		redis-cli -p "$RPORT" replicaof 127.0.0.1 "$MPORT" >/dev/null
+	fi
 	until [[ $(field "$RPORT" replication master_link_status 2>/dev/null) == up ]]; do sleep 0.05; done
-	up[$master]=$(since "$t0")
+	up[$pair]=$(since "$t0")
 	wait "$bench"
 	t1=$(now)
-	until [[ $(field "$MPORT" replication master_repl_offset) == "$(field "$RPORT" replication slave_repl_offset)" ]]; do sleep 0.05; done
+	same=DIFF
+	for _ in $(seq 600); do
+		dm=$("$work/repldigest" -addr "127.0.0.1:$MPORT")
+		dr=$("$work/repldigest" -addr "127.0.0.1:$RPORT")
+		if [[ $dm == "$dr" ]]; then same=eq; break; fi
+		sleep 0.1
+	done
 	eq=$(since "$t1")
-	dm=$("$work/repldigest" -addr "127.0.0.1:$MPORT")
-	dr=$("$work/repldigest" -addr "127.0.0.1:$RPORT")
-	same=eq
-	[[ $dm == "$dr" ]] || same=DIFF
-	printf '%-6s %8s %9s %6s %10s %9s %10s %9s\n' "$master" "${up[$master]}" "$eq" "$same" \
+	printf '%-11s %8s %9s %6s %10s %9s %10s %9s\n' "${master}>${replica}" "${up[$pair]}" "$eq" "$same" \
 		"$(rps <"$work/base.csv")" "$(p99 <"$work/base.csv")" "$(rps <"$work/load.csv")" "$(p99 <"$work/load.csv")"
 	[[ $same == eq ]] || echo "  master $dm / replica $dr"
 	redis-cli -p "$RPORT" shutdown nosave >/dev/null 2>&1 || true
 	redis-cli -p "$MPORT" shutdown nosave >/dev/null 2>&1 || true
 	sleep 0.5
 done
-awk -v a="${up[dfly]}" -v b="${up[redis]}" 'BEGIN { printf "full sync to link up, dfly/redis: %.2fx\n", a / b }'
+awk -v a="${up[dfly:dfly]}" -v c="${up[dfly:redis]}" -v b="${up[redis:redis]}" \
+	'BEGIN { printf "full sync to link up: dfly>dfly / redis>redis %.2fx, dfly>redis / redis>redis %.2fx\n", a / b, c / b }'
