@@ -895,7 +895,7 @@ func TestReplReplicaKilledDuringFullSync(t *testing.T) {
 	needRedisReplica(t)
 	master := StartServer(t, "--shards", "2")
 	mc := master.Raw(t)
-	mustOK(t, mc.Do("DEBUG", "POPULATE", "3000", "key", "20000"), "populate")
+	mustOK(t, mc.Do("DEBUG", "POPULATE", "1500", "key", "20000"), "populate")
 	replica := startRedisReplica(t, master, t.TempDir(), 0)
 	waitFor(t, 20*time.Second, "the replica connected", func() bool {
 		return infoField(mc, "replication", "connected_slaves") == "1"
