@@ -154,10 +154,15 @@ func (s *Server) resetStats() {
 		cmd.usec.Store(0)
 		cmd.failed.Store(0)
 	}
-	s.OnEachShard(func(sh *shard.Shard) {
-		clear(s.cmdStats[sh.ID].calls)
-		sh.Stats = shard.Stats{}
-	})
+	// CONFIG runs on a connection's event loop, which may own a shard:
+	// waiting for the shards here would wait for itself. The resets are
+	// posted; each shard runs its reset before any later message.
+	for _, sh := range s.shards {
+		sh.Send(shard.Func(func(sh *shard.Shard) {
+			clear(s.cmdStats[sh.ID].calls)
+			sh.Stats = shard.Stats{}
+		}))
+	}
 	s.totalConns.Store(0)
 	s.rejectedConns.Store(0)
 }

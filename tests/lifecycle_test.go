@@ -72,3 +72,22 @@ func TestMaxClients(t *testing.T) {
 	expectReply(t, c.MustRead(), "(error) ERR max number of clients reached")
 	expectReply(t, a.Do("PING"), "PONG")
 }
+
+// CONFIG RESETSTAT runs on a connection's event loop, which owns shards:
+// it must not wait for them (it once did, and hung the server).
+func TestConfigResetStatDoesNotHang(t *testing.T) {
+	srv := StartServer(t, "--shards", "4")
+	c := srv.Raw(t)
+	for i := 0; i < 3; i++ {
+		mustOK(t, c.Do("SET", "k", "v"), "set")
+		if r := c.Do("CONFIG", "RESETSTAT"); r.Str != "OK" {
+			t.Fatalf("CONFIG RESETSTAT = %s", r.String())
+		}
+		if r := c.Do("DBSIZE"); r.Int != 1 {
+			t.Fatalf("DBSIZE after RESETSTAT = %s", r.String())
+		}
+	}
+	if r := c.Do("INFO", "stats"); r.IsError() || !strings.Contains(r.Str, "keyspace_hits") {
+		t.Fatalf("INFO stats after RESETSTAT: %s", r.String())
+	}
+}
