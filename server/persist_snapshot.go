@@ -32,7 +32,16 @@ func (s *Server) snapshotCut() (<-chan snapshot.Chunk, chan []byte, uint64) {
 	t.Lock()
 	t.Finish(func(sh *shard.Shard) {
 		writes[sh.ID] = sh.Stats.Writes
-		snapshot.Start(sh, encodeForSnapshot, out, free)
+		encode := encodeForSnapshot
+		if sh.Tier() != nil {
+			// Offloaded strings are read synchronously for now (tiered.go);
+			// the snapshot's DelayedPending state will read them with
+			// Server.TierStore(sh).Read instead.
+			encode = func(e *rdb.Encoder, key []byte, v *shard.Value, at int64) {
+				encodeForSnapshot(e, key, tierView(sh, e, v), at)
+			}
+		}
+		snapshot.Start(sh, encode, out, free)
 	})
 	var total uint64
 	for _, w := range writes {

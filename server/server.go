@@ -48,6 +48,7 @@ type Server struct {
 	cmdStats       []shardCmdStats // per shard, owned by its goroutine
 	pubsub         *pubsub
 	persist        persistState // SAVE/BGSAVE/LASTSAVE bookkeeping (persist.go)
+	tiered         *tieredState // tiered storage, nil when off (tiered.go)
 
 	// loops are the engine's event loops; shardLoop[i] is the loop that
 	// owns shard i. Both are set once, before any command is served.
@@ -85,6 +86,7 @@ func New(cfg *Config, log *Logger) *Server {
 		s.shards[i] = shard.New(i, cfg.Databases)
 		s.cmdStats[i].calls = make(map[*Command]uint64)
 	}
+	s.setupTiered() // tiered.go
 	return s
 }
 
@@ -247,6 +249,7 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 			return
 		}
 		s.loopsReady.Store(true)
+		s.startTiered() // tiered.go: offloading starts once shards have loops
 		close(s.ready)
 		s.earlyMu.Lock()
 		for _, gc := range s.early {

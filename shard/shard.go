@@ -61,6 +61,9 @@ type Shard struct {
 	done        chan struct{}
 	block       blockState
 	watch       watchState
+	// tier and noLoad: tiered storage, nil when off (tier.go).
+	tier   Tier
+	noLoad bool
 }
 
 // InboxSize bounds each shard's inbox; senders block when it is full, which

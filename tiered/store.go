@@ -92,6 +92,7 @@ type Store struct {
 	// the write job being built by Stash
 	runs    []run
 	entries []Entry
+	bufs    [][]byte // free write buffers
 	Stats   Stats
 }
 
@@ -113,24 +114,42 @@ func (s *Store) Close() error { return s.f.Close() }
 func (s *Store) Stash(db int, key string, data []byte) error {
 	seg, err := s.alloc.Alloc(uint32(len(data)))
 	if err != nil {
+		s.Stats.WriteErrors++
 		return err
 	}
 	var r *run
-	if n := len(s.runs); n > 0 && slotEnd(s.entries[len(s.entries)-1].Seg) == seg.Off {
-		// The next slot: pad the previous value's slot (its own space)
-		// so both go in one WriteAt.
+	if n := len(s.runs); n > 0 && slotEnd(s.entries[len(s.entries)-1].Seg) == seg.Off &&
+		seg.Off+int64(len(data))-s.runs[n-1].off <= int64(cap(s.runs[n-1].buf)) {
+		// The next slot and room in the buffer: pad the previous value's
+		// slot (its own space) so both go in one WriteAt.
 		r = &s.runs[n-1]
-		for r.off+int64(len(r.buf)) < seg.Off {
-			r.buf = append(r.buf, 0)
-		}
+		r.buf = r.buf[:seg.Off-r.off]
 	} else {
-		s.runs = append(s.runs, run{off: seg.Off, buf: make([]byte, 0, 16<<10)})
+		s.runs = append(s.runs, run{off: seg.Off, buf: s.buffer(len(data))})
 		r = &s.runs[len(s.runs)-1]
 	}
 	start := len(r.buf)
 	r.buf = append(r.buf, data...)
 	s.entries = append(s.entries, Entry{Seg: seg, DB: db, Key: key, Data: r.buf[start:len(r.buf):len(r.buf)]})
 	return nil
+}
+
+// runSize is the size of write buffers; a bigger value gets its own.
+const runSize = 64 << 10
+
+// buffer is an empty write buffer for at least n bytes, recycled when it
+// can be. Padding between slots is whatever the buffer held before: the
+// bytes of a slot past its value's length are never read.
+func (s *Store) buffer(n int) []byte {
+	if n > runSize {
+		return make([]byte, 0, n)
+	}
+	if k := len(s.bufs); k > 0 {
+		b := s.bufs[k-1]
+		s.bufs = s.bufs[:k-1]
+		return b[:0]
+	}
+	return make([]byte, 0, runSize)
 }
 
 // slotEnd is the end of the space seg occupies: its slot or its pages.
@@ -145,7 +164,8 @@ func slotEnd(seg Segment) int64 {
 func (s *Store) Staged() int { return len(s.entries) }
 
 // Commit writes the job built by Stash on the pool; done runs on the
-// owner with its entries when every write finished. On err != nil the
+// owner with its entries when every write finished (their Data is valid
+// only until done returns). On err != nil the
 // entries' segments are already freed: the owner keeps the values. On
 // success the owner must either switch each value to its segment or Free
 // the segment.
@@ -178,6 +198,11 @@ func (s *Store) Commit(done func(entries []Entry, err error)) {
 				}
 			}
 			done(entries, err)
+			for _, r := range runs {
+				if cap(r.buf) == runSize && len(s.bufs) < 32 {
+					s.bufs = append(s.bufs, r.buf)
+				}
+			}
 		})
 	}
 }

@@ -135,6 +135,15 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 		cfg.ProtoMaxBulk = n
 		return err
 	})
+	fs.StringVar(&cfg.TieredPrefix, "tiered_prefix", "", "tiered storage: backing files PREFIX-NNNN, one per shard (\"\" = off)")
+	fs.IntVar(&cfg.TieredMinValueSize, "tiered_min_value_size", cfg.TieredMinValueSize, "tiered storage: smallest string value offloaded")
+	fs.Float64Var(&cfg.TieredOffloadThreshold, "tiered_offload_threshold", cfg.TieredOffloadThreshold,
+		"tiered storage: share of maxmemory kept free by offloading (0..1)")
+	fs.Func("tiered_max_file_size", "tiered storage: cap on each backing file (0 = none)", func(v string) error {
+		n, err := server.ParseMemory(v)
+		cfg.TieredMaxFileSize = n
+		return err
+	})
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -150,6 +159,10 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 		return nil, fmt.Errorf("invalid --databases %d: must be 1..65536", cfg.Databases)
 	case cfg.MaxClients < 1:
 		return nil, fmt.Errorf("invalid --maxclients %d: must be at least 1", cfg.MaxClients)
+	case cfg.TieredMinValueSize < 1:
+		return nil, fmt.Errorf("invalid --tiered_min_value_size %d: must be at least 1", cfg.TieredMinValueSize)
+	case cfg.TieredOffloadThreshold < 0 || cfg.TieredOffloadThreshold > 1:
+		return nil, fmt.Errorf("invalid --tiered_offload_threshold %v: must be 0..1", cfg.TieredOffloadThreshold)
 	}
 	if _, ok := server.LevelOf(cfg.LogLevel); !ok {
 		return nil, fmt.Errorf("invalid --loglevel %q: must be debug, verbose, notice, warning or nothing", cfg.LogLevel)
