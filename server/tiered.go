@@ -85,8 +85,8 @@ type tierShard struct {
 	// offload walk
 	db     int
 	cursor uint64
-	// passStaged / idleWrites: a whole pass found nothing to stash, and
-	// the shard's write count then; the walk sleeps until it changes.
+	// passStaged / idle / idleWrites: a whole pass found nothing to stash;
+	// the walk sleeps until changes() moves from idleWrites.
 	passStaged int
 	idle       bool
 	idleWrites uint64
@@ -277,7 +277,7 @@ func (t *tierShard) Run(s *shard.Shard) {
 		return
 	}
 	if t.idle {
-		if s.Stats.Writes == t.idleWrites {
+		if t.changes() == t.idleWrites {
 			return
 		}
 		t.idle = false
@@ -325,7 +325,7 @@ func (t *tierShard) Run(s *shard.Shard) {
 				// whose writes are in flight are not stashed again now.
 				t.db = 0
 				if t.passStaged == 0 {
-					t.idle, t.idleWrites = true, s.Stats.Writes
+					t.idle, t.idleWrites = true, t.changes()
 				}
 				t.passStaged = 0
 				break
@@ -347,6 +347,10 @@ func (t *tierShard) Run(s *shard.Shard) {
 		t.stepNanos = d
 	}
 }
+
+// changes counts what can make a value worth offloading: writes, and
+// values loaded back into memory.
+func (t *tierShard) changes() uint64 { return t.sh.Stats.Writes + t.loads + t.syncLoads }
 
 // written switches the values of a finished write job to their segments.
 func (t *tierShard) written(entries []tiered.Entry, err error) {
