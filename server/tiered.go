@@ -125,6 +125,9 @@ type tierKey struct {
 	key string
 }
 
+// openTierFile opens a backing file; tests replace it to inject errors.
+var openTierFile = func(path string) (tiered.File, error) { return tiered.OpenFile(path) }
+
 // tierFunc runs a tiered callback on its shard.
 type tierFunc func()
 
@@ -140,7 +143,7 @@ func (s *Server) setupTiered() {
 	ts := &tieredState{pool: tiered.NewPool(4)}
 	for i, sh := range s.shards {
 		path := fmt.Sprintf("%s-%04d", prefix, i)
-		f, err := tiered.OpenFile(path)
+		f, err := openTierFile(path)
 		if err != nil {
 			s.log.Warnf("tiered storage disabled: %v", err)
 			for _, t := range ts.shards {
