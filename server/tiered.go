@@ -386,6 +386,7 @@ func (t *tierShard) written(entries []tiered.Entry, err error) {
 type tierBatch struct {
 	waiting int              // reads in flight
 	segs    []tiered.Segment // segments read and retained for the resume
+	owned   [][]byte         // bytes read for this batch alone (recycled)
 	temps   []tierTemp       // values a read-only command runs on in place
 	noLoad  bool             // the command runs with Find's loading off
 	pos     []int
@@ -526,26 +527,34 @@ func (b *shardBatch) tierRead(s *shard.Shard, t *tierShard, seg tiered.Segment) 
 	b.tier.segs = append(b.tier.segs, seg)
 	b.tier.waiting++
 	t.store.Retain(seg)
-	t.store.Read(seg, func(data []byte, err error) {
+	t.store.ReadOwned(seg, func(data []byte, shared bool, err error) {
 		if err != nil {
 			t.logErr(err)
 			t.failed[seg.Off] = true
 		} else {
 			t.ready[seg.Off] = data
+			if !shared {
+				b.tier.owned = append(b.tier.owned, data)
+			}
 		}
 		b.tier.waiting--
 		if b.tier.waiting > 0 {
 			return
 		}
-		segs := b.tier.segs
-		b.tier.segs = nil
+		segs, owned := b.tier.segs, b.tier.owned
+		b.tier.segs, b.tier.owned = nil, nil
 		// The batch may complete inside exec and be reused by its
 		// connection at once: only locals are used after it.
 		b.exec(s, false)
 		for _, g := range segs {
-			delete(t.ready, g.Off)
+			delete(t.ready, g.Off) // a batch that still waits for g reads it again
 			delete(t.failed, g.Off)
 			t.store.Release(g)
+		}
+		// Nothing holds the bytes only this batch was given: temporary
+		// values were made external again, loaded ones and replies copied.
+		for _, data := range owned {
+			t.store.Recycle(data)
 		}
 	})
 }

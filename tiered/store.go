@@ -64,7 +64,13 @@ type pin struct {
 	refs    int32 // pending read callbacks + retains
 	freed   bool  // Free was called: give the space back on the last unpin
 	reading bool
-	cbs     []func([]byte, error)
+	cbs     []readCB
+}
+
+// readCB is a Read or ReadOwned callback.
+type readCB struct {
+	fn  func(data []byte, err error)
+	own func(data []byte, shared bool, err error)
 }
 
 // Entry is one value in a write job: where it goes and whose it is (DB
@@ -92,7 +98,8 @@ type Store struct {
 	// the write job being built by Stash
 	runs    []run
 	entries []Entry
-	bufs    [][]byte // free write buffers
+	bufs    [][]byte     // free write buffers
+	free    [11][][]byte // free read buffers by size class (Recycle)
 	Stats   Stats
 }
 
@@ -212,6 +219,17 @@ func (s *Store) Commit(done func(entries []Entry, err error)) {
 // gets the same slice, which none may modify (copy to keep it). The
 // segment is pinned until cb returns: Free during the read is deferred.
 func (s *Store) Read(seg Segment, cb func(data []byte, err error)) {
+	s.read(seg, readCB{fn: cb})
+}
+
+// ReadOwned is Read whose callback also learns whether the bytes went to
+// other callbacks too; when they did not (shared=false), its caller owns
+// them and may hand them to Recycle once done with them.
+func (s *Store) ReadOwned(seg Segment, cb func(data []byte, shared bool, err error)) {
+	s.read(seg, readCB{own: cb})
+}
+
+func (s *Store) read(seg Segment, cb readCB) {
 	p := s.pin(seg)
 	p.cbs = append(p.cbs, cb)
 	if p.reading {
@@ -221,8 +239,8 @@ func (s *Store) Read(seg Segment, cb func(data []byte, err error)) {
 	p.reading = true
 	s.Stats.Reads++
 	s.Stats.PendingReads++
+	buf := s.readBuffer(int(seg.Len))
 	s.pool.jobs <- func() {
-		buf := make([]byte, seg.Len)
 		_, err := s.f.ReadAt(buf, seg.Off)
 		if err != nil {
 			err = fmt.Errorf("tiered: read %d bytes at %d: %w", seg.Len, seg.Off, err)
@@ -239,11 +257,56 @@ func (s *Store) readDone(seg Segment, buf []byte, err error) {
 	p := s.pins[seg.Off]
 	cbs := p.cbs
 	p.cbs, p.reading = nil, false
+	shared := len(cbs) > 1
 	for _, cb := range cbs {
-		cb(buf, err)
+		if cb.own != nil {
+			cb.own(buf, shared, err)
+		} else {
+			cb.fn(buf, err)
+		}
 		s.unpin(seg)
 	}
 }
+
+// readBuffer is a buffer of n bytes for a read, recycled when possible.
+func (s *Store) readBuffer(n int) []byte {
+	if c := recycleClass(n); c >= 0 {
+		if k := len(s.free[c]); k > 0 {
+			b := s.free[c][k-1]
+			s.free[c] = s.free[c][:k-1]
+			return b[:n]
+		}
+		return make([]byte, n, 64<<c)
+	}
+	return make([]byte, n)
+}
+
+// recycleClass is the free list for buffers of n bytes: capacity 64<<c,
+// up to 64 KiB; -1 when n is bigger.
+func recycleClass(n int) int {
+	c := 0
+	for 64<<c < n {
+		c++
+	}
+	if c >= len(Store{}.free) {
+		return -1
+	}
+	return c
+}
+
+// Recycle hands back bytes a ReadOwned callback owned (shared=false), once
+// nothing holds them, so the next read reuses the buffer instead of
+// allocating (optional: an unrecycled buffer is simply collected).
+func (s *Store) Recycle(b []byte) {
+	c := recycleClass(cap(b))
+	if c < 0 || cap(b) != 64<<c || len(s.free[c]) >= maxFree>>(c/2) {
+		return
+	}
+	s.free[c] = append(s.free[c], b)
+}
+
+// maxFree bounds the free list of the smallest buffers (fewer of bigger).
+const maxFree = 1024
 
 // ReadSync reads seg now, blocking the caller: only for paths that cannot
 // wait (SAVE, DEBUG RELOAD, the fallback for values not loaded ahead).

@@ -377,3 +377,28 @@ func TestStoreReadError(t *testing.T) {
 		}
 	})
 }
+
+func TestStoreRecyclesReadBuffers(t *testing.T) {
+	f := &memFile{}
+	s, o := newTestStore(t, f)
+	segs, err := write(t, s, o, bytes.Repeat([]byte("a"), 1000), bytes.Repeat([]byte("b"), 1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte, 1)
+	o.do(func() {
+		s.ReadOwned(segs[0], func(d []byte, shared bool, err error) {
+			if shared {
+				t.Error("a lone read reported shared")
+			}
+			got <- d
+		})
+	})
+	first := <-got
+	o.do(func() { s.Recycle(first) })
+	o.do(func() { s.Read(segs[1], func(d []byte, err error) { got <- d }) })
+	second := <-got
+	if &first[0] != &second[0] || string(second) != string(bytes.Repeat([]byte("b"), 1000)) {
+		t.Fatal("recycled buffer not reused, or reused with wrong contents")
+	}
+}
