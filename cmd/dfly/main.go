@@ -80,7 +80,15 @@ func tuneGC(cfg *server.Config) {
 		debug.SetGCPercent(200)
 	}
 	if cfg.MaxMemory > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(cfg.MaxMemory + cfg.MaxMemory/4)
+		limit := cfg.MaxMemory + cfg.MaxMemory/4
+		if cfg.TieredPrefix != "" {
+			// Tiered storage keeps the live heap at (1 - threshold) of
+			// maxmemory, but offloading values at random leaves their
+			// size classes' spans partly empty: at 1.25x the GC runs
+			// nearly back to back (measured: GET 0.4x vs 0.8x at 2x).
+			limit = 2 * cfg.MaxMemory
+		}
+		debug.SetMemoryLimit(limit)
 	}
 }
 

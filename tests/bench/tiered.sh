@@ -103,7 +103,7 @@ settle() {
 }
 
 half=$((KEYS * SIZE / 2))
-declare -A set_rps get_rps rss used keys offloaded
+declare -A set_rps get_rps rss rss_get used keys offloaded
 for mode in memory tiered; do
 	if [[ $mode == tiered ]]; then
 		start --maxmemory "$half" --tiered_prefix "$work/tier"
@@ -120,6 +120,7 @@ for mode in memory tiered; do
 	offloaded[$mode]=$(info "$PORT" tiered tiered_entries)
 	offloaded[$mode]=${offloaded[$mode]:-0}
 	get_rps[$mode]=$(rps "$PORT" get -n "$N")
+	rss_get[$mode]=$(rss_bytes "$PID")
 	if [[ $mode == tiered ]]; then
 		echo "INFO tiered after the GET run:" >&2
 		redis-cli -p "$PORT" info tiered | tr -d '\r' | grep -E 'entries|reads|serves|loads|writes|errors|file|step' >&2
@@ -128,15 +129,21 @@ for mode in memory tiered; do
 done
 
 echo "Tiered storage: $KEYS keys of $SIZE bytes, maxmemory $half (half the values), pipeline $PIPELINE, $CLIENTS clients"
-printf "%-8s %10s %10s %12s %12s %10s %10s %10s\n" mode SET/s GET/s rss used_mem keys offloaded rss/key
+echo "rss: after the fill and DEBUG GC; rss_get: after the GET run (steady state)"
+printf "%-8s %10s %10s %12s %12s %12s %10s %10s %10s\n" mode SET/s GET/s rss rss_get used_mem keys offloaded rss_get/key
 for mode in memory tiered; do
-	printf "%-8s %10d %10d %12d %12d %10d %10d %10d\n" "$mode" "${set_rps[$mode]}" "${get_rps[$mode]}" \
-		"${rss[$mode]}" "${used[$mode]}" "${keys[$mode]}" "${offloaded[$mode]}" $((rss[$mode] / keys[$mode]))
+	printf "%-8s %10d %10d %12d %12d %12d %10d %10d %10d\n" "$mode" "${set_rps[$mode]}" "${get_rps[$mode]}" \
+		"${rss[$mode]}" "${rss_get[$mode]}" "${used[$mode]}" "${keys[$mode]}" "${offloaded[$mode]}" \
+		$((rss_get[$mode] / keys[$mode]))
 done
 awk -v rm="${rss[memory]}" -v rt="${rss[tiered]}" -v um="${used[memory]}" -v ut="${used[tiered]}" \
+	-v rgm="${rss_get[memory]}" -v rgt="${rss_get[tiered]}" \
 	-v gm="${get_rps[memory]}" -v gt="${get_rps[tiered]}" -v sm="${set_rps[memory]}" -v st="${set_rps[tiered]}" \
-	-v off="${offloaded[tiered]}" 'BEGIN {
-	printf "ratios tiered/memory: rss %.2f (target <= 0.6), used_memory %.2f, GET %.2f (target >= 0.5), SET %.2f\n",
-		rt / rm, ut / um, gt / gm, st / sm
-	if (off > 0) printf "resident memory saved per offloaded key: %d bytes\n", (rm - rt) / off
+	-v off="${offloaded[tiered]}" -v keys="${keys[tiered]}" 'BEGIN {
+	printf "ratios tiered/memory: rss %.2f after fill, %.2f after GETs (target <= 0.6), used_memory %.2f, GET %.2f (target >= 0.5), SET %.2f\n",
+		rt / rm, rgt / rgm, ut / um, gt / gm, st / sm
+	if (off > 0) {
+		printf "resident memory saved per offloaded key: %d bytes (after GETs)\n", (rgm - rgt) / off
+		printf "resident memory per key: %d bytes in memory, %d tiered (%d of %d offloaded)\n", rgm / keys, rgt / keys, off, keys
+	}
 }'
