@@ -30,9 +30,12 @@ package server
 //     only after the reads and their users are done; a resumed batch looks
 //     every key up again, so a write or delete that ran while it waited is
 //     seen (a value no longer at the segment read is read anew).
-//   - Paths that do not go through a batch (multi-shard transactions,
-//     scripts' and SORT's extra keys) load through DB.Find's blocking
-//     fallback. Serializers (SAVE, DEBUG RELOAD, BGSAVE, the dfly format)
+//   - A multi-shard command (coordinator) first has the offloaded values
+//     of its keys loaded into memory by their shards, asynchronously, and
+//     waits for that on its own goroutine (tierPreload). What is left
+//     loads through DB.Find's blocking fallback: values offloaded again
+//     between the preload and the transaction, keys a command finds
+//     without naming them (SORT BY/GET patterns), scripts' nested calls. Serializers (SAVE, DEBUG RELOAD, BGSAVE, the dfly format)
 //     read offloaded strings synchronously on the shard goroutine through
 //     tierView: acceptable for now; the snapshot's DelayedPending state
 //     will use tiered.Store.Read instead (see TierStore).
@@ -43,6 +46,7 @@ import (
 	"os"
 	"runtime/metrics"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -644,4 +648,92 @@ func (s *Server) tieredInfo(field func(string, any)) {
 	field("tiered_read_errors", sum.st.ReadErrors)
 	field("tiered_write_errors", sum.st.WriteErrors)
 	field("tiered_max_step_us", sum.step/1000)
+}
+
+// tierPreload loads the offloaded values of a coordinated command's keys
+// into memory before it runs: each shard issues the reads and stores the
+// bytes when they arrive; the coordinator waits (never a shard).
+func (x *Coord) tierPreload() {
+	ts := x.Srv.tiered
+	if ts == nil || x.local != nil || x.inTx || noLoadCommands[x.cmd.Name] {
+		return
+	}
+	pos := x.cmd.keys(nil, x.Args)
+	if len(pos) == 0 {
+		return
+	}
+	keys := make([][][]byte, len(ts.shards))
+	for _, i := range pos {
+		sid := x.Srv.ShardOf(x.Args[i])
+		keys[sid] = append(keys[sid], x.Args[i])
+	}
+	var wg sync.WaitGroup
+	for sid, ks := range keys {
+		if len(ks) == 0 {
+			continue
+		}
+		wg.Add(1)
+		t := ts.shards[sid]
+		t.sh.Send(tierFunc(func() { t.preload(t.sh.DBs[x.DB], ks, wg.Done) }))
+	}
+	wg.Wait()
+}
+
+// preload reads the offloaded values among keys and loads them into
+// memory, then calls done (on the shard goroutine, possibly at once).
+func (t *tierShard) preload(db *shard.DB, keys [][]byte, done func()) {
+	if t.entries == 0 {
+		done()
+		return
+	}
+	var segs []tiered.Segment
+	for _, k := range keys {
+		if v := db.Peek(k); v != nil && v.IsExternal() {
+			segs = append(segs, segOf(v))
+		}
+	}
+	if len(segs) == 0 {
+		done()
+		return
+	}
+	data := make(map[int64][]byte, len(segs))
+	var read []tiered.Segment // each segment once (a key may be named twice)
+	waiting := 0
+	finish := func() {
+		for _, k := range keys {
+			v := db.Peek(k)
+			if v == nil || !v.IsExternal() {
+				continue
+			}
+			if b, ok := data[segOf(v).Off]; ok && len(b) == v.StrLen() {
+				t.loads++
+				t.Free(v) // deferred until the Release below
+				v.SetStr(bytes.Clone(b))
+			}
+		}
+		for _, g := range read {
+			t.store.Release(g)
+		}
+		done()
+	}
+	for _, g := range segs {
+		if _, dup := data[g.Off]; dup {
+			continue
+		}
+		data[g.Off] = nil
+		read = append(read, g)
+		waiting++
+		t.store.Retain(g)
+		t.store.Read(g, func(b []byte, err error) {
+			if err != nil {
+				t.logErr(err)
+				delete(data, g.Off)
+			} else {
+				data[g.Off] = b
+			}
+			if waiting--; waiting == 0 {
+				finish()
+			}
+		})
+	}
 }

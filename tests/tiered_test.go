@@ -250,6 +250,7 @@ func TestTieredModel(t *testing.T) {
 	if in["tiered_reads"] == 0 || in["tiered_read_serves"] == 0 || in["tiered_loads"] == 0 {
 		t.Fatalf("seed %d: offloaded values were never read back: %v", seed, in)
 	}
+	t.Logf("tiered: %v", in)
 	// DEBUG RELOAD saves (reading offloaded values) and loads.
 	waitOffloaded(t, c, 1)
 	mustOK(t, c.Do("DEBUG", "RELOAD"), "debug reload")
