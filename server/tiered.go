@@ -108,14 +108,13 @@ type tierShard struct {
 	stepNanos  int64  // the longest offload step
 }
 
-// TierStore is the tiered store of shard sh, nil when tiering is off. It
-// is the API the snapshot's DelayedPending state uses: on the shard
-// goroutine, for an external value v,
+// TierStore is the tiered store of shard sh, nil when tiering is off.
+// The snapshot's DelayedPending state needs only the shard: on the shard
+// goroutine, for a value v with v.IsExternal(),
 //
-//	off, n := v.External()
-//	st.Read(tiered.Segment{Off: off, Len: n}, func(data []byte, err error) { ... })
+//	sh.Tier().Read(v, func(data []byte, err error) { ... })
 //
-// The callback runs on the shard goroutine; the segment's space is not
+// The callback runs on the shard goroutine; the value's space is not
 // reused before it returns, even if the value is deleted meanwhile.
 func (s *Server) TierStore(sh *shard.Shard) *tiered.Store {
 	if t, ok := sh.Tier().(*tierShard); ok {
@@ -236,6 +235,11 @@ func (t *tierShard) Free(v *shard.Value) {
 	t.entries--
 	t.bytes -= int64(v.StrLen())
 	t.store.Free(segOf(v))
+}
+
+// Read implements shard.Tier: the asynchronous read (snapshot API).
+func (t *tierShard) Read(v *shard.Value, cb func(data []byte, err error)) {
+	t.store.Read(segOf(v), cb)
 }
 
 // Load implements shard.Tier: DB.Find's blocking fallback.

@@ -206,3 +206,42 @@ func TestTieredChangedDuringWrite(t *testing.T) {
 		}
 	})
 }
+
+// TestTieredAsyncReadOutlivesDelete: the snapshot's read API delivers the
+// bytes a value had even when it is deleted before the read completes, and
+// its space is freed only after.
+func TestTieredAsyncReadOutlivesDelete(t *testing.T) {
+	srv, ts, f := tierServer(t)
+	want := bytes.Repeat([]byte("q"), 3000)
+	srv.OnShard(0, func(s *shard.Shard) { s.DBs[0].Insert([]byte("k"), shard.NewString(want)) })
+	offload(t, srv, ts)
+	got := make(chan []byte, 1)
+	f.mu.Lock() // hold the read until the delete is done
+	srv.OnShard(0, func(s *shard.Shard) {
+		v := s.DBs[0].Peek([]byte("k"))
+		if !v.IsExternal() {
+			t.Error("not offloaded")
+			got <- want
+			return
+		}
+		s.Tier().Read(v, func(data []byte, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			if ts.store.Allocator().Segments != 1 {
+				t.Error("space freed before the read's callback")
+			}
+			got <- bytes.Clone(data)
+		})
+		s.DBs[0].Delete(s.DBs[0].Table.Find("k"))
+	})
+	f.mu.Unlock()
+	if d := <-got; !bytes.Equal(d, want) {
+		t.Fatalf("read %d bytes of other data", len(d))
+	}
+	srv.OnShard(0, func(*shard.Shard) {
+		if ts.store.Allocator().Segments != 0 || ts.entries != 0 {
+			t.Errorf("space not freed after the read: %d segments", ts.store.Allocator().Segments)
+		}
+	})
+}

@@ -19,6 +19,12 @@ type Tier interface {
 	Free(v *Value)
 	// Load reads v's bytes now, blocking (the fallback above).
 	Load(v *Value) ([]byte, error)
+	// Read reads v's bytes without blocking: cb runs later on the shard
+	// goroutine. v's file space is not reused before cb returns, even if
+	// v is deleted or replaced meanwhile, so cb gets the bytes v had when
+	// Read was called. data is shared with other readers: copy to keep
+	// it. For the snapshot's DelayedPending buckets.
+	Read(v *Value, cb func(data []byte, err error))
 }
 
 // SetTier installs tiered storage; call it before Start (or on the shard

@@ -24,6 +24,11 @@ func (f *fakeTier) Load(v *Value) ([]byte, error) {
 	return bytes.Clone(f.file[off]), nil
 }
 
+func (f *fakeTier) Read(v *Value, cb func([]byte, error)) {
+	b, err := f.Load(v)
+	cb(b, err)
+}
+
 func (f *fakeTier) offload(db *DB, key string, off int64) {
 	v := db.Peek([]byte(key))
 	f.file[off] = bytes.Clone(v.Str())
