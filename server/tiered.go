@@ -187,10 +187,12 @@ func (s *Server) startTiered() {
 		for {
 			select {
 			case <-s.done:
+				for _, p := range ts.paths {
+					os.Remove(p) // the open files stay usable until closed
+				}
 				ts.pool.Close()
-				for i, t := range ts.shards {
+				for _, t := range ts.shards {
 					t.store.Close()
-					os.Remove(ts.paths[i])
 				}
 				return
 			case <-tick.C:

@@ -65,16 +65,25 @@ func startTiered(t *testing.T, dir string, extra ...string) *Server {
 	return StartServer(t, flags...)
 }
 
-// tieredModel is the expected dataset of string keys.
+// tieredModel is the expected dataset of string keys; ttl holds the keys
+// that have a (long) TTL.
 type tieredModel map[string]string
 
-func (m tieredModel) check(t *testing.T, c *RawConn, seed int64, what string) {
+func (m tieredModel) check(t *testing.T, c *RawConn, ttl map[string]bool, seed int64, what string) {
 	t.Helper()
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	for _, k := range keys {
+		c.Send("PTTL", k)
+	}
+	for _, k := range keys {
+		if got := c.MustRead().Int; (got > 0) != ttl[k] {
+			t.Fatalf("seed %d, %s: PTTL %s = %d, want a TTL: %v", seed, what, k, got, ttl[k])
+		}
+	}
 	if n := c.Do("DBSIZE").Int; n != int64(len(m)) {
 		t.Fatalf("seed %d, %s: DBSIZE %d, model has %d keys", seed, what, n, len(m))
 	}
@@ -128,6 +137,7 @@ func TestTieredModel(t *testing.T) {
 	srv := startTiered(t, dir)
 	c := srv.Raw(t)
 	m := tieredModel{}
+	ttl := map[string]bool{}
 	key := func() string { return "k" + strconv.Itoa(r.Intn(120)) }
 	for round := 0; round < 6; round++ {
 		for i := 0; i < 300; i++ {
@@ -139,7 +149,13 @@ func TestTieredModel(t *testing.T) {
 			switch op := r.Intn(12); op {
 			case 0, 1:
 				v := randValue(r)
-				mustOK(t, c.Do("SET", k, v), "set")
+				if r.Intn(4) == 0 {
+					mustOK(t, c.Do("SET", k, v, "EX", "100000"), "set ex")
+					ttl[k] = true
+				} else {
+					mustOK(t, c.Do("SET", k, v), "set")
+					delete(ttl, k)
+				}
 				m[k] = v
 			case 2:
 				v := randValue(r)
@@ -148,6 +164,7 @@ func TestTieredModel(t *testing.T) {
 					t.Fatalf("seed %d: SET GET %s returned %d bytes, want %d", seed, k, len(got.Str), len(old))
 				}
 				m[k] = v
+				delete(ttl, k)
 			case 3:
 				a := randValue(r)
 				a = a[:min(len(a), r.Intn(100))]
@@ -176,11 +193,13 @@ func TestTieredModel(t *testing.T) {
 					t.Fatalf("seed %d: DEL %s = %d", seed, k, n)
 				}
 				delete(m, k)
+				delete(ttl, k)
 			case 6:
 				// Expiry of an offloaded value (EXPIRE does not load it).
 				if exists {
 					c.Do("PEXPIRE", k, "5")
 					delete(m, k)
+					delete(ttl, k)
 					time.Sleep(10 * time.Millisecond)
 					if got := c.Do("EXISTS", k).Int; got != 0 {
 						t.Fatalf("seed %d: %s exists after its TTL", seed, k)
@@ -208,6 +227,7 @@ func TestTieredModel(t *testing.T) {
 					t.Fatalf("seed %d: GETDEL %s wrong", seed, k)
 				}
 				delete(m, k)
+				delete(ttl, k)
 			case 10:
 				// COPY and RENAME move or duplicate offloaded values.
 				dst := key()
@@ -215,10 +235,13 @@ func TestTieredModel(t *testing.T) {
 					if r.Intn(2) == 0 {
 						c.Do("COPY", k, dst, "REPLACE")
 						m[dst] = m[k]
+						ttl[dst] = ttl[k]
 					} else {
 						c.Do("RENAME", k, dst)
 						m[dst] = m[k]
+						ttl[dst] = ttl[k]
 						delete(m, k)
+						delete(ttl, k)
 					}
 				}
 			case 11:
@@ -238,13 +261,14 @@ func TestTieredModel(t *testing.T) {
 					want2 = want1 + "tail"
 				}
 				m[k] = v
+				delete(ttl, k)
 				if g1.Str != want1 || g2.Str != want2 || g3.Str != v {
 					t.Fatalf("seed %d: pipeline on %s %s read wrong values", seed, k, k2)
 				}
 			}
 		}
 		in := waitOffloaded(t, c, 1)
-		m.check(t, c, seed, fmt.Sprintf("round %d (%d offloaded)", round, in["tiered_entries"]))
+		m.check(t, c, ttl, seed, fmt.Sprintf("round %d (%d offloaded)", round, in["tiered_entries"]))
 	}
 	in := tieredInfo(t, c)
 	if in["tiered_reads"] == 0 || in["tiered_read_serves"] == 0 || in["tiered_loads"] == 0 {
@@ -254,16 +278,16 @@ func TestTieredModel(t *testing.T) {
 	// DEBUG RELOAD saves (reading offloaded values) and loads.
 	waitOffloaded(t, c, 1)
 	mustOK(t, c.Do("DEBUG", "RELOAD"), "debug reload")
-	m.check(t, c, seed, "after DEBUG RELOAD")
+	m.check(t, c, ttl, seed, "after DEBUG RELOAD")
 	// SAVE, restart on the same --dir.
 	waitOffloaded(t, c, 1)
 	mustOK(t, c.Do("SAVE"), "save")
 	srv.Terminate(10 * time.Second)
 	srv2 := startTiered(t, dir)
 	c2 := srv2.Raw(t)
-	m.check(t, c2, seed, "after restart")
+	m.check(t, c2, ttl, seed, "after restart")
 	waitOffloaded(t, c2, 1)
-	m.check(t, c2, seed, "after restart and offloading")
+	m.check(t, c2, ttl, seed, "after restart and offloading")
 }
 
 func lookupSeed() int64 {
