@@ -81,3 +81,7 @@ func (db *DB) Peek(key []byte) *Value {
 	}
 	return db.Table.Value(it)
 }
+
+// FindMeta is Find for callers that need no string bytes (DEL, EXISTS):
+// an offloaded value stays offloaded.
+func (db *DB) FindMeta(key []byte) (Iterator, *Value) { return db.find(key, false) }

@@ -518,3 +518,41 @@ func TestTieredSnapshotEquality(t *testing.T) {
 		}
 	}
 }
+
+// TestTieredMetaCommandsDoNotRead: commands that need no string bytes run
+// on offloaded values without reading them, and deleting frees the space.
+func TestTieredMetaCommandsDoNotRead(t *testing.T) {
+	needDfly(t)
+	srv := startTiered(t, t.TempDir())
+	c := srv.Raw(t)
+	var keys []string
+	for i := 0; i < 20; i++ {
+		k := "m" + strconv.Itoa(i)
+		keys = append(keys, k)
+		mustOK(t, c.Do("SET", k, strings.Repeat("v", 500+i)), "set")
+	}
+	waitOffloaded(t, c, 20)
+	if n := c.Do(append([]string{"EXISTS"}, keys...)...).Int; n != 20 {
+		t.Fatalf("EXISTS = %d", n)
+	}
+	for _, k := range keys[:5] {
+		c.Do("EXPIRE", k, "1000")
+		c.Do("TTL", k)
+		c.Do("TYPE", k)
+		if n := c.Do("STRLEN", k).Int; n < 500 {
+			t.Fatalf("STRLEN %s = %d", k, n)
+		}
+	}
+	mustOK(t, c.Do("SET", "m19", "small"), "set") // overwrite frees
+	in := tieredInfo(t, c)
+	if in["tiered_reads"] != 0 || in["tiered_entries"] != 19 {
+		t.Fatalf("meta commands read offloaded values or kept the overwritten one: %v", in)
+	}
+	if n := c.Do(append([]string{"DEL"}, keys...)...).Int; n != 20 {
+		t.Fatalf("DEL = %d", n)
+	}
+	in = tieredInfo(t, c)
+	if in["tiered_reads"] != 0 || in["tiered_entries"] != 0 || in["tiered_allocated_bytes"] != 0 {
+		t.Fatalf("DEL read values or left space allocated: %v", in)
+	}
+}
