@@ -401,6 +401,7 @@ type tierBatch struct {
 	noLoad  bool             // the command runs with Find's loading off
 	pos     []int
 	locks   []shard.KeyLock
+	keys    []tierKeyRef
 }
 
 // tierTemp: a value made in-memory for one read-only command, offloaded
@@ -438,19 +439,28 @@ func needsBytes(p *pending) bool {
 	return false
 }
 
-// tierKeys calls fn for each key of p with its DB.
-func (b *shardBatch) tierKeys(s *shard.Shard, p *pending, fn func(db *shard.DB, key []byte)) {
+// tierKeyRef is a key of a command with its DB.
+type tierKeyRef struct {
+	db  *shard.DB
+	key []byte
+}
+
+// tierKeys lists p's keys (into the batch's scratch, no allocation).
+func (b *shardBatch) tierKeys(s *shard.Shard, p *pending) []tierKeyRef {
+	keys := b.tier.keys[:0]
 	if p.multi != nil {
 		b.tier.locks = execLockKeys(p.multi, p.watch, b.tier.locks[:0])
 		for _, k := range b.tier.locks {
-			fn(s.DBs[k.DB], unsafe.Slice(unsafe.StringData(k.Key), len(k.Key)))
+			keys = append(keys, tierKeyRef{s.DBs[k.DB], unsafe.Slice(unsafe.StringData(k.Key), len(k.Key))})
 		}
-		return
+	} else {
+		b.tier.pos = p.cmd.keys(b.tier.pos[:0], p.args)
+		for _, i := range b.tier.pos {
+			keys = append(keys, tierKeyRef{s.DBs[p.db], p.args[i]})
+		}
 	}
-	b.tier.pos = p.cmd.keys(b.tier.pos[:0], p.args)
-	for _, i := range b.tier.pos {
-		fn(s.DBs[p.db], p.args[i])
-	}
+	b.tier.keys = keys
+	return keys
 }
 
 // tierBefore runs before each command of a batch when tiering is on. It
@@ -463,11 +473,13 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 		return false, false
 	}
 	ext := false
-	b.tierKeys(s, p, func(db *shard.DB, key []byte) {
-		if v := db.Peek(key); v != nil && v.IsExternal() {
+	keys := b.tierKeys(s, p)
+	for _, k := range keys {
+		if v := k.db.Peek(k.key); v != nil && v.IsExternal() {
 			ext = true
+			break
 		}
-	})
+	}
 	if !ext {
 		return false, false
 	}
@@ -478,10 +490,10 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 	}
 	readOnly := p.multi == nil && p.cmd.Flags&FlagReadonly != 0
 	missing := false
-	b.tierKeys(s, p, func(db *shard.DB, key []byte) {
-		v := db.Peek(key)
+	for _, k := range keys {
+		v := k.db.Peek(k.key)
 		if v == nil || !v.IsExternal() {
-			return
+			continue
 		}
 		seg := segOf(v)
 		data, ok := t.ready[seg.Off]
@@ -490,18 +502,18 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 				failed = true
 			}
 			missing = true
-			return
+			continue
 		}
 		if readOnly {
-			b.tier.temps = append(b.tier.temps, tierTemp{db: db, key: key, seg: seg, data: data})
+			b.tier.temps = append(b.tier.temps, tierTemp{db: k.db, key: k.key, seg: seg, data: data})
 			v.SetStr(data) // not stored: made external again after the command
 			t.readServes++
-			return
+			continue
 		}
 		t.loads++
 		t.Free(v) // deferred: the batch retains seg until it is done
 		v.SetStr(bytes.Clone(data))
-	})
+	}
 	if failed {
 		b.tierAfter(s) // undo the in-place values of this command
 		p.reply.Error("ERR tiered storage: failed to read an offloaded value")
@@ -517,11 +529,11 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 		if i > b.pos && !needsBytes(q) {
 			continue
 		}
-		b.tierKeys(s, q, func(db *shard.DB, key []byte) {
-			if v := db.Peek(key); v != nil && v.IsExternal() {
+		for _, k := range b.tierKeys(s, q) {
+			if v := k.db.Peek(k.key); v != nil && v.IsExternal() {
 				b.tierRead(s, t, segOf(v))
 			}
-		})
+		}
 	}
 	b.inline = false // resumed later from another message
 	return true, false
