@@ -100,12 +100,13 @@ type tierShard struct {
 	budget     atomic.Int64
 	queued     atomic.Bool
 	// counters
-	entries    int64 // values now external
-	bytes      int64 // their lengths
-	loads      uint64
-	syncLoads  uint64
-	readServes uint64 // read-only commands served from a read, value left offloaded
-	stepNanos  int64  // the longest offload step
+	entries     int64 // values now external
+	bytes       int64 // their lengths
+	loads       uint64
+	syncLoads   uint64
+	serialReads uint64 // blocking reads by serializers (tierView)
+	readServes  uint64 // read-only commands served from a read, value left offloaded
+	stepNanos   int64  // the longest offload step
 }
 
 // TierStore is the tiered store of shard sh, nil when tiering is off.
@@ -274,8 +275,10 @@ func tierView(sh *shard.Shard, e *rdb.Encoder, v *shard.Value) *shard.Value {
 	if !ok {
 		return v
 	}
-	b, err := t.Load(v)
+	t.serialReads++
+	b, err := t.store.ReadSync(segOf(v))
 	if err != nil {
+		t.logErr(err)
 		e.Fail(err)
 	}
 	c := *v
@@ -621,14 +624,15 @@ func (s *Server) tieredInfo(field func(string, any)) {
 	type stats struct {
 		st                                tiered.Stats
 		entries, bytes, file, alloc, step int64
-		loads, syncLoads, serves          uint64
+		loads, syncLoads, serves, serial  uint64
 	}
 	all := make([]stats, len(ts.shards))
 	s.OnEachShard(func(sh *shard.Shard) {
 		t := ts.shards[sh.ID]
 		a := t.store.Allocator()
 		all[sh.ID] = stats{st: t.store.Stats, entries: t.entries, bytes: t.bytes, file: a.FileSize(),
-			alloc: a.Bytes, step: t.stepNanos, loads: t.loads, syncLoads: t.syncLoads, serves: t.readServes}
+			alloc: a.Bytes, step: t.stepNanos, loads: t.loads, syncLoads: t.syncLoads, serves: t.readServes,
+			serial: t.serialReads}
 	})
 	var sum stats
 	for _, x := range all {
@@ -640,6 +644,7 @@ func (s *Server) tieredInfo(field func(string, any)) {
 		sum.loads += x.loads
 		sum.syncLoads += x.syncLoads
 		sum.serves += x.serves
+		sum.serial += x.serial
 		sum.st.Reads += x.st.Reads
 		sum.st.SharedReads += x.st.SharedReads
 		sum.st.Writes += x.st.Writes
@@ -659,6 +664,7 @@ func (s *Server) tieredInfo(field func(string, any)) {
 	field("tiered_read_serves", sum.serves)
 	field("tiered_loads", sum.loads)
 	field("tiered_sync_loads", sum.syncLoads)
+	field("tiered_serializer_reads", sum.serial)
 	field("tiered_writes", sum.st.Writes)
 	field("tiered_written_bytes", sum.st.WrittenBytes)
 	field("tiered_pending_reads", sum.st.PendingReads)
