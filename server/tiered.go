@@ -614,7 +614,17 @@ func (b *shardBatch) tierAfter(s *shard.Shard) {
 // tierActive: the command needs tierAfter.
 func (b *shardBatch) tierActive() bool { return b.tier.noLoad || len(b.tier.temps) > 0 }
 
-// tieredInfo writes INFO's tiered section.
+// tieredInfo writes INFO's tiered section, summed over the shards:
+// entries/entries_bytes: values offloaded now and their lengths;
+// allocated_bytes, file_size: the allocators' view of the files; reads:
+// ReadAt calls, shared_reads: reads that joined one in flight; read_serves:
+// read-only commands served from a read (value left offloaded); loads /
+// sync_loads: values loaded back into memory asynchronously / by Find's
+// blocking fallback; serializer_reads: blocking reads by SAVE, BGSAVE and
+// DEBUG RELOAD; writes, written_bytes: write jobs done; pending_*: I/O in
+// flight; read_errors, write_errors: failures (a write error or a full
+// file leaves the values in memory); max_step_us: the longest offload step
+// (wall time, so it includes time the goroutine was descheduled).
 func (s *Server) tieredInfo(field func(string, any)) {
 	ts := s.tiered
 	if ts == nil {

@@ -556,3 +556,31 @@ func TestTieredMetaCommandsDoNotRead(t *testing.T) {
 		t.Fatalf("DEL read values or left space allocated: %v", in)
 	}
 }
+
+// TestTieredDflyFormat: SAVE in the dfly format (a file per shard) writes
+// offloaded values, and they load back after a restart.
+func TestTieredDflyFormat(t *testing.T) {
+	needDfly(t)
+	dir := t.TempDir()
+	srv := startTiered(t, dir, "--dbformat", "dfly")
+	c := srv.Raw(t)
+	r := rand.New(rand.NewSource(2))
+	want := map[string]string{}
+	for i := 0; i < 100; i++ {
+		k := "d" + strconv.Itoa(i)
+		want[k] = randValue(r)
+		mustOK(t, c.Do("SET", k, want[k]), "set")
+	}
+	waitOffloaded(t, c, 30)
+	mustOK(t, c.Do("SAVE"), "save")
+	if in := tieredInfo(t, c); in["tiered_serializer_reads"] == 0 {
+		t.Fatalf("SAVE read no offloaded value: %v", in)
+	}
+	srv.Terminate(10 * time.Second)
+	c2 := startTiered(t, dir, "--dbformat", "dfly").Raw(t)
+	for k, v := range want {
+		if got := c2.Do("GET", k); got.Str != v {
+			t.Fatalf("%s: %d bytes after restart, want %d", k, len(got.Str), len(v))
+		}
+	}
+}
