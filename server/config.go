@@ -37,6 +37,15 @@ type Config struct {
 	TieredMinValueSize     int
 	TieredOffloadThreshold float64
 	TieredMaxFileSize      int64
+	// SerializationMaxChunk bounds one piece of a big value in a snapshot
+	// (--serialization_max_chunk_size, snapshot/).
+	SerializationMaxChunk int64
+	// PointInTime selects PIT snapshots for replication full syncs
+	// (non-PIT when false; backups are always PIT).
+	PointInTime bool
+	// SnapshotReference, for tests: every BGSAVE also writes the dataset
+	// at its cut to this RDB file, synchronously, in the cut's own step.
+	SnapshotReference string
 
 	mu sync.RWMutex
 }
@@ -48,6 +57,7 @@ func DefaultConfig() *Config {
 		Databases: 16, LogLevel: "notice", ProtoMaxBulk: 512 << 20, QueryBufMax: 1 << 30,
 		ProtectedMode: true, DBFormat: "rdb",
 		TieredMinValueSize: 64, TieredOffloadThreshold: 0.5,
+		SerializationMaxChunk: 64 << 10, PointInTime: true,
 	}
 }
 
@@ -137,6 +147,15 @@ var params = []param{
 		c.DBFormat = v
 		return nil
 	}},
+	{name: "serialization_max_chunk_size", get: func(c *Config) string { return strconv.FormatInt(c.SerializationMaxChunk, 10) },
+		set: func(c *Config, v string) error {
+			n, err := ParseMemory(v)
+			if err != nil || n < 1024 || n > 64<<20 {
+				return fmt.Errorf("argument must be a size from 1kb to 64mb")
+			}
+			c.SerializationMaxChunk = n
+			return nil
+		}},
 	fixed("maxmemory-policy", "noeviction"),
 	strParam("tiered_prefix", func(c *Config) *string { return &c.TieredPrefix }, false),
 	{name: "tiered_min_value_size", get: func(c *Config) string { return strconv.Itoa(c.TieredMinValueSize) }},

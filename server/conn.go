@@ -409,7 +409,7 @@ func (b *shardBatch) Run(s *shard.Shard) {
 func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 	for b.pos < len(b.idx) {
 		p := &b.c.cmds[b.idx[b.pos]]
-		if !resumed && !s.Locks.Idle() {
+		if !resumed && !s.Idle() {
 			b.x.keys = b.lockKeys(p, b.x.keys[:0])
 			if !s.Available(b.x.keys) {
 				b.inline = false // resumed later from another message

@@ -80,6 +80,7 @@ func New(cfg *Config, log *Logger) *Server {
 	var id [20]byte
 	_, _ = rand.Read(id[:])
 	s.runID = hex.EncodeToString(id[:])
+	s.persist.lastBgsaveSecs.Store(-1)
 	s.shards = make([]*shard.Shard, cfg.Shards)
 	s.cmdStats = make([]shardCmdStats, cfg.Shards)
 	for i := range s.shards {

@@ -53,6 +53,7 @@ import (
 
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tiered"
 )
 
@@ -94,7 +95,9 @@ type tierShard struct {
 	passStaged int
 	idle       bool
 	idleWrites uint64
-	writes     int // jobs in flight
+	writes     int              // jobs in flight
+	later      []tiered.Segment // space of flushed values, freed after the snapshot
+	hasLater   atomic.Bool
 	stashed    map[tierKey]struct{}
 	backoff    time.Time
 	budget     atomic.Int64
@@ -207,14 +210,14 @@ func (s *Server) startTiered() {
 				}
 				used := int64(samples[0].Value.Uint64()) - ts.offloadedSinceGC.Load()
 				target := int64(float64(max) * (1 - s.cfg.TieredOffloadThreshold))
-				if used <= target {
-					continue
+				budget = 0
+				if used > target {
+					budget = (used-target)/int64(len(ts.shards)) + 1
 				}
-				budget = (used-target)/int64(len(ts.shards)) + 1
 			}
 			for _, t := range ts.shards {
 				t.budget.Store(budget)
-				if !t.queued.Swap(true) {
+				if (budget > 0 || t.hasLater.Load()) && !t.queued.Swap(true) {
 					t.sh.Send(t)
 				}
 			}
@@ -238,6 +241,27 @@ func (t *tierShard) Free(v *shard.Value) {
 	t.entries--
 	t.bytes -= int64(v.StrLen())
 	t.store.Free(segOf(v))
+}
+
+// FreeLater implements shard.Tier: the space is freed by the first offload
+// step that finds no snapshot running.
+func (t *tierShard) FreeLater(v *shard.Value) {
+	t.entries--
+	t.bytes -= int64(v.StrLen())
+	t.later = append(t.later, segOf(v))
+	t.hasLater.Store(true)
+}
+
+// freeLater frees what FreeLater deferred, once no snapshot runs.
+func (t *tierShard) freeLater(s *shard.Shard) {
+	if len(t.later) == 0 || s.Hooked() {
+		return
+	}
+	for _, g := range t.later {
+		t.store.Free(g)
+	}
+	t.later = nil
+	t.hasLater.Store(false)
 }
 
 // Read implements shard.Tier: the asynchronous read (snapshot API).
@@ -286,9 +310,25 @@ func tierView(sh *shard.Shard, e *rdb.Encoder, v *shard.Value) *shard.Value {
 	return &c
 }
 
+// tierEncode wraps a snapshot's encoder so that offloaded strings are
+// read, synchronously on the shard goroutine for now; the snapshot's
+// DelayedPending state can read them with sh.Tier().Read instead.
+func tierEncode(sh *shard.Shard, enc snapshot.EncodeFunc) snapshot.EncodeFunc {
+	if sh.Tier() == nil {
+		return enc
+	}
+	return func(e *rdb.Encoder, key []byte, v *shard.Value, at int64) {
+		enc(e, key, tierView(sh, e, v), at)
+	}
+}
+
 // Run is the offload step (see the file comment).
 func (t *tierShard) Run(s *shard.Shard) {
 	t.queued.Store(false)
+	t.freeLater(s)
+	if t.budget.Load() <= 0 {
+		return
+	}
 	if t.writes >= tierMaxWrites || time.Now().Before(t.backoff) {
 		return
 	}

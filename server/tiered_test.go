@@ -245,3 +245,40 @@ func TestTieredAsyncReadOutlivesDelete(t *testing.T) {
 		}
 	})
 }
+
+type nopHook struct{}
+
+func (nopHook) PreUpdate(*shard.DB, shard.Iterator) {}
+func (nopHook) PreDelete(*shard.DB, shard.Iterator) {}
+func (nopHook) PreInsert(*shard.DB, string)         {}
+func (nopHook) PreFlush(*shard.DB)                  {}
+
+// TestTieredFlushDuringSnapshot: a flush while a snapshot runs (which may
+// still walk the old tables) frees the space only after the snapshot.
+func TestTieredFlushDuringSnapshot(t *testing.T) {
+	srv, ts, _ := tierServer(t)
+	srv.OnShard(0, func(s *shard.Shard) {
+		for i := 0; i < 10; i++ {
+			s.DBs[0].Insert([]byte("k"+strconv.Itoa(i)), shard.NewString(bytes.Repeat([]byte("v"), 700)))
+		}
+	})
+	offload(t, srv, ts)
+	var h nopHook
+	srv.OnShard(0, func(s *shard.Shard) {
+		if ts.entries != 10 {
+			t.Errorf("%d offloaded", ts.entries)
+		}
+		s.AddHook(h)
+		s.DBs[0].Flush()
+		ts.budget.Store(0)
+		ts.Run(s)
+		if ts.entries != 0 || ts.store.Allocator().Segments != 10 {
+			t.Errorf("during the snapshot: entries %d, segments %d (want 0, 10)", ts.entries, ts.store.Allocator().Segments)
+		}
+		s.RemoveHook(h)
+		ts.Run(s)
+		if ts.store.Allocator().Segments != 0 {
+			t.Errorf("after the snapshot: %d segments", ts.store.Allocator().Segments)
+		}
+	})
+}

@@ -17,6 +17,10 @@ package shard
 type Tier interface {
 	// Free: the offloaded value v is being dropped or replaced.
 	Free(v *Value)
+	// FreeLater: v is dropped by a flush while a snapshot runs, which may
+	// still walk the old tables and read v: free its space once no
+	// change hook is registered (Hooked).
+	FreeLater(v *Value)
 	// Load reads v's bytes now, blocking (the fallback above).
 	Load(v *Value) ([]byte, error)
 	// Read reads v's bytes without blocking: cb runs later on the shard
@@ -53,16 +57,23 @@ func (s *Shard) loadExternal(v *Value) {
 	v.SetStr(b)
 }
 
-// freeExternals frees the file space of every offloaded value of db.
+// Hooked reports whether change hooks are registered (a snapshot runs).
+func (s *Shard) Hooked() bool { return len(s.hooks) > 0 }
+
+// freeExternals frees the file space of every offloaded value of db
+// (later, when a snapshot may still read them from the old tables).
 func (db *DB) freeExternals() {
 	t := db.shard.tier
 	if t == nil {
 		return
 	}
+	later := db.shard.Hooked()
 	var cursor uint64
 	for {
 		cursor = db.Table.Traverse(cursor, func(it Iterator) {
-			if v := db.Table.Value(it); v.ext {
+			if v := db.Table.Value(it); v.ext && later {
+				t.FreeLater(v)
+			} else if v.ext {
 				t.Free(v)
 			}
 		})

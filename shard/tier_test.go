@@ -24,6 +24,8 @@ func (f *fakeTier) Load(v *Value) ([]byte, error) {
 	return bytes.Clone(f.file[off]), nil
 }
 
+func (f *fakeTier) FreeLater(v *Value) { f.Free(v) }
+
 func (f *fakeTier) Read(v *Value, cb func([]byte, error)) {
 	b, err := f.Load(v)
 	cb(b, err)

@@ -152,6 +152,16 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 		cfg.TieredMaxFileSize = n
 		return err
 	})
+	fs.Func("serialization_max_chunk_size", "largest piece of a big value in a snapshot (default 64kb; 1kb..64mb)", func(v string) error {
+		n, err := server.ParseMemory(v)
+		if err == nil && (n < 1024 || n > 64<<20) {
+			err = errors.New("must be from 1kb to 64mb")
+		}
+		cfg.SerializationMaxChunk = n
+		return err
+	})
+	fs.StringVar(&cfg.SnapshotReference, "debug_snapshot_reference", "", "for tests: each BGSAVE also writes the dataset at its cut to this RDB file, stalling the cut")
+	fs.BoolVar(&cfg.PointInTime, "point_in_time_snapshot", cfg.PointInTime, "replication full syncs send a point-in-time snapshot (false: non-PIT, the journal fills in)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
