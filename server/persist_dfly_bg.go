@@ -44,8 +44,8 @@ func (s *Server) bgsaveDfly(done func(error)) {
 	t.Finish(func(sh *shard.Shard) {
 		writes[sh.ID] = sh.Stats.Writes
 		ref.take(sh)
-		slices[sh.ID] = snapshot.Start(sh, snapshot.Options{Tagged: true, Encode: tierEncode(sh, encodeForSnapshot), // tiered.go
-			Out: outs[sh.ID], Free: frees[sh.ID], MaxChunk: s.serializationChunk()})
+		slices[sh.ID] = snapshot.Start(sh, snapshot.Options{Tagged: true, Encode: encodeForSnapshot,
+			Out: outs[sh.ID], Free: frees[sh.ID], MaxChunk: s.serializationChunk(), Load: tierLoader(sh)}) // tiered.go
 	})
 	s.persist.setSlices(slices)
 	ref.write()

@@ -39,9 +39,8 @@ func (s *Server) snapshotCut() ([]chan snapshot.Chunk, chan []byte, uint64) {
 	t.Finish(func(sh *shard.Shard) {
 		writes[sh.ID] = sh.Stats.Writes
 		ref.take(sh)
-		// tierEncode: offloaded strings read synchronously (tiered.go).
-		slices[sh.ID] = snapshot.Start(sh, snapshot.Options{Encode: tierEncode(sh, encodeForSnapshot), Out: outs[sh.ID], Free: free,
-			MaxChunk: s.serializationChunk()})
+		slices[sh.ID] = snapshot.Start(sh, snapshot.Options{Encode: encodeForSnapshot, Out: outs[sh.ID], Free: free,
+			MaxChunk: s.serializationChunk(), Load: tierLoader(sh)}) // tierLoader: tiered.go
 	})
 	s.persist.setSlices(slices)
 	ref.write()

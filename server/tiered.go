@@ -35,10 +35,13 @@ package server
 //     waits for that on its own goroutine (tierPreload). What is left
 //     loads through DB.Find's blocking fallback: values offloaded again
 //     between the preload and the transaction, keys a command finds
-//     without naming them (SORT BY/GET patterns), scripts' nested calls. Serializers (SAVE, DEBUG RELOAD, BGSAVE, the dfly format)
-//     read offloaded strings synchronously on the shard goroutine through
-//     tierView: acceptable for now; the snapshot's DelayedPending state
-//     will use tiered.Store.Read instead (see TierStore).
+//     without naming them (SORT BY/GET patterns), scripts' nested calls.
+//   - Snapshots: BGSAVE (both formats) reads offloaded strings
+//     asynchronously through the snapshot's Loader (tierLoader; the
+//     bucket waits DelayedPending); SAVE, DEBUG RELOAD and
+//     --debug_snapshot_reference read them synchronously on the shard
+//     goroutine (tierView): acceptable for now, they stall the shard
+//     anyway.
 
 import (
 	"bytes"
@@ -107,24 +110,9 @@ type tierShard struct {
 	bytes       int64 // their lengths
 	loads       uint64
 	syncLoads   uint64
-	serialReads uint64 // blocking reads by serializers (tierView)
+	serialReads uint64 // reads by serializers (tierView, tierLoader)
 	readServes  uint64 // read-only commands served from a read, value left offloaded
 	stepNanos   int64  // the longest offload step
-}
-
-// TierStore is the tiered store of shard sh, nil when tiering is off.
-// The snapshot's DelayedPending state needs only the shard: on the shard
-// goroutine, for a value v with v.IsExternal(),
-//
-//	sh.Tier().Read(v, func(data []byte, err error) { ... })
-//
-// The callback runs on the shard goroutine; the value's space is not
-// reused before it returns, even if the value is deleted meanwhile.
-func (s *Server) TierStore(sh *shard.Shard) *tiered.Store {
-	if t, ok := sh.Tier().(*tierShard); ok {
-		return t.store
-	}
-	return nil
 }
 
 type tierKey struct {
@@ -310,15 +298,29 @@ func tierView(sh *shard.Shard, e *rdb.Encoder, v *shard.Value) *shard.Value {
 	return &c
 }
 
-// tierEncode wraps a snapshot's encoder so that offloaded strings are
-// read, synchronously on the shard goroutine for now; the snapshot's
-// DelayedPending state can read them with sh.Tier().Read instead.
-func tierEncode(sh *shard.Shard, enc snapshot.EncodeFunc) snapshot.EncodeFunc {
-	if sh.Tier() == nil {
-		return enc
+// tierLoader is the snapshot's Loader (BGSAVE, both formats): an
+// offloaded string is read asynchronously while its bucket waits
+// (DelayedPending); nil when tiering is off.
+func tierLoader(sh *shard.Shard) snapshot.Loader {
+	t, ok := sh.Tier().(*tierShard)
+	if !ok {
+		return nil
 	}
-	return func(e *rdb.Encoder, key []byte, v *shard.Value, at int64) {
-		enc(e, key, tierView(sh, e, v), at)
+	return func(v *shard.Value, done func(shard.Value, error)) bool {
+		if !v.IsExternal() {
+			return false
+		}
+		c := *v
+		t.serialReads++
+		t.Read(v, func(data []byte, err error) {
+			if err == nil {
+				c.SetStr(bytes.Clone(data)) // data is shared with other readers
+			} else {
+				t.logErr(err)
+			}
+			done(c, err)
+		})
+		return true
 	}
 }
 

@@ -493,8 +493,8 @@ func TestTieredSnapshotEquality(t *testing.T) {
 	}
 	bgsave(con, dirOn)
 	bgsave(coff, dirOff)
-	if in := tieredInfo(t, con); in["tiered_entries"] < 200 {
-		t.Fatalf("BGSAVE loaded the values back: %v", in)
+	if in := tieredInfo(t, con); in["tiered_entries"] < 200 || in["tiered_serializer_reads"] < 200 {
+		t.Fatalf("BGSAVE did not read the offloaded values, or loaded them back: %v", in)
 	}
 	// Load both files into plain servers and compare.
 	lon, loff := StartServer(t, "--dir", dirOn), StartServer(t, "--dir", dirOff)
@@ -575,6 +575,17 @@ func TestTieredDflyFormat(t *testing.T) {
 	mustOK(t, c.Do("SAVE"), "save")
 	if in := tieredInfo(t, c); in["tiered_serializer_reads"] == 0 {
 		t.Fatalf("SAVE read no offloaded value: %v", in)
+	}
+	// BGSAVE (the snapshot reads offloaded values asynchronously).
+	want["d0"] = "changed after SAVE"
+	mustOK(t, c.Do("SET", "d0", want["d0"]), "set")
+	waitOffloaded(t, c, 30)
+	mustOK(t, c.Do("BGSAVE"), "bgsave")
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(c.Do("INFO", "persistence").Str, "rdb_bgsave_in_progress:0"); {
+		if time.Now().After(deadline) {
+			t.Fatal("BGSAVE did not finish")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	srv.Terminate(10 * time.Second)
 	c2 := startTiered(t, dir, "--dbformat", "dfly").Raw(t)
