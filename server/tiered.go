@@ -67,6 +67,10 @@ const (
 	tierMinTTL      = 60 * 1000
 	tierPrefetchCmd = 64 // commands of a batch whose reads are issued together
 	tierErrBackoff  = time.Second
+	// tierMaxValue: bigger strings stay in memory, since stashing copies
+	// a value in one step (4 MiB is about a millisecond); copying bigger
+	// ones across steps is left to do.
+	tierMaxValue = 4 << 20
 )
 
 // tieredState is the server's tiered storage, nil when off.
@@ -352,7 +356,7 @@ func (t *tierShard) Run(s *shard.Shard) {
 		if db.Len() > 0 {
 			t.cursor = db.Table.Traverse(t.cursor, func(it shard.Iterator) {
 				v := db.Table.Value(it)
-				if full != nil || v.Type != shard.TypeString || v.IsExternal() || v.StrLen() < minSize {
+				if full != nil || v.Type != shard.TypeString || v.IsExternal() || v.StrLen() < minSize || v.StrLen() > tierMaxValue {
 					return
 				}
 				if v.HasExpire {
