@@ -8,7 +8,11 @@ package server
 //     (1 - tiered_offload_threshold) × maxmemory (always, when maxmemory is
 //     0), each shard runs a bounded step (~0.5 ms, 1 MiB) that walks its
 //     tables and stashes strings of at least tiered_min_value_size bytes
-//     (keys with a TTL under a minute are skipped) into a write job. When
+//     and at most 4 MiB (keys with a TTL under a minute are skipped) into
+//     a write job. The heap is the live heap estimated as heap objects
+//     minus the bytes offloaded since the last GC; with tiering the GC's
+//     memory limit is 2 × maxmemory (cmd/dfly), since values offloaded at
+//     random leave their spans partly empty. When
 //     the write completes, each value still holding the bytes written
 //     becomes external (shard.Value.SetExternal) and its memory goes to
 //     the GC; a value changed meanwhile keeps its new bytes and the space
