@@ -98,7 +98,7 @@ func TestAllocatorRandom(t *testing.T) {
 	r := rand.New(rand.NewSource(seed))
 	a := NewAllocator(0)
 	live := map[int64]Segment{}
-	for i := 0; i < 20000; i++ {
+	for i := 0; i < 6000; i++ {
 		if len(live) > 0 && r.Intn(3) == 0 {
 			for off, s := range live {
 				a.Free(s)
