@@ -9,8 +9,8 @@ package server
 //     0), each shard runs a bounded step (~0.5 ms, 1 MiB) that walks its
 //     tables and stashes strings of at least tiered_min_value_size bytes
 //     and at most 4 MiB (keys with a TTL under a minute are skipped) into
-//     a write job. The heap is the live heap estimated as heap objects
-//     minus the bytes offloaded since the last GC; with tiering the GC's
+//     a write job. The heap is the live heap at the last GC minus the
+//     bytes offloaded since; with tiering the GC's
 //     memory limit is 2 × maxmemory (cmd/dfly), since values offloaded at
 //     random leave their spans partly empty. When
 //     the write completes, each value still holding the bytes written
@@ -51,6 +51,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"runtime/metrics"
 	"strings"
 	"sync"
@@ -182,8 +183,12 @@ func (s *Server) startTiered() {
 	go func() {
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
-		samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+		// The live heap at the last GC, less what offloading released since:
+		// heap objects would count garbage and offload far too much.
+		samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"},
+			{Name: "/memory/classes/heap/free:bytes"}}
 		var lastGC uint64
+		var lastFree time.Time
 		for {
 			select {
 			case <-s.done:
@@ -209,6 +214,15 @@ func (s *Server) startTiered() {
 				budget = 0
 				if used > target {
 					budget = (used-target)/int64(len(ts.shards)) + 1
+				}
+				// Offloading is for resident memory: when an eighth of
+				// maxmemory is free heap not yet returned to the OS, return
+				// it (a GC of the small live heap, on this goroutine), at
+				// most every 5 s; the runtime's own scavenger is paced to
+				// 1% of a CPU and lags behind offloading.
+				if free := int64(samples[2].Value.Uint64()); free > max/8 && time.Since(lastFree) > 5*time.Second {
+					lastFree = time.Now()
+					debug.FreeOSMemory()
 				}
 			}
 			for _, t := range ts.shards {
