@@ -4,15 +4,18 @@ package server
 // keeps large string values in a backing file (package tiered) when memory
 // runs short, and reads them back without blocking the shard.
 //
-//   - Offloading: a ticker samples the heap every 10 ms; while it is above
-//     (1 - tiered_offload_threshold) × maxmemory (always, when maxmemory is
-//     0), each shard runs a bounded step (~0.5 ms, 1 MiB) that walks its
+//   - Offloading: a ticker samples the heap every 10 ms; while the live
+//     heap is above (1 - tiered_offload_threshold) × maxmemory, or the
+//     heap's spans in use (live data, garbage and the holes offloaded
+//     values leave) above maxmemory (always, when maxmemory is 0), each
+//     shard runs a bounded step (~0.5 ms CPU, 1 MiB) that walks its
 //     tables and stashes strings of at least tiered_min_value_size bytes
 //     and at most 4 MiB (keys with a TTL under a minute are skipped) into
-//     a write job. The heap is the live heap at the last GC minus the
-//     bytes offloaded since; with tiering the GC's
-//     memory limit is 2 × maxmemory (cmd/dfly), since values offloaded at
-//     random leave their spans partly empty. When
+//     a write job. The live heap is the one at the last GC minus the
+//     bytes offloaded since. With tiering the GC runs at GOGC 100 and a
+//     memory limit of 2 × maxmemory (cmd/dfly); free heap is returned to
+//     the OS after offloading. Values are not promoted back into memory
+//     by reads, so once offloaded they stay so until written. When
 //     the write completes, each value still holding the bytes written
 //     becomes external (shard.Value.SetExternal) and its memory goes to
 //     the GC; a value changed meanwhile keeps its new bytes and the space
@@ -186,7 +189,8 @@ func (s *Server) startTiered() {
 		// The live heap at the last GC, less what offloading released since:
 		// heap objects would count garbage and offload far too much.
 		samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"},
-			{Name: "/memory/classes/heap/free:bytes"}}
+			{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/objects:bytes"},
+			{Name: "/memory/classes/heap/unused:bytes"}}
 		var lastGC uint64
 		var lastFree time.Time
 		for {
@@ -209,11 +213,22 @@ func (s *Server) startTiered() {
 					lastGC = gc
 					ts.offloadedSinceGC.Store(0)
 				}
-				used := int64(samples[0].Value.Uint64()) - ts.offloadedSinceGC.Load()
+				since := ts.offloadedSinceGC.Load()
+				used := int64(samples[0].Value.Uint64()) - since
 				target := int64(float64(max) * (1 - s.cfg.TieredOffloadThreshold))
+				over := used - target
+				// The heap's spans in use (objects and the holes between
+				// them) stay under maxmemory too: values offloaded at random
+				// leave most spans partly used, so the live heap alone lets
+				// resident memory exceed maxmemory; offloading more frees
+				// whole spans.
+				inuse := int64(samples[3].Value.Uint64()+samples[4].Value.Uint64()) - since
+				if inuse-max > over {
+					over = inuse - max
+				}
 				budget = 0
-				if used > target {
-					budget = (used-target)/int64(len(ts.shards)) + 1
+				if over > 0 {
+					budget = over/int64(len(ts.shards)) + 1
 				}
 				// Offloading is for resident memory: when an eighth of
 				// maxmemory is free heap not yet returned to the OS, return

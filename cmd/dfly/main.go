@@ -77,7 +77,13 @@ func run(args []string, stderr io.Writer) int {
 // caps the heap at maxmemory (plus headroom) when it is set.
 func tuneGC(cfg *server.Config) {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(200)
+		if cfg.TieredPrefix != "" && cfg.MaxMemory > 0 {
+			// Tiered storage keeps the live heap near half of maxmemory
+			// (server/tiered.go): a heap goal of twice that fits it.
+			debug.SetGCPercent(100)
+		} else {
+			debug.SetGCPercent(200)
+		}
 	}
 	if cfg.MaxMemory > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		limit := cfg.MaxMemory + cfg.MaxMemory/4
