@@ -544,7 +544,7 @@ func expireGeneric(x *Exec, unit int64, abs bool, name string) {
 		x.W.Int(0)
 		return
 	}
-	if at <= x.Now() {
+	if x.expiredAt(at) { // issue 8: not on a replica
 		x.DB.Delete(it)
 		x.W.Int(1)
 		return

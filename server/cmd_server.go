@@ -360,6 +360,7 @@ func cmdInfo(x *Coord) {
 		field("evicted_keys", 0)
 		field("keyspace_hits", st.Hits)
 		field("keyspace_misses", st.Misses)
+		srv.syncStats(field)
 	}
 	if want("replication", true) {
 		section("Replication")

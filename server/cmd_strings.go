@@ -168,7 +168,7 @@ func setGeneric(x *Exec, key, val []byte, o setOpts) {
 		o.get = false
 		reply = func() {}
 	}
-	if o.expireAt != 0 && o.expireAt <= x.Now() {
+	if o.expireAt != 0 && x.expiredAt(o.expireAt) { // issue 8: not on a replica
 		// An absolute time in the past: the key ends up deleted.
 		if old != nil {
 			x.DB.Delete(it)
@@ -276,7 +276,7 @@ func cmdGetEx(x *Exec) {
 	}
 	x.W.Bulk(v.Str())
 	switch {
-	case at != 0 && at <= x.Now():
+	case at != 0 && x.expiredAt(at): // issue 8: not on a replica
 		x.DB.Delete(it)
 	case at != 0:
 		x.DB.Mutate(it)

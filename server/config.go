@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Config is the server's configuration: flags at start, CONFIG SET later.
@@ -46,6 +47,13 @@ type Config struct {
 	// SnapshotReference, for tests: every BGSAVE also writes the dataset
 	// at its cut to this RDB file, synchronously, in the cut's own step.
 	SnapshotReference string
+	// Replication (repl_master.go): each shard's journal backlog in bytes
+	// (the stream backlog for PSYNC holds this times the shard count),
+	// how long the backlog outlives the last replica, and the output
+	// buffer a replica may fall behind by before it is disconnected.
+	ReplBacklogSize       int64
+	ReplBacklogTTL        time.Duration
+	ReplClientBufferLimit int64
 
 	mu sync.RWMutex
 }
@@ -58,6 +66,7 @@ func DefaultConfig() *Config {
 		ProtectedMode: true, DBFormat: "rdb",
 		TieredMinValueSize: 64, TieredOffloadThreshold: 0.5,
 		SerializationMaxChunk: 64 << 10, PointInTime: true,
+		ReplBacklogSize: 1 << 20, ReplBacklogTTL: time.Hour, ReplClientBufferLimit: 256 << 20,
 	}
 }
 

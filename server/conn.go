@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,6 +81,11 @@ type Conn struct {
 	// until known. Batches for shards that loop owns run inline.
 	loop int
 
+	// repl: what REPLCONF said; handoff: SYNC/PSYNC takes the socket
+	// once the replies before it are written (repl_master.go).
+	repl    *replConnInfo
+	handoff func(net.Conn)
+
 	closing  bool   // close once replies are written
 	protoErr string // a protocol error to send after the batch's replies
 	closed   atomic.Bool
@@ -155,6 +161,9 @@ func (c *Conn) serve() gnet.Action {
 		}
 		if c.closing {
 			c.writeOut()
+			if c.handoff != nil {
+				c.srv.handoffConn(c)
+			}
 			return gnet.Close
 		}
 		c.resetBatch()
@@ -364,6 +373,12 @@ func (c *Conn) prepare(p *pending) bool {
 		w.Error("NOAUTH Authentication required.")
 		return false
 	}
+	// Issue 8: a replica refuses client writes (READONLY) and, during a
+	// full sync, whatever cannot run while loading (LOADING).
+	if e := c.srv.replicaRefusal(p.cmd); e != "" {
+		w.Error(e)
+		return false
+	}
 	if c.proto == 2 && c.subscriptions() > 0 && !subscribedAllowed[p.cmd.Name] {
 		w.Error("ERR Can't execute '" + p.cmd.Name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		return false
@@ -442,7 +457,7 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 			p.multi, p.watch = nil, nil
 		} else {
 			b.x.canRetry = true
-			p.cmd.Shard(&b.x)
+			b.x.run(p.cmd)
 			b.x.canRetry = false
 			if b.tierActive() {
 				b.tierAfter(s)

@@ -93,7 +93,7 @@ func cmdRestore(x *Exec) {
 	if ttl != 0 && !absTTL {
 		ttl += x.Now()
 	}
-	if ttl != 0 && ttl <= x.Now() {
+	if ttl != 0 && x.expiredAt(ttl) { // issue 8: not on a replica
 		// Already expired: the old key (if replaced) goes, nothing is added.
 		if old != nil {
 			x.DB.Delete(it)

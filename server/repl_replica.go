@@ -1,15 +1,260 @@
 package server
 
-import "github.com/dfly/dfly/resp"
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
-// Replica side of replication (issue 8). Placeholder: never a replica.
+	"github.com/dfly/dfly/replica"
+	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/shard"
+)
+
+// Replica side of replication (issue 8): REPLICAOF/SLAVEOF, ROLE and INFO
+// for a replica, refusing client writes (replica-read-only yes), and the
+// link to the master (package replica) applying its stream into the shards
+// through replApplier (repl_replica_apply.go).
+//
+// While a replica, every shard is in shard.ReplicaMode: no active expiry,
+// and lazy expiry hides logically expired keys from clients without
+// deleting them; the master's DELs delete them.
+
+// replicaState is the server's replica side; Server.replica.
+type replicaState struct {
+	// mu serializes REPLICAOF changes.
+	mu     sync.Mutex
+	client replLink // *flowLink (native, or Redis protocol through its fallback)
+	host   string
+	port   int
+	// active: this server is a replica (writes refused, ROLE "slave").
+	active atomic.Bool
+	// loading: a full sync is replacing the dataset; clients get LOADING.
+	loading atomic.Bool
+	// promotedID and promotedOffset are the replication history a
+	// promoted replica continues (REPLICAOF NO ONE).
+	// TODO(issue 8, master side): hand these to s.newReplID() once
+	// repl_master.go provides it, so a promoted replica serves PSYNC with
+	// a fresh replid and keeps its offset; the master side then owns them.
+	promotedID     string
+	promotedOffset int64
+}
+
+const (
+	errReadonlyReplica = "READONLY You can't write against a read only replica."
+	errLoading         = "LOADING Redis is loading the dataset in memory"
+)
+
+func init() { typeFamilies = append(typeFamilies, replicaCommands) }
+
+func replicaCommands() []*Command {
+	f := FlagAdmin | FlagNoScript | FlagLoading | FlagStale
+	return []*Command{
+		{Name: "replicaof", Arity: 3, Flags: f, Multi: cmdReplicaOf},
+		{Name: "slaveof", Arity: 3, Flags: f, Multi: cmdReplicaOf},
+		{Name: "role", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast,
+			Local: func(c *Conn, _ [][]byte, w *resp.Writer) { c.srv.writeRole(w) }},
+	}
+}
 
 // isReplica reports whether this server replicates from a master.
-func (s *Server) isReplica() bool { return false }
+func (s *Server) isReplica() bool { return s.replica.active.Load() }
+
+// replicaRefusal is the error a client command gets on a replica: LOADING
+// during a full sync, READONLY for writes; "" when it may run. Called for
+// every command (Conn.prepare), so the master case is one atomic load.
+func (s *Server) replicaRefusal(cmd *Command) string {
+	if !s.replica.active.Load() {
+		return ""
+	}
+	if s.replica.loading.Load() && cmd.Flags&FlagLoading == 0 {
+		return errLoading
+	}
+	if cmd.Flags&FlagWrite != 0 {
+		return errReadonlyReplica
+	}
+	return ""
+}
+
+// cmdReplicaOf is REPLICAOF host port | NO ONE. It runs on a coordinator
+// goroutine: stopping a link waits for its last apply.
+func cmdReplicaOf(x *Coord) {
+	s := x.Srv
+	host, portArg := string(x.Args[1]), string(x.Args[2])
+	if strings.EqualFold(host, "no") && strings.EqualFold(portArg, "one") {
+		s.replicaNoOne()
+		x.W.SimpleString("OK")
+		return
+	}
+	port, err := strconv.Atoi(portArg)
+	if err != nil || port < 0 || port > 65535 {
+		x.W.Error("ERR Invalid master port")
+		return
+	}
+	if !s.replicaOf(host, port) {
+		x.W.SimpleString("OK Already connected to specified master")
+		return
+	}
+	x.W.SimpleString("OK")
+}
+
+// replicaOf starts following host:port; false when it already does.
+func (s *Server) replicaOf(host string, port int) bool {
+	rs := &s.replica
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	var replid string
+	var offset int64
+	if rs.client != nil {
+		if rs.host == host && rs.port == port {
+			return false
+		}
+		// Switching masters: offer the history reached so far (psync2);
+		// a master that does not share it answers FULLRESYNC.
+		replid, offset = rs.client.Stop()
+		rs.client = nil
+	}
+	s.OnEachShard(func(sh *shard.Shard) { sh.ReplicaMode = true })
+	rs.active.Store(true)
+	rs.host, rs.port = host, port
+	s.log.Noticef("Connecting to MASTER %s:%d", host, port)
+	rs.client = startFlowLink(s, replica.Config{
+		Addr:        net.JoinHostPort(host, strconv.Itoa(port)),
+		ListenPort:  s.cfg.Port,
+		Applier:     newReplApplier(s),
+		Logf:        s.log.Noticef,
+		MaxBulkLen:  s.cfg.ProtoMaxBulk,
+		MaxQueryBuf: int(s.cfg.QueryBufMax),
+		ReplID:      replid,
+		Offset:      offset,
+	})
+	return true
+}
+
+// replicaNoOne promotes the replica: the link stops after its last apply,
+// the data stays, writes are accepted and keys expire again.
+func (s *Server) replicaNoOne() {
+	rs := &s.replica
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.client == nil {
+		return
+	}
+	_, offset := rs.client.Stop()
+	rs.client = nil
+	rs.loading.Store(false)
+	s.OnEachShard(func(sh *shard.Shard) { sh.ReplicaMode, sh.MasterApply = false, false })
+	rs.active.Store(false)
+	var id [20]byte
+	_, _ = rand.Read(id[:])
+	rs.promotedID, rs.promotedOffset = hex.EncodeToString(id[:]), offset
+	s.log.Noticef("MASTER MODE enabled (user request from REPLICAOF NO ONE)")
+}
+
+// replicaStatus is the link's state, ok=false when not a replica.
+func (s *Server) replicaStatus() (st replica.Status, host string, port int, ok bool) {
+	rs := &s.replica
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.client == nil {
+		return st, "", 0, false
+	}
+	return rs.client.Status(), rs.host, rs.port, true
+}
 
 // replicaInfo writes INFO replication's fields when this server is a
-// replica and reports whether it did.
-func (s *Server) replicaInfo(field func(k string, v any)) bool { return false }
+// replica and reports whether it did. Names and order are Redis 7's.
+func (s *Server) replicaInfo(field func(k string, v any)) bool {
+	st, host, port, ok := s.replicaStatus()
+	if !ok {
+		return false
+	}
+	now := time.Now()
+	up := st.State == replica.StateConnected
+	field("role", "slave")
+	field("master_host", host)
+	field("master_port", port)
+	field("master_link_status", map[bool]string{true: "up", false: "down"}[up])
+	lastIO := int64(-1)
+	if !st.LastIO.IsZero() {
+		lastIO = int64(now.Sub(st.LastIO) / time.Second)
+	}
+	if up {
+		field("master_last_io_seconds_ago", lastIO)
+	} else {
+		field("master_last_io_seconds_ago", -1)
+	}
+	field("master_sync_in_progress", boolInt(st.SyncInProgress))
+	field("slave_read_repl_offset", st.ReadOffset)
+	field("slave_repl_offset", st.Offset)
+	if st.SyncInProgress {
+		field("master_sync_total_bytes", st.SyncTotal)
+		field("master_sync_read_bytes", st.SyncRead)
+		left, perc := int64(-1), "0.00"
+		if st.SyncTotal > 0 {
+			left = st.SyncTotal - st.SyncRead
+			perc = strconv.FormatFloat(float64(st.SyncRead)*100/float64(st.SyncTotal), 'f', 2, 64)
+		}
+		field("master_sync_left_bytes", left)
+		field("master_sync_perc", perc)
+		field("master_sync_last_io_seconds_ago", lastIO)
+	}
+	if !up {
+		down := int64(-1)
+		if !st.LinkDownSince.IsZero() && st.FullSyncs+st.PartialSyncs > 0 {
+			down = int64(now.Sub(st.LinkDownSince) / time.Second)
+		}
+		field("master_link_down_since_seconds", down)
+	}
+	field("slave_priority", 100)
+	field("slave_read_only", 1)
+	field("replica_announced", 1)
+	field("connected_slaves", 0)
+	field("master_failover_state", "no-failover")
+	replid := st.ReplID
+	if replid == "" {
+		replid = s.runID
+	}
+	field("master_replid", replid)
+	field("master_replid2", strings.Repeat("0", 40))
+	field("master_repl_offset", st.Offset)
+	field("second_repl_offset", -1)
+	field("repl_backlog_active", 0)
+	field("repl_backlog_size", 1048576)
+	field("repl_backlog_first_byte_offset", 0)
+	field("repl_backlog_histlen", 0)
+	return true
+}
 
-// replicaRole answers ROLE when this server is a replica.
-func (s *Server) replicaRole(w *resp.Writer) bool { return false }
+// replicaRole answers ROLE when this server is a replica: "slave", the
+// master's host and port, the link state and the offset (-1 while not
+// connected, as Redis).
+func (s *Server) replicaRole(w *resp.Writer) bool {
+	st, host, port, ok := s.replicaStatus()
+	if !ok {
+		return false
+	}
+	w.Array(5)
+	w.BulkString("slave")
+	w.BulkString(host)
+	w.Int(int64(port))
+	w.BulkString(st.State.String())
+	if st.State == replica.StateConnected {
+		w.Int(st.Offset)
+	} else {
+		w.Int(-1)
+	}
+	return true
+}
+
+// expiredAt reports whether a write giving a key the absolute expiry at
+// must delete it now instead: at is past, and this is not a replica. A
+// replica stores the past TTL (the key is hidden from clients) and waits
+// for its master's DEL, as Redis's checkAlreadyExpired: applying the
+// master's PEXPIREAT a little late must not delete a key the master has
+// meanwhile given a new TTL.
+func (x *Exec) expiredAt(at int64) bool { return at <= x.Now() && !x.S.ReplicaMode }

@@ -59,7 +59,10 @@ func (db *DB) find(key []byte, load bool) (dash.Iterator, *Value) {
 		return it, nil
 	}
 	v := db.Table.Value(it)
-	if v.HasExpire && db.expired(it) {
+	if v.HasExpire && !db.shard.MasterApply && db.expired(it) {
+		if db.shard.ReplicaMode {
+			return dash.Iterator{}, nil // issue 8: hidden, not deleted
+		}
 		db.deleteExpired(it)
 		return dash.Iterator{}, nil
 	}
@@ -221,6 +224,9 @@ func (db *DB) Flush() {
 	}
 	db.shard.flushed(db.Index)
 	db.freeExternals() // tier.go
+	if db.Table.Len() > 0 {
+		db.shard.Stats.Writes++ // a flush of keys is a write (journal, dirty count)
+	}
 	db.newTables()
 	db.expiryCursor = 0
 }

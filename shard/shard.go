@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/dash"
+	"github.com/dfly/dfly/journal"
 )
 
 // Runnable is a message for a shard: it runs on the shard goroutine.
@@ -69,9 +70,13 @@ type Shard struct {
 	DBs   []*DB
 	Stats Stats
 	Locks locks
+	// Journal records the shard's writes while replication listens (see
+	// package journal); nil or inactive otherwise.
+	Journal *journal.Journal
 
 	inbox       chan Runnable
 	post        func(Runnable)
+	yield       func(Runnable)
 	hooks       []ChangeHook
 	expiryHooks []ExpiryHook
 	moveHooks   []MoveHook
@@ -86,6 +91,14 @@ type Shard struct {
 	// tier and noLoad: tiered storage, nil when off (tier.go).
 	tier   Tier
 	noLoad bool
+
+	// Replica mode (issue 8, server/repl_replica.go): a replica never
+	// expires keys itself; its master's DELs delete them. With ReplicaMode
+	// the active sweep is off and Find hides a logically expired key from
+	// readers without deleting it, except while MasterApply is set: the
+	// master's command stream sees every key, as in Redis.
+	ReplicaMode bool
+	MasterApply bool
 }
 
 // InboxSize bounds each shard's inbox; senders block when it is full, which
@@ -109,6 +122,20 @@ func New(id, ndb int) *Shard {
 // goroutine that then owns the shard (the server uses the event loop the
 // shard is pinned to). Call it before Start.
 func (s *Shard) Attach(post func(Runnable)) { s.post = post }
+
+// AttachYield sets how an attached shard defers yielded work (Yield).
+func (s *Shard) AttachYield(fn func(Runnable)) { s.yield = fn }
+
+// Yield queues r, the next step of cooperative work (a snapshot), to run
+// after the executor has served the I/O already waiting, so a chain of
+// steps never starves clients. Only the owning goroutine may call it.
+func (s *Shard) Yield(r Runnable) {
+	if s.yield != nil {
+		s.yield(r)
+		return
+	}
+	s.Send(r)
+}
 
 // Send queues r for the shard's goroutine. Safe from any goroutine except
 // the owning one, which runs work directly through Exec.
@@ -190,6 +217,9 @@ var tickMsg Runnable = tick{}
 const expireBudget = time.Millisecond
 
 func (s *Shard) expireStep() {
+	if s.ReplicaMode {
+		return // issue 8: a replica waits for its master's DELs
+	}
 	start := time.Now()
 	for _, db := range s.DBs {
 		for db.ExpireStep(64) > 16 && time.Since(start) < expireBudget {

@@ -99,9 +99,9 @@ type Options struct {
 	Out      chan<- Chunk
 	// Free hands back consumed chunk buffers to write into again (nil: none).
 	Free <-chan []byte
-	// EncodeDel encodes the journal DEL of a deferred deletion; nil when
-	// the output carries no journal (a file).
-	EncodeDel func(db int, key string) []byte
+	// Journal: the output carries the shard's journal (a replication
+	// flow): entries arrive through Slice.Journal.
+	Journal bool
 	// FullSyncCut ends the output with an OpFullSyncCut marker (tagged).
 	FullSyncCut bool
 	// Load reads values that are not in memory (nil: all are).
@@ -155,7 +155,7 @@ type bucket struct {
 	loads    int     // values still being read
 	keys     []keyRef
 	pins     []shard.KeyLock
-	deferred []string // expired keys whose DELs wait for Covered
+	deferred [][]byte // journal DELs of expiries, emitted when Covered
 }
 
 type dbState struct {
@@ -192,7 +192,6 @@ type Slice struct {
 
 	busy       []*bucket
 	byKey      map[keyRef]*bucket
-	suppress   map[keyRef]int
 	nextStream uint32
 	// open is the item partly emitted to an untagged output: nothing else
 	// may be emitted until it ends.
@@ -218,7 +217,7 @@ func Start(sh *shard.Shard, opt Options) *Slice {
 	}
 	sl := &Slice{sh: sh, opt: opt, version: sh.CutVersion(), cutMs: sh.Now(),
 		main: rdb.NewEncoder(nil), mainDB: -1, dbs: make([]dbState, len(sh.DBs)),
-		byKey: map[keyRef]*bucket{}, suppress: map[keyRef]int{}, nextStream: firstBucket}
+		byKey: map[keyRef]*bucket{}, nextStream: firstBucket}
 	sh.AddHook(sl)
 	sh.AddExpiryHook(sl)
 	sh.AddGate(sl)
@@ -628,10 +627,8 @@ func (sl *Slice) cover(bk *bucket) {
 		}
 	}
 	sl.unpins = append(sl.unpins, bk.pins...)
-	for _, key := range bk.deferred {
-		if sl.opt.EncodeDel != nil {
-			sl.journal(sl.opt.EncodeDel(bk.db, key))
-		}
+	for _, e := range bk.deferred {
+		sl.journal(e)
 	}
 	stats.bucketsSerializing.Add(-1)
 	sl.post()
@@ -689,19 +686,17 @@ func (sl *Slice) journal(data []byte) {
 
 // Journal offers one journal entry of the shard, on its goroutine, while
 // the snapshot runs (tagged output only). An expiry's DEL of a key whose
-// bucket is busy is dropped here: the bucket emits it when Covered.
+// bucket is busy goes to the bucket's deferred deletion queue: the bucket
+// emits it when Covered. (A command's DEL of a key with a half-written
+// value cannot come: the writer was parked, or finished the value first.)
 func (sl *Slice) Journal(e JournalEntry) {
 	if sl.done {
 		return
 	}
 	if e.Expiry {
-		k := keyRef{e.DB, e.Expired}
-		if n := sl.suppress[k]; n > 0 {
-			if n == 1 {
-				delete(sl.suppress, k)
-			} else {
-				sl.suppress[k] = n - 1
-			}
+		if bk := sl.byKey[keyRef{e.DB, e.Expired}]; bk != nil {
+			bk.deferred = append(bk.deferred, append([]byte(nil), e.Data...))
+			stats.deferredDeletions.Add(1)
 			return
 		}
 	}
@@ -760,7 +755,7 @@ func (sl *Slice) PreFlush(db *shard.DB) {
 		return
 	}
 	d.flushed = true
-	if sl.opt.EncodeDel != nil {
+	if sl.opt.Journal {
 		sl.holdJournal = true
 	}
 	if sl.walkDone || db.Index < sl.db {
@@ -775,7 +770,7 @@ func (sl *Slice) PreFlush(db *shard.DB) {
 }
 
 // OnExpire: an expiry erases like a delete, but may not wait: on a busy
-// bucket its DEL is deferred until the bucket is Covered.
+// bucket its journal DEL is deferred until the bucket is Covered (Journal).
 func (sl *Slice) OnExpire(db *shard.DB, it shard.Iterator, key string) {
 	if sl.dbs[db.Index].flushed {
 		return
@@ -786,11 +781,8 @@ func (sl *Slice) OnExpire(db *shard.DB, it shard.Iterator, key string) {
 			sl.serializeBucket(db.Index, db.Table, db.Expire, b)
 		}
 	}
-	k := keyRef{db.Index, key}
-	if bk := sl.byKey[k]; bk != nil {
-		bk.deferred = append(bk.deferred, key)
-		sl.suppress[k]++
-		stats.deferredDeletions.Add(1)
+	if !sl.opt.Journal && sl.byKey[keyRef{db.Index, key}] != nil {
+		stats.deferredDeletions.Add(1) // nothing to emit: a file has no journal
 	}
 }
 
@@ -885,10 +877,11 @@ func (sl *Slice) push() bool {
 	return true
 }
 
+// post schedules the next step after the shard's pending I/O (Yield).
 func (sl *Slice) post() {
 	if !sl.posted && !sl.done {
 		sl.posted = true
-		sl.sh.Send(sl)
+		sl.sh.Yield(sl)
 	}
 }
 

@@ -70,9 +70,7 @@ func (h *harness) start(opt Options) {
 	if opt.MaxChunk == 0 {
 		opt.MaxChunk = 4 << 10
 	}
-	if opt.Tagged {
-		opt.EncodeDel = func(db int, key string) []byte { return []byte(fmt.Sprintf("D%d|%s", db, key)) }
-	}
+	opt.Journal = opt.Tagged
 	// The cut is taken while the test holds the shard: nothing else runs.
 	h.sl = Start(h.sh, opt)
 }

@@ -1,0 +1,373 @@
+package server
+
+import (
+	"io"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dfly/dfly/replica"
+	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tx"
+)
+
+// replApplier applies a master's stream to the shards; it implements
+// replica.Applier and is the internal apply API a dfly-native replication
+// flow can reuse (see Apply and FullSync).
+//
+// Apply takes the ops of one read and runs them like a connection's
+// pipeline (conn.go): runs of single-shard commands go to their shards as
+// one batch per shard, all shards at once; a command spanning shards and a
+// MULTI/EXEC block wait for the batches before them and run as a tx.Tx.
+// Every shard step of the master's commands runs with shard.MasterApply
+// set, so the master's writes see keys the replica's clock already
+// considers expired (Redis's replica does the same for its master client).
+//
+// Order: one shard's commands run in stream order (one batch per shard in
+// flight, applied in order, parking behind client locks as a whole);
+// commands on different shards between two barriers are independent by
+// construction (different keys), so running them in parallel is the same
+// history. Blocks and multi-shard commands are barriers.
+type replApplier struct {
+	s *Server
+	// conn stands in for a client in handlers that expect one; it never
+	// has a socket.
+	conn    *Conn
+	batches []*applyBatch
+	used    []int
+	scratch []int
+	wg      sync.WaitGroup
+	// load: per-shard bound on RDB batches in flight during FullSync.
+	load    []chan struct{}
+	errs    atomic.Int64
+	lastLog atomic.Int64
+}
+
+// applyLoadInflight bounds the decoded RDB batches queued per shard.
+const applyLoadInflight = 8
+
+func newReplApplier(s *Server) *replApplier {
+	a := &replApplier{s: s, batches: make([]*applyBatch, len(s.shards)), load: make([]chan struct{}, len(s.shards))}
+	a.conn = &Conn{srv: s, proto: 2, loop: -1, authed: true, gone: make(chan struct{})}
+	a.conn.ID = s.nextConnID.Add(1)
+	a.conn.protoShared.Store(2)
+	for i := range a.batches {
+		a.batches[i] = &applyBatch{a: a, sid: i}
+		a.batches[i].w.Proto = 2
+		a.load[i] = make(chan struct{}, applyLoadInflight)
+	}
+	return a
+}
+
+var _ replica.Applier = (*replApplier)(nil)
+
+// FullSync empties every database and loads the RDB payload into the
+// shards, keys routed by this server's ShardOf. Clients get LOADING
+// meanwhile.
+func (a *replApplier) FullSync(r io.Reader, size int64) error {
+	s := a.s
+	s.replica.loading.Store(true)
+	defer s.replica.loading.Store(false)
+	start := time.Now()
+	t := tx.New(s.shards)
+	t.AddAllShards()
+	t.Lock()
+	t.Finish(func(sh *shard.Shard) {
+		sh.ReplicaMode = true
+		for _, db := range sh.DBs {
+			db.Flush()
+		}
+	})
+	defer s.beginLoad(size, 0)()
+	l := newLoader(s, func(sid int, items []loadItem) {
+		sem := a.load[sid]
+		sem <- struct{}{}
+		a.wg.Add(1)
+		s.shards[sid].Send(shard.Func(func(sh *shard.Shard) {
+			applyItems(sh, items)
+			<-sem
+			a.wg.Done()
+		}))
+	})
+	// A replica loads keys its clock considers expired (Redis does too):
+	// the master may still write them before its DEL arrives.
+	l.now = math.MinInt64
+	err := l.load(&countingReader{r: r, n: &s.persist.prog.loaded})
+	a.wg.Wait()
+	if err != nil {
+		return err
+	}
+	s.log.Noticef("MASTER <-> REPLICA sync: loaded %d keys in %.3f seconds", l.keys, time.Since(start).Seconds())
+	return nil
+}
+
+// applyOp is a command on its way to a shard.
+type applyOp struct {
+	cmd  *Command
+	db   int
+	args [][]byte
+}
+
+// Apply runs ops in order and returns when all are applied.
+func (a *replApplier) Apply(ops []replica.Op) error {
+	for i := range ops {
+		op := &ops[i]
+		if op.Tx != nil {
+			a.barrier()
+			a.applyTx(op.Tx)
+			continue
+		}
+		cmd := a.command(op)
+		if cmd == nil {
+			continue
+		}
+		if cmd.Local != nil {
+			a.barrier()
+			a.applyLocal(op, cmd)
+			continue
+		}
+		sid := a.s.singleShard(cmd, op.Args, &a.scratch)
+		if sid < 0 {
+			a.barrier()
+			a.applyCoord(op, cmd)
+			continue
+		}
+		b := a.batches[sid]
+		if len(b.ops) == 0 {
+			a.used = append(a.used, sid)
+		}
+		b.ops = append(b.ops, applyOp{cmd: cmd, db: op.DB, args: op.Args})
+	}
+	a.barrier()
+	return nil
+}
+
+// command looks up an op's command; nil (logged) when it cannot run here.
+func (a *replApplier) command(op *replica.Op) *Command {
+	if len(op.Args) == 0 {
+		return nil
+	}
+	cmd := a.s.table.lookup(op.Args[0])
+	switch {
+	case cmd == nil:
+		a.logf("replica: unknown command from master: %s", truncArg(op.Args[0]))
+		return nil
+	case !cmd.arityOK(len(op.Args)):
+		a.logf("replica: wrong number of arguments from master for '%s'", cmd.Name)
+		return nil
+	case op.DB >= a.s.cfg.Databases:
+		a.logf("replica: master selected DB %d, out of range", op.DB)
+		return nil
+	}
+	return cmd
+}
+
+// logf logs apply problems, at most a few per second: a master sending
+// what this server cannot apply must not flood the log.
+func (a *replApplier) logf(format string, args ...any) {
+	a.errs.Add(1)
+	now := time.Now().UnixNano()
+	last := a.lastLog.Load()
+	if now-last < int64(200*time.Millisecond) || !a.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	a.s.log.Warnf(format, args...)
+}
+
+// checkReply logs an error reply to a master's command (Redis's replica
+// logs those too: the datasets may have diverged) and resets w.
+func (a *replApplier) checkReply(w *resp.Writer, cmd *Command) {
+	if len(w.Buf) > 0 && w.Buf[0] == '-' {
+		msg := w.Buf[1:]
+		if len(msg) > 200 {
+			msg = msg[:200]
+		}
+		a.logf("replica: master's %s failed on the replica: %s", cmd.Name, msg)
+	}
+	w.Reset()
+}
+
+// barrier sends the gathered batches and waits until all are applied.
+func (a *replApplier) barrier() {
+	if len(a.used) == 0 {
+		return
+	}
+	a.wg.Add(len(a.used))
+	for _, sid := range a.used {
+		a.s.shards[sid].Send(a.batches[sid])
+	}
+	a.wg.Wait()
+	a.used = a.used[:0]
+}
+
+// setMasterApply marks a shard as running the master's commands.
+func setMasterApply(on bool) func(*shard.Shard) {
+	return func(sh *shard.Shard) { sh.MasterApply = on }
+}
+
+// applyCoord runs a command whose keys span shards (or that works on all
+// of them) with every shard locked, as one step of the history.
+func (a *replApplier) applyCoord(op *replica.Op, cmd *Command) {
+	t := tx.New(a.s.shards)
+	t.AddAllShards()
+	t.Lock()
+	t.RunAll(setMasterApply(true))
+	a.runCoord(t, op.DB, op.Args, cmd)
+	t.Finish(setMasterApply(false))
+}
+
+// runCoord runs one command inside t, which holds every shard.
+func (a *replApplier) runCoord(t *tx.Tx, db int, args [][]byte, cmd *Command) {
+	var w resp.Writer
+	w.Proto = 2
+	cmd.calls.Add(1)
+	switch {
+	case cmd.Local != nil:
+		a.applyLocal(&replica.Op{DB: db, Args: args}, cmd)
+		return
+	case cmd.Multi != nil:
+		inner := &Coord{Srv: a.s, Conn: a.conn, DB: db, Args: args, W: &w, cmd: cmd, inTx: true}
+		cmd.Multi(inner)
+	default:
+		var pos []int
+		sid := a.s.singleShard(cmd, args, &pos)
+		if sid < 0 {
+			w.Error("CROSSSLOT Keys in request don't hash to the same slot")
+			break
+		}
+		t.Run(sid, func(sh *shard.Shard) {
+			e := Exec{S: sh, DB: sh.DBs[db], Args: args, W: &w, Srv: a.s, Conn: a.conn}
+			cmd.Shard(&e)
+		})
+	}
+	a.checkReply(&w, cmd)
+}
+
+// applyLocal runs the connection-level commands a master propagates
+// (PUBLISH); others (SELECT is the link's) are ignored.
+func (a *replApplier) applyLocal(op *replica.Op, cmd *Command) {
+	switch cmd.Name {
+	case "publish", "script":
+		var w resp.Writer
+		w.Proto = 2
+		cmd.calls.Add(1)
+		cmd.Local(a.conn, op.Args, &w)
+		a.checkReply(&w, cmd)
+	}
+}
+
+// applyTx applies a MULTI/EXEC block atomically: every key of the block
+// is locked (exclusively) on its shard before any command runs and
+// released after all ran, as EXEC does. A block whose commands each live
+// on one shard runs as one message per shard; otherwise the block locks
+// every shard and runs command by command.
+func (a *replApplier) applyTx(ops []replica.Op) {
+	cmds := make([]applyOp, 0, len(ops))
+	sids := make([]int, 0, len(ops))
+	parallel := true
+	for i := range ops {
+		cmd := a.command(&ops[i])
+		if cmd == nil {
+			continue
+		}
+		sid := -1
+		if cmd.Local == nil {
+			sid = a.s.singleShard(cmd, ops[i].Args, &a.scratch)
+		}
+		if sid < 0 {
+			parallel = false
+		}
+		cmds = append(cmds, applyOp{cmd: cmd, db: ops[i].DB, args: ops[i].Args})
+		sids = append(sids, sid)
+	}
+	if len(cmds) == 0 {
+		return
+	}
+	t := tx.New(a.s.shards)
+	if parallel {
+		var pos []int
+		for i, c := range cmds {
+			pos = c.cmd.keys(pos[:0], c.args)
+			for _, k := range pos {
+				t.Add(sids[i], c.db, string(c.args[k]), true)
+			}
+			if len(pos) == 0 {
+				t.AddShard(sids[i])
+			}
+		}
+		t.Lock()
+		t.Finish(func(sh *shard.Shard) {
+			sh.MasterApply = true
+			var w resp.Writer
+			w.Proto = 2
+			for i, c := range cmds {
+				if sids[i] != sh.ID {
+					continue
+				}
+				c.cmd.calls.Add(1)
+				e := Exec{S: sh, DB: sh.DBs[c.db], Args: c.args, W: &w, Srv: a.s, Conn: a.conn}
+				c.cmd.Shard(&e)
+				a.checkReply(&w, c.cmd)
+			}
+			sh.MasterApply = false
+		})
+		return
+	}
+	t.AddAllShards()
+	t.Lock()
+	t.RunAll(setMasterApply(true))
+	for _, c := range cmds {
+		a.runCoord(t, c.db, c.args, c.cmd)
+	}
+	t.Finish(setMasterApply(false))
+}
+
+// applyBatch is one shard's run of the master's single-shard commands.
+type applyBatch struct {
+	a    *replApplier
+	sid  int
+	ops  []applyOp
+	pos  int
+	w    resp.Writer
+	keys []shard.KeyLock
+}
+
+func (b *applyBatch) Run(s *shard.Shard) { b.exec(s, false) }
+
+// exec applies the batch from pos, parking (as a whole, so later commands
+// wait too) at a command whose keys a client has locked.
+func (b *applyBatch) exec(s *shard.Shard, resumed bool) {
+	s.MasterApply = true
+	for b.pos < len(b.ops) {
+		op := &b.ops[b.pos]
+		if !resumed && !s.Locks.Idle() {
+			b.keys = b.keys[:0]
+			excl := op.cmd.Flags&FlagWrite != 0
+			for _, i := range op.cmd.keys(nil, op.args) {
+				b.keys = append(b.keys, shard.KeyLock{DB: op.db, Key: string(op.args[i]), Excl: excl})
+			}
+			if !s.Available(b.keys) {
+				s.MasterApply = false
+				s.Park(b)
+				return
+			}
+		}
+		resumed = false
+		e := Exec{S: s, DB: s.DBs[op.db], Args: op.args, W: &b.w, Srv: b.a.s, Conn: b.a.conn}
+		op.cmd.Shard(&e)
+		b.a.checkReply(&b.w, op.cmd)
+		s.Stats.Commands++
+		b.a.s.countShardCall(s.ID, op.cmd)
+		b.pos++
+	}
+	s.MasterApply = false
+	clear(b.ops)
+	b.ops, b.pos = b.ops[:0], 0
+	b.a.wg.Done()
+}
+
+func (b *applyBatch) LockKeys() ([]shard.KeyLock, bool) { return b.keys, false }
+
+func (b *applyBatch) Resume(s *shard.Shard) { b.exec(s, true) }
