@@ -145,6 +145,11 @@ func (e *Encoder) maybeFlush() {
 	}
 }
 
+// Fail makes the encoder fail with err, for a caller that could not get a
+// value's bytes (tiered storage's read error): the output is then refused
+// rather than written with a wrong value.
+func (e *Encoder) Fail(err error) { e.fail(err) }
+
 func (e *Encoder) fail(err error) {
 	if e.err == nil {
 		e.err = err

@@ -42,7 +42,7 @@ func keyCommands() []*Command {
 }
 
 func delOn(db *shard.DB, key []byte) bool {
-	it, _ := db.Find(key)
+	it, _ := db.FindMeta(key) // an offloaded value is not read to be deleted
 	if !it.Valid() {
 		return false
 	}
@@ -51,7 +51,7 @@ func delOn(db *shard.DB, key []byte) bool {
 }
 
 func existsOn(db *shard.DB, key []byte) bool {
-	it, _ := db.Find(key)
+	it, _ := db.FindMeta(key)
 	return it.Valid()
 }
 

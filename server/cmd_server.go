@@ -399,6 +399,10 @@ func cmdInfo(x *Coord) {
 			field("cmdstat_"+k, fmt.Sprintf("calls=%d,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0", calls[k]))
 		}
 	}
+	if want("tiered", srv.tiered != nil) {
+		section("Tiered")
+		srv.tieredInfo(field) // tiered.go
+	}
 	if want("keyspace", true) {
 		section("Keyspace")
 		for db := 0; db < srv.cfg.Databases; db++ {

@@ -176,7 +176,7 @@ func setGeneric(x *Exec, key, val []byte, o setOpts) {
 		reply()
 		return
 	}
-	if old != nil && old.Type == shard.TypeString && !o.keepTTL && !old.HasExpire && o.expireAt == 0 {
+	if old != nil && old.Type == shard.TypeString && !old.IsExternal() && !o.keepTTL && !old.HasExpire && o.expireAt == 0 {
 		// Overwrite in place, reusing the buffer when it fits.
 		p := x.DB.Mutate(it)
 		p.SetStr(append(p.Str()[:0], val...))
@@ -436,7 +436,7 @@ func cmdStrlen(x *Exec) {
 		x.W.Int(0)
 		return
 	}
-	x.W.Int(int64(len(v.Str())))
+	x.W.Int(int64(v.StrLen())) // also right for an offloaded value
 }
 
 func cmdIncrBy(x *Exec) {

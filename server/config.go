@@ -31,6 +31,13 @@ type Config struct {
 	// Save is the BGSAVE schedule, "<seconds> <changes> ..." ("" = none;
 	// persist_schedule.go).
 	Save string
+	// Tiered storage (tiered.go): backing files PREFIX-NNNN ("" = off),
+	// the smallest value offloaded, the share of maxmemory kept free by
+	// offloading, and a cap on each file (0 = none).
+	TieredPrefix           string
+	TieredMinValueSize     int
+	TieredOffloadThreshold float64
+	TieredMaxFileSize      int64
 	// SerializationMaxChunk bounds one piece of a big value in a snapshot
 	// (--serialization_max_chunk_size, snapshot/).
 	SerializationMaxChunk int64
@@ -57,6 +64,7 @@ func DefaultConfig() *Config {
 		Port: 6379, Bind: "127.0.0.1", MaxClients: 10000, Dir: ".", DBFilename: "dump.rdb",
 		Databases: 16, LogLevel: "notice", ProtoMaxBulk: 512 << 20, QueryBufMax: 1 << 30,
 		ProtectedMode: true, DBFormat: "rdb",
+		TieredMinValueSize: 64, TieredOffloadThreshold: 0.5,
 		SerializationMaxChunk: 64 << 10, PointInTime: true,
 		ReplBacklogSize: 1 << 20, ReplBacklogTTL: time.Hour, ReplClientBufferLimit: 256 << 20,
 	}
@@ -158,6 +166,11 @@ var params = []param{
 			return nil
 		}},
 	fixed("maxmemory-policy", "noeviction"),
+	strParam("tiered_prefix", func(c *Config) *string { return &c.TieredPrefix }, false),
+	{name: "tiered_min_value_size", get: func(c *Config) string { return strconv.Itoa(c.TieredMinValueSize) }},
+	{name: "tiered_offload_threshold", get: func(c *Config) string {
+		return strconv.FormatFloat(c.TieredOffloadThreshold, 'f', -1, 64)
+	}},
 	fixed("timeout", "0"),
 }
 

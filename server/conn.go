@@ -416,6 +416,8 @@ type shardBatch struct {
 	x   Exec
 	// inline: running on the connection's own loop within serve.
 	inline bool
+	// tier: loading offloaded values ahead of the commands (tiered.go).
+	tier tierBatch
 }
 
 // Run executes the batch on the shard, parking at the first command whose
@@ -437,17 +439,35 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 			}
 		}
 		resumed = false
+		if s.Tier() != nil {
+			// Tiered storage: park until the offloaded values the command
+			// reads are loaded (tiered.go).
+			parked, failed := b.tierBefore(s, p)
+			if parked {
+				return
+			}
+			if failed {
+				b.pos++
+				continue
+			}
+		}
 		b.x.DB = s.DBs[p.db]
 		b.x.Args = p.args
 		b.x.W = &p.reply
 		if p.multi != nil {
 			execOnShard(&b.x, b.c, p.multi, p.watch)
+			if b.tierActive() {
+				b.tierAfter(s)
+			}
 			b.c.unwatchLater(p.watch)
 			p.multi, p.watch = nil, nil
 		} else {
 			b.x.canRetry = true
 			b.x.run(p.cmd)
 			b.x.canRetry = false
+			if b.tierActive() {
+				b.tierAfter(s)
+			}
 			if co := b.x.retry; co != nil {
 				// The command handed itself to a coordinator: the rest of
 				// the batch waits for it, keeping the connection's order.

@@ -38,6 +38,7 @@ func (x *Coord) run(c *Conn) {
 	if x.cmd.Multi == nil {
 		x.W.Error("CROSSSLOT Keys in request don't hash to the same slot")
 	} else {
+		x.tierPreload() // tiered.go: offloaded values it reads are loaded first
 		x.cmd.Multi(x)
 	}
 	c.complete(false)

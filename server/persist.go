@@ -209,7 +209,8 @@ func serializeShard(sh *shard.Shard) shardSnapshot {
 					ss.expires[i]++
 				}
 				ss.keys[i]++
-				encodeValue(e, []byte(db.Table.Key(it)), db.Table.Value(it), m)
+				// tierView: offloaded strings read synchronously (tiered.go).
+				encodeValue(e, []byte(db.Table.Key(it)), tierView(sh, e, db.Table.Value(it)), m)
 			})
 			if cursor == 0 {
 				break

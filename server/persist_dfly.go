@@ -246,7 +246,8 @@ func writeShardFile(sh *shard.Shard, dir, name string) (ent dfsEntry) {
 					m.ExpireAt = at
 				}
 				before := e.Len()
-				encodeValue(e, []byte(db.Table.Key(it)), db.Table.Value(it), m)
+				// tierView: offloaded strings read synchronously (tiered.go).
+				encodeValue(e, []byte(db.Table.Key(it)), tierView(sh, e, db.Table.Value(it)), m)
 				if e.Len()-before >= dfsBlobMin && e.Err() == nil {
 					b := e.TakeBytes()
 					w.plain(stream, b[:before])

@@ -45,7 +45,7 @@ func (s *Server) bgsaveDfly(done func(error)) {
 		writes[sh.ID] = sh.Stats.Writes
 		ref.take(sh)
 		slices[sh.ID] = snapshot.Start(sh, snapshot.Options{Tagged: true, Encode: encodeForSnapshot,
-			Out: outs[sh.ID], Free: frees[sh.ID], MaxChunk: s.serializationChunk()})
+			Out: outs[sh.ID], Free: frees[sh.ID], MaxChunk: s.serializationChunk(), Load: tierLoader(sh)}) // tiered.go
 	})
 	s.persist.setSlices(slices)
 	ref.write()

@@ -40,7 +40,7 @@ func (s *Server) snapshotCut() ([]chan snapshot.Chunk, chan []byte, uint64) {
 		writes[sh.ID] = sh.Stats.Writes
 		ref.take(sh)
 		slices[sh.ID] = snapshot.Start(sh, snapshot.Options{Encode: encodeForSnapshot, Out: outs[sh.ID], Free: free,
-			MaxChunk: s.serializationChunk()})
+			MaxChunk: s.serializationChunk(), Load: tierLoader(sh)}) // tierLoader: tiered.go
 	})
 	s.persist.setSlices(slices)
 	ref.write()

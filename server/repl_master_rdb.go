@@ -36,7 +36,8 @@ func (s *Server) replicationCut(also func(*shard.Shard)) ([]chan snapshot.Chunk,
 	chunk := s.serializationChunk()
 	t.Finish(func(sh *shard.Shard) {
 		also(sh)
-		snapshot.Start(sh, snapshot.Options{Encode: encodeForSnapshot, Out: outs[sh.ID], Free: free, MaxChunk: chunk})
+		snapshot.Start(sh, snapshot.Options{Encode: encodeForSnapshot, Out: outs[sh.ID], Free: free, MaxChunk: chunk,
+			Load: tierLoader(sh)}) // tiered.go
 	})
 	return outs, free
 }

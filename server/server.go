@@ -48,6 +48,7 @@ type Server struct {
 	cmdStats       []shardCmdStats // per shard, owned by its goroutine
 	pubsub         *pubsub
 	persist        persistState // SAVE/BGSAVE/LASTSAVE bookkeeping (persist.go)
+	tiered         *tieredState // tiered storage, nil when off (tiered.go)
 	master         *replMaster  // master side of replication (repl_master.go)
 	replica        replicaState // replica side of replication (repl_replica.go)
 	// dfly-native replication flows (repl_flow.go); expiryUsers[i] counts
@@ -95,6 +96,7 @@ func New(cfg *Config, log *Logger) *Server {
 		s.shards[i] = shard.New(i, cfg.Databases)
 		s.cmdStats[i].calls = make(map[*Command]uint64)
 	}
+	s.setupTiered() // tiered.go
 	s.initReplMaster()
 	return s
 }
@@ -258,6 +260,7 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 			return
 		}
 		s.loopsReady.Store(true)
+		s.startTiered() // tiered.go: offloading starts once shards have loops
 		close(s.ready)
 		s.earlyMu.Lock()
 		for _, gc := range s.early {

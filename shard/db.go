@@ -49,6 +49,11 @@ func (db *DB) Len() int { return db.Table.Len() }
 // Find looks key up, expiring it first when its TTL has passed (lazy
 // expiry). The returned pointer is valid until the next mutation of db.
 func (db *DB) Find(key []byte) (dash.Iterator, *Value) {
+	return db.find(key, true)
+}
+
+// find is Find; load=false leaves an offloaded value offloaded (tier.go).
+func (db *DB) find(key []byte, load bool) (dash.Iterator, *Value) {
 	it := db.Table.Find(view(key))
 	if !it.Valid() {
 		return it, nil
@@ -62,6 +67,9 @@ func (db *DB) Find(key []byte) (dash.Iterator, *Value) {
 		return dash.Iterator{}, nil
 	}
 	v.Access = db.shard.clockSeconds()
+	if v.ext && load {
+		db.shard.loadExternal(v)
+	}
 	return it, v
 }
 
@@ -127,7 +135,7 @@ func (db *DB) Insert(key []byte, v Value) (dash.Iterator, *Value) {
 // Set stores v under key, replacing any old value and dropping its TTL
 // unless keepTTL.
 func (db *DB) Set(key []byte, v Value, keepTTL bool) {
-	it, old := db.Find(key)
+	it, old := db.find(key, false) // the old bytes are not needed
 	if old == nil {
 		db.Insert(key, v)
 		return
@@ -135,6 +143,9 @@ func (db *DB) Set(key []byte, v Value, keepTTL bool) {
 	p := db.Mutate(it)
 	hadExpire := p.HasExpire
 	v.Access = db.shard.clockSeconds()
+	if p.ext {
+		db.shard.tier.Free(p)
+	}
 	*p = v
 	if hadExpire {
 		if keepTTL {
@@ -158,6 +169,9 @@ func (db *DB) erase(it dash.Iterator) {
 	v := db.Table.Value(it)
 	if v.HasExpire {
 		db.Expire.Delete(db.Table.Key(it))
+	}
+	if v.ext {
+		db.shard.tier.Free(v)
 	}
 	db.Table.Erase(it)
 	db.shard.Stats.Writes++
@@ -209,6 +223,7 @@ func (db *DB) Flush() {
 		h.PreFlush(db)
 	}
 	db.shard.flushed(db.Index)
+	db.freeExternals() // tier.go
 	if db.Table.Len() > 0 {
 		db.shard.Stats.Writes++ // a flush of keys is a write (journal, dirty count)
 	}

@@ -88,6 +88,9 @@ type Shard struct {
 	done        chan struct{}
 	block       blockState
 	watch       watchState
+	// tier and noLoad: tiered storage, nil when off (tier.go).
+	tier   Tier
+	noLoad bool
 
 	// Replica mode (issue 8, server/repl_replica.go): a replica never
 	// expires keys itself; its master's DELs delete them. With ReplicaMode

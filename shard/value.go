@@ -52,6 +52,10 @@ type Value struct {
 	// so reads of keys without a TTL pay no second lookup.
 	Type      Type
 	HasExpire bool
+	// ext marks an offloaded string (tiered storage, tier.go): ptr is nil,
+	// n its length and c its offset in the shard's backing file in 8-byte
+	// units. It fits in the struct's padding, so Value stays 24 bytes.
+	ext bool
 }
 
 type box struct{ obj any }
@@ -99,6 +103,35 @@ func (v *Value) SetStr(b []byte) {
 	v.Type = TypeString
 	v.ptr = unsafe.Pointer(unsafe.SliceData(b))
 	v.n, v.c = uint32(len(b)), uint32(cap(b))
+	v.ext = false
+}
+
+// IsExternal reports whether v is a string offloaded to the shard's
+// backing file. Its Str() is nil: the server loads it before a command
+// reads it (server/tiered.go), and DB.Find loads it as a fallback.
+func (v *Value) IsExternal() bool { return v.ext }
+
+// External is an offloaded string's place in the backing file.
+func (v *Value) External() (off int64, n uint32) { return int64(v.c) * 8, v.n }
+
+// SetExternal makes v a string of n bytes kept at off (a multiple of 8,
+// below 32 GiB) in the backing file; its in-memory bytes are dropped.
+func (v *Value) SetExternal(off int64, n uint32) {
+	if off%8 != 0 || off/8 > math.MaxUint32 {
+		panic("shard: external offset out of range")
+	}
+	v.Type = TypeString
+	v.ptr = nil
+	v.n, v.c = n, uint32(off/8)
+	v.ext = true
+}
+
+// StrLen is a string value's length, offloaded or not.
+func (v *Value) StrLen() int {
+	if v.Type != TypeString {
+		return 0
+	}
+	return int(v.n)
 }
 
 // Obj is a non-string value's representation (nil for strings).
@@ -114,6 +147,7 @@ func (v *Value) Obj() any {
 func (v *Value) SetObj(o any) {
 	v.ptr = unsafe.Pointer(&box{o})
 	v.n, v.c = 0, 0
+	v.ext = false
 }
 
 // Cloner is implemented by collection representations so COPY can make an
@@ -122,7 +156,8 @@ type Cloner interface {
 	Clone() any
 }
 
-// Clone is a deep copy of v.
+// Clone is a deep copy of v. An offloaded v must be loaded first (its
+// copy would share the file space).
 func (v *Value) Clone() Value {
 	c := *v
 	if v.Type == TypeString {

@@ -33,9 +33,16 @@ func TestBgsavePITUnderLoad(t *testing.T) {
 	for _, format := range []string{"rdb", "dfly"} {
 		t.Run(format, func(t *testing.T) { runPITUnderLoad(t, format) })
 	}
+	// Tiered storage (every string of 64 bytes or more offloaded): the
+	// snapshot reads them asynchronously while their buckets wait.
+	for _, format := range []string{"rdb", "dfly"} {
+		t.Run(format+"-tiered", func(t *testing.T) {
+			runPITUnderLoad(t, format, "--tiered_prefix", filepath.Join(t.TempDir(), "tier"))
+		})
+	}
 }
 
-func runPITUnderLoad(t *testing.T, format string) {
+func runPITUnderLoad(t *testing.T, format string, flags ...string) {
 	seed := uint64(time.Now().UnixNano())
 	if s, ok := lookupEnvUint("DFLY_TEST_SEED"); ok {
 		seed = s
@@ -43,8 +50,8 @@ func runPITUnderLoad(t *testing.T, format string) {
 	t.Logf("seed %d (DFLY_TEST_SEED to repeat)", seed)
 	dir := t.TempDir()
 	ref := filepath.Join(t.TempDir(), "ref.rdb")
-	srv := StartServer(t, "--dir", dir, "--shards", "4", "--dbformat", format,
-		"--serialization_max_chunk_size", "16kb", "--debug_snapshot_reference", ref)
+	srv := StartServer(t, append([]string{"--dir", dir, "--shards", "4", "--dbformat", format,
+		"--serialization_max_chunk_size", "16kb", "--debug_snapshot_reference", ref}, flags...)...)
 	ctx := context.Background()
 	c := srv.Client(t, 2)
 	const accounts, balance = 200, 1000
@@ -166,6 +173,24 @@ func runPITUnderLoad(t *testing.T, format string) {
 			return err
 		})
 	}
+	tiered := func(name string) int64 {
+		info, _ := c.Info(ctx, "tiered").Result()
+		for _, ln := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(ln, name+":"); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				return n
+			}
+		}
+		return 0
+	}
+	if len(flags) > 0 { // tiered: the big strings are offloaded at the cut
+		for deadline := time.Now().Add(10 * time.Second); tiered("tiered_entries") < 3 || tiered("tiered_pending_writes") > 0; {
+			if time.Now().After(deadline) {
+				t.Fatalf("values not offloaded: %d", tiered("tiered_entries"))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	if r, err := c.Do(ctx, "BGSAVE").Text(); err != nil || r != "Background saving started" {
 		t.Fatalf("BGSAVE: %q %v", r, err)
 	}
@@ -187,6 +212,9 @@ func runPITUnderLoad(t *testing.T, format string) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+	if len(flags) > 0 && tiered("tiered_serializer_reads") == 0 {
+		t.Fatal("the snapshot read no offloaded value")
 	}
 	info, _ := c.Info(ctx, "persistence").Result()
 	if !strings.Contains(info, "rdb_last_bgsave_status:ok") {

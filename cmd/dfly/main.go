@@ -77,10 +77,24 @@ func run(args []string, stderr io.Writer) int {
 // caps the heap at maxmemory (plus headroom) when it is set.
 func tuneGC(cfg *server.Config) {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(200)
+		if cfg.TieredPrefix != "" && cfg.MaxMemory > 0 {
+			// Tiered storage keeps the live heap near half of maxmemory
+			// (server/tiered.go): a heap goal of twice that fits it.
+			debug.SetGCPercent(100)
+		} else {
+			debug.SetGCPercent(200)
+		}
 	}
 	if cfg.MaxMemory > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(cfg.MaxMemory + cfg.MaxMemory/4)
+		limit := cfg.MaxMemory + cfg.MaxMemory/4
+		if cfg.TieredPrefix != "" {
+			// Tiered storage keeps the live heap at (1 - threshold) of
+			// maxmemory, but offloading values at random leaves their
+			// size classes' spans partly empty: at 1.25x the GC runs
+			// nearly back to back (measured: GET 0.4x vs 0.8x at 2x).
+			limit = 2 * cfg.MaxMemory
+		}
+		debug.SetMemoryLimit(limit)
 	}
 }
 
@@ -135,6 +149,15 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 		cfg.ProtoMaxBulk = n
 		return err
 	})
+	fs.StringVar(&cfg.TieredPrefix, "tiered_prefix", "", "tiered storage: backing files PREFIX-NNNN, one per shard (\"\" = off)")
+	fs.IntVar(&cfg.TieredMinValueSize, "tiered_min_value_size", cfg.TieredMinValueSize, "tiered storage: smallest string value offloaded")
+	fs.Float64Var(&cfg.TieredOffloadThreshold, "tiered_offload_threshold", cfg.TieredOffloadThreshold,
+		"tiered storage: share of maxmemory kept free by offloading (0..1)")
+	fs.Func("tiered_max_file_size", "tiered storage: cap on each backing file (0 = none)", func(v string) error {
+		n, err := server.ParseMemory(v)
+		cfg.TieredMaxFileSize = n
+		return err
+	})
 	fs.Func("serialization_max_chunk_size", "largest piece of a big value in a snapshot (default 64kb; 1kb..64mb)", func(v string) error {
 		n, err := server.ParseMemory(v)
 		if err == nil && (n < 1024 || n > 64<<20) {
@@ -171,6 +194,10 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 		return nil, fmt.Errorf("invalid --databases %d: must be 1..65536", cfg.Databases)
 	case cfg.MaxClients < 1:
 		return nil, fmt.Errorf("invalid --maxclients %d: must be at least 1", cfg.MaxClients)
+	case cfg.TieredMinValueSize < 1:
+		return nil, fmt.Errorf("invalid --tiered_min_value_size %d: must be at least 1", cfg.TieredMinValueSize)
+	case cfg.TieredOffloadThreshold < 0 || cfg.TieredOffloadThreshold > 1:
+		return nil, fmt.Errorf("invalid --tiered_offload_threshold %v: must be 0..1", cfg.TieredOffloadThreshold)
 	}
 	if _, ok := server.LevelOf(cfg.LogLevel); !ok {
 		return nil, fmt.Errorf("invalid --loglevel %q: must be debug, verbose, notice, warning or nothing", cfg.LogLevel)

@@ -1,0 +1,852 @@
+package server
+
+// Tiered storage (issue #9, DESIGN §7): with --tiered_prefix, each shard
+// keeps large string values in a backing file (package tiered) when memory
+// runs short, and reads them back without blocking the shard.
+//
+//   - Offloading: a ticker samples the heap every 10 ms; while the live
+//     heap is above (1 - tiered_offload_threshold) × maxmemory, or the
+//     heap's spans in use (live data, garbage and the holes offloaded
+//     values leave) above maxmemory (always, when maxmemory is 0), each
+//     shard runs a bounded step (~0.5 ms CPU, 1 MiB) that walks its
+//     tables and stashes strings of at least tiered_min_value_size bytes
+//     and at most 4 MiB (keys with a TTL under a minute are skipped) into
+//     a write job. The live heap is the one at the last GC minus the
+//     bytes offloaded since. With tiering the GC runs at GOGC 100 and a
+//     memory limit of 2 × maxmemory (cmd/dfly); free heap is returned to
+//     the OS after offloading. Values are not promoted back into memory
+//     by reads, so once offloaded they stay so until written. When
+//     the write completes, each value still holding the bytes written
+//     becomes external (shard.Value.SetExternal) and its memory goes to
+//     the GC; a value changed meanwhile keeps its new bytes and the space
+//     is freed. A failed write (ENOSPC, EIO, the file size limit) frees
+//     the space and leaves every value in memory; it is logged and counted
+//     and offloading pauses for a second.
+//   - Loading: before a connection's batch runs a command on a shard
+//     (shardBatch.exec), tierBefore looks its keys up; when one is
+//     external and the command reads string bytes, it issues the reads
+//     (for the next commands of the batch too), parks the batch and
+//     resumes it when the last read is back (posted to the shard by
+//     shard.Send). A read-only command then runs on the bytes in place and
+//     the value becomes external again afterwards (GET does not undo the
+//     offloading); any other command keeps the value in memory and frees
+//     its space. Commands that need no bytes (SET, DEL, EXISTS, TTL,
+//     EXPIRE, STRLEN ...) run on the external value as it is.
+//   - Ordering: a read pins its segment (tiered.Store), and the batch
+//     retains the segments it read until it resumed, so space is reused
+//     only after the reads and their users are done; a resumed batch looks
+//     every key up again, so a write or delete that ran while it waited is
+//     seen (a value no longer at the segment read is read anew).
+//   - A multi-shard command (coordinator) first has the offloaded values
+//     of its keys loaded into memory by their shards, asynchronously, and
+//     waits for that on its own goroutine (tierPreload). What is left
+//     loads through DB.Find's blocking fallback: values offloaded again
+//     between the preload and the transaction, keys a command finds
+//     without naming them (SORT BY/GET patterns), scripts' nested calls.
+//   - Snapshots: BGSAVE (both formats) reads offloaded strings
+//     asynchronously through the snapshot's Loader (tierLoader; the
+//     bucket waits DelayedPending); SAVE, DEBUG RELOAD and
+//     --debug_snapshot_reference read them synchronously on the shard
+//     goroutine (tierView): acceptable for now, they stall the shard
+//     anyway.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/snapshot"
+	"github.com/dfly/dfly/tiered"
+)
+
+const (
+	tierStepBudget  = 500 * time.Microsecond
+	tierStepBytes   = 1 << 20
+	tierMaxWrites   = 4 // write jobs in flight per shard
+	tierMinTTL      = 60 * 1000
+	tierPrefetchCmd = 64 // commands of a batch whose reads are issued together
+	tierErrBackoff  = time.Second
+	// tierMaxValue: bigger strings stay in memory, since stashing copies
+	// a value in one step (4 MiB is about a millisecond); copying bigger
+	// ones across steps is left to do.
+	tierMaxValue = 4 << 20
+)
+
+// tieredState is the server's tiered storage, nil when off.
+type tieredState struct {
+	pool   *tiered.Pool
+	shards []*tierShard
+	paths  []string
+	// offloadedSinceGC: heap bytes released by offloading since the last
+	// GC cycle (still counted by the heap until the GC runs).
+	offloadedSinceGC atomic.Int64
+	lastLog          atomic.Int64 // unix seconds of the last error logged
+}
+
+// tierShard is one shard's tiered storage; everything but the atomics is
+// owned by the shard goroutine.
+type tierShard struct {
+	srv   *Server
+	sh    *shard.Shard
+	store *tiered.Store
+	// ready holds bytes read for batches, by offset, while those batches
+	// resume; failed marks segments whose read failed.
+	ready  map[int64][]byte
+	failed map[int64]bool
+	// offload walk
+	db     int
+	cursor uint64
+	// passStaged / idle / idleWrites: a whole pass found nothing to stash;
+	// the walk sleeps until changes() moves from idleWrites.
+	passStaged int
+	idle       bool
+	idleWrites uint64
+	writes     int              // jobs in flight
+	later      []tiered.Segment // space of flushed values, freed after the snapshot
+	hasLater   atomic.Bool
+	stashed    map[tierKey]struct{}
+	backoff    time.Time
+	budget     atomic.Int64
+	queued     atomic.Bool
+	// counters
+	entries     int64 // values now external
+	bytes       int64 // their lengths
+	loads       uint64
+	syncLoads   uint64
+	serialReads uint64 // reads by serializers (tierView, tierLoader)
+	readServes  uint64 // read-only commands served from a read, value left offloaded
+	stepNanos   int64  // the longest offload step
+}
+
+type tierKey struct {
+	db  int
+	key string
+}
+
+// openTierFile opens a backing file; tests replace it to inject errors.
+var openTierFile = func(path string) (tiered.File, error) { return tiered.OpenFile(path) }
+
+// tierFunc runs a tiered callback on its shard.
+type tierFunc func()
+
+func (f tierFunc) Run(*shard.Shard) { f() }
+
+// setupTiered opens a backing file per shard (PREFIX-NNNN) and installs
+// the stores. A failure is logged and leaves tiering off.
+func (s *Server) setupTiered() {
+	prefix := s.cfg.TieredPrefix
+	if prefix == "" {
+		return
+	}
+	ts := &tieredState{pool: tiered.NewPool(4)}
+	for i, sh := range s.shards {
+		path := fmt.Sprintf("%s-%04d", prefix, i)
+		f, err := openTierFile(path)
+		if err != nil {
+			s.log.Warnf("tiered storage disabled: %v", err)
+			for _, t := range ts.shards {
+				t.store.Close()
+			}
+			for _, p := range ts.paths {
+				os.Remove(p)
+			}
+			ts.pool.Close()
+			return
+		}
+		t := &tierShard{srv: s, sh: sh, ready: map[int64][]byte{}, failed: map[int64]bool{},
+			stashed: map[tierKey]struct{}{}}
+		sh := sh
+		t.store = tiered.NewStore(f, ts.pool, func(fn func()) { sh.Send(tierFunc(fn)) }, s.cfg.TieredMaxFileSize)
+		ts.shards = append(ts.shards, t)
+		ts.paths = append(ts.paths, path)
+	}
+	for i, sh := range s.shards {
+		sh.SetTier(ts.shards[i])
+	}
+	s.tiered = ts
+	s.log.Noticef("tiered storage on %s-NNNN, values of %d bytes and more", prefix, s.cfg.TieredMinValueSize)
+}
+
+// startTiered runs the offload ticker once the shards are attached to
+// their loops; it closes and removes the files when the server stops.
+func (s *Server) startTiered() {
+	ts := s.tiered
+	if ts == nil {
+		return
+	}
+	go func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		// The live heap at the last GC, less what offloading released since:
+		// heap objects would count garbage and offload far too much.
+		samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"},
+			{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/objects:bytes"},
+			{Name: "/memory/classes/heap/unused:bytes"}}
+		var lastGC uint64
+		var lastFree time.Time
+		for {
+			select {
+			case <-s.done:
+				for _, p := range ts.paths {
+					os.Remove(p) // the open files stay usable until closed
+				}
+				ts.pool.Close()
+				for _, t := range ts.shards {
+					t.store.Close()
+				}
+				return
+			case <-tick.C:
+			}
+			budget := int64(1) << 62 // maxmemory 0: offload every eligible value
+			if max := s.maxMemory(); max > 0 {
+				metrics.Read(samples)
+				if gc := samples[1].Value.Uint64(); gc != lastGC {
+					lastGC = gc
+					ts.offloadedSinceGC.Store(0)
+				}
+				since := ts.offloadedSinceGC.Load()
+				used := int64(samples[0].Value.Uint64()) - since
+				target := int64(float64(max) * (1 - s.cfg.TieredOffloadThreshold))
+				over := used - target
+				// The heap's spans in use (objects and the holes between
+				// them) stay under maxmemory too: values offloaded at random
+				// leave most spans partly used, so the live heap alone lets
+				// resident memory exceed maxmemory; offloading more frees
+				// whole spans.
+				inuse := int64(samples[3].Value.Uint64()+samples[4].Value.Uint64()) - since
+				if inuse-max > over {
+					over = inuse - max
+				}
+				budget = 0
+				if over > 0 {
+					budget = over/int64(len(ts.shards)) + 1
+				}
+				// Offloading is for resident memory: when an eighth of
+				// maxmemory is free heap not yet returned to the OS, return
+				// it (a GC of the small live heap, on this goroutine), at
+				// most every 5 s; the runtime's own scavenger is paced to
+				// 1% of a CPU and lags behind offloading.
+				if free := int64(samples[2].Value.Uint64()); free > max/8 && time.Since(lastFree) > 5*time.Second {
+					lastFree = time.Now()
+					debug.FreeOSMemory()
+				}
+			}
+			for _, t := range ts.shards {
+				t.budget.Store(budget)
+				if (budget > 0 || t.hasLater.Load()) && !t.queued.Swap(true) {
+					t.sh.Send(t)
+				}
+			}
+		}
+	}()
+}
+
+func (s *Server) maxMemory() int64 {
+	s.cfg.mu.RLock()
+	defer s.cfg.mu.RUnlock()
+	return s.cfg.MaxMemory
+}
+
+func segOf(v *shard.Value) tiered.Segment {
+	off, n := v.External()
+	return tiered.Segment{Off: off, Len: n}
+}
+
+// Free implements shard.Tier.
+func (t *tierShard) Free(v *shard.Value) {
+	t.entries--
+	t.bytes -= int64(v.StrLen())
+	t.store.Free(segOf(v))
+}
+
+// FreeLater implements shard.Tier: the space is freed by the first offload
+// step that finds no snapshot running.
+func (t *tierShard) FreeLater(v *shard.Value) {
+	t.entries--
+	t.bytes -= int64(v.StrLen())
+	t.later = append(t.later, segOf(v))
+	t.hasLater.Store(true)
+}
+
+// freeLater frees what FreeLater deferred, once no snapshot runs.
+func (t *tierShard) freeLater(s *shard.Shard) {
+	if len(t.later) == 0 || s.Hooked() {
+		return
+	}
+	for _, g := range t.later {
+		t.store.Free(g)
+	}
+	t.later = nil
+	t.hasLater.Store(false)
+}
+
+// Read implements shard.Tier: the asynchronous read (snapshot API).
+func (t *tierShard) Read(v *shard.Value, cb func(data []byte, err error)) {
+	t.store.Read(segOf(v), cb)
+}
+
+// Load implements shard.Tier: DB.Find's blocking fallback.
+func (t *tierShard) Load(v *shard.Value) ([]byte, error) {
+	t.syncLoads++
+	b, err := t.store.ReadSync(segOf(v))
+	if err != nil {
+		t.logErr(err)
+	}
+	return b, err
+}
+
+func (t *tierShard) logErr(err error) {
+	ts := t.srv.tiered
+	now := time.Now().Unix()
+	if last := ts.lastLog.Load(); now > last && ts.lastLog.CompareAndSwap(last, now) {
+		t.srv.log.Warnf("tiered storage, shard %d: %v", t.sh.ID, err)
+	}
+}
+
+// tierView is v with its bytes in memory: v itself, or for an offloaded
+// string a copy read synchronously (a blocking read on the shard
+// goroutine, acceptable for SAVE and DEBUG RELOAD for now). A read error
+// fails e, so no file is written with a wrong value.
+func tierView(sh *shard.Shard, e *rdb.Encoder, v *shard.Value) *shard.Value {
+	if !v.IsExternal() {
+		return v
+	}
+	t, ok := sh.Tier().(*tierShard)
+	if !ok {
+		return v
+	}
+	t.serialReads++
+	b, err := t.store.ReadSync(segOf(v))
+	if err != nil {
+		t.logErr(err)
+		e.Fail(err)
+	}
+	c := *v
+	c.SetStr(b)
+	return &c
+}
+
+// tierLoader is the snapshot's Loader (BGSAVE, both formats): an
+// offloaded string is read asynchronously while its bucket waits
+// (DelayedPending); nil when tiering is off.
+func tierLoader(sh *shard.Shard) snapshot.Loader {
+	t, ok := sh.Tier().(*tierShard)
+	if !ok {
+		return nil
+	}
+	return func(v *shard.Value, done func(shard.Value, error)) bool {
+		if !v.IsExternal() {
+			return false
+		}
+		c := *v
+		t.serialReads++
+		t.Read(v, func(data []byte, err error) {
+			if err == nil {
+				c.SetStr(bytes.Clone(data)) // data is shared with other readers
+			} else {
+				t.logErr(err)
+			}
+			done(c, err)
+		})
+		return true
+	}
+}
+
+// Run is the offload step (see the file comment).
+func (t *tierShard) Run(s *shard.Shard) {
+	t.queued.Store(false)
+	t.freeLater(s)
+	if t.budget.Load() <= 0 {
+		return
+	}
+	if t.writes >= tierMaxWrites || time.Now().Before(t.backoff) {
+		return
+	}
+	if t.idle {
+		if t.changes() == t.idleWrites {
+			return
+		}
+		t.idle = false
+	}
+	start := time.Now()
+	budget := min(t.budget.Load(), tierStepBytes)
+	minSize := t.srv.cfg.TieredMinValueSize
+	now := s.Now()
+	var staged int64
+	var full error
+	visits := 0
+	for staged < budget && full == nil {
+		db := s.DBs[t.db]
+		if db.Len() > 0 {
+			t.cursor = db.Table.Traverse(t.cursor, func(it shard.Iterator) {
+				v := db.Table.Value(it)
+				if full != nil || v.Type != shard.TypeString || v.IsExternal() || v.StrLen() < minSize || v.StrLen() > tierMaxValue {
+					return
+				}
+				if v.HasExpire {
+					if at, ok := db.ExpireAt(it); ok && at-now < tierMinTTL {
+						return
+					}
+				}
+				k := tierKey{db.Index, db.Table.Key(it)}
+				if _, ok := t.stashed[k]; ok {
+					return // its write is in flight
+				}
+				k.key = strings.Clone(k.key)
+				if err := t.store.Stash(db.Index, k.key, v.Str()); err != nil {
+					full = err
+					return
+				}
+				t.stashed[k] = struct{}{}
+				staged += int64(v.StrLen())
+				t.passStaged++
+			})
+		} else {
+			t.cursor = 0
+		}
+		if t.cursor == 0 {
+			t.db++
+			if t.db == len(s.DBs) {
+				// A whole pass: the next starts in another step, so values
+				// whose writes are in flight are not stashed again now.
+				t.db = 0
+				if t.passStaged == 0 {
+					t.idle, t.idleWrites = true, t.changes()
+				}
+				t.passStaged = 0
+				break
+			}
+		}
+		if visits++; time.Since(start) > tierStepBudget {
+			break
+		}
+	}
+	if full != nil {
+		t.logErr(full)
+		t.backoff = time.Now().Add(tierErrBackoff)
+	}
+	if t.store.Staged() > 0 {
+		t.writes++
+		t.store.Commit(t.written)
+	}
+	if d := time.Since(start).Nanoseconds(); d > t.stepNanos {
+		t.stepNanos = d
+	}
+}
+
+// changes counts what can make a value worth offloading: writes, and
+// values loaded back into memory.
+func (t *tierShard) changes() uint64 { return t.sh.Stats.Writes + t.loads + t.syncLoads }
+
+// written switches the values of a finished write job to their segments.
+func (t *tierShard) written(entries []tiered.Entry, err error) {
+	t.writes--
+	if err != nil {
+		for _, e := range entries {
+			delete(t.stashed, tierKey{e.DB, e.Key})
+		}
+		t.logErr(err) // the values are still in memory; the store freed the space
+		t.backoff = time.Now().Add(tierErrBackoff)
+		return
+	}
+	var released int64
+	for _, e := range entries {
+		delete(t.stashed, tierKey{e.DB, e.Key})
+		v := t.sh.DBs[e.DB].Peek(unsafe.Slice(unsafe.StringData(e.Key), len(e.Key)))
+		if v == nil || v.Type != shard.TypeString || v.IsExternal() || !bytes.Equal(v.Str(), e.Data) {
+			t.store.Free(e.Seg) // changed or gone meanwhile
+			continue
+		}
+		released += int64(cap(v.Str()))
+		v.SetExternal(e.Seg.Off, e.Seg.Len)
+		t.entries++
+		t.bytes += int64(e.Seg.Len)
+	}
+	t.srv.tiered.offloadedSinceGC.Add(released)
+}
+
+// tierBatch is a shard batch's tiered state (in shardBatch).
+type tierBatch struct {
+	waiting int              // reads in flight
+	segs    []tiered.Segment // segments read and retained for the resume
+	owned   [][]byte         // bytes read for this batch alone (recycled)
+	temps   []tierTemp       // values a read-only command runs on in place
+	noLoad  bool             // the command runs with Find's loading off
+	pos     []int
+	locks   []shard.KeyLock
+	keys    []tierKeyRef
+}
+
+// tierTemp: a value made in-memory for one read-only command, offloaded
+// again after it.
+type tierTemp struct {
+	db   *shard.DB
+	key  []byte
+	seg  tiered.Segment
+	data []byte
+}
+
+// noLoadCommands read no string bytes: they run on offloaded values as
+// they are (the DB frees the space of those they replace or delete).
+var noLoadCommands = map[string]bool{
+	"set": true, "setnx": true, "setex": true, "psetex": true, "mset": true, "msetnx": true,
+	"del": true, "unlink": true, "exists": true, "touch": true, "type": true, "strlen": true,
+	"ttl": true, "pttl": true, "expiretime": true, "pexpiretime": true, "persist": true,
+	"expire": true, "pexpire": true, "expireat": true, "pexpireat": true,
+}
+
+func needsBytes(p *pending) bool {
+	if p.multi != nil {
+		return true
+	}
+	if !noLoadCommands[p.cmd.Name] {
+		return true
+	}
+	if p.cmd.Name == "set" {
+		for _, a := range p.args[3:] {
+			if strings.EqualFold(string(a), "get") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tierKeyRef is a key of a command with its DB.
+type tierKeyRef struct {
+	db  *shard.DB
+	key []byte
+}
+
+// tierKeys lists p's keys (into the batch's scratch, no allocation).
+func (b *shardBatch) tierKeys(s *shard.Shard, p *pending) []tierKeyRef {
+	keys := b.tier.keys[:0]
+	if p.multi != nil {
+		b.tier.locks = execLockKeys(p.multi, p.watch, b.tier.locks[:0])
+		for _, k := range b.tier.locks {
+			keys = append(keys, tierKeyRef{s.DBs[k.DB], unsafe.Slice(unsafe.StringData(k.Key), len(k.Key))})
+		}
+	} else {
+		b.tier.pos = p.cmd.keys(b.tier.pos[:0], p.args)
+		for _, i := range b.tier.pos {
+			keys = append(keys, tierKeyRef{s.DBs[p.db], p.args[i]})
+		}
+	}
+	b.tier.keys = keys
+	return keys
+}
+
+// tierBefore runs before each command of a batch when tiering is on. It
+// makes the offloaded values the command reads available in memory, or
+// issues their reads and parks the batch (parked=true). failed: a read
+// failed, the command's error reply is written and it must not run.
+func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool) {
+	t := s.Tier().(*tierShard)
+	if t.entries == 0 {
+		return false, false
+	}
+	ext := false
+	keys := b.tierKeys(s, p)
+	for _, k := range keys {
+		if v := k.db.Peek(k.key); v != nil && v.IsExternal() {
+			ext = true
+			break
+		}
+	}
+	if !ext {
+		return false, false
+	}
+	if !needsBytes(p) {
+		s.SetNoLoad(true)
+		b.tier.noLoad = true
+		return false, false
+	}
+	readOnly := p.multi == nil && p.cmd.Flags&FlagReadonly != 0
+	missing := false
+	for _, k := range keys {
+		v := k.db.Peek(k.key)
+		if v == nil || !v.IsExternal() {
+			continue
+		}
+		seg := segOf(v)
+		data, ok := t.ready[seg.Off]
+		if !ok || len(data) != int(seg.Len) {
+			if t.failed[seg.Off] {
+				failed = true
+			}
+			missing = true
+			continue
+		}
+		if readOnly {
+			b.tier.temps = append(b.tier.temps, tierTemp{db: k.db, key: k.key, seg: seg, data: data})
+			v.SetStr(data) // not stored: made external again after the command
+			t.readServes++
+			continue
+		}
+		t.loads++
+		t.Free(v) // deferred: the batch retains seg until it is done
+		v.SetStr(bytes.Clone(data))
+	}
+	if failed {
+		b.tierAfter(s) // undo the in-place values of this command
+		p.reply.Error("ERR tiered storage: failed to read an offloaded value")
+		return false, true
+	}
+	if !missing {
+		return false, false
+	}
+	b.tierAfter(s)
+	// Issue the reads of this command and of the next ones in the batch.
+	for i := b.pos; i < len(b.idx) && i < b.pos+tierPrefetchCmd; i++ {
+		q := &b.c.cmds[b.idx[i]]
+		if i > b.pos && !needsBytes(q) {
+			continue
+		}
+		for _, k := range b.tierKeys(s, q) {
+			if v := k.db.Peek(k.key); v != nil && v.IsExternal() {
+				b.tierRead(s, t, segOf(v))
+			}
+		}
+	}
+	b.inline = false // resumed later from another message
+	return true, false
+}
+
+// tierRead reads seg for the parked batch, once per segment.
+func (b *shardBatch) tierRead(s *shard.Shard, t *tierShard, seg tiered.Segment) {
+	for _, g := range b.tier.segs {
+		if g.Off == seg.Off {
+			return
+		}
+	}
+	b.tier.segs = append(b.tier.segs, seg)
+	b.tier.waiting++
+	t.store.Retain(seg)
+	t.store.ReadOwned(seg, func(data []byte, shared bool, err error) {
+		if err != nil {
+			t.logErr(err)
+			t.failed[seg.Off] = true
+		} else {
+			t.ready[seg.Off] = data
+			if !shared {
+				b.tier.owned = append(b.tier.owned, data)
+			}
+		}
+		b.tier.waiting--
+		if b.tier.waiting > 0 {
+			return
+		}
+		segs, owned := b.tier.segs, b.tier.owned
+		b.tier.segs, b.tier.owned = nil, nil
+		// The batch may complete inside exec and be reused by its
+		// connection at once: only locals are used after it.
+		b.exec(s, false)
+		for _, g := range segs {
+			delete(t.ready, g.Off) // a batch that still waits for g reads it again
+			delete(t.failed, g.Off)
+			t.store.Release(g)
+		}
+		// Nothing holds the bytes only this batch was given: temporary
+		// values were made external again, loaded ones and replies copied.
+		for _, data := range owned {
+			t.store.Recycle(data)
+		}
+	})
+}
+
+// tierAfter runs after a command that tierBefore prepared: values a
+// read-only command ran on become external again, Find loads again.
+func (b *shardBatch) tierAfter(s *shard.Shard) {
+	if b.tier.noLoad {
+		s.SetNoLoad(false)
+		b.tier.noLoad = false
+	}
+	if len(b.tier.temps) == 0 {
+		return
+	}
+	t := s.Tier().(*tierShard)
+	for i, tm := range b.tier.temps {
+		v := tm.db.Peek(tm.key)
+		if v != nil && v.Type == shard.TypeString && !v.IsExternal() && v.StrLen() == len(tm.data) &&
+			unsafe.SliceData(v.Str()) == unsafe.SliceData(tm.data) {
+			v.SetExternal(tm.seg.Off, tm.seg.Len)
+		} else {
+			// Gone meanwhile (a lazy expiry inside the command).
+			t.entries--
+			t.bytes -= int64(tm.seg.Len)
+			t.store.Free(tm.seg)
+		}
+		b.tier.temps[i] = tierTemp{}
+	}
+	b.tier.temps = b.tier.temps[:0]
+}
+
+// tierActive: the command needs tierAfter.
+func (b *shardBatch) tierActive() bool { return b.tier.noLoad || len(b.tier.temps) > 0 }
+
+// tieredInfo writes INFO's tiered section, summed over the shards:
+// entries/entries_bytes: values offloaded now and their lengths;
+// allocated_bytes, file_size: the allocators' view of the files; reads:
+// ReadAt calls, shared_reads: reads that joined one in flight; read_serves:
+// read-only commands served from a read (value left offloaded); loads /
+// sync_loads: values loaded back into memory asynchronously / by Find's
+// blocking fallback; serializer_reads: blocking reads by SAVE, BGSAVE and
+// DEBUG RELOAD; writes, written_bytes: write jobs done; pending_*: I/O in
+// flight; read_errors, write_errors: failures (a write error or a full
+// file leaves the values in memory); max_step_us: the longest offload step
+// (wall time, so it includes time the goroutine was descheduled).
+func (s *Server) tieredInfo(field func(string, any)) {
+	ts := s.tiered
+	if ts == nil {
+		field("tiered_enabled", 0)
+		return
+	}
+	type stats struct {
+		st                                tiered.Stats
+		entries, bytes, file, alloc, step int64
+		loads, syncLoads, serves, serial  uint64
+	}
+	all := make([]stats, len(ts.shards))
+	s.OnEachShard(func(sh *shard.Shard) {
+		t := ts.shards[sh.ID]
+		a := t.store.Allocator()
+		all[sh.ID] = stats{st: t.store.Stats, entries: t.entries, bytes: t.bytes, file: a.FileSize(),
+			alloc: a.Bytes, step: t.stepNanos, loads: t.loads, syncLoads: t.syncLoads, serves: t.readServes,
+			serial: t.serialReads}
+	})
+	var sum stats
+	for _, x := range all {
+		sum.entries += x.entries
+		sum.bytes += x.bytes
+		sum.file += x.file
+		sum.alloc += x.alloc
+		sum.step = max(sum.step, x.step)
+		sum.loads += x.loads
+		sum.syncLoads += x.syncLoads
+		sum.serves += x.serves
+		sum.serial += x.serial
+		sum.st.Reads += x.st.Reads
+		sum.st.SharedReads += x.st.SharedReads
+		sum.st.Writes += x.st.Writes
+		sum.st.WrittenBytes += x.st.WrittenBytes
+		sum.st.ReadErrors += x.st.ReadErrors
+		sum.st.WriteErrors += x.st.WriteErrors
+		sum.st.PendingReads += x.st.PendingReads
+		sum.st.PendingWrite += x.st.PendingWrite
+	}
+	field("tiered_enabled", 1)
+	field("tiered_entries", sum.entries)
+	field("tiered_entries_bytes", sum.bytes)
+	field("tiered_allocated_bytes", sum.alloc)
+	field("tiered_file_size", sum.file)
+	field("tiered_reads", sum.st.Reads)
+	field("tiered_shared_reads", sum.st.SharedReads)
+	field("tiered_read_serves", sum.serves)
+	field("tiered_loads", sum.loads)
+	field("tiered_sync_loads", sum.syncLoads)
+	field("tiered_serializer_reads", sum.serial)
+	field("tiered_writes", sum.st.Writes)
+	field("tiered_written_bytes", sum.st.WrittenBytes)
+	field("tiered_pending_reads", sum.st.PendingReads)
+	field("tiered_pending_writes", sum.st.PendingWrite)
+	field("tiered_read_errors", sum.st.ReadErrors)
+	field("tiered_write_errors", sum.st.WriteErrors)
+	field("tiered_max_step_us", sum.step/1000)
+}
+
+// tierPreload loads the offloaded values of a coordinated command's keys
+// into memory before it runs: each shard issues the reads and stores the
+// bytes when they arrive; the coordinator waits (never a shard).
+func (x *Coord) tierPreload() {
+	ts := x.Srv.tiered
+	if ts == nil || x.local != nil || x.inTx || noLoadCommands[x.cmd.Name] {
+		return
+	}
+	pos := x.cmd.keys(nil, x.Args)
+	if len(pos) == 0 {
+		return
+	}
+	keys := make([][][]byte, len(ts.shards))
+	for _, i := range pos {
+		sid := x.Srv.ShardOf(x.Args[i])
+		keys[sid] = append(keys[sid], x.Args[i])
+	}
+	var wg sync.WaitGroup
+	for sid, ks := range keys {
+		if len(ks) == 0 {
+			continue
+		}
+		wg.Add(1)
+		t := ts.shards[sid]
+		t.sh.Send(tierFunc(func() { t.preload(t.sh.DBs[x.DB], ks, wg.Done) }))
+	}
+	wg.Wait()
+}
+
+// preload reads the offloaded values among keys and loads them into
+// memory, then calls done (on the shard goroutine, possibly at once).
+func (t *tierShard) preload(db *shard.DB, keys [][]byte, done func()) {
+	if t.entries == 0 {
+		done()
+		return
+	}
+	var segs []tiered.Segment
+	for _, k := range keys {
+		if v := db.Peek(k); v != nil && v.IsExternal() {
+			segs = append(segs, segOf(v))
+		}
+	}
+	if len(segs) == 0 {
+		done()
+		return
+	}
+	data := make(map[int64][]byte, len(segs))
+	var read []tiered.Segment // each segment once (a key may be named twice)
+	waiting := 0
+	finish := func() {
+		for _, k := range keys {
+			v := db.Peek(k)
+			if v == nil || !v.IsExternal() {
+				continue
+			}
+			if b, ok := data[segOf(v).Off]; ok && len(b) == v.StrLen() {
+				t.loads++
+				t.Free(v) // deferred until the Release below
+				v.SetStr(bytes.Clone(b))
+			}
+		}
+		for _, g := range read {
+			t.store.Release(g)
+		}
+		done()
+	}
+	for _, g := range segs {
+		if _, dup := data[g.Off]; dup {
+			continue
+		}
+		data[g.Off] = nil
+		read = append(read, g)
+		waiting++
+		t.store.Retain(g)
+		t.store.Read(g, func(b []byte, err error) {
+			if err != nil {
+				t.logErr(err)
+				delete(data, g.Off)
+			} else {
+				data[g.Off] = b
+			}
+			if waiting--; waiting == 0 {
+				finish()
+			}
+		})
+	}
+}

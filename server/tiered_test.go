@@ -1,0 +1,284 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tiered"
+)
+
+// faultFile is an in-memory backing file whose writes and reads can fail.
+type faultFile struct {
+	mu                sync.Mutex
+	data              []byte
+	writeErr, readErr error
+}
+
+func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.readErr != nil {
+		return 0, f.readErr
+	}
+	return copy(p, f.data[off:]), nil
+}
+
+func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.writeErr != nil {
+		return 0, f.writeErr
+	}
+	for int64(len(f.data)) < off+int64(len(p)) {
+		f.data = append(f.data, 0)
+	}
+	return copy(f.data[off:], p), nil
+}
+
+func (f *faultFile) Close() error { return nil }
+
+func (f *faultFile) set(w, r error) {
+	f.mu.Lock()
+	f.writeErr, f.readErr = w, r
+	f.mu.Unlock()
+}
+
+// tierServer is a one-shard server with tiering on a faultFile, its shard
+// running on its own goroutine; offload steps are run by hand.
+func tierServer(t *testing.T) (*Server, *tierShard, *faultFile) {
+	f := &faultFile{}
+	old := openTierFile
+	openTierFile = func(string) (tiered.File, error) { return f, nil }
+	t.Cleanup(func() { openTierFile = old })
+	cfg := DefaultConfig()
+	cfg.Shards, cfg.Databases = 1, 1
+	cfg.TieredPrefix = t.TempDir() + "/tier"
+	srv := New(cfg, NewLogger(io.Discard, "notice"))
+	if srv.tiered == nil {
+		t.Fatal("tiering not set up")
+	}
+	sh := srv.shards[0]
+	sh.Start()
+	t.Cleanup(func() { sh.Stop(); srv.tiered.pool.Close() })
+	return srv, srv.tiered.shards[0], f
+}
+
+// offload runs steps (each waiting for its writes) until one whole pass
+// over the table has been made.
+func offload(t *testing.T, srv *Server, ts *tierShard) {
+	t.Helper()
+	for i := 0; i < 40; i++ {
+		srv.OnShard(0, func(*shard.Shard) {
+			ts.backoff, ts.idle = time.Time{}, false
+			ts.budget.Store(1 << 30)
+		})
+		srv.OnShard(0, func(s *shard.Shard) { ts.Run(s) })
+		waitWrites(t, srv, ts)
+	}
+}
+
+func waitWrites(t *testing.T, srv *Server, ts *tierShard) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		var pending int
+		srv.OnShard(0, func(*shard.Shard) { pending = ts.writes })
+		if pending == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("writes never completed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestTieredWriteErrorsKeepValuesInMemory(t *testing.T) {
+	srv, ts, f := tierServer(t)
+	vals := map[string][]byte{}
+	srv.OnShard(0, func(s *shard.Shard) {
+		for i := 0; i < 50; i++ {
+			k := "key" + strconv.Itoa(i)
+			vals[k] = bytes.Repeat([]byte{byte('a' + i%26)}, 100+i*40)
+			s.DBs[0].Insert([]byte(k), shard.NewString(vals[k]))
+		}
+	})
+	check := func(what string, wantExternal bool) {
+		t.Helper()
+		srv.OnShard(0, func(s *shard.Shard) {
+			for k, want := range vals {
+				v := s.DBs[0].Peek([]byte(k))
+				if v.IsExternal() != wantExternal {
+					t.Errorf("%s: %s external=%v", what, k, v.IsExternal())
+					continue
+				}
+				if !wantExternal && !bytes.Equal(v.Str(), want) {
+					t.Errorf("%s: %s holds other bytes", what, k)
+				}
+			}
+		})
+	}
+	for _, e := range []error{syscall.ENOSPC, syscall.EIO} {
+		f.set(e, nil)
+		offload(t, srv, ts)
+		check(e.Error(), false)
+		srv.OnShard(0, func(*shard.Shard) {
+			if ts.store.Stats.WriteErrors == 0 || ts.entries != 0 || ts.store.Allocator().Segments != 0 {
+				t.Errorf("%v: stats %+v entries %d segments %d", e, ts.store.Stats, ts.entries, ts.store.Allocator().Segments)
+			}
+		})
+	}
+	// The disk recovers: everything is offloaded and reads back.
+	f.set(nil, nil)
+	offload(t, srv, ts)
+	check("recovered", true)
+	srv.OnShard(0, func(s *shard.Shard) {
+		if ts.entries != 50 {
+			t.Errorf("%d offloaded, want 50", ts.entries)
+		}
+		_, v := s.DBs[0].Find([]byte("key7")) // the blocking fallback loads it
+		if v.IsExternal() || !bytes.Equal(v.Str(), vals["key7"]) || ts.entries != 49 {
+			t.Errorf("Find did not load key7 back (entries %d)", ts.entries)
+		}
+	})
+	// A read error: the value stays offloaded, a serializer fails.
+	f.set(nil, syscall.EIO)
+	srv.OnShard(0, func(s *shard.Shard) {
+		_, v := s.DBs[0].Find([]byte("key8"))
+		if !v.IsExternal() {
+			t.Error("a failed load changed the value")
+		}
+		e := rdb.NewEncoder(nil)
+		encodeValue(e, []byte("key8"), tierView(s, e, v), rdb.Meta{})
+		if !errors.Is(e.Err(), syscall.EIO) {
+			t.Errorf("encoder error %v, want EIO", e.Err())
+		}
+	})
+	f.set(nil, nil)
+	// Deleting, overwriting and flushing free the space.
+	srv.OnShard(0, func(s *shard.Shard) {
+		db := s.DBs[0]
+		db.Delete(db.Table.Find("key9"))
+		db.Set([]byte("key10"), shard.NewString([]byte("small")), false)
+		if ts.entries != 47 {
+			t.Errorf("entries %d after a delete and an overwrite, want 47", ts.entries)
+		}
+		db.Flush()
+		if ts.entries != 0 || ts.store.Allocator().Segments != 0 {
+			t.Errorf("after FLUSH: %d entries, %d segments", ts.entries, ts.store.Allocator().Segments)
+		}
+	})
+}
+
+// TestTieredChangedDuringWrite: a value changed while its write is in
+// flight keeps its new bytes and the written space is freed.
+func TestTieredChangedDuringWrite(t *testing.T) {
+	srv, ts, _ := tierServer(t)
+	srv.OnShard(0, func(s *shard.Shard) {
+		s.DBs[0].Insert([]byte("a"), shard.NewString(bytes.Repeat([]byte("x"), 500)))
+		s.DBs[0].Insert([]byte("b"), shard.NewString(bytes.Repeat([]byte("y"), 500)))
+	})
+	srv.OnShard(0, func(s *shard.Shard) {
+		ts.budget.Store(1 << 30)
+		ts.Run(s) // the writes are now in flight
+		it, _ := s.DBs[0].Find([]byte("a"))
+		p := s.DBs[0].Mutate(it)
+		p.SetStr(append(p.Str(), 'z'))
+	})
+	waitWrites(t, srv, ts)
+	srv.OnShard(0, func(s *shard.Shard) {
+		a, b := s.DBs[0].Peek([]byte("a")), s.DBs[0].Peek([]byte("b"))
+		if a.IsExternal() || a.StrLen() != 501 {
+			t.Errorf("a: external %v len %d", a.IsExternal(), a.StrLen())
+		}
+		if !b.IsExternal() {
+			t.Error("b not offloaded")
+		}
+		if ts.entries != 1 || ts.store.Allocator().Segments != 1 {
+			t.Errorf("entries %d segments %d, want 1 and 1", ts.entries, ts.store.Allocator().Segments)
+		}
+	})
+}
+
+// TestTieredAsyncReadOutlivesDelete: the snapshot's read API delivers the
+// bytes a value had even when it is deleted before the read completes, and
+// its space is freed only after.
+func TestTieredAsyncReadOutlivesDelete(t *testing.T) {
+	srv, ts, f := tierServer(t)
+	want := bytes.Repeat([]byte("q"), 3000)
+	srv.OnShard(0, func(s *shard.Shard) { s.DBs[0].Insert([]byte("k"), shard.NewString(want)) })
+	offload(t, srv, ts)
+	got := make(chan []byte, 1)
+	f.mu.Lock() // hold the read until the delete is done
+	srv.OnShard(0, func(s *shard.Shard) {
+		v := s.DBs[0].Peek([]byte("k"))
+		if !v.IsExternal() {
+			t.Error("not offloaded")
+			got <- want
+			return
+		}
+		s.Tier().Read(v, func(data []byte, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			if ts.store.Allocator().Segments != 1 {
+				t.Error("space freed before the read's callback")
+			}
+			got <- bytes.Clone(data)
+		})
+		s.DBs[0].Delete(s.DBs[0].Table.Find("k"))
+	})
+	f.mu.Unlock()
+	if d := <-got; !bytes.Equal(d, want) {
+		t.Fatalf("read %d bytes of other data", len(d))
+	}
+	srv.OnShard(0, func(*shard.Shard) {
+		if ts.store.Allocator().Segments != 0 || ts.entries != 0 {
+			t.Errorf("space not freed after the read: %d segments", ts.store.Allocator().Segments)
+		}
+	})
+}
+
+type nopHook struct{}
+
+func (nopHook) PreUpdate(*shard.DB, shard.Iterator) {}
+func (nopHook) PreDelete(*shard.DB, shard.Iterator) {}
+func (nopHook) PreInsert(*shard.DB, string)         {}
+func (nopHook) PreFlush(*shard.DB)                  {}
+
+// TestTieredFlushDuringSnapshot: a flush while a snapshot runs (which may
+// still walk the old tables) frees the space only after the snapshot.
+func TestTieredFlushDuringSnapshot(t *testing.T) {
+	srv, ts, _ := tierServer(t)
+	srv.OnShard(0, func(s *shard.Shard) {
+		for i := 0; i < 10; i++ {
+			s.DBs[0].Insert([]byte("k"+strconv.Itoa(i)), shard.NewString(bytes.Repeat([]byte("v"), 700)))
+		}
+	})
+	offload(t, srv, ts)
+	var h nopHook
+	srv.OnShard(0, func(s *shard.Shard) {
+		if ts.entries != 10 {
+			t.Errorf("%d offloaded", ts.entries)
+		}
+		s.AddHook(h)
+		s.DBs[0].Flush()
+		ts.budget.Store(0)
+		ts.Run(s)
+		if ts.entries != 0 || ts.store.Allocator().Segments != 10 {
+			t.Errorf("during the snapshot: entries %d, segments %d (want 0, 10)", ts.entries, ts.store.Allocator().Segments)
+		}
+		s.RemoveHook(h)
+		ts.Run(s)
+		if ts.store.Allocator().Segments != 0 {
+			t.Errorf("after the snapshot: %d segments", ts.store.Allocator().Segments)
+		}
+	})
+}

@@ -1,0 +1,597 @@
+package tests
+
+// Tiered storage end to end (server/tiered.go): with --tiered_prefix and no
+// maxmemory every string of at least --tiered_min_value_size bytes is
+// offloaded, so every command below meets offloaded values.
+
+import (
+	"fmt"
+	"math/rand"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func needDfly(t *testing.T) {
+	t.Helper()
+	if IsRedis() {
+		t.Skip("dfly-only: tiered storage")
+	}
+}
+
+// tieredInfo is INFO tiered as a map.
+func tieredInfo(t *testing.T, c *RawConn) map[string]int64 {
+	t.Helper()
+	r := c.Do("INFO", "tiered")
+	if r.IsError() {
+		t.Fatalf("INFO tiered: %s", r.Str)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(r.Str, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			out[k] = n
+		}
+	}
+	return out
+}
+
+// waitOffloaded waits until at least n values are offloaded and no write
+// is in flight.
+func waitOffloaded(t *testing.T, c *RawConn, n int64) map[string]int64 {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		in := tieredInfo(t, c)
+		if in["tiered_entries"] >= n && in["tiered_pending_writes"] == 0 {
+			return in
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("offloading stalled: %v", in)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func startTiered(t *testing.T, dir string, extra ...string) *Server {
+	t.Helper()
+	flags := append([]string{"--dir", dir, "--tiered_prefix", filepath.Join(dir, "tier"),
+		"--tiered_min_value_size", "64"}, extra...)
+	return StartServer(t, flags...)
+}
+
+// tieredModel is the expected dataset of string keys; ttl holds the keys
+// that have a (long) TTL.
+type tieredModel map[string]string
+
+func (m tieredModel) check(t *testing.T, c *RawConn, ttl map[string]bool, seed int64, what string) {
+	t.Helper()
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		c.Send("PTTL", k)
+	}
+	for _, k := range keys {
+		if got := c.MustRead().Int; (got > 0) != ttl[k] {
+			t.Fatalf("seed %d, %s: PTTL %s = %d, want a TTL: %v", seed, what, k, got, ttl[k])
+		}
+	}
+	if n := c.Do("DBSIZE").Int; n != int64(len(m)) {
+		t.Fatalf("seed %d, %s: DBSIZE %d, model has %d keys", seed, what, n, len(m))
+	}
+	// Pipelined GETs: one batch meets many offloaded values.
+	for _, k := range keys {
+		c.Send("GET", k)
+	}
+	for _, k := range keys {
+		r := c.MustRead()
+		if r.Kind != KindBulk || r.Str != m[k] {
+			t.Fatalf("seed %d, %s: GET %s = %s (%d bytes), want %d bytes", seed, what, k, truncate(r.Str, 40), len(r.Str), len(m[k]))
+		}
+	}
+	// MGET across shards takes the coordinator (the blocking fallback).
+	args := append([]string{"MGET"}, keys...)
+	r := c.Do(args...)
+	for i, k := range keys {
+		if r.Elems[i].Str != m[k] {
+			t.Fatalf("seed %d, %s: MGET %s = %d bytes, want %d", seed, what, k, len(r.Elems[i].Str), len(m[k]))
+		}
+	}
+}
+
+func randValue(r *rand.Rand) string {
+	n := r.Intn(200)
+	switch r.Intn(4) {
+	case 0:
+		n = 64 + r.Intn(3000)
+	case 1:
+		n = 4000 + r.Intn(12000) // page runs
+	}
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + r.Intn(26))
+	}
+	return string(b)
+}
+
+// TestTieredModel runs random string commands against a model while values
+// are offloaded, then checks every value after offloading, after a SAVE and
+// restart on the same --dir, and after DEBUG RELOAD.
+func TestTieredModel(t *testing.T) {
+	needDfly(t)
+	seed := time.Now().UnixNano()
+	if s := lookupSeed(); s != 0 {
+		seed = s
+	}
+	t.Logf("seed %d (DFLY_TIERED_SEED to repeat)", seed)
+	r := rand.New(rand.NewSource(seed))
+	dir := t.TempDir()
+	srv := startTiered(t, dir)
+	c := srv.Raw(t)
+	m := tieredModel{}
+	ttl := map[string]bool{}
+	key := func() string { return "k" + strconv.Itoa(r.Intn(120)) }
+	for round := 0; round < 6; round++ {
+		for i := 0; i < 300; i++ {
+			if i%60 == 59 {
+				time.Sleep(15 * time.Millisecond) // let offloading catch up mid-round
+			}
+			k := key()
+			_, exists := m[k]
+			switch op := r.Intn(12); op {
+			case 0, 1:
+				v := randValue(r)
+				if r.Intn(4) == 0 {
+					mustOK(t, c.Do("SET", k, v, "EX", "100000"), "set ex")
+					ttl[k] = true
+				} else {
+					mustOK(t, c.Do("SET", k, v), "set")
+					delete(ttl, k)
+				}
+				m[k] = v
+			case 2:
+				v := randValue(r)
+				got := c.Do("SET", k, v, "GET")
+				if old, ok := m[k]; ok != (got.Kind == KindBulk) || got.Str != old {
+					t.Fatalf("seed %d: SET GET %s returned %d bytes, want %d", seed, k, len(got.Str), len(old))
+				}
+				m[k] = v
+				delete(ttl, k)
+			case 3:
+				a := randValue(r)
+				a = a[:min(len(a), r.Intn(100))]
+				n := c.Do("APPEND", k, a).Int
+				m[k] += a
+				if n != int64(len(m[k])) {
+					t.Fatalf("seed %d: APPEND %s = %d, want %d", seed, k, n, len(m[k]))
+				}
+			case 4:
+				off := r.Intn(len(m[k]) + 10)
+				p := randValue(r)
+				p = p[:min(len(p), r.Intn(50))]
+				if len(p) == 0 {
+					p = "x"
+				}
+				c.Do("SETRANGE", k, strconv.Itoa(off), p)
+				v := []byte(m[k])
+				for len(v) < off+len(p) {
+					v = append(v, 0)
+				}
+				copy(v[off:], p)
+				m[k] = string(v)
+			case 5:
+				n := c.Do("DEL", k).Int
+				if (n == 1) != exists {
+					t.Fatalf("seed %d: DEL %s = %d", seed, k, n)
+				}
+				delete(m, k)
+				delete(ttl, k)
+			case 6:
+				// Expiry of an offloaded value (EXPIRE does not load it).
+				if exists {
+					c.Do("PEXPIRE", k, "5")
+					delete(m, k)
+					delete(ttl, k)
+					time.Sleep(10 * time.Millisecond)
+					if got := c.Do("EXISTS", k).Int; got != 0 {
+						t.Fatalf("seed %d: %s exists after its TTL", seed, k)
+					}
+				}
+			case 7:
+				if got := c.Do("STRLEN", k).Int; got != int64(len(m[k])) {
+					t.Fatalf("seed %d: STRLEN %s = %d, want %d", seed, k, got, len(m[k]))
+				}
+			case 8:
+				if exists {
+					s, e := r.Intn(len(m[k])+1), r.Intn(len(m[k])+1)
+					got := c.Do("GETRANGE", k, strconv.Itoa(s), strconv.Itoa(e))
+					want := ""
+					if s <= e && s < len(m[k]) {
+						want = m[k][s:min(e+1, len(m[k]))]
+					}
+					if got.Str != want {
+						t.Fatalf("seed %d: GETRANGE %s %d %d wrong", seed, k, s, e)
+					}
+				}
+			case 9:
+				got := c.Do("GETDEL", k)
+				if got.Str != m[k] {
+					t.Fatalf("seed %d: GETDEL %s wrong", seed, k)
+				}
+				delete(m, k)
+				delete(ttl, k)
+			case 10:
+				// COPY and RENAME move or duplicate offloaded values.
+				dst := key()
+				if exists && dst != k {
+					if r.Intn(2) == 0 {
+						c.Do("COPY", k, dst, "REPLACE")
+						m[dst] = m[k]
+						ttl[dst] = ttl[k]
+					} else {
+						c.Do("RENAME", k, dst)
+						m[dst] = m[k]
+						ttl[dst] = ttl[k]
+						delete(m, k)
+						delete(ttl, k)
+					}
+				}
+			case 11:
+				// A pipeline mixing reads and writes of the same keys.
+				k2 := key()
+				v := randValue(r)
+				c.Send("GET", k)
+				c.Send("APPEND", k2, "tail")
+				c.Send("GET", k2)
+				c.Send("SET", k, v)
+				c.Send("GET", k)
+				g1, _, g2, _, g3 := c.MustRead(), c.MustRead(), c.MustRead(), c.MustRead(), c.MustRead()
+				want1 := m[k]
+				m[k2] += "tail"
+				want2 := m[k2]
+				if k == k2 {
+					want2 = want1 + "tail"
+				}
+				m[k] = v
+				delete(ttl, k)
+				if g1.Str != want1 || g2.Str != want2 || g3.Str != v {
+					t.Fatalf("seed %d: pipeline on %s %s read wrong values", seed, k, k2)
+				}
+			}
+		}
+		in := waitOffloaded(t, c, 1)
+		m.check(t, c, ttl, seed, fmt.Sprintf("round %d (%d offloaded)", round, in["tiered_entries"]))
+	}
+	in := tieredInfo(t, c)
+	if in["tiered_reads"] == 0 || in["tiered_read_serves"] == 0 || in["tiered_loads"] == 0 {
+		t.Fatalf("seed %d: offloaded values were never read back: %v", seed, in)
+	}
+	t.Logf("tiered: %v", in)
+	// DEBUG RELOAD saves (reading offloaded values) and loads.
+	waitOffloaded(t, c, 1)
+	mustOK(t, c.Do("DEBUG", "RELOAD"), "debug reload")
+	m.check(t, c, ttl, seed, "after DEBUG RELOAD")
+	// SAVE, restart on the same --dir.
+	waitOffloaded(t, c, 1)
+	mustOK(t, c.Do("SAVE"), "save")
+	srv.Terminate(10 * time.Second)
+	srv2 := startTiered(t, dir)
+	c2 := srv2.Raw(t)
+	m.check(t, c2, ttl, seed, "after restart")
+	waitOffloaded(t, c2, 1)
+	m.check(t, c2, ttl, seed, "after restart and offloading")
+}
+
+func lookupSeed() int64 {
+	if v, ok := lookupEnv("DFLY_TIERED_SEED"); ok {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		return n
+	}
+	return 0
+}
+
+// TestTieredConcurrentAppendsAndReads: clients append unique tokens to a
+// few offloaded keys while others read them; no append is lost and every
+// read sees a prefix of the final value.
+func TestTieredConcurrentAppendsAndReads(t *testing.T) {
+	needDfly(t)
+	srv := startTiered(t, t.TempDir())
+	c := srv.Raw(t)
+	base := strings.Repeat("B", 2000)
+	keys := []string{"ca", "cb", "cc"}
+	for _, k := range keys {
+		mustOK(t, c.Do("SET", k, base), "set")
+	}
+	const writers, appends = 4, 150
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	errs := make(chan string, 16)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			wc := DialRaw(t, srv.Addr)
+			for i := 0; i < appends; i++ {
+				wc.Do("APPEND", keys[i%len(keys)], fmt.Sprintf("<%d.%d>", w, i))
+				if i%10 == 0 {
+					time.Sleep(3 * time.Millisecond) // let the values be offloaded again
+				}
+			}
+		}(w)
+	}
+	var readers sync.WaitGroup
+	for rd := 0; rd < 3; rd++ {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			rc := DialRaw(t, srv.Addr)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for _, k := range keys {
+					rc.Send("GET", k)
+				}
+				for range keys {
+					v := rc.MustRead().Str
+					if !strings.HasPrefix(v, base) {
+						select {
+						case errs <- fmt.Sprintf("read %d bytes not starting with the base value", len(v)):
+						default:
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	readers.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	waitOffloaded(t, c, int64(len(keys)))
+	for i, k := range keys {
+		v := c.Do("GET", k).Str
+		for w := 0; w < writers; w++ {
+			for j := i; j < appends; j += len(keys) {
+				if n := strings.Count(v, fmt.Sprintf("<%d.%d>", w, j)); n != 1 {
+					t.Fatalf("%s holds token <%d.%d> %d times", k, w, j, n)
+				}
+			}
+		}
+	}
+	in := tieredInfo(t, c)
+	if in["tiered_reads"] == 0 {
+		t.Fatalf("no offloaded value was read: %v", in)
+	}
+	t.Logf("tiered: %v", in)
+}
+
+// TestTieredSharedReads: many clients reading one offloaded value at once
+// get it right (their reads share I/O where they overlap).
+func TestTieredSharedReads(t *testing.T) {
+	needDfly(t)
+	srv := startTiered(t, t.TempDir())
+	c := srv.Raw(t)
+	val := strings.Repeat("0123456789", 900)
+	mustOK(t, c.Do("SET", "hot", val), "set")
+	waitOffloaded(t, c, 1)
+	var wg sync.WaitGroup
+	bad := make(chan int, 64)
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rc := DialRaw(t, srv.Addr)
+			for j := 0; j < 20; j++ {
+				rc.Send("GET", "hot")
+			}
+			for j := 0; j < 20; j++ {
+				if v := rc.MustRead().Str; v != val {
+					bad <- len(v)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(bad)
+	for n := range bad {
+		t.Fatalf("read %d bytes, want %d", n, len(val))
+	}
+	in := tieredInfo(t, c)
+	if in["tiered_entries"] != 1 || in["tiered_loads"] != 0 {
+		t.Fatalf("GETs loaded the value back into memory: %v", in)
+	}
+	t.Logf("reads %d, shared %d", in["tiered_reads"], in["tiered_shared_reads"])
+}
+
+// TestTieredFileFull: when the backing file cannot grow, values stay in
+// memory, the failure is counted, and nothing is lost.
+func TestTieredFileFull(t *testing.T) {
+	needDfly(t)
+	srv := startTiered(t, t.TempDir(), "--tiered_max_file_size", "16kb", "--shards", "1")
+	c := srv.Raw(t)
+	want := map[string]string{}
+	for i := 0; i < 40; i++ {
+		k := "f" + strconv.Itoa(i)
+		want[k] = strings.Repeat(strconv.Itoa(i%10), 1000+i)
+		mustOK(t, c.Do("SET", k, want[k]), "set")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var in map[string]int64
+	for {
+		in = tieredInfo(t, c)
+		if in["tiered_write_errors"] > 0 && in["tiered_pending_writes"] == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no write error reported: %v", in)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if in["tiered_file_size"] > 16<<10 || in["tiered_entries"] == 0 || in["tiered_entries"] >= 40 {
+		t.Fatalf("want some values offloaded within 16 KiB, the rest in memory: %v", in)
+	}
+	for k, v := range want {
+		if got := c.Do("GET", k).Str; got != v {
+			t.Fatalf("%s lost: %d bytes, want %d", k, len(got), len(v))
+		}
+	}
+	if !strings.Contains(srv.Output(), "tiered storage") {
+		t.Fatalf("the failure was not logged:\n%s", srv.Output())
+	}
+}
+
+// TestTieredSnapshotEquality: BGSAVE with tiering on writes the same data
+// as with tiering off: both files load to equal datasets and equal DUMPs.
+func TestTieredSnapshotEquality(t *testing.T) {
+	needDfly(t)
+	dirOn, dirOff := t.TempDir(), t.TempDir()
+	on := startTiered(t, dirOn)
+	off := StartServer(t, "--dir", dirOff)
+	con, coff := on.Raw(t), off.Raw(t)
+	r := rand.New(rand.NewSource(1))
+	for _, c := range []*RawConn{con, coff} {
+		fillAllTypes(t, c, 0)
+		fillAllTypes(t, c, 3)
+	}
+	for i := 0; i < 300; i++ {
+		k, v := "s"+strconv.Itoa(i), randValue(r)
+		ttl := strconv.Itoa(100000 + i)
+		for _, c := range []*RawConn{con, coff} {
+			if i%7 == 0 {
+				mustOK(t, c.Do("SET", k, v, "EX", ttl), "set")
+			} else {
+				mustOK(t, c.Do("SET", k, v), "set")
+			}
+		}
+	}
+	in := waitOffloaded(t, con, 200)
+	t.Logf("offloaded %d values", in["tiered_entries"])
+	bgsave := func(c *RawConn, dir string) {
+		t.Helper()
+		mustOK(t, c.Do("BGSAVE"), "bgsave")
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(c.Do("INFO", "persistence").Str, "rdb_bgsave_in_progress:0") {
+			if time.Now().After(deadline) {
+				t.Fatal("BGSAVE did not finish")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	bgsave(con, dirOn)
+	bgsave(coff, dirOff)
+	if in := tieredInfo(t, con); in["tiered_entries"] < 200 || in["tiered_serializer_reads"] < 200 {
+		t.Fatalf("BGSAVE did not read the offloaded values, or loaded them back: %v", in)
+	}
+	// Load both files into plain servers and compare.
+	lon, loff := StartServer(t, "--dir", dirOn), StartServer(t, "--dir", dirOff)
+	a, b := lon.Raw(t), loff.Raw(t)
+	da, db := dataset(t, a, []int{0, 3}), dataset(t, b, []int{0, 3})
+	compareDatasets(t, db, da, "tiered BGSAVE vs in-memory BGSAVE")
+	if len(da) != len(db) {
+		t.Fatalf("%d keys vs %d", len(da), len(db))
+	}
+	for i := 0; i < 300; i++ {
+		k := "s" + strconv.Itoa(i)
+		if x, y := a.Do("DUMP", k).Str, b.Do("DUMP", k).Str; x != y {
+			t.Fatalf("DUMP %s differs", k)
+		}
+	}
+	// DUMP of an offloaded value equals the in-memory one on the live servers.
+	for i := 0; i < 300; i += 17 {
+		k := "s" + strconv.Itoa(i)
+		if x, y := con.Do("DUMP", k).Str, coff.Do("DUMP", k).Str; x != y {
+			t.Fatalf("live DUMP %s differs", k)
+		}
+	}
+}
+
+// TestTieredMetaCommandsDoNotRead: commands that need no string bytes run
+// on offloaded values without reading them, and deleting frees the space.
+func TestTieredMetaCommandsDoNotRead(t *testing.T) {
+	needDfly(t)
+	srv := startTiered(t, t.TempDir())
+	c := srv.Raw(t)
+	var keys []string
+	for i := 0; i < 20; i++ {
+		k := "m" + strconv.Itoa(i)
+		keys = append(keys, k)
+		mustOK(t, c.Do("SET", k, strings.Repeat("v", 500+i)), "set")
+	}
+	waitOffloaded(t, c, 20)
+	if n := c.Do(append([]string{"EXISTS"}, keys...)...).Int; n != 20 {
+		t.Fatalf("EXISTS = %d", n)
+	}
+	for _, k := range keys[:5] {
+		c.Do("EXPIRE", k, "1000")
+		c.Do("TTL", k)
+		c.Do("TYPE", k)
+		if n := c.Do("STRLEN", k).Int; n < 500 {
+			t.Fatalf("STRLEN %s = %d", k, n)
+		}
+	}
+	mustOK(t, c.Do("SET", "m19", "small"), "set") // overwrite frees
+	in := tieredInfo(t, c)
+	if in["tiered_reads"] != 0 || in["tiered_entries"] != 19 {
+		t.Fatalf("meta commands read offloaded values or kept the overwritten one: %v", in)
+	}
+	if n := c.Do(append([]string{"DEL"}, keys...)...).Int; n != 20 {
+		t.Fatalf("DEL = %d", n)
+	}
+	in = tieredInfo(t, c)
+	if in["tiered_reads"] != 0 || in["tiered_entries"] != 0 || in["tiered_allocated_bytes"] != 0 {
+		t.Fatalf("DEL read values or left space allocated: %v", in)
+	}
+}
+
+// TestTieredDflyFormat: SAVE in the dfly format (a file per shard) writes
+// offloaded values, and they load back after a restart.
+func TestTieredDflyFormat(t *testing.T) {
+	needDfly(t)
+	dir := t.TempDir()
+	srv := startTiered(t, dir, "--dbformat", "dfly")
+	c := srv.Raw(t)
+	r := rand.New(rand.NewSource(2))
+	want := map[string]string{}
+	for i := 0; i < 100; i++ {
+		k := "d" + strconv.Itoa(i)
+		want[k] = randValue(r)
+		mustOK(t, c.Do("SET", k, want[k]), "set")
+	}
+	waitOffloaded(t, c, 30)
+	mustOK(t, c.Do("SAVE"), "save")
+	if in := tieredInfo(t, c); in["tiered_serializer_reads"] == 0 {
+		t.Fatalf("SAVE read no offloaded value: %v", in)
+	}
+	// BGSAVE (the snapshot reads offloaded values asynchronously).
+	want["d0"] = "changed after SAVE"
+	mustOK(t, c.Do("SET", "d0", want["d0"]), "set")
+	waitOffloaded(t, c, 30)
+	mustOK(t, c.Do("BGSAVE"), "bgsave")
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(c.Do("INFO", "persistence").Str, "rdb_bgsave_in_progress:0"); {
+		if time.Now().After(deadline) {
+			t.Fatal("BGSAVE did not finish")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	srv.Terminate(10 * time.Second)
+	c2 := startTiered(t, dir, "--dbformat", "dfly").Raw(t)
+	for k, v := range want {
+		if got := c2.Do("GET", k); got.Str != v {
+			t.Fatalf("%s: %d bytes after restart, want %d", k, len(got.Str), len(v))
+		}
+	}
+}

@@ -1,0 +1,24 @@
+// Package tiered keeps large string values of one shard in a backing file
+// (DESIGN §7): an allocator that places them (small values packed into
+// shared 4 KiB pages by size class, big ones on whole page runs), and a
+// Store that writes and reads them through a pool of I/O goroutines.
+//
+// What it never does: block its owner. A Store belongs to one shard
+// goroutine (the owner); every method except ReadSync runs there and
+// returns at once. File I/O happens on pool goroutines, whose results are
+// posted back to the owner (the post function, shard.Send in the server)
+// so callbacks run on the owner too. ReadSync is the one blocking read, for
+// callers that cannot wait (SAVE, DEBUG RELOAD, the fallback of paths that
+// were not loaded ahead).
+//
+// Invariants:
+//   - A segment's space is reused only after it is freed and no read of it
+//     is pending and no holder retains it (Retain/Release): a read never
+//     returns bytes of another value.
+//   - Concurrent reads of one segment share one I/O (one ReadAt, every
+//     callback gets the same bytes, which they must not modify).
+//   - A failed write frees its segments and reports the error; the caller
+//     keeps its values in memory, so nothing is lost.
+//   - The allocator is plain state driven by method calls, without I/O, so
+//     tests drive it step by step.
+package tiered
