@@ -47,6 +47,8 @@ type Config struct {
 	// SnapshotReference, for tests: every BGSAVE also writes the dataset
 	// at its cut to this RDB file, synchronously, in the cut's own step.
 	SnapshotReference string
+	// SnapshotStep is a snapshot's work per step (--snapshot_step).
+	SnapshotStep time.Duration
 	// Replication (repl_master.go): each shard's journal backlog in bytes
 	// (the stream backlog for PSYNC holds this times the shard count),
 	// how long the backlog outlives the last replica, and the output
@@ -65,7 +67,7 @@ func DefaultConfig() *Config {
 		Databases: 16, LogLevel: "notice", ProtoMaxBulk: 512 << 20, QueryBufMax: 1 << 30,
 		ProtectedMode: true, DBFormat: "rdb",
 		TieredMinValueSize: 64, TieredOffloadThreshold: 0.5,
-		SerializationMaxChunk: 64 << 10, PointInTime: true,
+		SerializationMaxChunk: 64 << 10, PointInTime: true, SnapshotStep: 100 * time.Microsecond,
 		ReplBacklogSize: 1 << 20, ReplBacklogTTL: time.Hour, ReplClientBufferLimit: 256 << 20,
 	}
 }

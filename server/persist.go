@@ -498,6 +498,7 @@ func persistInfo(s *Server, writes, saveKeys uint64, field func(k string, v any)
 	field("snapshot_moved_saved", st.MovedSaved)
 	field("snapshot_inline_drains", st.InlineDrains)
 	field("snapshot_max_stall_usec", st.MaxStall.Microseconds())
+	field("snapshot_max_stall_wall_usec", st.MaxStallWall.Microseconds())
 }
 
 func boolInt(b bool) int {

@@ -457,6 +457,11 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, bar *txBarrier, fullSyncC
 				if err := apply(); err != nil {
 					return err
 				}
+				// This flow's baseline records must be in the shards before
+				// the transaction runs, which may happen on another flow's
+				// goroutine: dispatch them and wait.
+				flushLoad()
+				wg.Wait()
 				if err := l.commitPart(bar, a, flushLoad, append(part, e)); err != nil {
 					return err
 				}

@@ -17,6 +17,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/snapshot"
 )
 
 // Version is what INFO and HELLO report; redis_version stays 7.x so
@@ -82,6 +83,9 @@ type shardCmdStats struct{ calls map[*Command]uint64 }
 func New(cfg *Config, log *Logger) *Server {
 	if cfg.Shards <= 0 {
 		cfg.Shards = runtime.GOMAXPROCS(0)
+	}
+	if cfg.SnapshotStep > 0 {
+		snapshot.SetStepBudget(cfg.SnapshotStep)
 	}
 	s := &Server{cfg: cfg, log: log, table: newTable(), conns: make(map[int64]*Conn),
 		ready: make(chan struct{}), done: make(chan struct{}), start: time.Now(), pubsub: newPubsub()}

@@ -121,8 +121,12 @@ const (
 )
 
 // stepBudget bounds one step, after which the shard serves commands again
-// (DESIGN §8.7). A variable so tests can step one bucket position at a time.
+// (DESIGN §8.7). A variable so tests can step one bucket position at a
+// time; SetStepBudget (--snapshot_step) sets it.
 var stepBudget = 100 * time.Microsecond
+
+// SetStepBudget sets the work per step; call it before any snapshot runs.
+func SetStepBudget(d time.Duration) { stepBudget = d }
 
 type keyRef struct {
 	db  int
@@ -203,6 +207,7 @@ type Slice struct {
 	scratch     []dash.Cursor
 	scratchBusy []*bucket
 	err         error
+	inRun       bool // in a step: the step's own timer covers the work
 
 	// Keys counts the keys written.
 	Keys uint64
@@ -312,7 +317,9 @@ func (sl *Slice) serializeBucket(db int, t *dash.Table[shard.Value], exp *dash.T
 		}
 		t.SetVersion(b, sl.version)
 	}
-	start := time.Now()
+	if !sl.inRun {
+		defer startStall().done()
+	}
 	var bk *bucket
 	now := sl.cutMs
 	if sl.opt.Mode == NonPIT {
@@ -351,7 +358,6 @@ func (sl *Slice) serializeBucket(db int, t *dash.Table[shard.Value], exp *dash.T
 		t.ForEach(b, func(it dash.Iterator) { bk.keys = append(bk.keys, keyRef{db, t.Key(it)}) })
 		sl.track(bk)
 	}
-	noteStall(time.Since(start))
 }
 
 // track makes bk a busy bucket: its own stream, its keys pinned (writers
@@ -638,7 +644,9 @@ func (sl *Slice) cover(bk *bucket) {
 // fully written (only when no gate parked it first). Untagged, the items
 // of earlier buckets go first (only one may be open).
 func (sl *Slice) drain(bk *bucket) {
-	start := time.Now()
+	if !sl.inRun {
+		defer startStall().done()
+	}
 	stats.drains.Add(1)
 	for bk.state != Covered {
 		head := bk
@@ -652,7 +660,6 @@ func (sl *Slice) drain(bk *bucket) {
 			break
 		}
 	}
-	noteStall(time.Since(start))
 }
 
 // finishKey completes the baseline of key before a mutation of it.
@@ -908,7 +915,9 @@ func (sl *Slice) Run(s *shard.Shard) {
 		return
 	}
 	start := time.Now()
-	defer func() { noteStall(time.Since(start)) }()
+	defer startStall().done()
+	sl.inRun = true
+	defer func() { sl.inRun = false }()
 	sl.push()
 	sl.release(s)
 	if sl.pendingBytes >= maxPending {

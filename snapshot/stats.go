@@ -18,7 +18,8 @@ var stats struct {
 	movedSaved              atomic.Int64 // non-PIT buckets written again on OnMoved
 	drains                  atomic.Int64 // mutations that had to finish a big value inline
 	delayedLoads            atomic.Int64 // values read from disk for a snapshot
-	maxStall                atomic.Int64 // longest step or hook serialization, ns
+	maxStall                atomic.Int64 // longest step or hook serialization, thread CPU ns
+	maxStallWall            atomic.Int64 // the same in wall time (includes being descheduled)
 }
 
 // Stats is a copy of the counters.
@@ -33,7 +34,11 @@ type Stats struct {
 	MovedSaved              int64
 	InlineDrains            int64
 	DelayedLoads            int64
-	MaxStall                time.Duration
+	// MaxStall is the longest step or hook serialization in CPU time of
+	// the shard's thread: the work the snapshot made the shard do at once.
+	// MaxStallWall is the same in wall time, which on a busy machine also
+	// counts time the thread was not running at all.
+	MaxStall, MaxStallWall time.Duration
 }
 
 // ReadStats returns the counters.
@@ -50,16 +55,41 @@ func ReadStats() Stats {
 		InlineDrains:            stats.drains.Load(),
 		DelayedLoads:            stats.delayedLoads.Load(),
 		MaxStall:                time.Duration(stats.maxStall.Load()),
+		MaxStallWall:            time.Duration(stats.maxStallWall.Load()),
 	}
 }
 
 // ResetMaxStall clears the longest stall (CONFIG RESETSTAT).
-func ResetMaxStall() { stats.maxStall.Store(0) }
+func ResetMaxStall() {
+	stats.maxStall.Store(0)
+	stats.maxStallWall.Store(0)
+}
 
-func noteStall(d time.Duration) {
+// stallTimer measures one stretch of work on the shard's goroutine.
+type stallTimer struct {
+	wall time.Time
+	cpu  time.Duration
+}
+
+func startStall() stallTimer { return stallTimer{wall: time.Now(), cpu: threadCPU()} }
+
+// done records the stretch. The CPU time is the thread's: a goroutine
+// that moved to another thread meanwhile (rare in a short step) reads as
+// its wall time.
+func (t stallTimer) done() {
+	wall := time.Since(t.wall)
+	cpu := threadCPU() - t.cpu
+	if cpu < 0 || cpu > wall {
+		cpu = wall
+	}
+	raise(&stats.maxStall, int64(cpu))
+	raise(&stats.maxStallWall, int64(wall))
+}
+
+func raise(v *atomic.Int64, d int64) {
 	for {
-		cur := stats.maxStall.Load()
-		if int64(d) <= cur || stats.maxStall.CompareAndSwap(cur, int64(d)) {
+		cur := v.Load()
+		if d <= cur || v.CompareAndSwap(cur, d) {
 			return
 		}
 	}

@@ -167,6 +167,7 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 		return err
 	})
 	fs.StringVar(&cfg.SnapshotReference, "debug_snapshot_reference", "", "for tests: each BGSAVE also writes the dataset at its cut to this RDB file, stalling the cut")
+	fs.DurationVar(&cfg.SnapshotStep, "snapshot_step", cfg.SnapshotStep, "work a snapshot does per step before the shard serves clients again")
 	fs.BoolVar(&cfg.PointInTime, "point_in_time_snapshot", cfg.PointInTime, "replication full syncs send a point-in-time snapshot (false: non-PIT, the journal fills in)")
 	fs.Func("repl_backlog_size", "replication backlog per shard (default 1mb; the PSYNC backlog is this times the shards)", func(v string) error {
 		n, err := server.ParseMemory(v)

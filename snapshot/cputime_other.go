@@ -1,0 +1,8 @@
+//go:build !linux
+
+package snapshot
+
+import "time"
+
+// threadCPU is unknown here: stalls are measured in wall time only.
+func threadCPU() time.Duration { return 0 }
