@@ -687,15 +687,19 @@ func TestReplicaPartialResyncAfterCut(t *testing.T) {
 	replicaOf(t, rep, px.ln.Addr().String())
 	waitLinkUp(t, rep, 30*time.Second)
 	before := info(t, mc, "stats")
-	for i := 0; i < 3; i++ {
+	okBefore, _ := strconv.Atoi(before["sync_partial_ok"])
+	for i := 1; i <= 3; i++ {
 		time.Sleep(400 * time.Millisecond)
 		px.cut()
+		waitFor(t, 10*time.Second, "a partial resync after the cut", func() bool {
+			ok, _ := strconv.Atoi(info(t, mc, "stats")["sync_partial_ok"])
+			return ok >= okBefore+i
+		})
 		waitLinkUp(t, rep, 10*time.Second)
 	}
 	time.Sleep(300 * time.Millisecond)
 	settle(s)
 	after := info(t, mc, "stats")
-	okBefore, _ := strconv.Atoi(before["sync_partial_ok"])
 	okAfter, _ := strconv.Atoi(after["sync_partial_ok"])
 	if okAfter-okBefore < 3 {
 		t.Errorf("sync_partial_ok went from %d to %d after 3 cuts; sync_full %s -> %s",
