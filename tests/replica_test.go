@@ -907,3 +907,62 @@ func firstDiff(a, b string) string {
 	}
 	return fmt.Sprintf("at line %d (%s)\nmaster:\n%.1500s\nreplica:\n%.1500s", i, strings.SplitN(a, "\n", 2)[0], show(la), show(lb))
 }
+
+// TestReplicaCorruptMaster: a master that sends a corrupt payload, then a
+// malformed stream, never crashes the replica; the link is retried and
+// the server keeps serving (and can be promoted).
+func TestReplicaCorruptMaster(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	payloads := []string{
+		"$40\r\nREDIS0011\xfa\x09redis-ver\x057.0.15\xfe\x00\xfb\x05\x00\x00\x03key\xff\xff\xff\xff\xff\xff\xff\xff\xff",
+		"$EOF:" + strings.Repeat("m", 40) + "\r\nREDIS0099garbage" + strings.Repeat("m", 40),
+		"$18\r\nREDIS0011\xfe\x00\xfb\x01\x00\x00\x01k\x01v\xff" + "*2\r\n$3\r\nDEL\r\n$-5\r\n",
+		"$3\r\nab",
+	}
+	served := make(chan int, 16)
+	go func() {
+		for i := 0; ; i++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn, p string) {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for n := 0; n < 4; n++ { // PING, two REPLCONFs, PSYNC
+					if _, err := readReply(r); err != nil {
+						return
+					}
+					if n < 3 {
+						io.WriteString(c, "+OK\r\n")
+					}
+				}
+				io.WriteString(c, "+FULLRESYNC "+strings.Repeat("a", 40)+" 0\r\n"+p)
+				time.Sleep(300 * time.Millisecond)
+				served <- 1
+			}(c, payloads[i%len(payloads)])
+		}
+	}()
+	rep := startReplica(t)
+	replicaOf(t, rep, ln.Addr().String())
+	for i := 0; i < 2*len(payloads); i++ {
+		select {
+		case <-served:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the replica stopped retrying after %d links", i)
+		}
+	}
+	rc := rep.Raw(t)
+	if r := rc.Do("PING"); r.Str != "PONG" {
+		t.Fatalf("PING: %v", r)
+	}
+	if m := info(t, rc, "replication"); m["master_link_status"] != "down" {
+		t.Errorf("link status %q after corrupt payloads", m["master_link_status"])
+	}
+	mustOK(t, rc.Do("REPLICAOF", "NO", "ONE"), "replicaof no one")
+	mustOK(t, rc.Do("SET", "k", "v"), "set after promotion")
+}
