@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"io"
 	"math"
 	"sync"
@@ -43,6 +44,9 @@ type replApplier struct {
 	load    []chan struct{}
 	errs    atomic.Int64
 	lastLog atomic.Int64
+	// failed and lastFailure: error replies noted on the shards.
+	failed      atomic.Int64
+	lastFailure atomic.Pointer[string]
 }
 
 // applyLoadInflight bounds the decoded RDB batches queued per shard.
@@ -160,6 +164,7 @@ func (a *replApplier) Apply(ops []replica.Op) error {
 		b.ops = append(b.ops, applyOp{cmd: cmd, db: op.DB, args: op.Args})
 	}
 	a.barrier()
+	a.report()
 	return nil
 }
 
@@ -195,17 +200,27 @@ func (a *replApplier) logf(format string, args ...any) {
 	a.s.log.Warnf(format, args...)
 }
 
-// checkReply logs an error reply to a master's command (Redis's replica
-// logs those too: the datasets may have diverged) and resets w.
+// checkReply notes an error reply to a master's command (Redis's replica
+// logs those: the datasets may have diverged) and resets w. It runs on
+// shard goroutines, which do no I/O: report logs later.
 func (a *replApplier) checkReply(w *resp.Writer, cmd *Command) {
 	if len(w.Buf) > 0 && w.Buf[0] == '-' {
 		msg := w.Buf[1:]
 		if len(msg) > 200 {
 			msg = msg[:200]
 		}
-		a.logf("replica: master's %s failed on the replica: %s", cmd.Name, msg)
+		text := cmd.Name + ": " + string(bytes.TrimRight(msg, "\r\n"))
+		a.lastFailure.Store(&text)
+		a.failed.Add(1)
 	}
 	w.Reset()
+}
+
+// report logs the failures checkReply noted; on the applier's goroutine.
+func (a *replApplier) report() {
+	if n := a.failed.Swap(0); n > 0 {
+		a.logf("replica: %d of the master's commands failed on the replica, the last: %s", n, *a.lastFailure.Load())
+	}
 }
 
 // barrier sends the gathered batches and waits until all are applied.
