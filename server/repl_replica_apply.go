@@ -69,11 +69,17 @@ var _ replica.Applier = (*replApplier)(nil)
 
 // FullSync empties every database and loads the RDB payload into the
 // shards, keys routed by this server's ShardOf. Clients get LOADING
-// meanwhile.
-func (a *replApplier) FullSync(r io.Reader, size int64) error {
+// meanwhile, and still after a failed load, until a full sync succeeds
+// (or REPLICAOF NO ONE): a partial dataset is never served as the
+// master's.
+func (a *replApplier) FullSync(r io.Reader, size int64) (err error) {
 	s := a.s
 	s.replica.loading.Store(true)
-	defer s.replica.loading.Store(false)
+	defer func() {
+		if err == nil {
+			s.replica.loading.Store(false)
+		}
+	}()
 	start := time.Now()
 	t := tx.New(s.shards)
 	t.AddAllShards()
@@ -98,7 +104,7 @@ func (a *replApplier) FullSync(r io.Reader, size int64) error {
 	// A replica loads keys its clock considers expired (Redis does too):
 	// the master may still write them before its DEL arrives.
 	l.now = math.MinInt64
-	err := l.load(&countingReader{r: r, n: &s.persist.prog.loaded})
+	err = l.load(&countingReader{r: r, n: &s.persist.prog.loaded})
 	a.wg.Wait()
 	if err != nil {
 		return err
