@@ -844,6 +844,13 @@ func TestReplicaCommands(t *testing.T) {
 			t.Errorf("INFO replication %s = %q, want %q", k, ri[k], want)
 		}
 	}
+	hello := rc.Do("HELLO", "3")
+	for i := 0; i+1 < len(hello.Elems); i += 2 {
+		if hello.Elems[i].Str == "role" && hello.Elems[i+1].Str != "replica" {
+			t.Errorf("HELLO role on the replica: %v", hello.Elems[i+1])
+		}
+	}
+	rc.Do("HELLO", "2")
 	if v := ri["master_last_io_seconds_ago"]; v == "" || v == "-1" {
 		t.Errorf("master_last_io_seconds_ago = %q", v)
 	}
