@@ -130,6 +130,8 @@ var params = []param{
 		return nil
 	}},
 	fixed("maxmemory-policy", "noeviction"),
+	fixed("replica-read-only", "yes"), // issue 8: replicas always refuse client writes
+	fixed("slave-read-only", "yes"),
 	fixed("timeout", "0"),
 }
 

@@ -860,6 +860,15 @@ func TestReplicaCommands(t *testing.T) {
 		return strings.Contains(info(t, mc, "replication")["slave0"], "state=online")
 	})
 
+	// The master propagates PUBLISH: subscribers on the replica get it.
+	sub := rep.Raw(t)
+	sub.Send("SUBSCRIBE", "news")
+	sub.MustRead()
+	mc.Do("PUBLISH", "news", "hello")
+	if r := sub.MustRead(); len(r.Elems) != 3 || r.Elems[2].Str != "hello" {
+		t.Errorf("message on the replica: %v", r)
+	}
+
 	// A replica hides an expired key but keeps it until the master's DEL.
 	mustOK(t, mc.Do("SET", "short", "1", "PX", "100"), "set")
 	waitFor(t, 5*time.Second, "offsets to meet", func() bool { return offsetsMet(t, mc, rc) })
