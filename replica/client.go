@@ -46,6 +46,9 @@ type Config struct {
 	// proto-max-bulk-len and client-query-buffer-limit); <= 0: defaults.
 	MaxBulkLen  int64
 	MaxQueryBuf int
+	// User and Password authenticate the link (masteruser, masterauth):
+	// AUTH is sent after PING when Password is set.
+	User, Password string
 	// ReplID and Offset resume a previous link (psync2); "" for none.
 	ReplID string
 	Offset int64
@@ -252,6 +255,18 @@ func (c *Client) session() (streamed bool, err error) {
 	if len(line) > 0 && line[0] == '-' && !bytes.HasPrefix(line, []byte("-NOAUTH")) &&
 		!bytes.HasPrefix(line, []byte("-NOPERM")) && !bytes.HasPrefix(line, []byte("-ERR operation not permitted")) {
 		return false, fmt.Errorf("replica: master answered PING with %q", clip(line))
+	}
+	if c.cfg.Password != "" {
+		args := []string{"AUTH", c.cfg.Password}
+		if c.cfg.User != "" {
+			args = []string{"AUTH", c.cfg.User, c.cfg.Password}
+		}
+		if line, err = c.request(w, args...); err != nil {
+			return false, err
+		}
+		if len(line) > 0 && line[0] == '-' {
+			return false, fmt.Errorf("replica: unable to AUTH to master: %s", clip(line))
+		}
 	}
 	// REPLCONF errors are not fatal: an old master ignores what it lacks.
 	if line, err = c.request(w, "REPLCONF", "listening-port", strconv.Itoa(c.cfg.ListenPort)); err != nil {

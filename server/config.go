@@ -27,6 +27,12 @@ type Config struct {
 	// DBFormat is the snapshot format SAVE writes: "rdb" or "dfly"
 	// (persist_dfly.go).
 	DBFormat string
+	// MasterUser and MasterAuth authenticate a replica to its master
+	// (masteruser, masterauth; repl_replica.go).
+	MasterUser, MasterAuth string
+	// ReplicaOf is "<host> <port>" of the master to follow from the start
+	// ("" = none; repl_replica.go).
+	ReplicaOf string
 	// Save is the BGSAVE schedule, "<seconds> <changes> ..." ("" = none;
 	// persist_schedule.go).
 	Save string
@@ -131,6 +137,8 @@ var params = []param{
 	}},
 	fixed("maxmemory-policy", "noeviction"),
 	fixed("replica-read-only", "yes"), // issue 8: replicas always refuse client writes
+	strParam("masterauth", func(c *Config) *string { return &c.MasterAuth }, true),
+	strParam("masteruser", func(c *Config) *string { return &c.MasterUser }, true),
 	fixed("slave-read-only", "yes"),
 	fixed("timeout", "0"),
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net"
 	"strconv"
 	"strings"
@@ -122,6 +123,9 @@ func (s *Server) replicaOf(host string, port int) bool {
 	rs.active.Store(true)
 	rs.host, rs.port = host, port
 	s.log.Noticef("Connecting to MASTER %s:%d", host, port)
+	s.cfg.mu.RLock()
+	user, pass := s.cfg.MasterUser, s.cfg.MasterAuth
+	s.cfg.mu.RUnlock()
 	rs.client = replica.Start(replica.Config{
 		Addr:        net.JoinHostPort(host, strconv.Itoa(port)),
 		ListenPort:  s.cfg.Port,
@@ -129,6 +133,8 @@ func (s *Server) replicaOf(host string, port int) bool {
 		Logf:        s.log.Noticef,
 		MaxBulkLen:  s.cfg.ProtoMaxBulk,
 		MaxQueryBuf: int(s.cfg.QueryBufMax),
+		User:        user,
+		Password:    pass,
 		ReplID:      replid,
 		Offset:      offset,
 	})
@@ -258,3 +264,32 @@ func (s *Server) replicaRole(w *resp.Writer) bool {
 // master's PEXPIREAT a little late must not delete a key the master has
 // meanwhile given a new TTL.
 func (x *Exec) expiredAt(at int64) bool { return at <= x.Now() && !x.S.ReplicaMode }
+
+// ParseReplicaOf parses the replicaof setting, "<host> <port>".
+func ParseReplicaOf(v string) (host string, port int, err error) {
+	f := strings.Fields(v)
+	if len(f) != 2 {
+		return "", 0, errors.New(`want "<host> <port>"`)
+	}
+	port, err = strconv.Atoi(f[1])
+	if err != nil || port <= 0 || port > 65535 {
+		return "", 0, errors.New("invalid master port")
+	}
+	return f[0], port, nil
+}
+
+// StartReplicaOf makes the server a replica of --replicaof's master as
+// soon as it serves; nothing when the flag is unset.
+func (s *Server) StartReplicaOf() {
+	host, port, err := ParseReplicaOf(s.cfg.ReplicaOf)
+	if err != nil {
+		return
+	}
+	go func() {
+		select {
+		case <-s.ready:
+			s.replicaOf(host, port)
+		case <-s.done:
+		}
+	}()
+}

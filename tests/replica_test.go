@@ -1059,3 +1059,30 @@ func TestReplicaMultiExecAtomic(t *testing.T) {
 	}
 	t.Logf("%d MGETs on the replica, none torn", reads.Load())
 }
+
+// TestReplicaAuthAndFlag: --replicaof starts a replica at boot, and
+// --masterauth authenticates it to a master with a password.
+func TestReplicaAuthAndFlag(t *testing.T) {
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server not installed")
+	}
+	port := freePort(t)
+	master, err := launch(t, path, []string{"--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
+		"--bind", "127.0.0.1", "--dir", t.TempDir(), "--requirepass", "s3cret",
+		"--repl-diskless-sync-delay", "0"}, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := master.Raw(t)
+	mustOK(t, mc.Do("AUTH", "s3cret"), "auth")
+	mustOK(t, mc.Do("SET", "k", "v"), "set")
+	rep := StartServer(t, "--shards", "2", "--masterauth", "s3cret", "--replicaof", "127.0.0.1 "+strconv.Itoa(port))
+	waitLinkUp(t, rep, 30*time.Second)
+	rc := rep.Raw(t)
+	if r := rc.Do("GET", "k"); r.Str != "v" {
+		t.Fatalf("GET k: %v", r)
+	}
+	mustOK(t, mc.Do("SET", "k2", "v2"), "set")
+	waitFor(t, 5*time.Second, "k2 on the replica", func() bool { return rc.Do("GET", "k2").Str == "v2" })
+}
