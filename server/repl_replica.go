@@ -25,13 +25,21 @@ import (
 // and lazy expiry hides logically expired keys from clients without
 // deleting them; the master's DELs delete them.
 
-// replicaState is the server's replica side; Server.replica.
-type replicaState struct {
-	// mu serializes REPLICAOF changes.
-	mu     sync.Mutex
+// replicaLink is a master link and the master it follows.
+type replicaLink struct {
 	client *replica.Client
 	host   string
 	port   int
+}
+
+// replicaState is the server's replica side; Server.replica.
+type replicaState struct {
+	// mu serializes REPLICAOF changes.
+	mu sync.Mutex
+	// link is the current master link, nil when not a replica. INFO and
+	// ROLE (on event loops) read it without mu, which REPLICAOF holds
+	// while a link stops.
+	link atomic.Pointer[replicaLink]
 	// active: this server is a replica (writes refused, ROLE "slave").
 	active atomic.Bool
 	// loading: a full sync is replacing the dataset; clients get LOADING.
@@ -110,23 +118,22 @@ func (s *Server) replicaOf(host string, port int) bool {
 	defer rs.mu.Unlock()
 	var replid string
 	var offset int64
-	if rs.client != nil {
-		if rs.host == host && rs.port == port {
+	if l := rs.link.Load(); l != nil {
+		if l.host == host && l.port == port {
 			return false
 		}
 		// Switching masters: offer the history reached so far (psync2);
 		// a master that does not share it answers FULLRESYNC.
-		replid, offset = rs.client.Stop()
-		rs.client = nil
+		replid, offset = l.client.Stop()
+		rs.link.Store(nil)
 	}
 	s.OnEachShard(func(sh *shard.Shard) { sh.ReplicaMode = true })
 	rs.active.Store(true)
-	rs.host, rs.port = host, port
 	s.log.Noticef("Connecting to MASTER %s:%d", host, port)
 	s.cfg.mu.RLock()
 	user, pass := s.cfg.MasterUser, s.cfg.MasterAuth
 	s.cfg.mu.RUnlock()
-	rs.client = replica.Start(replica.Config{
+	client := replica.Start(replica.Config{
 		Addr:        net.JoinHostPort(host, strconv.Itoa(port)),
 		ListenPort:  s.cfg.Port,
 		Applier:     newReplApplier(s),
@@ -138,6 +145,7 @@ func (s *Server) replicaOf(host string, port int) bool {
 		ReplID:      replid,
 		Offset:      offset,
 	})
+	rs.link.Store(&replicaLink{client: client, host: host, port: port})
 	return true
 }
 
@@ -147,11 +155,12 @@ func (s *Server) replicaNoOne() {
 	rs := &s.replica
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if rs.client == nil {
+	l := rs.link.Load()
+	if l == nil {
 		return
 	}
-	_, offset := rs.client.Stop()
-	rs.client = nil
+	_, offset := l.client.Stop()
+	rs.link.Store(nil)
 	rs.loading.Store(false)
 	s.OnEachShard(func(sh *shard.Shard) { sh.ReplicaMode, sh.MasterApply = false, false })
 	rs.active.Store(false)
@@ -163,13 +172,11 @@ func (s *Server) replicaNoOne() {
 
 // replicaStatus is the link's state, ok=false when not a replica.
 func (s *Server) replicaStatus() (st replica.Status, host string, port int, ok bool) {
-	rs := &s.replica
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.client == nil {
+	l := s.replica.link.Load()
+	if l == nil {
 		return st, "", 0, false
 	}
-	return rs.client.Status(), rs.host, rs.port, true
+	return l.client.Status(), l.host, l.port, true
 }
 
 // replicaInfo writes INFO replication's fields when this server is a
