@@ -443,8 +443,11 @@ type streamState struct {
 	// inTx: inside MULTI; tx collects the block (copied arguments).
 	inTx bool
 	tx   []Op
-	ops  []Op
-	args [][]byte // backing store for ops' argument slices
+	// txBytes is the size of the open block, bounded by maxTx.
+	txBytes int
+	maxTx   int
+	ops     []Op
+	args    [][]byte // backing store for ops' argument slices
 }
 
 // stream applies the command stream until the link fails or Stop.
@@ -452,7 +455,7 @@ func (c *Client) stream(w *wire) error {
 	p := resp.NewParser(c.cfg.MaxBulkLen, c.cfg.MaxQueryBuf)
 	c.mu.Lock()
 	committed := c.offset // offset after the last command outside a block
-	st := &streamState{db: c.db}
+	st := &streamState{db: c.db, maxTx: c.cfg.MaxQueryBuf}
 	c.mu.Unlock()
 	committedDB := st.db
 	pos := committed // offset of the last byte parsed
@@ -584,7 +587,7 @@ func (c *Client) streamCommand(st *streamState, args [][]byte) error {
 		if st.inTx {
 			return errors.New("nested MULTI from master")
 		}
-		st.inTx, st.tx = true, nil
+		st.inTx, st.tx, st.txBytes = true, nil, 0
 		return nil
 	case isCmd(name, "exec"):
 		if !st.inTx {
@@ -601,6 +604,12 @@ func (c *Client) streamCommand(st *streamState, args [][]byte) error {
 		return nil
 	}
 	if st.inTx {
+		for _, a := range args {
+			st.txBytes += len(a) + 16
+		}
+		if st.txBytes > st.maxTx {
+			return fmt.Errorf("a MULTI block from master exceeds %d bytes", st.maxTx)
+		}
 		st.tx = append(st.tx, Op{DB: st.db, Args: cloneArgs(args)})
 		return nil
 	}

@@ -350,3 +350,28 @@ func TestEOFReaderMarkAcrossReads(t *testing.T) {
 		b.Close()
 	}
 }
+
+// TestOpenBlockBounded: a master that opens MULTI and never closes it
+// cannot make the replica buffer without bound.
+func TestOpenBlockBounded(t *testing.T) {
+	m := newFakeMaster(t)
+	cl := Start(Config{Addr: m.ln.Addr().String(), ListenPort: 7777, Applier: &recorder{}, MaxQueryBuf: 1 << 16})
+	defer cl.Stop()
+	c, r := m.accept(t)
+	handshake(t, c, r)
+	c.Write([]byte("+FULLRESYNC " + replid1 + " 0\r\n$0\r\n" + cmd("MULTI")))
+	big := cmd("SET", "k", strings.Repeat("v", 1000))
+	go func() {
+		for i := 0; i < 200; i++ {
+			if _, err := c.Write([]byte(big)); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case c2 := <-m.conns: // the link failed and was retried
+		c2.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatal("an endless MULTI block did not end the link")
+	}
+}
