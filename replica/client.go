@@ -121,6 +121,11 @@ type Client struct {
 	appliedOffset atomic.Int64
 	fullSyncs     atomic.Int64
 	partialSyncs  atomic.Int64
+	// awaitStream: after a diskless payload, until the first stream byte.
+	// The master starts the stream on an ACK that arrives after its
+	// child exits, so the client ACKs more often than AckEvery meanwhile.
+	// Only the link's goroutine touches it.
+	awaitStream bool
 }
 
 // Start begins following the master on a goroutine.
@@ -223,6 +228,7 @@ func (c *Client) run() {
 // reports that it reached the command stream (the backoff then resets).
 func (c *Client) session() (streamed bool, err error) {
 	c.state.Store(int32(StateConnecting))
+	c.awaitStream = false
 	d := net.Dialer{Timeout: 5 * time.Second}
 	nc, err := d.DialContext(c.ctx, "tcp", c.cfg.Addr)
 	if err != nil {
@@ -414,6 +420,7 @@ func (c *Client) fullSync(w *wire, replid string, offset int64) error {
 	c.cfg.Logf("replica: MASTER <-> REPLICA sync: finished with success in %.3f seconds", time.Since(start).Seconds())
 	if eof != nil {
 		// A diskless master starts the stream after the first ACK.
+		c.awaitStream = true
 		return c.sendAck(w, offset)
 	}
 	return nil
@@ -532,6 +539,10 @@ func (c *Client) stream(w *wire) error {
 	}
 }
 
+// awaitStreamAck is the ACK period while a diskless master has not yet
+// started the stream.
+const awaitStreamAck = 50 * time.Millisecond
+
 // fillStream waits for more stream bytes, sending an ACK every AckEvery
 // while it waits, and fails after Timeout of silence.
 func (c *Client) fillStream(w *wire, lastAck *time.Time, committed int64) error {
@@ -539,13 +550,18 @@ func (c *Client) fillStream(w *wire, lastAck *time.Time, committed int64) error 
 	saved := w.timeout
 	defer func() { w.timeout = saved }()
 	for {
-		wait := c.cfg.AckEvery - time.Since(*lastAck)
+		every := c.cfg.AckEvery
+		if c.awaitStream {
+			every = min(every, awaitStreamAck)
+		}
+		wait := every - time.Since(*lastAck)
 		if wait < 10*time.Millisecond {
 			wait = 10 * time.Millisecond
 		}
 		w.timeout = wait
 		err := w.fill()
 		if err == nil {
+			c.awaitStream = false
 			return nil
 		}
 		var ne net.Error
