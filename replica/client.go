@@ -488,12 +488,14 @@ func (c *Client) stream(w *wire) error {
 	// offset stays at the last applied command, and an open block is
 	// discarded (a partial resync replays it from its MULTI).
 	for {
+		needMore := false
 		for len(st.ops) < maxOpsPerApply {
 			args, n, ok, err := p.Next(w.buffered())
 			if err != nil {
 				return fmt.Errorf("replica: offset %d: %w", pos, err)
 			}
 			if !ok {
+				needMore = true
 				break
 			}
 			w.discard(n)
@@ -532,6 +534,9 @@ func (c *Client) stream(w *wire) error {
 				return err
 			}
 			lastAck = time.Now()
+		}
+		if !needMore {
+			continue // a full batch was applied; more commands are buffered
 		}
 		if err := c.fillStream(w, &lastAck, committed); err != nil {
 			return err

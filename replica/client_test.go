@@ -386,3 +386,22 @@ func TestOpenBlockBounded(t *testing.T) {
 		t.Fatal("an endless MULTI block did not end the link")
 	}
 }
+
+// TestBurstLargerThanABatch: a burst of more commands than one Apply
+// takes is applied at once, not when the next bytes arrive.
+func TestBurstLargerThanABatch(t *testing.T) {
+	m := newFakeMaster(t)
+	rec := &recorder{}
+	cl := Start(Config{Addr: m.ln.Addr().String(), ListenPort: 7777, Applier: rec, AckEvery: time.Hour})
+	defer cl.Stop()
+	c, r := m.accept(t)
+	handshake(t, c, r)
+	var b strings.Builder
+	b.WriteString("+FULLRESYNC " + replid1 + " 0\r\n$0\r\n")
+	const n = 3*maxOpsPerApply + 17
+	for i := 0; i < n; i++ {
+		b.WriteString(cmd("SET", fmt.Sprint(i), "v"))
+	}
+	c.Write([]byte(b.String()))
+	waitFor(t, "the burst applied", func() bool { _, ops := rec.snapshot(); return len(ops) == n })
+}
