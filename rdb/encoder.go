@@ -54,6 +54,7 @@ type Encoder struct {
 	lzf      lzfCompressor
 	scratch  []byte
 	noLZF    bool
+	flushAt  int // 0: FlushSize
 	dump     bool
 	dumpUsed bool
 
@@ -122,8 +123,24 @@ func (e *Encoder) Flush() error {
 	return nil
 }
 
+// SetFlushSize sets how many buffered bytes make an Encoder with a writer
+// flush (at the next element boundary); 0 restores FlushSize.
+func (e *Encoder) SetFlushSize(n int) { e.flushAt = n }
+
+// Raw appends bytes that are already RDB records (a caller's encoding of
+// whole records, e.g. a value encoded apart).
+func (e *Encoder) Raw(b []byte) {
+	if e.err == nil {
+		e.buf = append(e.buf, b...)
+	}
+}
+
 func (e *Encoder) maybeFlush() {
-	if e.w != nil && len(e.buf) >= FlushSize {
+	at := e.flushAt
+	if at == 0 {
+		at = FlushSize
+	}
+	if e.w != nil && len(e.buf) >= at {
 		e.Flush()
 	}
 }

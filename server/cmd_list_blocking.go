@@ -57,6 +57,7 @@ func (x *Coord) bpopFirst(timeout time.Duration, pos []int, state func(db *shard
 					x.W.Error(errWrongType)
 					return true
 				case listPresent:
+					x.Propagate(blockingEquivalent(x.Args, x.Args[i])...)
 					t.Run(x.ShardOf(x.Args[i]), func(s *shard.Shard) { pop(s.DBs[x.DB], x.Args[i]) })
 					return true
 				}
@@ -68,6 +69,7 @@ func (x *Coord) bpopFirst(timeout time.Duration, pos []int, state func(db *shard
 				return false
 			}
 			pop(db, []byte(key))
+			recordServed(s, db.Index, blockingEquivalent(x.Args, []byte(key))...)
 			*wrote = true
 			return true
 		},
@@ -155,6 +157,7 @@ func (x *Coord) blmove(timeout time.Duration, fromLeft, toLeft bool) {
 				x.W.Error(errWrongType)
 				return true
 			}
+			x.Propagate(nonBlockingMove(x.Args)...)
 			var out [][]byte
 			t.Run(ss, func(s *shard.Shard) { out = listPop(s.DBs[x.DB], src, fromLeft, 1) })
 			t.Run(ds, func(s *shard.Shard) { listPush(s.DBs[x.DB], dst, toLeft, false, out[0]) })
@@ -180,6 +183,7 @@ func (x *Coord) blmove(timeout time.Duration, fromLeft, toLeft bool) {
 				return false
 			}
 			x.W.Bulk(listMove(db, src, dst, fromLeft, toLeft))
+			recordServed(s, db.Index, nonBlockingMove(x.Args)...)
 			*wrote = true
 			return true
 		},

@@ -12,6 +12,7 @@ import (
 	"github.com/dfly/dfly/glob"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/snapshot"
 )
 
 func serverCommands() []*Command {
@@ -147,6 +148,7 @@ func cmdConfig(c *Conn, a [][]byte, w *resp.Writer) {
 }
 
 func (s *Server) resetStats() {
+	snapshot.ResetMaxStall()
 	for _, cmd := range s.table.byName {
 		cmd.calls.Store(0)
 		cmd.usec.Store(0)
@@ -263,10 +265,11 @@ func cmdInfo(x *Coord) {
 
 	// One message per shard gathers everything the sections need.
 	type shardInfo struct {
-		stats   shard.Stats
-		keys    []int
-		expires []int
-		calls   map[string]uint64
+		stats    shard.Stats
+		keys     []int
+		expires  []int
+		calls    map[string]uint64
+		saveKeys uint64
 	}
 	infos := make([]shardInfo, x.NumShards())
 	x.OnEach(func(s *shard.Shard) {
@@ -275,6 +278,9 @@ func cmdInfo(x *Coord) {
 		for _, db := range s.DBs {
 			in.keys = append(in.keys, db.Len())
 			in.expires = append(in.expires, db.Expire.Len())
+		}
+		if sl := srv.persist.slice(s.ID); sl != nil {
+			in.saveKeys = sl.Keys
 		}
 		in.calls = map[string]uint64{}
 		for cmd, n := range srv.cmdStats[s.ID].calls {
@@ -334,7 +340,11 @@ func cmdInfo(x *Coord) {
 	}
 	if want("persistence", true) {
 		section("Persistence")
-		persistInfo(srv, st.Writes, field)
+		var saveKeys uint64
+		for _, in := range infos {
+			saveKeys += in.saveKeys
+		}
+		persistInfo(srv, st.Writes, saveKeys, field)
 		field("aof_enabled", 0)
 	}
 	if want("stats", true) {
@@ -350,6 +360,7 @@ func cmdInfo(x *Coord) {
 		field("evicted_keys", 0)
 		field("keyspace_hits", st.Hits)
 		field("keyspace_misses", st.Misses)
+		srv.syncStats(field)
 	}
 	if want("replication", true) {
 		section("Replication")

@@ -72,6 +72,9 @@ func xreadBlock(x *Coord, r *xreadRequest) {
 				}
 				results := make([]xreadResult, r.n)
 				xreadServe(db, x.Args, r, i, s.Now(), true, &results[i])
+				if r.group != nil {
+					recordServed(s, db.Index, xreadGroupServed(x.Args, r.keys, r.n, i)...)
+				}
 				*wrote = writeXRead(x.W, x.Args, r, results)
 				return true
 			}

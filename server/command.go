@@ -80,6 +80,8 @@ type Exec struct {
 	retry    *Coord
 	// keys is scratch for lock checks.
 	keys []shard.KeyLock
+	// prop: what the journal records instead of Args (see Propagate).
+	prop [][][]byte
 }
 
 func (x *Exec) Now() int64 { return x.S.Now() }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Config is the server's configuration: flags at start, CONFIG SET later.
@@ -36,6 +37,22 @@ type Config struct {
 	// Save is the BGSAVE schedule, "<seconds> <changes> ..." ("" = none;
 	// persist_schedule.go).
 	Save string
+	// SerializationMaxChunk bounds one piece of a big value in a snapshot
+	// (--serialization_max_chunk_size, snapshot/).
+	SerializationMaxChunk int64
+	// PointInTime selects PIT snapshots for replication full syncs
+	// (non-PIT when false; backups are always PIT).
+	PointInTime bool
+	// SnapshotReference, for tests: every BGSAVE also writes the dataset
+	// at its cut to this RDB file, synchronously, in the cut's own step.
+	SnapshotReference string
+	// Replication (repl_master.go): each shard's journal backlog in bytes
+	// (the stream backlog for PSYNC holds this times the shard count),
+	// how long the backlog outlives the last replica, and the output
+	// buffer a replica may fall behind by before it is disconnected.
+	ReplBacklogSize       int64
+	ReplBacklogTTL        time.Duration
+	ReplClientBufferLimit int64
 
 	mu sync.RWMutex
 }
@@ -46,6 +63,8 @@ func DefaultConfig() *Config {
 		Port: 6379, Bind: "127.0.0.1", MaxClients: 10000, Dir: ".", DBFilename: "dump.rdb",
 		Databases: 16, LogLevel: "notice", ProtoMaxBulk: 512 << 20, QueryBufMax: 1 << 30,
 		ProtectedMode: true, DBFormat: "rdb",
+		SerializationMaxChunk: 64 << 10, PointInTime: true,
+		ReplBacklogSize: 1 << 20, ReplBacklogTTL: time.Hour, ReplClientBufferLimit: 256 << 20,
 	}
 }
 
@@ -135,6 +154,15 @@ var params = []param{
 		c.DBFormat = v
 		return nil
 	}},
+	{name: "serialization_max_chunk_size", get: func(c *Config) string { return strconv.FormatInt(c.SerializationMaxChunk, 10) },
+		set: func(c *Config, v string) error {
+			n, err := ParseMemory(v)
+			if err != nil || n < 1024 || n > 64<<20 {
+				return fmt.Errorf("argument must be a size from 1kb to 64mb")
+			}
+			c.SerializationMaxChunk = n
+			return nil
+		}},
 	fixed("maxmemory-policy", "noeviction"),
 	fixed("replica-read-only", "yes"), // issue 8: replicas always refuse client writes
 	strParam("masterauth", func(c *Config) *string { return &c.MasterAuth }, true),

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,6 +81,11 @@ type Conn struct {
 	// until known. Batches for shards that loop owns run inline.
 	loop int
 
+	// repl: what REPLCONF said; handoff: SYNC/PSYNC takes the socket
+	// once the replies before it are written (repl_master.go).
+	repl    *replConnInfo
+	handoff func(net.Conn)
+
 	closing  bool   // close once replies are written
 	protoErr string // a protocol error to send after the batch's replies
 	closed   atomic.Bool
@@ -155,6 +161,9 @@ func (c *Conn) serve() gnet.Action {
 		}
 		if c.closing {
 			c.writeOut()
+			if c.handoff != nil {
+				c.srv.handoffConn(c)
+			}
 			return gnet.Close
 		}
 		c.resetBatch()
@@ -413,7 +422,7 @@ func (b *shardBatch) Run(s *shard.Shard) {
 func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 	for b.pos < len(b.idx) {
 		p := &b.c.cmds[b.idx[b.pos]]
-		if !resumed && !s.Locks.Idle() {
+		if !resumed && !s.Idle() {
 			b.x.keys = b.lockKeys(p, b.x.keys[:0])
 			if !s.Available(b.x.keys) {
 				b.inline = false // resumed later from another message
@@ -431,7 +440,7 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 			p.multi, p.watch = nil, nil
 		} else {
 			b.x.canRetry = true
-			p.cmd.Shard(&b.x)
+			b.x.run(p.cmd)
 			b.x.canRetry = false
 			if co := b.x.retry; co != nil {
 				// The command handed itself to a coordinator: the rest of

@@ -26,6 +26,11 @@ type Coord struct {
 	// canRetry: an inline script may hand itself over to a coordinator
 	// (see cmdEvalShard); demoted: it did.
 	canRetry, demoted bool
+	// outer: the transaction an inTx command runs within (EXEC's, a
+	// script's), whose journal parts its steps record into.
+	outer *tx.Tx
+	// prop: what the journal records instead of Args (see Propagate).
+	prop [][][]byte
 }
 
 func (x *Coord) run(c *Conn) {
@@ -42,14 +47,21 @@ func (x *Coord) run(c *Conn) {
 func (x *Coord) ShardOf(key []byte) int { return x.Srv.ShardOf(key) }
 
 // Tx starts a transaction over the server's shards.
+// A write command's transaction journals the command at its commit.
 func (x *Coord) Tx() *tx.Tx {
-	if x.local != nil {
-		return tx.Local(x.Srv.shards, x.local, x.Srv.sameLoop)
+	var t *tx.Tx
+	switch {
+	case x.local != nil:
+		t = tx.Local(x.Srv.shards, x.local, x.Srv.sameLoop)
+	case x.inTx:
+		t = tx.NestedIn(x.Srv.shards, x.outer)
+	default:
+		t = tx.New(x.Srv.shards)
 	}
-	if x.inTx {
-		return tx.Nested(x.Srv.shards)
+	if x.cmd != nil && x.cmd.Flags&FlagWrite != 0 && !effectsOnly[x.cmd.Name] {
+		t.SetRecorder(x)
 	}
-	return tx.New(x.Srv.shards)
+	return t
 }
 
 // NumShards is the number of shards.

@@ -65,6 +65,10 @@ func (s *Server) discoverLoops(want int) error {
 		}
 		if !seen {
 			found = append(found, el)
+			// The loop's first probe stays open: it wakes the loop for
+			// yielded work (Shard.Yield).
+			keep = keep[:len(keep)-2]
+			s.wakers = append(s.wakers, &loopWaker{loop: el, local: local, remote: remote})
 		}
 	}
 	if len(found) < want {
@@ -75,8 +79,9 @@ func (s *Server) discoverLoops(want int) error {
 	for i, sh := range s.shards {
 		li := i % len(found)
 		s.shardLoop[i] = li
-		el, sh := found[li], sh
+		el, sh, w := found[li], sh, s.wakers[li]
 		sh.Attach(func(r shard.Runnable) { _ = el.Execute(context.Background(), shardTask{sh, r}) })
+		sh.AttachYield(func(r shard.Runnable) { w.yield(shardTask{sh, r}) })
 		sh.Start()
 	}
 	return nil
@@ -84,6 +89,50 @@ func (s *Server) discoverLoops(want int) error {
 
 // loopProbe marks the enrolled discovery connections.
 type loopProbe struct{}
+
+// loopWaker runs a loop's yielded work (Shard.Yield: a snapshot's next
+// step) after the loop has served the I/O that is ready. gnet drains its
+// task queue until it is empty before it polls again, so a task that posts
+// its successor with Execute would starve every connection of the loop;
+// a yield instead writes a byte to the loop's probe socket, and the work
+// runs from that socket's OnTraffic, one turn per poll. Only the loop's
+// goroutine touches queue and armed.
+type loopWaker struct {
+	loop          gnet.EventLoop
+	local, remote net.Conn
+	queue, spare  []shardTask
+	armed         bool
+}
+
+func (w *loopWaker) yield(t shardTask) {
+	w.queue = append(w.queue, t)
+	if !w.armed {
+		w.armed = true
+		_, _ = w.remote.Write([]byte{1})
+	}
+}
+
+// run executes the work yielded before this turn.
+func (w *loopWaker) run() {
+	q := w.queue
+	w.queue, w.spare = w.spare[:0], nil
+	w.armed = false
+	for i := range q {
+		q[i].Run(context.Background())
+		q[i] = shardTask{}
+	}
+	w.spare = q[:0]
+}
+
+// waker is the waker of loop el (nil before discovery).
+func (s *Server) waker(el gnet.EventLoop) *loopWaker {
+	for _, w := range s.wakers {
+		if w.loop == el {
+			return w
+		}
+	}
+	return nil
+}
 
 func socketPair() (net.Conn, net.Conn, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)

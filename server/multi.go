@@ -249,7 +249,7 @@ func (x *Coord) execParallel(t *tx.Tx, m *multiState) bool {
 			if sids[i] == s.ID {
 				q.cmd.calls.Add(1)
 				e := Exec{S: s, DB: s.DBs[q.db], Args: q.args, W: &replies[i], Srv: x.Srv, Conn: x.Conn}
-				q.cmd.Shard(&e)
+				e.run(q.cmd)
 			}
 		}
 	})
@@ -279,10 +279,10 @@ func (x *Coord) execQueued(t *tx.Tx, q queued) {
 	case sid >= 0:
 		t.Run(sid, func(s *shard.Shard) {
 			e := Exec{S: s, DB: s.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}
-			cmd.Shard(&e)
+			e.run(cmd)
 		})
 	case cmd.Multi != nil:
-		inner := &Coord{Srv: x.Srv, Conn: c, DB: q.db, Args: q.args, W: x.W, cmd: cmd, inTx: true, local: x.local}
+		inner := &Coord{Srv: x.Srv, Conn: c, DB: q.db, Args: q.args, W: x.W, cmd: cmd, inTx: true, local: x.local, outer: t}
 		cmd.Multi(inner)
 	default:
 		x.W.Error("CROSSSLOT Keys in request don't hash to the same slot")
@@ -376,13 +376,15 @@ func execOnShard(x *Exec, c *Conn, m *multiState, w *watchState) {
 		}
 	}
 	x.W.Array(len(m.cmds))
-	for _, q := range m.cmds {
-		q.cmd.calls.Add(1)
-		if q.cmd.Local != nil {
-			q.cmd.Local(c, q.args, x.W)
-			continue
+	runPart(x.S, func() {
+		for _, q := range m.cmds {
+			q.cmd.calls.Add(1)
+			if q.cmd.Local != nil {
+				q.cmd.Local(c, q.args, x.W)
+				continue
+			}
+			e := Exec{S: x.S, DB: x.S.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}
+			e.run(q.cmd)
 		}
-		e := Exec{S: x.S, DB: x.S.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}
-		q.cmd.Shard(&e)
-	}
+	})
 }

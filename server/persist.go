@@ -17,6 +17,7 @@ import (
 
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tx"
 )
 
@@ -32,6 +33,31 @@ type persistState struct {
 	// rdb_changes_since_last_save (approximate: CONFIG RESETSTAT resets it).
 	writesAtSave atomic.Uint64
 	prog         loadProgress // the running load, for INFO (persist_schedule.go)
+	// scheduled: BGSAVE SCHEDULE arrived while a save ran; the next one
+	// starts when it ends.
+	scheduled      atomic.Bool
+	saves          atomic.Int64 // successful saves since start (rdb_saves)
+	lastBgsaveSecs atomic.Int64 // duration of the last BGSAVE, -1: none yet
+	// slices are the running BGSAVE's snapshots, by shard (INFO reads
+	// their key counts on the shards' goroutines).
+	slicesMu sync.Mutex
+	slices   []*snapshot.Slice
+}
+
+func (p *persistState) setSlices(sl []*snapshot.Slice) {
+	p.slicesMu.Lock()
+	p.slices = sl
+	p.slicesMu.Unlock()
+}
+
+// slice is shard sid's running snapshot, or nil.
+func (p *persistState) slice(sid int) *snapshot.Slice {
+	p.slicesMu.Lock()
+	defer p.slicesMu.Unlock()
+	if sid < len(p.slices) {
+		return p.slices[sid]
+	}
+	return nil
 }
 
 func init() { typeFamilies = append(typeFamilies, persistCommands) }
@@ -77,6 +103,7 @@ func cmdBgsave(x *Coord) {
 	p := &x.Srv.persist
 	if !p.bgsave.CompareAndSwap(false, true) {
 		if len(x.Args) == 2 {
+			p.scheduled.Store(true)
 			x.W.SimpleString("Background saving scheduled")
 			return
 		}
@@ -87,26 +114,41 @@ func cmdBgsave(x *Coord) {
 	x.W.SimpleString("Background saving started")
 }
 
+// bgsaveEnded records a finished BGSAVE and starts the scheduled one.
+func (s *Server) bgsaveEnded(start time.Time, err error) {
+	p := &s.persist
+	p.lastBgsaveSecs.Store(int64(time.Since(start).Round(time.Second) / time.Second))
+	if err == nil {
+		p.saves.Add(1)
+	}
+	if p.scheduled.CompareAndSwap(true, false) {
+		s.log.Noticef("Starting the scheduled BGSAVE")
+		s.bgsave() // persist.bgsave is still set: it passes on to this one
+		return
+	}
+	p.bgsave.Store(false)
+}
+
 // bgsave runs a background save; the caller has set persist.bgsave, which
 // is cleared when the save ends. The point-in-time cut is taken before
 // bgsave returns.
 func (s *Server) bgsave() {
 	p := &s.persist
+	start := time.Now()
+	p.mu.Lock() // no SAVE or DEBUG RELOAD while the snapshot runs
 	if s.dbFormat() == "dfly" {
-		go func() {
-			defer p.bgsave.Store(false)
-			if err := s.save(tx.New(s.shards)); err == nil {
-				s.log.Noticef("Background saving terminated with success")
-			}
-		}()
+		s.bgsaveDfly(func(err error) {
+			p.mu.Unlock()
+			s.bgsaveEnded(start, err)
+		})
 		return
 	}
-	p.mu.Lock() // no SAVE or DEBUG RELOAD while the snapshot runs
 	chunks, free, writes := s.snapshotCut()
 	go func() {
-		defer p.bgsave.Store(false)
-		defer p.mu.Unlock()
-		_ = s.writeSnapshotStream(chunks, free, writes)
+		err := s.writeSnapshotStream(chunks, free, writes)
+		s.persist.setSlices(nil)
+		p.mu.Unlock()
+		s.bgsaveEnded(start, err)
 	}()
 }
 
@@ -197,17 +239,26 @@ func (s *Server) writeSnapshot(snap []shardSnapshot) (err error) {
 		s.persist.lastSave.Store(time.Now().Unix())
 		s.log.Noticef("DB saved on disk in %.3f seconds", time.Since(start).Seconds())
 	}()
-	var writes uint64
+	writes, err := s.writeSnapshotFile(path, snap)
+	if err == nil {
+		s.persist.writesAtSave.Store(writes)
+	}
+	return err
+}
+
+// writeSnapshotFile writes shards' serialized databases as one RDB file at
+// path, through a temporary file renamed when complete.
+func (s *Server) writeSnapshotFile(path string, snap []shardSnapshot) (writes uint64, err error) {
 	for _, ss := range snap {
 		if ss.err != nil {
-			return ss.err
+			return 0, ss.err
 		}
 		writes += ss.writes
 	}
 	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf("temp-%d.rdb", os.Getpid()))
 	f, err := os.Create(tmp)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer func() {
 		if err != nil {
@@ -242,7 +293,7 @@ func (s *Server) writeSnapshot(snap []shardSnapshot) (err error) {
 		}
 	}
 	if err := e.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	put([]byte{0xFF}) // RDB_OPCODE_EOF; the checksum covers it
 	var sum [8]byte
@@ -251,20 +302,19 @@ func (s *Server) writeSnapshot(snap []shardSnapshot) (err error) {
 	}
 	_, _ = w.Write(sum[:])
 	if err = w.Flush(); err != nil {
-		return err
+		return 0, err
 	}
 	if err = f.Sync(); err != nil {
-		return err
+		return 0, err
 	}
 	if err = f.Close(); err != nil {
-		return err
+		return 0, err
 	}
 	if err = os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return err
+		return 0, err
 	}
-	s.persist.writesAtSave.Store(writes)
-	return nil
+	return writes, nil
 }
 
 // LoadOnStart loads the RDB file, when there is one, before the server
@@ -418,7 +468,7 @@ func applyItems(sh *shard.Shard, items []loadItem) {
 
 // persistInfo writes INFO's persistence fields; writes is the shards'
 // current write count.
-func persistInfo(s *Server, writes uint64, field func(k string, v any)) {
+func persistInfo(s *Server, writes, saveKeys uint64, field func(k string, v any)) {
 	p := &s.persist
 	loadingInfo(s, field)
 	field("async_loading", 0)
@@ -434,6 +484,19 @@ func persistInfo(s *Server, writes uint64, field func(k string, v any)) {
 		status = "err"
 	}
 	field("rdb_last_bgsave_status", status)
+	field("rdb_last_bgsave_time_sec", p.lastBgsaveSecs.Load())
+	field("rdb_saves", p.saves.Load())
+	field("current_save_keys_processed", saveKeys)
+	st := snapshot.ReadStats()
+	field("snapshot_buckets_serializing", st.BucketsSerializing)
+	field("snapshot_big_value_chunks", st.BigValueChunks)
+	field("snapshot_parked_mutations", st.ParkedMutations)
+	field("snapshot_congested_mutations", st.CongestedMutations)
+	field("snapshot_deferred_deletions", st.DeferredDeletions)
+	field("snapshot_journal_while_serializing", st.JournalWhileSerializing)
+	field("snapshot_moved_saved", st.MovedSaved)
+	field("snapshot_inline_drains", st.InlineDrains)
+	field("snapshot_max_stall_usec", st.MaxStall.Microseconds())
 }
 
 func boolInt(b bool) int {

@@ -104,22 +104,33 @@ type dfsEntry struct {
 func (s *Server) saveDfly(t *tx.Tx) (err error) {
 	start := time.Now()
 	dir, base := s.dflyBase()
-	summary := filepath.Join(dir, base+"-summary.dfs")
-	defer func() {
-		s.persist.lastFailed.Store(err != nil)
-		if err != nil {
-			s.log.Warnf("Failed saving the DB to %s: %v", summary, err)
-			return
-		}
-		s.persist.lastSave.Store(time.Now().Unix())
-		s.log.Noticef("DB saved on disk in %.3f seconds", time.Since(start).Seconds())
-	}()
 	files := make([]dfsEntry, len(s.shards))
 	var writes atomic.Uint64
 	t.RunAll(func(sh *shard.Shard) {
 		writes.Add(sh.Stats.Writes)
-		files[sh.ID] = writeShardFile(sh, dir, fmt.Sprintf("%s-%04d.dfs", base, sh.ID))
+		files[sh.ID] = writeShardFile(sh, dir, shardFileName(base, sh.ID))
 	})
+	err = s.writeSummary(dir, base, files)
+	s.savedDfly(err, start, writes.Load(), "DB saved on disk")
+	return err
+}
+
+func shardFileName(base string, id int) string { return fmt.Sprintf("%s-%04d.dfs", base, id) }
+
+// savedDfly records the outcome of a dfly save.
+func (s *Server) savedDfly(err error, start time.Time, writes uint64, what string) {
+	s.persist.lastFailed.Store(err != nil)
+	if err != nil {
+		s.log.Warnf("Failed saving the DB to %s: %v", s.summaryPath(), err)
+		return
+	}
+	s.persist.lastSave.Store(time.Now().Unix())
+	s.persist.writesAtSave.Store(writes)
+	s.log.Noticef("%s in %.3f seconds", what, time.Since(start).Seconds())
+}
+
+// writeSummary ties the shard files together, once they are all in place.
+func (s *Server) writeSummary(dir, base string, files []dfsEntry) error {
 	for _, f := range files {
 		if f.err != nil {
 			return f.err
@@ -130,16 +141,15 @@ func (s *Server) saveDfly(t *tx.Tx) (err error) {
 	for _, f := range files {
 		fmt.Fprintf(&b, "file %s %d %016x\n", f.name, f.size, f.crc)
 	}
-	if err = writeFileAtomic(summary, []byte(b.String())); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, base+"-summary.dfs"), []byte(b.String())); err != nil {
 		return err
 	}
 	// Files of an earlier save with more shards are no longer listed.
 	for i := len(files); ; i++ {
-		if os.Remove(filepath.Join(dir, fmt.Sprintf("%s-%04d.dfs", base, i))) != nil {
+		if os.Remove(filepath.Join(dir, shardFileName(base, i))) != nil {
 			break
 		}
 	}
-	s.persist.writesAtSave.Store(writes.Load())
 	return nil
 }
 
@@ -408,8 +418,6 @@ func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, [
 	defer zdec.Close()
 	l := newLoader(s, dispatch)
 	d := rdb.NewDecoder(bytes.NewReader(nil))
-	var payload, pending, zbuf []byte
-	pendingOff := int64(-1)
 	decode := func(item []byte, at int64, what string) error {
 		d.Reset(bytes.NewReader(item))
 		err := d.DecodeFragment(l)
@@ -425,6 +433,16 @@ func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, [
 		}
 		return fail(at, "%v", err)
 	}
+	var payload, zbuf []byte
+	// Items of several streams interleave (a snapshot's bucket streams);
+	// each is reassembled apart. Offsets in errors are positions in the
+	// reassembled item, counted from its first piece.
+	type partial struct {
+		data []byte
+		off  int64
+	}
+	pending := map[uint32]*partial{}
+	held := 0
 	for {
 		at := off
 		if err := read(hdr[:1]); err != nil {
@@ -440,15 +458,15 @@ func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, [
 				return 0, fail(off, "checksum mismatch: file has %016x, content is %016x, summary says %016x", got, sum, wantCRC)
 			}
 			s.persist.prog.loaded.Add(8)
-			if len(pending) > 0 {
-				return 0, fail(pendingOff, "incomplete chunked item")
+			for _, p := range pending {
+				return 0, fail(p.off, "incomplete chunked item")
 			}
 			break
 		}
 		if err := read(hdr[1:]); err != nil {
 			return 0, err
 		}
-		op, n := hdr[0], binary.LittleEndian.Uint32(hdr[5:])
+		op, stream, n := hdr[0], binary.LittleEndian.Uint32(hdr[1:]), binary.LittleEndian.Uint32(hdr[5:])
 		if !rdb.IsChunkOp(op) {
 			return 0, fail(at, "unknown chunk opcode 0x%02x", op)
 		}
@@ -465,21 +483,25 @@ func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, [
 		}
 		switch op {
 		case rdb.OpChunk:
-			if pendingOff < 0 {
-				pendingOff = dataOff
+			p := pending[stream]
+			if p == nil {
+				p = &partial{off: dataOff}
+				pending[stream] = p
 			}
-			pending = append(pending, payload...)
+			if held += len(payload); held > dfsMaxBlob {
+				return 0, fail(at, "incomplete chunked items exceed %d bytes", dfsMaxBlob)
+			}
+			p.data = append(p.data, payload...)
 		case rdb.OpChunkEnd:
 			item := payload
-			if pendingOff >= 0 {
-				// a split item: offsets are positions in the reassembled item
-				pending = append(pending, payload...)
-				item, dataOff = pending, pendingOff
+			if p := pending[stream]; p != nil {
+				item, dataOff = append(p.data, payload...), p.off
+				held -= len(p.data)
+				delete(pending, stream)
 			}
 			if err := decode(item, dataOff, ""); err != nil {
 				return 0, err
 			}
-			pending, pendingOff = pending[:0], -1
 		case rdb.OpZstdBlob:
 			zbuf, err = zdec.DecodeAll(payload, zbuf[:0])
 			if err != nil {
@@ -491,6 +513,7 @@ func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, [
 			if cap(zbuf) > 4<<20 {
 				zbuf = nil
 			}
+		case rdb.OpFullSyncCut:
 		default:
 			return 0, fail(at, "unexpected chunk opcode 0x%02x in a snapshot file", op)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"time"
 
 	"github.com/dfly/dfly/rdb"
@@ -23,33 +24,137 @@ import (
 
 // snapshotCut takes the cut and starts the shards' walks; it returns the
 // channel their chunks arrive on and the write count at the cut.
-func (s *Server) snapshotCut() (<-chan snapshot.Chunk, chan []byte, uint64) {
-	out := make(chan snapshot.Chunk, 64)
+func (s *Server) snapshotCut() ([]chan snapshot.Chunk, chan []byte, uint64) {
+	outs := make([]chan snapshot.Chunk, len(s.shards))
+	for i := range outs {
+		outs[i] = make(chan snapshot.Chunk, 16)
+	}
 	free := make(chan []byte, 64)
 	writes := make([]uint64, len(s.shards))
 	t := tx.New(s.shards)
 	t.AddAllShards()
 	t.Lock()
+	slices := make([]*snapshot.Slice, len(s.shards))
+	ref := s.referenceAtCut()
 	t.Finish(func(sh *shard.Shard) {
 		writes[sh.ID] = sh.Stats.Writes
-		snapshot.Start(sh, encodeForSnapshot, out, free)
+		ref.take(sh)
+		slices[sh.ID] = snapshot.Start(sh, snapshot.Options{Encode: encodeForSnapshot, Out: outs[sh.ID], Free: free,
+			MaxChunk: s.serializationChunk()})
 	})
+	s.persist.setSlices(slices)
+	ref.write()
 	var total uint64
 	for _, w := range writes {
 		total += w
 	}
-	return out, free, total
+	return outs, free, total
+}
+
+// encodeForSnapshot writes one key for a snapshot. A string too big for
+// one chunk is written raw in parts, so the encoder can hand it out a
+// chunk at a time (and no LZF copy of it is made).
+// reference is --debug_snapshot_reference: the dataset at a BGSAVE's cut,
+// taken synchronously in the cut's step, to check the snapshot against.
+type reference struct {
+	s    *Server
+	path string
+	snap []shardSnapshot
+}
+
+func (s *Server) referenceAtCut() *reference {
+	s.cfg.mu.RLock()
+	defer s.cfg.mu.RUnlock()
+	if s.cfg.SnapshotReference == "" {
+		return nil
+	}
+	return &reference{s: s, path: s.cfg.SnapshotReference, snap: make([]shardSnapshot, len(s.shards))}
+}
+
+// take serializes sh at the cut; it runs on sh's goroutine.
+func (r *reference) take(sh *shard.Shard) {
+	if r != nil {
+		r.snap[sh.ID] = serializeShard(sh)
+	}
+}
+
+func (r *reference) write() {
+	if r == nil {
+		return
+	}
+	if _, err := r.s.writeSnapshotFile(r.path, r.snap); err != nil {
+		r.s.log.Warnf("Writing the snapshot reference %s failed: %v", r.path, err)
+	}
+}
+
+// serializationChunk is --serialization_max_chunk_size.
+func (s *Server) serializationChunk() int {
+	s.cfg.mu.RLock()
+	defer s.cfg.mu.RUnlock()
+	return int(s.cfg.SerializationMaxChunk)
 }
 
 func encodeForSnapshot(e *rdb.Encoder, key []byte, v *shard.Value, expireAt int64) {
-	encodeValue(e, key, v, rdb.Meta{ExpireAt: expireAt})
+	m := rdb.Meta{ExpireAt: expireAt}
+	if s := v.Str(); len(s) > bigString {
+		e.BeginString(key, len(s), m)
+		for len(s) > 0 {
+			n := min(len(s), bigStringPart)
+			e.StringPart(s[:n])
+			s = s[n:]
+		}
+		return
+	}
+	encodeValue(e, key, v, m)
+}
+
+// Strings longer than bigString are written in parts of bigStringPart.
+const (
+	bigString     = 32 << 10
+	bigStringPart = 8 << 10
+)
+
+// merger reads the shards' chunk channels into one RDB stream: any shard's
+// chunk may come next, except that a chunk ending inside a big value is
+// followed by the same shard's next chunk (records must not interleave).
+type merger struct {
+	outs  []chan snapshot.Chunk
+	cases []reflect.SelectCase
+	open  int // shard whose big value is half written, -1: none
+}
+
+func newMerger(outs []chan snapshot.Chunk) *merger {
+	m := &merger{outs: outs, open: -1}
+	for _, c := range outs {
+		m.cases = append(m.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
+	}
+	return m
+}
+
+func (m *merger) next() snapshot.Chunk {
+	var c snapshot.Chunk
+	if m.open >= 0 {
+		c = <-m.outs[m.open]
+	} else {
+		i, v, _ := reflect.Select(m.cases)
+		c = v.Interface().(snapshot.Chunk)
+		c.Shard = i
+	}
+	m.open = -1
+	if c.Open {
+		m.open = c.Shard
+	}
+	if c.Last {
+		m.cases[c.Shard].Chan = reflect.Value{} // a nil channel: never ready
+	}
+	return c
 }
 
 // writeSnapshotStream writes the RDB file from the shards' chunks: header
 // and AUX fields, every chunk as it arrives, EOF and the checksum; into a
 // temporary file renamed over the old one only when complete. It reads the
 // channel to the end even after an error, so no shard is left waiting.
-func (s *Server) writeSnapshotStream(chunks <-chan snapshot.Chunk, free chan<- []byte, writes uint64) (err error) {
+func (s *Server) writeSnapshotStream(outs []chan snapshot.Chunk, free chan<- []byte, writes uint64) (err error) {
 	start := time.Now()
 	path := s.rdbPath()
 	defer func() {
@@ -60,6 +165,7 @@ func (s *Server) writeSnapshotStream(chunks <-chan snapshot.Chunk, free chan<- [
 		}
 		s.persist.lastSave.Store(time.Now().Unix())
 		s.persist.writesAtSave.Store(writes)
+		s.persist.lastFailed.Store(false)
 		s.log.Noticef("Background saving terminated with success (point-in-time, %.3f seconds)", time.Since(start).Seconds())
 	}()
 	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf("temp-bg-%d.rdb", os.Getpid()))
@@ -81,8 +187,9 @@ func (s *Server) writeSnapshotStream(chunks <-chan snapshot.Chunk, free chan<- [
 		e.StandardAUX(RedisVersion, 0)
 		put(e.TakeBytes())
 	}
+	m := newMerger(outs)
 	for last := 0; last < len(s.shards); {
-		c := <-chunks
+		c := m.next()
 		if c.Err != nil && err == nil {
 			err = c.Err
 		}

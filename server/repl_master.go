@@ -1,22 +1,992 @@
 package server
 
-import "github.com/dfly/dfly/resp"
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
-// Master side of replication (issue 8). Placeholder until the journal
-// lands: a master with no replicas.
+	"github.com/dfly/dfly/journal"
+	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tx"
+)
+
+// Master side of Redis-protocol replication (DESIGN §6).
+//
+// A replica (a real redis-server, redis-cli --replica, dfly's replica)
+// sends SYNC or PSYNC. Its connection leaves the event loop (the socket is
+// handed to a goroutine of its own) and gets either a full resync — a
+// point-in-time RDB of every shard, taken fork-less like BGSAVE, then the
+// command stream from the cut — or, when its replication id and offset are
+// still in the backlog, +CONTINUE and the stream from that offset.
+//
+// The command stream is the shards' journals merged by one feed goroutine
+// (replFeed): it keeps each shard's order, emits a transaction as one
+// MULTI/EXEC block once every shard's part arrived (later entries of those
+// shards wait behind it), SELECTs when the database changes, and appends
+// the bytes to the backlog and to every attached replica's output buffer.
+// The replication offset is the byte count of that stream, as Redis counts
+// it. The snapshot's cut, the start of journaling and a cut marker in each
+// shard's feed queue happen in one step that holds every shard, so the
+// stream a full sync gets starts exactly after the cut: nothing lost,
+// nothing twice.
+//
+// The master never waits on a replica: a replica's output is a buffer
+// bounded by --repl_client_buffer_limit, and a replica past it is
+// disconnected (and logged). Shards only append to the feed's queues.
+
+// replMaster is the master-side replication state of a server.
+type replMaster struct {
+	srv *Server
+
+	mu           sync.Mutex
+	replID       string
+	replID2      string
+	secondOffset int64 // -1: no previous id
+	offset       int64 // master_repl_offset
+	// backlog is a ring of the stream's last bytes; backlogLen of them are
+	// held, the newest ending at backlogPos.
+	backlog    []byte
+	backlogLen int
+	backlogPos int
+	replicas   map[*replicaConn]struct{}
+	nextID     int
+	// curDB is the database the stream last SELECTed (-1: SELECT next).
+	curDB int
+	// feedOn: the journals are subscribed and the feed runs.
+	feedOn    bool
+	feedStop  chan struct{}
+	idleSince time.Time // last replica left (backlog TTL)
+
+	syncFull, syncPartialOK, syncPartialErr atomic.Int64
+
+	// The feed's input: per shard, what the journal callback queued.
+	qmu    sync.Mutex
+	queues [][]feedItem
+	wake   chan struct{}
+	subIDs []int // journal subscription per shard (shard-owned)
+
+	// cutMu serializes full syncs' cuts with the feed's start and stop.
+	cutMu sync.Mutex
+}
+
+type feedItem struct {
+	e   *journal.Entry
+	cut *cutMark
+}
+
+// cutMark is a full sync's cut in every shard's queue; when the feed has
+// emitted everything before it on all shards it hands the replica the
+// offset its stream starts at.
+type cutMark struct {
+	r    *replicaConn
+	done chan int64
+}
+
+func (s *Server) initReplMaster() {
+	m := &replMaster{srv: s, replID: newReplID(), secondOffset: -1, curDB: -1,
+		replicas: map[*replicaConn]struct{}{}, wake: make(chan struct{}, 1)}
+	m.queues = make([][]feedItem, len(s.shards))
+	m.subIDs = make([]int, len(s.shards))
+	cfg := journal.Config{BacklogBytes: int(s.cfg.ReplBacklogSize), BacklogAge: s.cfg.ReplBacklogTTL}
+	for i, sh := range s.shards {
+		sh.Journal = journal.New(i, cfg)
+	}
+	s.master = m
+}
+
+// id is the current replication id.
+func (m *replMaster) id() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.replID
+}
+
+// newReplID is a fresh 40-hex-digit replication id. The replica side
+// calls it when a replica is promoted (REPLICAOF NO ONE) to start a new
+// history, keeping the old id as replid2 (see shiftReplID).
+func newReplID() string {
+	var b [20]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// shiftReplID starts a new replication history at the current offset:
+// replicas of the old one may still continue up to it (PSYNC with replid2).
+func (m *replMaster) shiftReplID() {
+	m.mu.Lock()
+	m.replID2, m.secondOffset = m.replID, m.offset+1
+	m.replID = newReplID()
+	m.mu.Unlock()
+}
+
+// ---- the feed: journals merged into the command stream ----
+
+// push queues an item of shard sid; on the shard goroutine, never blocks.
+func (m *replMaster) push(sid int, it feedItem) {
+	m.qmu.Lock()
+	m.queues[sid] = append(m.queues[sid], it)
+	m.qmu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// startShard subscribes the feed to shard s's journal (in a step holding
+// every shard).
+func (m *replMaster) startShard(s *shard.Shard) {
+	if m.subIDs[s.ID] != 0 {
+		return
+	}
+	sid := s.ID
+	m.subIDs[sid], _ = s.Journal.Subscribe(func(e *journal.Entry) { m.push(sid, feedItem{e: e}) })
+	s.Journal.Start()
+	m.srv.journalExpiries(s, true)
+}
+
+func (m *replMaster) stopShard(s *shard.Shard) {
+	if m.subIDs[s.ID] == 0 {
+		return
+	}
+	s.Journal.Unsubscribe(m.subIDs[s.ID])
+	m.subIDs[s.ID] = 0
+	s.Journal.Stop()
+	m.srv.journalExpiries(s, false)
+}
+
+// expiryRecorder journals expiries (active and lazy) as DEL.
+type expiryRecorder struct{ j *journal.Journal }
+
+func (h expiryRecorder) OnExpire(db *shard.DB, _ shard.Iterator, key string) {
+	h.j.Record(db.Index, [][]byte{[]byte("DEL"), []byte(key)})
+}
+
+// feedState is the feed goroutine's own view: items taken from the
+// queues, and the transactions whose parts are arriving.
+type feedState struct {
+	local [][]feedItem
+	txs   map[uint64]*feedTx
+	// waiting[sid]: the shard's head is a complete part of a transaction
+	// that waits for other shards.
+	waiting []bool
+	buf     []byte
+}
+
+type feedTx struct {
+	shards []uint16
+	parts  map[int]int // shard → number of items of its part at its head
+}
+
+func (m *replMaster) feed(stop chan struct{}) {
+	st := &feedState{local: make([][]feedItem, len(m.queues)), txs: map[uint64]*feedTx{},
+		waiting: make([]bool, len(m.queues))}
+	ping := time.NewTicker(time.Second)
+	defer ping.Stop()
+	ticks := 0
+	for {
+		select {
+		case <-m.wake:
+		case <-ping.C:
+			ticks++
+			if ticks%10 == 0 && m.replicaCount() > 0 {
+				m.emit(appendCommand(nil, "PING"))
+			}
+			m.expireBacklog()
+		case <-stop:
+			return
+		}
+		m.qmu.Lock()
+		for i := range m.queues {
+			st.local[i] = append(st.local[i], m.queues[i]...)
+			clear(m.queues[i])
+			m.queues[i] = m.queues[i][:0]
+		}
+		m.qmu.Unlock()
+		m.drain(st)
+	}
+}
+
+// drain emits everything the shards' heads allow.
+func (m *replMaster) drain(st *feedState) {
+	for progress := true; progress; {
+		progress = false
+		for sid := range st.local {
+			for !st.waiting[sid] && len(st.local[sid]) > 0 {
+				it := st.local[sid][0]
+				if it.cut != nil {
+					break
+				}
+				e := it.e
+				if e.Op == journal.OpCommand {
+					st.buf = m.appendSelect(st.buf[:0], e.DB)
+					st.buf = appendArgs(st.buf, e.Args)
+					m.emit(st.buf)
+					st.local[sid] = st.local[sid][1:]
+					progress = true
+					continue
+				}
+				// A transaction's part: wait for its OpExec.
+				end := -1
+				for k, x := range st.local[sid] {
+					if x.e != nil && x.e.Op == journal.OpExec {
+						end = k
+						break
+					}
+				}
+				if end < 0 {
+					break
+				}
+				exec := st.local[sid][end].e
+				t := st.txs[exec.TxID]
+				if t == nil {
+					t = &feedTx{shards: exec.Shards, parts: map[int]int{}}
+					st.txs[exec.TxID] = t
+				}
+				t.parts[sid] = end + 1
+				st.waiting[sid] = true
+				if len(t.parts) == len(t.shards) {
+					m.emitTx(st, t)
+					delete(st.txs, exec.TxID)
+				}
+				progress = true
+			}
+		}
+		if m.cutReady(st) {
+			progress = true
+		}
+	}
+}
+
+// emitTx emits a transaction whose parts are all at their shards' heads:
+// its commands in Seq order, in MULTI/EXEC when there are several.
+func (m *replMaster) emitTx(st *feedState, t *feedTx) {
+	var cmds []*journal.Entry
+	for sid, n := range t.parts {
+		for _, it := range st.local[sid][:n] {
+			if it.e.Op == journal.OpMulti {
+				cmds = append(cmds, it.e)
+			}
+		}
+		clear(st.local[sid][:n])
+		st.local[sid] = st.local[sid][n:]
+		st.waiting[sid] = false
+	}
+	if len(cmds) == 0 {
+		return
+	}
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Seq < cmds[j].Seq })
+	b := st.buf[:0]
+	if len(cmds) > 1 {
+		b = m.appendSelect(b, cmds[0].DB)
+		b = appendCommand(b, "MULTI")
+	}
+	for _, e := range cmds {
+		b = m.appendSelect(b, e.DB)
+		b = appendArgs(b, e.Args)
+	}
+	if len(cmds) > 1 {
+		b = appendCommand(b, "EXEC")
+	}
+	st.buf = b
+	m.emit(b)
+}
+
+// cutReady handles a full sync's cut once it heads every shard's queue:
+// the replica attaches at the current offset.
+func (m *replMaster) cutReady(st *feedState) bool {
+	var c *cutMark
+	for sid := range st.local {
+		if len(st.local[sid]) == 0 || st.local[sid][0].cut == nil {
+			return false
+		}
+		if c == nil {
+			c = st.local[sid][0].cut
+		} else if st.local[sid][0].cut != c {
+			return false
+		}
+	}
+	if c == nil {
+		return false
+	}
+	for sid := range st.local {
+		st.local[sid][0] = feedItem{}
+		st.local[sid] = st.local[sid][1:]
+	}
+	m.mu.Lock()
+	m.curDB = -1 // the replica's stream starts with a SELECT
+	c.r.attachLocked(nil)
+	off := m.offset
+	m.mu.Unlock()
+	c.done <- off
+	return true
+}
+
+// appendSelect emits SELECT when the stream is not in db.
+func (m *replMaster) appendSelect(b []byte, db int) []byte {
+	if m.curDB == db {
+		return b
+	}
+	m.curDB = db
+	return appendArgs(b, [][]byte{[]byte("SELECT"), strconv.AppendInt(nil, int64(db), 10)})
+}
+
+func appendCommand(b []byte, words ...string) []byte {
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(len(words)), 10)
+	b = append(b, '\r', '\n')
+	for _, w := range words {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(w)), 10)
+		b = append(b, '\r', '\n')
+		b = append(b, w...)
+		b = append(b, '\r', '\n')
+	}
+	return b
+}
+
+func appendArgs(b []byte, args [][]byte) []byte {
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(len(args)), 10)
+	b = append(b, '\r', '\n')
+	for _, a := range args {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, '\r', '\n')
+		b = append(b, a...)
+		b = append(b, '\r', '\n')
+	}
+	return b
+}
+
+// emit appends stream bytes: offset, backlog, every attached replica.
+func (m *replMaster) emit(b []byte) {
+	m.mu.Lock()
+	m.emitLocked(b)
+	m.mu.Unlock()
+}
+
+func (m *replMaster) emitLocked(b []byte) {
+	m.offset += int64(len(b))
+	m.appendBacklog(b)
+	for r := range m.replicas {
+		r.write(b)
+	}
+}
+
+func (m *replMaster) appendBacklog(b []byte) {
+	n := len(m.backlog)
+	if n == 0 {
+		return
+	}
+	if len(b) >= n {
+		copy(m.backlog, b[len(b)-n:])
+		m.backlogPos, m.backlogLen = 0, n
+		return
+	}
+	k := copy(m.backlog[m.backlogPos:], b)
+	copy(m.backlog, b[k:])
+	m.backlogPos = (m.backlogPos + len(b)) % n
+	m.backlogLen = min(n, m.backlogLen+len(b))
+}
+
+// backlogFrom copies the backlog's bytes from 1-based stream offset off to
+// the end; ok=false when the backlog does not hold off.
+func (m *replMaster) backlogFrom(off int64) ([]byte, bool) {
+	first := m.offset - int64(m.backlogLen) + 1
+	if len(m.backlog) == 0 || off < first || off > m.offset+1 {
+		return nil, false
+	}
+	n := int(m.offset + 1 - off)
+	out := make([]byte, n)
+	start := (m.backlogPos - n + len(m.backlog)) % len(m.backlog)
+	k := copy(out, m.backlog[start:min(len(m.backlog), start+n)])
+	copy(out[k:], m.backlog[:n-k])
+	return out, true
+}
+
+func (m *replMaster) replicaCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.replicas)
+}
+
+// expireBacklog frees the backlog and stops journaling once no replica
+// has been attached for --repl_backlog_ttl (Redis's repl-backlog-ttl).
+func (m *replMaster) expireBacklog() {
+	m.mu.Lock()
+	idle := len(m.replicas) == 0 && m.feedOn && !m.idleSince.IsZero() &&
+		time.Since(m.idleSince) >= m.srv.cfg.ReplBacklogTTL
+	m.mu.Unlock()
+	if idle {
+		go m.stopFeed()
+	}
+}
+
+// startFeed begins journaling on every shard and starts the feed; within
+// the full sync's cut step (see fullSync).
+func (m *replMaster) ensureFeedLocked() {
+	if m.feedOn {
+		return
+	}
+	m.feedOn = true
+	m.backlog = make([]byte, max(1<<20, int(m.srv.cfg.ReplBacklogSize)*len(m.srv.shards)))
+	m.backlogLen, m.backlogPos = 0, 0
+	m.feedStop = make(chan struct{})
+	go m.feed(m.feedStop)
+}
+
+func (m *replMaster) stopFeed() {
+	m.cutMu.Lock()
+	defer m.cutMu.Unlock()
+	m.mu.Lock()
+	if !m.feedOn || len(m.replicas) > 0 {
+		m.mu.Unlock()
+		return
+	}
+	m.mu.Unlock()
+	t := tx.New(m.srv.shards)
+	t.AddAllShards()
+	t.Lock()
+	t.Finish(func(s *shard.Shard) { m.stopShard(s) })
+	m.mu.Lock()
+	m.feedOn = false
+	close(m.feedStop)
+	m.backlog, m.backlogLen, m.backlogPos = nil, 0, 0
+	// Without a backlog no replica can continue the old history.
+	m.replID2, m.secondOffset = m.replID, m.offset+1
+	m.replID = newReplID()
+	m.mu.Unlock()
+	m.qmu.Lock()
+	for i := range m.queues {
+		m.queues[i] = nil
+	}
+	m.qmu.Unlock()
+	m.srv.log.Noticef("Replication backlog freed after %v without replicas", m.srv.cfg.ReplBacklogTTL)
+}
+
+// ---- replicas ----
+
+// replConnInfo is what REPLCONF told on a connection before SYNC/PSYNC.
+type replConnInfo struct {
+	port    int
+	ip      string
+	capaEOF bool
+}
+
+type replicaConn struct {
+	m    *replMaster
+	id   int
+	conn net.Conn
+	ip   string
+	port int
+	eof  bool
+
+	state atomic.Value // string: wait_bgsave, send_bulk, online
+	// start is the offset the replica's stream started at.
+	ack     atomic.Int64
+	ackTime atomic.Int64 // unix seconds of the last ACK
+
+	// out is the stream not yet written, bounded by the buffer limit.
+	omu      sync.Mutex
+	out      []byte
+	attached bool
+	dead     bool
+	notify   chan struct{}
+	// acked is closed at the first REPLCONF ACK. After an RDB in the EOF
+	// form the stream waits for it: Redis finds the end mark only at the
+	// end of what it read, so nothing may follow the mark until the
+	// replica has loaded (Redis's repl_put_online_on_ack).
+	acked     chan struct{}
+	ackedOnce sync.Once
+	waitAck   bool
+}
+
+// attachLocked makes r receive the stream from now on, after pre (the
+// backlog bytes of a partial resync); m.mu is held.
+func (r *replicaConn) attachLocked(pre []byte) {
+	m := r.m
+	r.omu.Lock()
+	r.out = append(r.out, pre...)
+	r.attached = true
+	r.omu.Unlock()
+	m.replicas[r] = struct{}{}
+	m.idleSince = time.Time{}
+}
+
+// write queues stream bytes; past the limit the replica is dropped.
+func (r *replicaConn) write(b []byte) {
+	r.omu.Lock()
+	if r.dead {
+		r.omu.Unlock()
+		return
+	}
+	if limit := r.m.srv.cfg.ReplClientBufferLimit; limit > 0 && int64(len(r.out)+len(b)) > limit {
+		r.dead = true
+		r.out = nil
+		r.omu.Unlock()
+		r.m.srv.log.Warnf("Client id=%d addr=%s (replica) scheduled to be closed ASAP for overcoming of output buffer limits.", r.id, r.conn.RemoteAddr())
+		go r.close()
+		return
+	}
+	r.out = append(r.out, b...)
+	r.omu.Unlock()
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (r *replicaConn) close() {
+	m := r.m
+	m.mu.Lock()
+	delete(m.replicas, r)
+	if len(m.replicas) == 0 && m.idleSince.IsZero() {
+		m.idleSince = time.Now()
+	}
+	m.mu.Unlock()
+	r.omu.Lock()
+	r.dead = true
+	r.out = nil
+	r.omu.Unlock()
+	_ = r.conn.Close()
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+}
+
+// psyncRequest is a SYNC or PSYNC as received.
+type psyncRequest struct {
+	sync   bool
+	replID string
+	offset int64
+	info   replConnInfo
+}
+
+// serveReplica runs on the replica's own goroutine for the connection's
+// lifetime.
+func (m *replMaster) serveReplica(nc net.Conn, req psyncRequest) {
+	r := &replicaConn{m: m, conn: nc, port: req.info.port, ip: req.info.ip, eof: req.info.capaEOF,
+		notify: make(chan struct{}, 1), acked: make(chan struct{})}
+	if host, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil && r.ip == "" {
+		r.ip = host
+	}
+	r.ack.Store(-1)
+	m.mu.Lock()
+	m.nextID++
+	r.id = m.nextID
+	m.mu.Unlock()
+	defer r.close()
+	if !req.sync && m.tryPartial(r, req) {
+		m.srv.log.Noticef("Partial resynchronization request from %s:%d accepted, continuing from offset %d.", r.ip, r.port, req.offset)
+	} else if !m.fullSync(r, req) {
+		return
+	}
+	go r.readAcks()
+	r.stream()
+}
+
+// tryPartial answers +CONTINUE when the backlog holds the requested
+// offset of this history (or of the previous one, up to its end).
+func (m *replMaster) tryPartial(r *replicaConn, req psyncRequest) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	known := m.feedOn && (req.replID == m.replID ||
+		(req.replID == m.replID2 && req.offset <= m.secondOffset))
+	if !known {
+		if req.replID != "?" {
+			m.syncPartialErr.Add(1)
+		}
+		return false
+	}
+	pre, ok := m.backlogFrom(req.offset)
+	if !ok {
+		m.syncPartialErr.Add(1)
+		return false
+	}
+	// +CONTINUE goes first: the stream goroutine starts after this returns.
+	r.out = append(r.out, "+CONTINUE "+m.replID+"\r\n"...)
+	r.state.Store("online")
+	r.ack.Store(req.offset - 1)
+	r.attachLocked(pre)
+	m.syncPartialOK.Add(1)
+	return true
+}
+
+// fullSync takes the cut, answers +FULLRESYNC and sends the RDB; the
+// stream from the cut waits in the replica's buffer meanwhile.
+func (m *replMaster) fullSync(r *replicaConn, req psyncRequest) bool {
+	srv := m.srv
+	r.state.Store("wait_bgsave")
+	m.syncFull.Add(1)
+	if req.replID != "?" && !req.sync {
+		m.syncPartialErr.Add(0) // counted in tryPartial
+	}
+	cut := &cutMark{r: r, done: make(chan int64, 1)}
+	m.cutMu.Lock()
+	m.mu.Lock()
+	m.ensureFeedLocked()
+	m.mu.Unlock()
+	out, free, _ := srv.replicationCut(func(s *shard.Shard) {
+		m.startShard(s)
+		m.push(s.ID, feedItem{cut: cut})
+	})
+	m.cutMu.Unlock()
+	offset := <-cut.done
+	m.mu.Lock()
+	id := m.replID
+	m.mu.Unlock()
+	srv.log.Noticef("Replica %s:%d asks for synchronization; starting point-in-time sync at offset %d", r.ip, r.port, offset)
+	if !req.sync {
+		if _, err := r.conn.Write([]byte("+FULLRESYNC " + id + " " + strconv.FormatInt(offset, 10) + "\r\n")); err != nil {
+			drainChunks(out, free, len(srv.shards))
+			return false
+		}
+	}
+	r.state.Store("send_bulk")
+	start := time.Now()
+	if err := srv.sendRDB(r.conn, r.eof && !req.sync, out, free); err != nil {
+		srv.log.Warnf("Full sync to replica %s:%d failed: %v", r.ip, r.port, err)
+		return false
+	}
+	srv.log.Noticef("Synchronization with replica %s:%d succeeded (RDB sent in %.3f s)", r.ip, r.port, time.Since(start).Seconds())
+	r.ack.Store(offset)
+	if r.eof && !req.sync {
+		r.waitAck = true
+	} else {
+		r.state.Store("online")
+	}
+	return true
+}
+
+// stream writes the replica's buffered stream until it is closed.
+func (r *replicaConn) stream() {
+	if r.waitAck {
+		for waiting := true; waiting; {
+			select {
+			case <-r.acked:
+				waiting = false
+			case <-r.notify:
+				r.omu.Lock()
+				dead := r.dead
+				r.omu.Unlock()
+				if dead {
+					return
+				}
+			}
+		}
+		r.state.Store("online")
+	}
+	var buf []byte
+	for {
+		r.omu.Lock()
+		if r.dead {
+			r.omu.Unlock()
+			return
+		}
+		buf, r.out = r.out, buf[:0]
+		r.omu.Unlock()
+		if len(buf) == 0 {
+			<-r.notify
+			continue
+		}
+		if _, err := r.conn.Write(buf); err != nil {
+			return
+		}
+		if cap(buf) > 4<<20 {
+			buf = nil
+		}
+	}
+}
+
+// readAcks reads what the replica sends: REPLCONF ACK <offset> (others
+// are ignored). An error ends the replica.
+func (r *replicaConn) readAcks() {
+	defer r.close()
+	p := resp.NewParser(1<<20, 1<<20)
+	p.SetAuthenticated(true)
+	buf := make([]byte, 0, 4096)
+	tmp := make([]byte, 4096)
+	for {
+		n, err := r.conn.Read(tmp)
+		if err != nil {
+			return
+		}
+		buf = append(buf, tmp[:n]...)
+		for {
+			args, used, ok, perr := p.Next(buf)
+			if perr != nil {
+				return
+			}
+			if !ok {
+				break
+			}
+			if len(args) >= 3 && strings.EqualFold(string(args[0]), "replconf") && strings.EqualFold(string(args[1]), "ack") {
+				if off, err := strconv.ParseInt(string(args[2]), 10, 64); err == nil {
+					r.ack.Store(off)
+					r.ackTime.Store(time.Now().Unix())
+					r.ackedOnce.Do(func() { close(r.acked) })
+				}
+			}
+			buf = buf[used:]
+		}
+		buf = append(tmp[:0:0], buf...)
+	}
+}
+
+// ---- commands ----
+
+func replMasterCommands() []*Command {
+	return []*Command{
+		{Name: "sync", Arity: 1, Flags: FlagAdmin | FlagNoScript | FlagNoMulti, Local: cmdSync},
+		{Name: "psync", Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagNoMulti, Local: cmdSync},
+		{Name: "replconf", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdReplconf},
+		{Name: "wait", Arity: 3, Flags: FlagNoScript, Multi: cmdWait},
+	}
+}
+
+func init() { typeFamilies = append(typeFamilies, replMasterCommands) }
+
+func cmdSync(c *Conn, a [][]byte, w *resp.Writer) {
+	if c.srv.isReplica() {
+		w.Error("NOMASTERLINK Can't SYNC while not connected with my master")
+		return
+	}
+	req := psyncRequest{sync: len(a) == 1}
+	if !req.sync {
+		off, err := strconv.ParseInt(string(a[2]), 10, 64)
+		if err != nil {
+			w.Error(errNotInt)
+			return
+		}
+		req.replID, req.offset = string(a[1]), off
+	}
+	if c.repl != nil {
+		req.info = *c.repl
+	}
+	m := c.srv.master
+	c.handoff = func(nc net.Conn) { m.serveReplica(nc, req) }
+	c.closing = true
+}
+
+func cmdReplconf(c *Conn, a [][]byte, w *resp.Writer) {
+	if len(a)%2 == 0 {
+		w.Error(errSyntax)
+		return
+	}
+	if c.repl == nil {
+		c.repl = &replConnInfo{}
+	}
+	for i := 1; i+1 < len(a); i += 2 {
+		v := string(a[i+1])
+		switch strings.ToLower(string(a[i])) {
+		case "listening-port":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > 65535 {
+				w.Error("ERR value is out of range")
+				return
+			}
+			c.repl.port = n
+		case "ip-address":
+			c.repl.ip = v
+		case "capa":
+			if strings.EqualFold(v, "eof") {
+				c.repl.capaEOF = true
+			}
+		case "ack", "getack":
+			return // no reply, as Redis
+		case "rdb-only", "rdb-filter-only", "rdb-channel":
+		default:
+			w.Error("ERR Unrecognized REPLCONF option: " + truncArg(a[i]))
+			return
+		}
+	}
+	w.SimpleString("OK")
+}
+
+// cmdWait answers WAIT numreplicas timeout: how many replicas acknowledged
+// the stream up to the offset at the call.
+func cmdWait(x *Coord) {
+	n, err1 := strconv.ParseInt(string(x.Args[1]), 10, 64)
+	ms, err2 := strconv.ParseInt(string(x.Args[2]), 10, 64)
+	if err1 != nil || err2 != nil {
+		x.W.Error(errNotInt)
+		return
+	}
+	if ms < 0 {
+		x.W.Error("ERR timeout is negative")
+		return
+	}
+	if x.Srv.isReplica() {
+		x.W.Error("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.")
+		return
+	}
+	m := x.Srv.master
+	m.mu.Lock()
+	target := m.offset
+	m.mu.Unlock()
+	// dfly replicas (flows) count when every flow acknowledged its
+	// shard's LSN as of now.
+	var lsns []uint64
+	if x.Srv.flows().attached() {
+		lsns = make([]uint64, x.NumShards())
+		x.OnEach(func(sh *shard.Shard) { lsns[sh.ID] = sh.Journal.LSN() })
+	}
+	acked := func() int {
+		n := m.acked(target)
+		if lsns != nil {
+			n += x.Srv.flows().ackedSessions(lsns)
+		}
+		return n
+	}
+	var deadline time.Time
+	if ms > 0 {
+		deadline = time.Now().Add(time.Duration(ms) * time.Millisecond)
+	}
+	asked := false
+	for {
+		got := acked()
+		if int64(got) >= n || (!deadline.IsZero() && time.Now().After(deadline)) {
+			x.W.Int(int64(got))
+			return
+		}
+		if !asked {
+			asked = true
+			m.mu.Lock()
+			if len(m.replicas) > 0 {
+				m.emitLocked(appendCommand(nil, "REPLCONF", "GETACK", "*"))
+			}
+			m.mu.Unlock()
+		}
+		select {
+		case <-x.Conn.gone:
+			x.W.Int(int64(acked()))
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// acked counts the online replicas that acknowledged offset.
+func (m *replMaster) acked(offset int64) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for r := range m.replicas {
+		if r.ack.Load() >= offset {
+			n++
+		}
+	}
+	return n
+}
+
+// ---- INFO and ROLE ----
+
+func (m *replMaster) sortedReplicas() []*replicaConn {
+	rs := make([]*replicaConn, 0, len(m.replicas))
+	for r := range m.replicas {
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].id < rs[j].id })
+	return rs
+}
 
 // masterInfo writes INFO replication's fields for a master.
 func (s *Server) masterInfo(field func(k string, v any)) {
+	m := s.master
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rs := m.sortedReplicas()
 	field("role", "master")
-	field("connected_slaves", 0)
-	field("master_replid", s.runID)
-	field("master_repl_offset", 0)
+	field("connected_slaves", len(rs))
+	now := time.Now().Unix()
+	for i, r := range rs {
+		st, _ := r.state.Load().(string)
+		off := max(r.ack.Load(), 0)
+		lag := int64(0)
+		if t := r.ackTime.Load(); t > 0 {
+			lag = now - t
+		}
+		field("slave"+strconv.Itoa(i), "ip="+r.ip+",port="+strconv.Itoa(r.port)+",state="+st+
+			",offset="+strconv.FormatInt(off, 10)+",lag="+strconv.FormatInt(lag, 10))
+	}
+	s.flowInfo(field)
+	field("master_failover_state", "no-failover")
+	field("master_replid", m.replID)
+	replID2 := m.replID2
+	if replID2 == "" {
+		replID2 = strings.Repeat("0", 40)
+	}
+	field("master_replid2", replID2)
+	field("master_repl_offset", m.offset)
+	field("second_repl_offset", m.secondOffset)
+	active := 0
+	if m.feedOn {
+		active = 1
+	}
+	field("repl_backlog_active", active)
+	size := len(m.backlog)
+	if size == 0 {
+		size = max(1<<20, int(s.cfg.ReplBacklogSize)*len(s.shards))
+	}
+	field("repl_backlog_size", size)
+	first := int64(0)
+	if m.feedOn {
+		first = m.offset - int64(m.backlogLen) + 1
+	}
+	field("repl_backlog_first_byte_offset", first)
+	field("repl_backlog_histlen", m.backlogLen)
+}
+
+// syncStats are INFO stats' sync_full, sync_partial_ok and
+// sync_partial_err.
+func (s *Server) syncStats(field func(k string, v any)) {
+	m := s.master
+	field("sync_full", m.syncFull.Load())
+	field("sync_partial_ok", m.syncPartialOK.Load())
+	field("sync_partial_err", m.syncPartialErr.Load())
 }
 
 // masterRole answers ROLE on a master: "master", offset, replicas.
 func (s *Server) masterRole(w *resp.Writer) {
+	m := s.master
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rs := m.sortedReplicas()
 	w.Array(3)
 	w.BulkString("master")
-	w.Int(0)
-	w.Array(0)
+	w.Int(m.offset)
+	w.Array(len(rs))
+	for _, r := range rs {
+		w.Array(3)
+		w.BulkString(r.ip)
+		w.BulkString(strconv.Itoa(r.port))
+		w.BulkString(strconv.FormatInt(max(r.ack.Load(), 0), 10))
+	}
+}
+
+// handoffConn gives a SYNC/PSYNC connection's socket to c.handoff on a
+// goroutine of its own; the event loop closes its copy of the descriptor.
+func (s *Server) handoffConn(c *Conn) {
+	fd, err := c.gc.Dup()
+	if err != nil {
+		s.log.Warnf("replica handoff: %v", err)
+		return
+	}
+	f := os.NewFile(uintptr(fd), "replica")
+	nc, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		s.log.Warnf("replica handoff: %v", err)
+		return
+	}
+	go c.handoff(nc)
 }

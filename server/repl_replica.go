@@ -27,7 +27,7 @@ import (
 
 // replicaLink is a master link and the master it follows.
 type replicaLink struct {
-	client *replica.Client
+	client replLink // *flowLink (native, or Redis protocol through its fallback)
 	host   string
 	port   int
 }
@@ -133,7 +133,7 @@ func (s *Server) replicaOf(host string, port int) bool {
 	s.cfg.mu.RLock()
 	user, pass := s.cfg.MasterUser, s.cfg.MasterAuth
 	s.cfg.mu.RUnlock()
-	client := replica.Start(replica.Config{
+	client := startFlowLink(s, replica.Config{
 		Addr:        net.JoinHostPort(host, strconv.Itoa(port)),
 		ListenPort:  s.cfg.Port,
 		Applier:     newReplApplier(s),

@@ -641,7 +641,7 @@ func (vm *luaVM) exec(cmd *Command, args [][]byte) {
 		sid := x.Srv.singleShard(cmd, args, &vm.pos)
 		x.Srv.OnShard(sid, func(s *shard.Shard) {
 			e := Exec{S: s, DB: s.DBs[q.db], Args: args, W: w, Srv: x.Srv}
-			cmd.Shard(&e)
+			e.run(cmd)
 		})
 	case cmd.Multi != nil:
 		x.inTx = false

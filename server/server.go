@@ -48,12 +48,19 @@ type Server struct {
 	cmdStats       []shardCmdStats // per shard, owned by its goroutine
 	pubsub         *pubsub
 	persist        persistState // SAVE/BGSAVE/LASTSAVE bookkeeping (persist.go)
+	master         *replMaster  // master side of replication (repl_master.go)
 	replica        replicaState // replica side of replication (repl_replica.go)
+	// dfly-native replication flows (repl_flow.go); expiryUsers[i] counts
+	// the users of shard i's expiry journaling (owned by its goroutine).
+	flowOnce    sync.Once
+	flowM       *flowMaster
+	expiryUsers []int
 
 	// loops are the engine's event loops; shardLoop[i] is the loop that
 	// owns shard i. Both are set once, before any command is served.
 	loops     []gnet.EventLoop
 	shardLoop []int
+	wakers    []*loopWaker // per loop: yielded work (loops.go)
 	// loopsReady is set after discovery; connections that send commands
 	// before it wait in early and are woken then.
 	loopsReady atomic.Bool
@@ -80,12 +87,15 @@ func New(cfg *Config, log *Logger) *Server {
 	var id [20]byte
 	_, _ = rand.Read(id[:])
 	s.runID = hex.EncodeToString(id[:])
+	s.persist.lastBgsaveSecs.Store(-1)
 	s.shards = make([]*shard.Shard, cfg.Shards)
 	s.cmdStats = make([]shardCmdStats, cfg.Shards)
+	s.expiryUsers = make([]int, cfg.Shards)
 	for i := range s.shards {
 		s.shards[i] = shard.New(i, cfg.Databases)
 		s.cmdStats[i].calls = make(map[*Command]uint64)
 	}
+	s.initReplMaster()
 	return s
 }
 
@@ -326,6 +336,10 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 	c, ok := gc.Context().(*Conn)
 	if !ok {
 		if _, probe := gc.Context().(loopProbe); probe {
+			_, _ = gc.Discard(-1)
+			if w := s.waker(gc.EventLoop()); w != nil && s.loopsReady.Load() {
+				w.run()
+			}
 			return gnet.None
 		}
 		return gnet.Close

@@ -18,7 +18,20 @@ type DB struct {
 }
 
 func newDB(s *Shard, index int) *DB {
-	return &DB{Index: index, Table: dash.New[Value](), Expire: dash.New[int64](), shard: s}
+	db := &DB{Index: index, shard: s}
+	db.newTables()
+	return db
+}
+
+// newTables gives db empty tables, reporting the main table's item moves
+// to the shard's move hooks.
+func (db *DB) newTables() {
+	db.Table, db.Expire = dash.New[Value](), dash.New[int64]()
+	db.Table.OnMove(func(moves []dash.Move) {
+		for _, h := range db.shard.moveHooks {
+			h.OnMoved(db, moves)
+		}
+	})
 }
 
 // view returns a string sharing b's bytes. Only for look-ups: the table
@@ -188,14 +201,18 @@ func (db *DB) Persist(it dash.Iterator) bool {
 	return true
 }
 
-// Flush drops every key of the database.
+// Flush drops every key of the database. The old tables are not cleared
+// but replaced: a snapshot told by PreFlush may keep walking them (they
+// are then nobody else's), so a flush costs no serialization stall.
 func (db *DB) Flush() {
 	for _, h := range db.shard.hooks {
 		h.PreFlush(db)
 	}
 	db.shard.flushed(db.Index)
-	db.Table.Clear()
-	db.Expire.Clear()
+	if db.Table.Len() > 0 {
+		db.shard.Stats.Writes++ // a flush of keys is a write (journal, dirty count)
+	}
+	db.newTables()
 	db.expiryCursor = 0
 }
 

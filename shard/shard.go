@@ -1,6 +1,11 @@
 package shard
 
-import "time"
+import (
+	"time"
+
+	"github.com/dfly/dfly/dash"
+	"github.com/dfly/dfly/journal"
+)
 
 // Runnable is a message for a shard: it runs on the shard goroutine.
 type Runnable interface {
@@ -23,8 +28,24 @@ type ChangeHook interface {
 	PreDelete(db *DB, it Iterator)
 	// PreInsert: key is about to be inserted.
 	PreInsert(db *DB, key string)
-	// PreFlush: every key of db is about to be dropped.
+	// PreFlush: every key of db is about to be dropped. The current
+	// tables are then replaced, never changed again: a hook may keep them.
 	PreFlush(db *DB)
+}
+
+// MoveHook is told about items a table mutation moved between buckets
+// (dash's OnMove), after the mutation; non-PIT snapshots use it (OnMoved).
+type MoveHook interface {
+	OnMoved(db *DB, moves []dash.Move)
+}
+
+// Gate is consulted before a command that writes key runs (the key-lock
+// check of every path: a connection's batch, a transaction, a script). It
+// may take shared key locks (Acquire) to hold the writer back: a snapshot
+// pins a value it is still writing, or delays writers while its output is
+// full (DESIGN §4). It must not mutate the DB.
+type Gate interface {
+	Admit(db *DB, key string)
 }
 
 // ExpiryHook is told about deletions that bypass the change hooks (expiry,
@@ -49,11 +70,17 @@ type Shard struct {
 	DBs   []*DB
 	Stats Stats
 	Locks locks
+	// Journal records the shard's writes while replication listens (see
+	// package journal); nil or inactive otherwise.
+	Journal *journal.Journal
 
 	inbox       chan Runnable
 	post        func(Runnable)
+	yield       func(Runnable)
 	hooks       []ChangeHook
 	expiryHooks []ExpiryHook
+	moveHooks   []MoveHook
+	gates       []Gate
 	version     uint64
 	now         int64 // unix ms, refreshed per message
 	epoch       int64
@@ -93,6 +120,20 @@ func New(id, ndb int) *Shard {
 // shard is pinned to). Call it before Start.
 func (s *Shard) Attach(post func(Runnable)) { s.post = post }
 
+// AttachYield sets how an attached shard defers yielded work (Yield).
+func (s *Shard) AttachYield(fn func(Runnable)) { s.yield = fn }
+
+// Yield queues r, the next step of cooperative work (a snapshot), to run
+// after the executor has served the I/O already waiting, so a chain of
+// steps never starves clients. Only the owning goroutine may call it.
+func (s *Shard) Yield(r Runnable) {
+	if s.yield != nil {
+		s.yield(r)
+		return
+	}
+	s.Send(r)
+}
+
 // Send queues r for the shard's goroutine. Safe from any goroutine except
 // the owning one, which runs work directly through Exec.
 func (s *Shard) Send(r Runnable) {
@@ -130,26 +171,33 @@ func (s *Shard) nextVersion() uint64 {
 func (s *Shard) AddHook(h ChangeHook) { s.hooks = append(s.hooks, h) }
 
 // RemoveHook unregisters h; called on the shard goroutine.
-func (s *Shard) RemoveHook(h ChangeHook) {
-	for i, x := range s.hooks {
-		if x == h {
-			s.hooks = append(s.hooks[:i], s.hooks[i+1:]...)
-			return
-		}
-	}
-}
+func (s *Shard) RemoveHook(h ChangeHook) { s.hooks = remove(s.hooks, h) }
 
 // AddExpiryHook registers an expiry hook; called on the shard goroutine.
 func (s *Shard) AddExpiryHook(h ExpiryHook) { s.expiryHooks = append(s.expiryHooks, h) }
 
 // RemoveExpiryHook unregisters h; called on the shard goroutine.
-func (s *Shard) RemoveExpiryHook(h ExpiryHook) {
-	for i, x := range s.expiryHooks {
-		if x == h {
-			s.expiryHooks = append(s.expiryHooks[:i], s.expiryHooks[i+1:]...)
-			return
+func (s *Shard) RemoveExpiryHook(h ExpiryHook) { s.expiryHooks = remove(s.expiryHooks, h) }
+
+// AddMoveHook registers a move hook; called on the shard goroutine.
+func (s *Shard) AddMoveHook(h MoveHook) { s.moveHooks = append(s.moveHooks, h) }
+
+// RemoveMoveHook unregisters h; called on the shard goroutine.
+func (s *Shard) RemoveMoveHook(h MoveHook) { s.moveHooks = remove(s.moveHooks, h) }
+
+// AddGate registers a gate; called on the shard goroutine.
+func (s *Shard) AddGate(g Gate) { s.gates = append(s.gates, g) }
+
+// RemoveGate unregisters g; called on the shard goroutine.
+func (s *Shard) RemoveGate(g Gate) { s.gates = remove(s.gates, g) }
+
+func remove[T comparable](xs []T, x T) []T {
+	for i, y := range xs {
+		if y == x {
+			return append(xs[:i], xs[i+1:]...)
 		}
 	}
+	return xs
 }
 
 // CutVersion takes a version for a snapshot's cut: every bucket changed
@@ -240,9 +288,23 @@ func (s *Shard) loop() {
 	}
 }
 
+// Idle reports that no key lock is held or awaited and no gate is
+// registered: commands may run without checking their keys.
+func (s *Shard) Idle() bool { return s.Locks.active == 0 && len(s.gates) == 0 }
+
 // Available reports whether a command needing keys may run now. When the
-// lock table is idle this is a single comparison.
+// lock table is idle and no gate is registered this is two comparisons.
+// Gates see the written keys first, and may lock them.
 func (s *Shard) Available(keys []KeyLock) bool {
+	if len(s.gates) > 0 {
+		for _, k := range keys {
+			if k.Excl && k.DB < len(s.DBs) {
+				for _, g := range s.gates {
+					g.Admit(s.DBs[k.DB], k.Key)
+				}
+			}
+		}
+	}
 	if s.Locks.active == 0 {
 		return true
 	}

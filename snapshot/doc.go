@@ -1,32 +1,72 @@
-// Package snapshot is the fork-less point-in-time serialization of a shard
-// (Dragonfly's SliceSnapshot, DESIGN.md §4): a Slice walks its shard's
-// tables bucket by bucket as cooperative work on the shard's own goroutine,
-// while commands keep running between its steps.
+// Package snapshot is the fork-less serialization of a shard (Dragonfly's
+// SliceSnapshot, DESIGN.md §4): a Slice walks its shard's tables bucket by
+// bucket as cooperative work on the shard's own goroutine, while commands
+// keep running between its steps, and hands chunks to a consumer (a file
+// writer, a replication flow) through a channel it never blocks on.
 //
-// What it never does: block the shard (a full output buffer postpones the
-// walk, it does not wait), or let a change reach a bucket before the
-// bucket's contents at the cut have been written.
+// What it never does: block the shard (a full output postpones the walk
+// and parks the writers that would need a baseline, not the shard), hold
+// any lock across a flush, or let a change reach a value before the value's
+// baseline has been emitted.
 //
-// Invariants (PIT mode, the only one so far):
-//   - The cut: every shard takes its snapshot version (Shard.CutVersion)
-//     inside one transaction that holds every shard, so no multi-shard
-//     command is half-applied at the cut.
-//   - A bucket whose version is below the snapshot version still holds its
-//     contents at the cut; serializing it raises its version to the
-//     snapshot version (SetVersion), so it is written exactly once.
-//   - Before any mutation the change hooks serialize every bucket it may
-//     touch: the item's bucket (PreUpdate), the buckets an erase may change
-//     (PreDelete, expiry: dash's EraseChanges), every bucket an insert may
-//     change, including a whole segment about to split (PreInsert: dash's
-//     InsertChanges), and the whole table before a flush. Dash gives the
-//     buckets an item moves into the highest version of their sources, so
-//     a moved item never lands in a bucket that looks written but is not.
-//   - Records leave in chunks of whole records, each chunk starting with
-//     its database's SELECTDB, so chunks of all shards can be interleaved
-//     into one RDB stream.
+// Modes. PIT (backups; replication by default): the output is exactly the
+// dataset at the cut. NonPIT (replication only): mutations serialize
+// nothing; the walk writes every bucket it visits, OnMoved writes again a
+// bucket an item jumped into from behind the walk's position, and the
+// journal fills in the rest.
 //
-// Roadmap (issue 7): non-PIT mode with OnMoved, the per-bucket state
-// machine (NotVisited, Serializing, DelayedPending, Covered) with parked
-// mutations and the deferred deletion queue, big values in bounded chunks,
-// tagged chunks for replication, backpressure that delays mutations.
+// The bucket state machine, per snapshot (seed §1): NotVisited →
+// Serializing → DelayedPending → Covered. Capturing a bucket encodes its
+// small values at once; a value that does not fit one chunk (or one being
+// read from disk) makes the bucket Serializing (or DelayedPending while
+// only reads are outstanding), pins the value's key with a shared key lock
+// and is written a chunk per step by a coroutine (iter.Pull) that encodes
+// it and stops at every chunk. Only busy buckets are tracked (the seed's
+// map); NotVisited and Covered are told apart by the bucket version (PIT)
+// or the walk's position (non-PIT).
+//
+// Invariants and where they are kept:
+//   - The cut (Start): every shard takes its snapshot version inside one
+//     transaction that holds every shard, so no multi-shard command is half
+//     in it.
+//   - PIT exactly once (serializeBucket): a bucket below the snapshot
+//     version still holds its contents at the cut; capturing stamps it. The
+//     change hooks capture every bucket a mutation may touch before it
+//     happens: the item's bucket (PreUpdate), the buckets an erase may
+//     change (PreDelete, OnExpire: dash's EraseChanges), every bucket an
+//     insert may change, a whole segment before a split included
+//     (PreInsert: InsertChanges). Dash gives a bucket an item moves into the
+//     highest version of its sources.
+//   - A value is not changed while its baseline is partly written: its
+//     key is pinned (a shared lock), so writers park at the shard's gate
+//     (Admit, consulted by every path that checks key locks) until the
+//     bucket is Covered; other commands keep running. Admit also captures a
+//     NotVisited bucket holding a big value about to be written, so that
+//     writer waits for the pieces instead of the shard stalling on them. A
+//     mutation that reaches a half-written value anyway (a path that does
+//     not declare its key) finishes it inline first (drain): slower, never
+//     wrong.
+//   - Ordering (for every key K, K's complete baseline precedes any
+//     journal entry of K): a journal entry is emitted after the main
+//     stream is cut, so every baseline captured before it precedes it;
+//     writers of half-written values wait (above); an expiry, which cannot
+//     wait, deletes at once but its journal DEL (Journal with Expiry) goes
+//     to the bucket's deferred deletion queue and is emitted when the
+//     bucket is Covered. A flush holds the journal until the baseline is
+//     complete (the flushed tables are still walked).
+//   - Steps never starve clients: each step reschedules itself with
+//     shard.Yield, which runs it after the event loop's pending I/O.
+//   - Output framing: tagged (dfly files, replication): each producer has
+//     its own buffer and stream id (journal 0, the walk's small records 1,
+//     one per busy bucket), so big values, other buckets and the journal
+//     interleave as rdb.AppendChunk frames the loader reassembles by id.
+//     Untagged (.rdb for Redis): plain records; while a big value is half
+//     written nothing else is emitted, and a chunk that ends inside one is
+//     marked Open so a consumer merging shards takes that shard's next
+//     chunk first.
+//   - A flush replaces the db's tables (shard.DB.Flush): PIT keeps walking
+//     the old ones, which nobody else touches any more, so a FLUSHALL during
+//     a save costs no stall.
+//   - Unpinning (releasing key locks) runs parked commands, so it happens
+//     only in the Slice's own steps, never inside a hook.
 package snapshot

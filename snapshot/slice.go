@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"errors"
+	"iter"
 	"time"
 	"unsafe"
 
@@ -9,138 +11,854 @@ import (
 	"github.com/dfly/dfly/shard"
 )
 
-// EncodeFunc writes one key as RDB records (expireAt 0 = no TTL).
+// EncodeFunc writes one key as RDB records (expireAt 0 = no TTL). For a
+// big value it should write in parts (the encoder then flushes at its
+// flush size), e.g. a string with BeginString/StringPart.
 type EncodeFunc func(e *rdb.Encoder, key []byte, v *shard.Value, expireAt int64)
 
-// Chunk is a piece of a shard's output: whole records, starting with a
-// SELECTDB. Last marks the shard's final chunk.
+// Mode is how a snapshot treats changes made while it runs.
+type Mode uint8
+
+const (
+	// PIT: the output is exactly the dataset at the cut; every bucket a
+	// mutation may touch is serialized first (OnDbChange).
+	PIT Mode = iota
+	// NonPIT (replication only): mutations serialize nothing; the walk
+	// writes every bucket it visits, OnMoved catches items that jump
+	// behind it, and the journal fills in the rest.
+	NonPIT
+)
+
+// State is a bucket's place in the per-snapshot state machine (seed §1).
+// Only Serializing and DelayedPending buckets are tracked; NotVisited and
+// Covered are told apart by the bucket's version (PIT) or the walk's
+// position (non-PIT).
+type State uint8
+
+const (
+	NotVisited State = iota
+	// Serializing: the bucket's big values are still being written in
+	// chunks across steps; writers of its keys wait (parked).
+	Serializing
+	// DelayedPending: iteration is done but values are still being read
+	// (tiered storage); writers of its keys wait.
+	DelayedPending
+	// Covered: the bucket's baseline is fully emitted.
+	Covered
+)
+
+func (s State) String() string {
+	return [...]string{"NotVisited", "Serializing", "DelayedPending", "Covered"}[s]
+}
+
+// Stream ids of a tagged output.
+const (
+	JournalStream = 0 // journal entries (rdb.OpJournal)
+	MainStream    = 1 // the walk's small records, each chunk a whole item
+	firstBucket   = 2 // then one per bucket with big values
+)
+
+// Chunk is a piece of a shard's output. Untagged, it is plain RDB
+// records; tagged, it is framed chunks (rdb.AppendChunk). Last marks the
+// shard's final chunk.
 type Chunk struct {
 	Shard int
 	Data  []byte
 	Last  bool
 	Err   error
+	// Open (untagged only): the chunk ends inside a big value; the
+	// consumer must take this shard's next chunk before any other shard's.
+	Open bool
+}
+
+// JournalEntry is one encoded journal entry offered to a snapshot that
+// streams with its journal. Expired names the key when the entry is the
+// DEL of an expiry (or eviction), which a busy bucket defers.
+type JournalEntry struct {
+	Data    []byte
+	DB      int
+	Expired string
+	Expiry  bool
+}
+
+// Loader reads a value that is not in memory (tiered storage). It reports
+// false when v is in memory; otherwise it calls done on the shard
+// goroutine with the value's bytes, later.
+type Loader func(v *shard.Value, done func(shard.Value, error)) bool
+
+// Options configure a Slice.
+type Options struct {
+	Mode Mode
+	// Tagged frames the output as tagged chunks so big values, bucket
+	// streams and the journal interleave (dfly files, replication).
+	// Untagged output is a plain RDB record stream for Redis.
+	Tagged bool
+	// MaxChunk bounds one piece of a big value (default 64 KiB).
+	MaxChunk int
+	Encode   EncodeFunc
+	Out      chan<- Chunk
+	// Free hands back consumed chunk buffers to write into again (nil: none).
+	Free <-chan []byte
+	// Journal: the output carries the shard's journal (a replication
+	// flow): entries arrive through Slice.Journal.
+	Journal bool
+	// FullSyncCut ends the output with an OpFullSyncCut marker (tagged).
+	FullSyncCut bool
+	// Load reads values that are not in memory (nil: all are).
+	Load Loader
 }
 
 const (
-	// chunkSize is how much a Slice buffers before handing a chunk out.
+	// chunkSize is how much output a Slice gathers before handing a chunk out.
 	chunkSize = 64 << 10
+	// DefaultMaxChunk is --serialization_max_chunk_size's default.
+	DefaultMaxChunk = 64 << 10
+	// maxPending is the output held beyond the consumer's channel before
+	// writers that need serialization are delayed (backpressure).
+	maxPending = 1 << 20
+	// maxBusy bounds the buckets the walk leaves Serializing at once.
+	maxBusy = 4
 )
 
-// stepBudget bounds one traversal step, after which the shard serves
-// commands again (DESIGN §8.7). A variable so tests can step one bucket
-// position at a time.
+// stepBudget bounds one step, after which the shard serves commands again
+// (DESIGN §8.7). A variable so tests can step one bucket position at a time.
 var stepBudget = 100 * time.Microsecond
 
-// Slice is one shard's point-in-time serialization.
+type keyRef struct {
+	db  int
+	key string
+}
+
+// item is a captured value that is written apart from the walk's main
+// stream: too big for one chunk, or still being loaded.
+type item struct {
+	db       int
+	key      string
+	v        shard.Value
+	expireAt int64
+	loading  bool
+	started  bool // pieces of it were emitted
+	bk       *bucket
+	// The coroutine that encodes the value a chunk at a time.
+	next  func() ([]byte, bool)
+	stop  func()
+	w     *yieldWriter
+	first []byte // the piece pulled when the value was found big, not yet emitted
+}
+
+// bucket is a captured bucket that is not Covered yet.
+type bucket struct {
+	db       int
+	state    State
+	stream   uint32
+	items    []*item // items[0] is the one being written
+	loads    int     // values still being read
+	keys     []keyRef
+	pins     []shard.KeyLock
+	deferred [][]byte // journal DELs of expiries, emitted when Covered
+}
+
+type dbState struct {
+	// flushed: the database was flushed after the cut; the live tables
+	// are none of this snapshot's business.
+	flushed bool
+	// The tables at the flush, still to be walked (PIT).
+	table  *dash.Table[shard.Value]
+	expire *dash.Table[int64]
+}
+
+// Slice is one shard's snapshot: a cooperative task on the shard's
+// goroutine, plus the hooks that keep its output exact.
 type Slice struct {
 	sh      *shard.Shard
+	opt     Options
 	version uint64
-	cutMs   int64 // keys expired at the cut are left out
-	encode  EncodeFunc
-	enc     *rdb.Encoder
-	curDB   int // database of the records in enc; -1: the next record needs SELECTDB
-	out     chan<- Chunk
-	free    <-chan []byte // consumed chunk buffers to write into again
-	pending []Chunk       // chunks the full channel did not take yet
+	cutMs   int64 // PIT: keys expired at the cut are left out
 
-	db      int
-	cursor  dash.Cursor
-	done    bool
-	scratch []dash.Cursor
+	main   *rdb.Encoder
+	mainDB int // database of the records in main; -1: next needs SELECTDB
+	wire   []byte
+	spare  [][]byte
+	// Output the consumer's channel did not take yet.
+	pending      []Chunk
+	pendingBytes int
+
+	dbs      []dbState
+	db       int
+	cursor   dash.Cursor
+	walkDone bool
+	done     bool
+	posted   bool
+
+	busy       []*bucket
+	byKey      map[keyRef]*bucket
+	nextStream uint32
+	// open is the item partly emitted to an untagged output: nothing else
+	// may be emitted until it ends.
+	open        *item
+	congestion  []shard.KeyLock // writers held back while the output is full
+	unpins      []shard.KeyLock // released at the next step (not inside a hook)
+	holdJournal bool
+	held        [][]byte
+	scratch     []dash.Cursor
+	scratchBusy []*bucket
+	err         error
+
 	// Keys counts the keys written.
 	Keys uint64
 }
 
-// Start takes the shard's cut and registers the change hooks; it must run
-// on the shard's goroutine while the caller holds every shard (the cut is
+// Start takes the shard's cut and registers the hooks; it must run on the
+// shard's goroutine while the caller holds every shard (the cut is
 // global). The walk then proceeds in steps posted to the shard.
-// The consumer may hand written chunks' buffers back on free (nil: none),
-// which keeps a save from churning a chunk-sized buffer per chunk.
-func Start(sh *shard.Shard, encode EncodeFunc, out chan<- Chunk, free <-chan []byte) *Slice {
-	sl := &Slice{sh: sh, version: sh.CutVersion(), cutMs: sh.Now(), encode: encode,
-		enc: rdb.NewEncoder(nil), curDB: -1, out: out, free: free}
+func Start(sh *shard.Shard, opt Options) *Slice {
+	if opt.MaxChunk <= 0 {
+		opt.MaxChunk = DefaultMaxChunk
+	}
+	sl := &Slice{sh: sh, opt: opt, version: sh.CutVersion(), cutMs: sh.Now(),
+		main: rdb.NewEncoder(nil), mainDB: -1, dbs: make([]dbState, len(sh.DBs)),
+		byKey: map[keyRef]*bucket{}, nextStream: firstBucket}
 	sh.AddHook(sl)
 	sh.AddExpiryHook(sl)
-	sh.Send(sl)
+	sh.AddGate(sl)
+	if opt.Mode == NonPIT {
+		sh.AddMoveHook(sl)
+	}
+	stats.started.Add(1)
+	sl.post()
 	return sl
 }
 
-// serializeBucket writes bucket b of db if it still holds its contents at
-// the cut, then marks it written.
-func (sl *Slice) serializeBucket(db *shard.DB, b dash.Cursor) {
-	t := db.Table
-	if t.Version(b) >= sl.version {
-		return
+// Done reports whether the walk and every bucket are finished.
+func (sl *Slice) Done() bool { return sl.done }
+
+// KeyState is the state of the bucket key was captured with, or of its
+// bucket now when it is not tracked.
+func (sl *Slice) KeyState(db int, key string) State {
+	if bk := sl.byKey[keyRef{db, key}]; bk != nil {
+		return bk.state
+	}
+	it := sl.sh.DBs[db].Table.Find(key)
+	if !it.Valid() {
+		return NotVisited
+	}
+	if sl.visited(db, sl.sh.DBs[db].Table.BucketOf(it)) {
+		return Covered
+	}
+	return NotVisited
+}
+
+// visited: the bucket's baseline has been captured (PIT: its version;
+// non-PIT: the walk passed it).
+func (sl *Slice) visited(db int, b dash.Cursor) bool {
+	if sl.opt.Mode == PIT {
+		return sl.sh.DBs[db].Table.Version(b) >= sl.version
+	}
+	return sl.passed(db, b)
+}
+
+// passed reports whether the walk is past bucket b of db (IsPositionSerialized).
+func (sl *Slice) passed(db int, b dash.Cursor) bool {
+	if db != sl.db {
+		return db < sl.db || sl.walkDone
+	}
+	if sl.walkDone {
+		return true
+	}
+	if sl.cursor == 0 {
+		return false // not started in this db
+	}
+	return sl.sh.DBs[db].Table.Visited(b, sl.cursor)
+}
+
+func (sl *Slice) tables(db int) (*dash.Table[shard.Value], *dash.Table[int64]) {
+	if d := &sl.dbs[db]; d.table != nil {
+		return d.table, d.expire
+	}
+	d := sl.sh.DBs[db]
+	return d.Table, d.Expire
+}
+
+func expireAt(t *dash.Table[shard.Value], exp *dash.Table[int64], it dash.Iterator) (int64, bool) {
+	if !t.Value(it).HasExpire {
+		return 0, false
+	}
+	eit := exp.Find(t.Key(it))
+	if !eit.Valid() {
+		return 0, false
+	}
+	return *exp.Value(eit), true
+}
+
+// mayBeBig: values worth encoding apart, in case they exceed a chunk.
+func (sl *Slice) mayBeBig(v *shard.Value) bool {
+	if v.Type == shard.TypeString {
+		return len(v.Str()) > sl.opt.MaxChunk/2
+	}
+	if l, ok := v.Obj().(interface{ Len() int }); ok {
+		return l.Len() > 128
+	}
+	return true
+}
+
+// serializeBucket captures bucket b of db if its baseline is still due:
+// small values are encoded into the main stream now; big ones (and values
+// being loaded) make the bucket Serializing, pin their keys and are
+// written a chunk per step. PIT stamps the bucket, so it is captured once.
+func (sl *Slice) serializeBucket(db int, t *dash.Table[shard.Value], exp *dash.Table[int64], b dash.Cursor) {
+	if sl.opt.Mode == PIT {
+		if t.Version(b) >= sl.version {
+			return
+		}
+		t.SetVersion(b, sl.version)
+	}
+	start := time.Now()
+	var bk *bucket
+	now := sl.cutMs
+	if sl.opt.Mode == NonPIT {
+		now = sl.sh.Now()
 	}
 	t.ForEach(b, func(it dash.Iterator) {
-		var at int64
-		if v, ok := db.ExpireAt(it); ok {
-			if v <= sl.cutMs {
+		at, has := expireAt(t, exp, it)
+		if has && at <= now {
+			return
+		}
+		key := t.Key(it)
+		v := t.Value(it)
+		sl.Keys++
+		var x *item
+		if sl.opt.Load != nil {
+			x = sl.startLoad(db, key, v, at)
+		}
+		if x == nil {
+			if !sl.mayBeBig(v) {
+				sl.encodeSmall(db, key, v, at)
 				return
 			}
-			at = v
+			if x = sl.startBig(db, key, *v, at); x == nil {
+				return // it fit in one piece: written with the small ones
+			}
 		}
-		if sl.curDB != db.Index {
-			sl.enc.SelectDB(uint64(db.Index))
-			sl.curDB = db.Index
+		if bk == nil {
+			bk = &bucket{db: db, state: Serializing}
 		}
-		k := t.Key(it) // the encoder copies the key: a view of it is enough
-		sl.encode(sl.enc, unsafe.Slice(unsafe.StringData(k), len(k)), t.Value(it), at)
-		sl.Keys++
+		bk.items = append(bk.items, x)
+		if x.loading {
+			bk.loads++
+		}
 	})
-	t.SetVersion(b, sl.version)
+	if bk != nil {
+		t.ForEach(b, func(it dash.Iterator) { bk.keys = append(bk.keys, keyRef{db, t.Key(it)}) })
+		sl.track(bk)
+	}
+	noteStall(time.Since(start))
 }
 
-func (sl *Slice) serializeAll(buckets []dash.Cursor, db *shard.DB) {
-	for _, b := range buckets {
-		sl.serializeBucket(db, b)
+// track makes bk a busy bucket: its own stream, its keys pinned (writers
+// of a value not fully written wait) and indexed for deferred deletions.
+func (sl *Slice) track(bk *bucket) {
+	bk.stream = sl.nextStream
+	sl.nextStream++
+	for _, k := range bk.keys {
+		sl.byKey[k] = bk
+	}
+	for _, x := range bk.items {
+		x.bk = bk
+		bk.pins = append(bk.pins, shard.KeyLock{DB: x.db, Key: x.key})
+	}
+	sl.sh.Acquire(bk.pins, false)
+	bk.updateState()
+	sl.busy = append(sl.busy, bk)
+	stats.bucketsSerializing.Add(1)
+}
+
+func (sl *Slice) encodeSmall(db int, key string, v *shard.Value, at int64) {
+	if sl.mainDB != db {
+		sl.main.SelectDB(uint64(db))
+		sl.mainDB = db
+	}
+	// The encoder copies the key: a view of it is enough.
+	sl.opt.Encode(sl.main, unsafe.Slice(unsafe.StringData(key), len(key)), v, at)
+	if sl.main.Len() >= chunkSize {
+		sl.cutMain()
 	}
 }
 
-// PreUpdate serializes the bucket of an item about to change.
-func (sl *Slice) PreUpdate(db *shard.DB, it shard.Iterator) {
-	sl.serializeBucket(db, db.Table.BucketOf(it))
+// yieldWriter hands an encoder's flushes to the puller of its coroutine.
+type yieldWriter struct {
+	yield func([]byte) bool
+	last  bool
 }
 
-// PreDelete serializes the buckets an erase may change.
-func (sl *Slice) PreDelete(db *shard.DB, it shard.Iterator) {
-	sl.scratch = db.Table.EraseChanges(sl.scratch[:0], it)
-	sl.serializeAll(sl.scratch, db)
+var errStopped = errors.New("snapshot: stopped")
+
+func (w *yieldWriter) Write(p []byte) (int, error) {
+	if !w.yield(p) {
+		return 0, errStopped
+	}
+	return len(p), nil
 }
 
-// OnExpire: an expiry erases like a delete.
-func (sl *Slice) OnExpire(db *shard.DB, it shard.Iterator, key string) { sl.PreDelete(db, it) }
-
-// PreInsert serializes every bucket the insert may change, until the set is
-// stable (serializing moves nothing, so one pass settles it).
-func (sl *Slice) PreInsert(db *shard.DB, key string) {
-	sl.scratch = db.Table.InsertChanges(sl.scratch[:0], key)
-	sl.serializeAll(sl.scratch, db)
+// startBig begins encoding a value in a coroutine that stops at every
+// MaxChunk bytes. If the whole value fits in the first piece it is
+// written into the main stream and startBig returns nil.
+func (sl *Slice) startBig(db int, key string, v shard.Value, at int64) *item {
+	x := &item{db: db, key: key, v: v, expireAt: at, w: &yieldWriter{}}
+	enc := sl.opt.Encode
+	max := sl.opt.MaxChunk
+	x.next, x.stop = iter.Pull(func(yield func([]byte) bool) {
+		x.w.yield = yield
+		e := rdb.NewEncoder(x.w)
+		e.SetFlushSize(max)
+		enc(e, unsafe.Slice(unsafe.StringData(key), len(key)), &x.v, at)
+		if e.Err() != nil && e.Err() != errStopped {
+			sl.fail(e.Err())
+		}
+		x.w.last = true
+		yield(e.TakeBytes())
+	})
+	b, _ := x.next()
+	if x.w.last {
+		x.stop()
+		if sl.mainDB != db {
+			sl.main.SelectDB(uint64(db))
+			sl.mainDB = db
+		}
+		sl.main.Raw(b)
+		if sl.main.Len() >= chunkSize {
+			sl.cutMain()
+		}
+		return nil
+	}
+	x.first = append([]byte(nil), b...)
+	return x
 }
 
-// PreFlush writes what remains of db before it is emptied.
-func (sl *Slice) PreFlush(db *shard.DB) {
-	var c dash.Cursor
-	for {
-		c = db.Table.TraverseBuckets(c, func(b dash.Cursor) { sl.serializeBucket(db, b) })
-		if c == 0 {
+// startLoad begins reading a value that is not in memory.
+func (sl *Slice) startLoad(db int, key string, v *shard.Value, at int64) *item {
+	x := &item{db: db, key: key, v: *v, expireAt: at, loading: true}
+	if !sl.opt.Load(v, func(nv shard.Value, err error) { sl.loaded(x, nv, err) }) {
+		return nil
+	}
+	stats.delayedLoads.Add(1)
+	return x
+}
+
+// loaded runs on the shard goroutine when a value's read returns.
+func (sl *Slice) loaded(x *item, v shard.Value, err error) {
+	if err != nil {
+		sl.fail(err)
+	}
+	x.v, x.loading = v, false
+	if bk := x.bk; bk != nil {
+		bk.loads--
+		bk.updateState()
+	}
+	sl.post()
+}
+
+func (sl *Slice) fail(err error) {
+	if sl.err == nil {
+		sl.err = err
+	}
+}
+
+// cutMain moves the main stream's records to the wire: tagged, as one
+// whole item; untagged, as they are, unless a big value is half written.
+func (sl *Slice) cutMain() {
+	if sl.main.Len() == 0 || (!sl.opt.Tagged && sl.open != nil) {
+		return
+	}
+	b := sl.main.SwapBytes(sl.spareBuf())
+	if sl.opt.Tagged {
+		sl.wire = rdb.AppendChunk(sl.wire, rdb.OpChunkEnd, MainStream, b)
+		sl.spare = append(sl.spare, b[:0])
+	} else if len(sl.wire) == 0 {
+		sl.spare = append(sl.spare, sl.wire[:0])
+		sl.wire = b
+	} else {
+		sl.wire = append(sl.wire, b...)
+		sl.spare = append(sl.spare, b[:0])
+	}
+	sl.mainDB = -1
+	sl.cutWire(false)
+}
+
+func (sl *Slice) spareBuf() []byte {
+	if n := len(sl.spare); n > 0 {
+		b := sl.spare[n-1]
+		sl.spare = sl.spare[:n-1]
+		return b
+	}
+	select {
+	case b := <-sl.opt.Free:
+		return b[:0]
+	default:
+	}
+	return make([]byte, 0, chunkSize+chunkSize/4)
+}
+
+// cutWire hands the wire bytes out as a chunk once there are enough.
+func (sl *Slice) cutWire(force bool) {
+	if len(sl.wire) == 0 || (!force && len(sl.wire) < chunkSize) {
+		return
+	}
+	sl.pending = append(sl.pending, Chunk{Shard: sl.sh.ID, Data: sl.wire, Open: !sl.opt.Tagged && sl.open != nil})
+	sl.pendingBytes += len(sl.wire)
+	sl.wire = sl.spareBuf()
+}
+
+// emitPiece writes one piece of a big value.
+func (sl *Slice) emitPiece(bk *bucket, x *item, b []byte, last bool) {
+	if !x.started {
+		// Each item starts with its database: items of streams interleave.
+		x.started = true
+		e := rdb.NewEncoder(nil)
+		e.SelectDB(uint64(x.db))
+		b = append(e.TakeBytes(), b...)
+	}
+	if sl.opt.Tagged {
+		op := rdb.OpChunk
+		if last {
+			op = rdb.OpChunkEnd
+		}
+		sl.wire = rdb.AppendChunk(sl.wire, op, bk.stream, b)
+	} else {
+		sl.wire = append(sl.wire, b...)
+		sl.open = x
+		if last {
+			sl.open = nil
+		}
+	}
+	stats.bigChunks.Add(1)
+	sl.cutWire(false)
+}
+
+// progress writes the next piece of bk's current item; it reports false
+// when bk cannot progress now (a load pending, or another item owns an
+// untagged output).
+func (sl *Slice) progress(bk *bucket) bool {
+	if len(bk.items) == 0 {
+		return false
+	}
+	if !bk.items[0].started {
+		// Items of a stream go one after the other; any not being read
+		// may go next.
+		for i, y := range bk.items {
+			if !y.loading {
+				bk.items[0], bk.items[i] = y, bk.items[0]
+				break
+			}
+		}
+	}
+	x := bk.items[0]
+	if x.loading {
+		return false
+	}
+	if !sl.opt.Tagged && sl.open != nil && sl.open != x {
+		return false
+	}
+	if x.next == nil { // a loaded value: encode it now
+		v := x.v
+		if !sl.mayBeBig(&v) {
+			sl.encodeSmall(x.db, x.key, &v, x.expireAt)
+			sl.itemDone(bk)
+			return true
+		}
+		y := sl.startBig(x.db, x.key, v, x.expireAt)
+		if y == nil {
+			sl.itemDone(bk)
+			return true
+		}
+		y.bk = bk
+		bk.items[0], x = y, y
+	}
+	var b []byte
+	if x.first != nil {
+		b, x.first = x.first, nil
+	} else {
+		b, _ = x.next()
+	}
+	last := x.w.last
+	sl.emitPiece(bk, x, b, last)
+	if last {
+		x.stop()
+		sl.itemDone(bk)
+	}
+	return true
+}
+
+func (sl *Slice) itemDone(bk *bucket) {
+	bk.items[0] = nil
+	bk.items = bk.items[1:]
+	if len(bk.items) == 0 && bk.loads == 0 {
+		sl.cover(bk)
+	} else {
+		bk.updateState()
+	}
+}
+
+// updateState: DelayedPending while only values being read remain.
+func (bk *bucket) updateState() {
+	if bk.state == Covered {
+		return
+	}
+	if bk.loads > 0 && bk.loads == len(bk.items) {
+		bk.state = DelayedPending
+	} else {
+		bk.state = Serializing
+	}
+}
+
+// cover makes bk Covered: its keys are unpinned at the next step (never
+// inside a hook: releasing runs parked commands) and its deferred
+// deletions go out as journal DELs, after its baseline.
+func (sl *Slice) cover(bk *bucket) {
+	bk.state = Covered
+	for i, b := range sl.busy {
+		if b == bk {
+			sl.busy = append(sl.busy[:i], sl.busy[i+1:]...)
+			break
+		}
+	}
+	for _, k := range bk.keys {
+		if sl.byKey[k] == bk {
+			delete(sl.byKey, k)
+		}
+	}
+	sl.unpins = append(sl.unpins, bk.pins...)
+	for _, e := range bk.deferred {
+		sl.journal(e)
+	}
+	stats.bucketsSerializing.Add(-1)
+	sl.post()
+}
+
+// drain writes all of bk now: a mutation reached a value that is not
+// fully written (only when no gate parked it first). Untagged, the items
+// of earlier buckets go first (only one may be open).
+func (sl *Slice) drain(bk *bucket) {
+	start := time.Now()
+	stats.drains.Add(1)
+	for bk.state != Covered {
+		head := bk
+		if !sl.opt.Tagged && sl.open != nil {
+			head = sl.open.bk
+		}
+		if len(head.items) > 0 && head.items[0].loading {
+			break // a load in flight cannot be hurried; the writer was gated
+		}
+		if !sl.progress(head) {
+			break
+		}
+	}
+	noteStall(time.Since(start))
+}
+
+// finishKey completes the baseline of key before a mutation of it.
+func (sl *Slice) finishKey(db int, key string) {
+	bk := sl.byKey[keyRef{db, key}]
+	if bk == nil {
+		return
+	}
+	for _, x := range bk.items {
+		if x.key == key && x.db == db {
+			sl.drain(bk)
 			return
 		}
 	}
 }
 
-// cut moves the buffered records into a chunk; the next record starts a
-// new one with its SELECTDB.
-func (sl *Slice) cut(last bool) {
-	if sl.enc.Len() > 0 || last {
-		var next []byte
-		select {
-		case next = <-sl.free:
-		default:
-		}
-		sl.pending = append(sl.pending, Chunk{Shard: sl.sh.ID, Data: sl.enc.SwapBytes(next), Last: last, Err: sl.enc.Err()})
-		sl.curDB = -1
+// journal emits one journal entry after every baseline emitted so far
+// (tagged output only: a plain RDB stream has no journal).
+func (sl *Slice) journal(data []byte) {
+	if !sl.opt.Tagged {
+		return
 	}
+	if sl.holdJournal {
+		sl.held = append(sl.held, append([]byte(nil), data...))
+		return
+	}
+	sl.cutMain()
+	sl.wire = rdb.AppendChunk(sl.wire, rdb.OpJournal, JournalStream, data)
+	sl.cutWire(false)
+}
+
+// Journal offers one journal entry of the shard, on its goroutine, while
+// the snapshot runs (tagged output only). An expiry's DEL of a key whose
+// bucket is busy goes to the bucket's deferred deletion queue: the bucket
+// emits it when Covered. (A command's DEL of a key with a half-written
+// value cannot come: the writer was parked, or finished the value first.)
+func (sl *Slice) Journal(e JournalEntry) {
+	if sl.done {
+		return
+	}
+	if e.Expiry {
+		if bk := sl.byKey[keyRef{e.DB, e.Expired}]; bk != nil {
+			bk.deferred = append(bk.deferred, append([]byte(nil), e.Data...))
+			stats.deferredDeletions.Add(1)
+			return
+		}
+	}
+	if len(sl.busy) > 0 {
+		stats.journalWhileSerializing.Add(1)
+	}
+	sl.journal(e.Data)
+}
+
+// PreUpdate (OnDbChange): PIT serializes the item's bucket; in both modes
+// a value still being written is completed before it changes.
+func (sl *Slice) PreUpdate(db *shard.DB, it shard.Iterator) {
+	if sl.dbs[db.Index].flushed {
+		return
+	}
+	if sl.opt.Mode == PIT {
+		sl.serializeBucket(db.Index, db.Table, db.Expire, db.Table.BucketOf(it))
+	}
+	sl.finishKey(db.Index, db.Table.Key(it))
+}
+
+// PreDelete: PIT serializes the buckets an erase may change; a value
+// still being written is completed before its DEL.
+func (sl *Slice) PreDelete(db *shard.DB, it shard.Iterator) {
+	if sl.dbs[db.Index].flushed {
+		return
+	}
+	if sl.opt.Mode == PIT {
+		sl.scratch = db.Table.EraseChanges(sl.scratch[:0], it)
+		for _, b := range sl.scratch {
+			sl.serializeBucket(db.Index, db.Table, db.Expire, b)
+		}
+	}
+	sl.finishKey(db.Index, db.Table.Key(it))
+}
+
+// PreInsert: PIT serializes every bucket the insert may change, a whole
+// segment before a split included (dash's InsertChanges).
+func (sl *Slice) PreInsert(db *shard.DB, key string) {
+	if sl.opt.Mode != PIT || sl.dbs[db.Index].flushed {
+		return
+	}
+	sl.scratch = db.Table.InsertChanges(sl.scratch[:0], key)
+	for _, b := range sl.scratch {
+		sl.serializeBucket(db.Index, db.Table, db.Expire, b)
+	}
+}
+
+// PreFlush keeps the tables being flushed: PIT walks what is left of them
+// (they are nobody else's now), non-PIT abandons them. With a journal,
+// entries wait until the baseline is complete: the flush must not reach
+// the consumer before records of the keys it drops.
+func (sl *Slice) PreFlush(db *shard.DB) {
+	d := &sl.dbs[db.Index]
+	if d.flushed {
+		return
+	}
+	d.flushed = true
+	if sl.opt.Journal {
+		sl.holdJournal = true
+	}
+	if sl.walkDone || db.Index < sl.db {
+		return
+	}
+	if sl.opt.Mode == PIT {
+		d.table, d.expire = db.Table, db.Expire
+	} else if db.Index == sl.db {
+		sl.db++
+		sl.cursor = 0
+	}
+}
+
+// OnExpire: an expiry erases like a delete, but may not wait: on a busy
+// bucket its journal DEL is deferred until the bucket is Covered (Journal).
+func (sl *Slice) OnExpire(db *shard.DB, it shard.Iterator, key string) {
+	if sl.dbs[db.Index].flushed {
+		return
+	}
+	if sl.opt.Mode == PIT {
+		sl.scratch = db.Table.EraseChanges(sl.scratch[:0], it)
+		for _, b := range sl.scratch {
+			sl.serializeBucket(db.Index, db.Table, db.Expire, b)
+		}
+	}
+	if !sl.opt.Journal && sl.byKey[keyRef{db.Index, key}] != nil {
+		stats.deferredDeletions.Add(1) // nothing to emit: a file has no journal
+	}
+}
+
+// OnMoved (non-PIT): an item moved from a position the walk has not
+// reached to one it has passed would be missed; its new bucket is
+// written again.
+func (sl *Slice) OnMoved(db *shard.DB, moves []dash.Move) {
+	if sl.dbs[db.Index].flushed || db.Index != sl.db || sl.walkDone {
+		return
+	}
+	t := db.Table
+	for _, m := range moves {
+		if t.Visited(m.To, sl.cursor) && !t.Visited(m.From, sl.cursor) && sl.cursor != 0 {
+			stats.movedSaved.Add(1)
+			sl.serializeBucket(db.Index, t, db.Expire, m.To)
+		}
+	}
+}
+
+// Admit (the shard's gate) runs before a command that writes key. A value
+// being written pins its key, which parks the writer; so does a PIT
+// baseline still due while the output is full (backpressure). A big value
+// about to be changed is captured here, so the writer waits for its
+// pieces instead of the shard stalling on them.
+func (sl *Slice) Admit(db *shard.DB, key string) {
+	if sl.done || sl.dbs[db.Index].flushed {
+		return
+	}
+	k := keyRef{db.Index, key}
+	if bk := sl.byKey[k]; bk != nil {
+		for _, x := range bk.items {
+			if x.key == key {
+				stats.parked.Add(1)
+				return // pinned
+			}
+		}
+	}
+	if sl.opt.Mode != PIT {
+		return
+	}
+	it := db.Table.Find(key)
+	congested := sl.pendingBytes >= maxPending
+	if it.Valid() {
+		b := db.Table.BucketOf(it)
+		if db.Table.Version(b) >= sl.version {
+			return
+		}
+		if congested {
+			sl.congest(db.Index, key)
+			return
+		}
+		if v := db.Table.Value(it); sl.mayBeBig(v) || sl.opt.Load != nil {
+			sl.serializeBucket(db.Index, db.Table, db.Expire, b)
+			if sl.byKey[k] != nil {
+				stats.parked.Add(1)
+			}
+		}
+		return
+	}
+	if congested {
+		sl.scratch = db.Table.InsertChanges(sl.scratch[:0], key)
+		for _, b := range sl.scratch {
+			if db.Table.Version(b) < sl.version {
+				sl.congest(db.Index, key)
+				return
+			}
+		}
+	}
+}
+
+func (sl *Slice) congest(db int, key string) {
+	kl := shard.KeyLock{DB: db, Key: key}
+	sl.sh.Acquire([]shard.KeyLock{kl}, false)
+	sl.congestion = append(sl.congestion, kl)
+	stats.parked.Add(1)
+	stats.congested.Add(1)
 }
 
 // push hands pending chunks to the consumer without blocking; it reports
@@ -148,7 +866,8 @@ func (sl *Slice) cut(last bool) {
 func (sl *Slice) push() bool {
 	for len(sl.pending) > 0 {
 		select {
-		case sl.out <- sl.pending[0]:
+		case sl.opt.Out <- sl.pending[0]:
+			sl.pendingBytes -= len(sl.pending[0].Data)
 			sl.pending[0] = Chunk{}
 			sl.pending = sl.pending[1:]
 		default:
@@ -158,47 +877,157 @@ func (sl *Slice) push() bool {
 	return true
 }
 
-// Run is one traversal step on the shard's goroutine.
+// post schedules the next step after the shard's pending I/O (Yield).
+func (sl *Slice) post() {
+	if !sl.posted && !sl.done {
+		sl.posted = true
+		sl.sh.Yield(sl)
+	}
+}
+
+// release unpins keys of Covered buckets and, once the output drained,
+// the writers held back for it.
+func (sl *Slice) release(s *shard.Shard) {
+	if len(sl.unpins) > 0 {
+		u := sl.unpins
+		sl.unpins = nil
+		s.Release(u, false)
+	}
+	if len(sl.congestion) > 0 && sl.pendingBytes < maxPending/2 {
+		c := sl.congestion
+		sl.congestion = nil
+		s.Release(c, false)
+	}
+}
+
+// Run is one step on the shard's goroutine: big values a piece at a time,
+// then the walk, within the step budget and while the consumer keeps up.
 func (sl *Slice) Run(s *shard.Shard) {
+	sl.posted = false
 	if sl.done {
 		return
 	}
-	if !sl.push() {
+	start := time.Now()
+	defer func() { noteStall(time.Since(start)) }()
+	sl.push()
+	sl.release(s)
+	if sl.pendingBytes >= maxPending {
 		sl.later(s) // backpressure: the consumer is behind
 		return
 	}
-	start := time.Now()
-	for sl.db < len(s.DBs) {
-		db := s.DBs[sl.db]
-		sl.cursor = db.Table.TraverseBuckets(sl.cursor, func(b dash.Cursor) { sl.serializeBucket(db, b) })
-		if sl.cursor == 0 {
-			sl.db++
-		}
-		if sl.enc.Len() >= chunkSize {
-			sl.cut(false)
-			if !sl.push() {
-				sl.later(s)
-				return
+	for {
+		progressed := false
+		busy := append(sl.scratchBusy[:0], sl.busy...) // progress may cover (remove) buckets
+		for _, bk := range busy {
+			if sl.progress(bk) {
+				progressed = true
+			}
+			if !sl.opt.Tagged {
+				break // one open item at a time
 			}
 		}
+		if !sl.walkDone && len(sl.busy) < maxBusy && (sl.opt.Tagged || sl.open == nil) {
+			sl.walkStep(s)
+			progressed = true
+		}
+		clear(busy)
+		sl.scratchBusy = busy[:0]
+		sl.push()
+		if sl.pendingBytes >= maxPending {
+			sl.later(s)
+			return
+		}
+		if !progressed {
+			break
+		}
 		if time.Since(start) >= stepBudget {
-			s.Send(sl)
+			sl.post()
 			return
 		}
 	}
-	// Walk done: the hooks can go; the last chunk closes the stream.
+	if sl.walkDone && len(sl.busy) == 0 {
+		sl.finish(s)
+		return
+	}
+	if len(sl.busy) > 0 {
+		// Waiting for loads (DelayedPending): they post a step when done.
+		for _, bk := range sl.busy {
+			if bk.loads == 0 || len(bk.items) > bk.loads {
+				sl.post()
+				break
+			}
+		}
+	}
+}
+
+// walkStep visits one bucket position of the current database.
+func (sl *Slice) walkStep(s *shard.Shard) {
+	for sl.db < len(s.DBs) {
+		d := &sl.dbs[sl.db]
+		t, exp := sl.tables(sl.db)
+		if d.flushed && d.table == nil {
+			sl.db++
+			sl.cursor = 0
+			continue
+		}
+		db := sl.db
+		sl.cursor = t.TraverseBuckets(sl.cursor, func(b dash.Cursor) { sl.serializeBucket(db, t, exp, b) })
+		if sl.cursor == 0 {
+			if d.table != nil {
+				d.table, d.expire = nil, nil // walked: the flushed tables can go
+			}
+			sl.db++
+		}
+		return
+	}
+	sl.walkDone = true
+	sl.cutMain()
+}
+
+func (sl *Slice) finish(s *shard.Shard) {
+	sl.cutMain()
+	for _, h := range sl.held {
+		sl.wire = rdb.AppendChunk(sl.wire, rdb.OpJournal, JournalStream, h)
+		sl.cutWire(false)
+	}
+	sl.held, sl.holdJournal = nil, false
+	if sl.opt.FullSyncCut && sl.opt.Tagged {
+		sl.wire = rdb.AppendChunk(sl.wire, rdb.OpFullSyncCut, JournalStream, nil)
+	}
 	s.RemoveHook(sl)
 	s.RemoveExpiryHook(sl)
+	s.RemoveGate(sl)
+	if sl.opt.Mode == NonPIT {
+		s.RemoveMoveHook(sl)
+	}
 	sl.done = true
-	sl.cut(true)
+	sl.release(s)
+	if len(sl.congestion) > 0 {
+		s.Release(sl.congestion, false)
+		sl.congestion = nil
+	}
+	sl.pending = append(sl.pending, Chunk{Shard: s.ID, Data: sl.wire, Last: true, Err: sl.errOr()})
+	sl.wire = nil
+	stats.finished.Add(1)
 	if !sl.push() {
 		sl.drainLater(s)
 	}
 }
 
+func (sl *Slice) errOr() error {
+	if sl.err != nil {
+		return sl.err
+	}
+	return sl.main.Err()
+}
+
 // later posts the next step after a pause, so a full consumer is not
 // polled in a tight loop.
 func (sl *Slice) later(s *shard.Shard) {
+	if sl.posted {
+		return
+	}
+	sl.posted = true
 	time.AfterFunc(time.Millisecond, func() { s.Send(sl) })
 }
 

@@ -65,7 +65,7 @@ func runPIT(t *testing.T, seed uint64) {
 	saved := stepBudget
 	stepBudget = 0 // one bucket position per step
 	defer func() { stepBudget = saved }()
-	sl := Start(sh, encodeString, out, nil)
+	sl := Start(sh, Options{Encode: encodeString, Out: out})
 
 	next := 0
 	steps := 0

@@ -2,7 +2,7 @@ package tests
 
 // Replication from a real redis-server master into the server under test
 // (dfly, or redis-server with DFLY_TEST_TARGET=redis, which proves the
-// tests themselves): a seeder writes a random mix of every type, MULTI/EXEC
+// tests themselves): a redisSeeder writes a random mix of every type, MULTI/EXEC
 // blocks, Lua scripts, big values and expiries while the replica full-syncs
 // and then streams; when the load stops and the offsets meet, a digest of
 // every key (type, value, absolute expiry) must be equal on both sides.
@@ -112,8 +112,8 @@ func replicaOf(t *testing.T, r *Server, addr string) {
 	}
 }
 
-// waitFor polls cond every 20 ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+// waitUntil polls cond every 20 ms until it holds or d passes.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
@@ -124,19 +124,19 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-func waitLinkUp(t *testing.T, r *Server, d time.Duration) {
+func waitReplicaLinkUp(t *testing.T, r *Server, d time.Duration) {
 	t.Helper()
 	c := r.Raw(t)
-	waitFor(t, d, "master_link_status:up", func() bool {
+	waitUntil(t, d, "master_link_status:up", func() bool {
 		m := info(t, c, "replication")
 		return m["master_link_status"] == "up" && m["master_sync_in_progress"] == "0"
 	})
 }
 
-// --- the seeder -------------------------------------------------------
+// --- the redisSeeder -------------------------------------------------------
 
 // seedConn is a connection that reports errors instead of failing the
-// test (the seeder runs on its own goroutine and survives master restarts).
+// test (the redisSeeder runs on its own goroutine and survives master restarts).
 type seedConn struct {
 	nc net.Conn
 	r  *bufio.Reader
@@ -158,8 +158,8 @@ func (c *seedConn) do(args ...string) (Reply, error) {
 	return readReply(c.r)
 }
 
-// seeder writes a random mix of commands to the master until stopped.
-type seeder struct {
+// redisSeeder writes a random mix of commands to the master until stopped.
+type redisSeeder struct {
 	addr    func() string
 	rng     *rand.Rand
 	db      int
@@ -171,16 +171,16 @@ type seeder struct {
 	pause atomic.Bool
 }
 
-func startSeeder(t *testing.T, addr func() string, seed uint64) *seeder {
-	s := &seeder{addr: addr, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+func startSeeder(t *testing.T, addr func() string, seed uint64) *redisSeeder {
+	s := &redisSeeder{addr: addr, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go s.run()
 	t.Cleanup(s.halt)
 	return s
 }
 
-// halt stops the seeder and waits for its last command.
-func (s *seeder) halt() {
+// halt stops the redisSeeder and waits for its last command.
+func (s *redisSeeder) halt() {
 	select {
 	case <-s.stop:
 	default:
@@ -189,7 +189,7 @@ func (s *seeder) halt() {
 	<-s.done
 }
 
-func (s *seeder) run() {
+func (s *redisSeeder) run() {
 	defer close(s.done)
 	var c *seedConn
 	for {
@@ -225,10 +225,10 @@ func (s *seeder) run() {
 
 var seedValues = []string{"a", "bb", "12", "-7", "3.5", "hello world", "x\r\ny", "", "0", "ünïcødé"}
 
-func (s *seeder) pick(xs ...string) string { return xs[s.rng.IntN(len(xs))] }
-func (s *seeder) n(hi int) string          { return strconv.Itoa(s.rng.IntN(hi)) }
-func (s *seeder) key(prefix string) string { return prefix + ":" + s.n(120) }
-func (s *seeder) val() string {
+func (s *redisSeeder) pick(xs ...string) string { return xs[s.rng.IntN(len(xs))] }
+func (s *redisSeeder) n(hi int) string          { return strconv.Itoa(s.rng.IntN(hi)) }
+func (s *redisSeeder) key(prefix string) string { return prefix + ":" + s.n(120) }
+func (s *redisSeeder) val() string {
 	if s.rng.IntN(20) == 0 {
 		return strings.Repeat(s.pick("ab", "xyz", "0"), 1+s.rng.IntN(3000))
 	}
@@ -236,7 +236,7 @@ func (s *seeder) val() string {
 }
 
 // command returns one random write.
-func (s *seeder) command() []string {
+func (s *redisSeeder) command() []string {
 	switch s.rng.IntN(64) {
 	case 0, 1:
 		cmd := []string{"SET", s.key("s"), s.val()}
@@ -406,7 +406,7 @@ if tonumber(ARGV[1]) % 3 == 0 then redis.call('del', KEYS[3]) end
 return redis.call('hset', KEYS[3], 'k', ARGV[2])`
 
 // step issues one unit: a command, a MULTI/EXEC block, a script or a SELECT.
-func (s *seeder) step(c *seedConn) error {
+func (s *redisSeeder) step(c *seedConn) error {
 	var err error
 	switch r := s.rng.IntN(100); {
 	case r < 4:
@@ -432,16 +432,16 @@ func (s *seeder) step(c *seedConn) error {
 
 // --- digests ------------------------------------------------------------
 
-var replDBs = []string{"0", "1"}
+var replicaDBs = []string{"0", "1"}
 
 // digest renders every key of the replicated databases: type, contents in
 // a stable order, and absolute expiry. Keys on their last second are left
 // out: they may expire between reading one side and the other.
-func digest(t *testing.T, c *RawConn) map[string]string {
+func replicaDigest(t *testing.T, c *RawConn) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	now := time.Now().UnixMilli()
-	for _, db := range replDBs {
+	for _, db := range replicaDBs {
 		mustOK(t, c.Do("SELECT", db), "select")
 		for _, k := range c.Do("KEYS", "*").Elems {
 			key := k.Str
@@ -544,7 +544,7 @@ func expectConverged(t *testing.T, master, rep *Server, d time.Duration) {
 	var want, got map[string]string
 	for {
 		if offsetsMet(t, mc, rc) {
-			want, got = digest(t, mc), digest(t, rc)
+			want, got = replicaDigest(t, mc), replicaDigest(t, rc)
 			if offsetsMet(t, mc, rc) && equalDigests(want, got) {
 				if len(want) == 0 {
 					t.Fatalf("empty dataset: the test proves nothing")
@@ -604,8 +604,8 @@ func diffDigests(t *testing.T, want, got map[string]string) {
 	}
 }
 
-// settle stops the seeder and waits out the short expiries.
-func settle(s *seeder) {
+// settle stops the redisSeeder and waits out the short expiries.
+func settle(s *redisSeeder) {
 	s.halt()
 	time.Sleep(1700 * time.Millisecond)
 }
@@ -621,10 +621,10 @@ func TestReplicaSyncAndStream(t *testing.T) {
 			s := startSeeder(t, func() string { return master.Addr }, seed)
 			time.Sleep(time.Second) // a dataset to full-sync
 			replicaOf(t, rep, master.Addr)
-			waitLinkUp(t, rep, 30*time.Second)
+			waitReplicaLinkUp(t, rep, 30*time.Second)
 			time.Sleep(1500 * time.Millisecond) // stable sync under load
 			settle(s)
-			t.Logf("seeder ran %d units", s.ops.Load())
+			t.Logf("redisSeeder ran %d units", s.ops.Load())
 			expectConverged(t, master, rep, 30*time.Second)
 		})
 	}
@@ -645,14 +645,14 @@ func TestReplicaKilledDuringFullSync(t *testing.T) {
 	s := startSeeder(t, func() string { return master.Addr }, newSeed(t))
 	replicaOf(t, rep, master.Addr)
 	rc := rep.Raw(t)
-	waitFor(t, 10*time.Second, "the full sync to start", func() bool {
+	waitUntil(t, 10*time.Second, "the full sync to start", func() bool {
 		m := info(t, rc, "replication")
 		return m["master_sync_in_progress"] == "1" || m["master_link_status"] == "up"
 	})
 	killServer(rep)
 	rep = restartServer(t, rep)
 	replicaOf(t, rep, master.Addr)
-	waitLinkUp(t, rep, 60*time.Second)
+	waitReplicaLinkUp(t, rep, 60*time.Second)
 	time.Sleep(500 * time.Millisecond)
 	settle(s)
 	expectConverged(t, master, rep, 30*time.Second)
@@ -663,13 +663,13 @@ func TestReplicaKilledDuringStableSync(t *testing.T) {
 	rep := startReplica(t)
 	s := startSeeder(t, func() string { return master.Addr }, newSeed(t))
 	replicaOf(t, rep, master.Addr)
-	waitLinkUp(t, rep, 30*time.Second)
+	waitReplicaLinkUp(t, rep, 30*time.Second)
 	time.Sleep(700 * time.Millisecond)
 	killServer(rep)
 	time.Sleep(300 * time.Millisecond)
 	rep = restartServer(t, rep)
 	replicaOf(t, rep, master.Addr)
-	waitLinkUp(t, rep, 30*time.Second)
+	waitReplicaLinkUp(t, rep, 30*time.Second)
 	time.Sleep(700 * time.Millisecond)
 	settle(s)
 	expectConverged(t, master, rep, 30*time.Second)
@@ -727,17 +727,17 @@ func TestReplicaPartialResyncAfterCut(t *testing.T) {
 	px := startProxy(t, master.Addr)
 	s := startSeeder(t, func() string { return master.Addr }, newSeed(t))
 	replicaOf(t, rep, px.ln.Addr().String())
-	waitLinkUp(t, rep, 30*time.Second)
+	waitReplicaLinkUp(t, rep, 30*time.Second)
 	before := info(t, mc, "stats")
 	okBefore, _ := strconv.Atoi(before["sync_partial_ok"])
 	for i := 1; i <= 3; i++ {
 		time.Sleep(400 * time.Millisecond)
 		px.cut()
-		waitFor(t, 10*time.Second, "a partial resync after the cut", func() bool {
+		waitUntil(t, 10*time.Second, "a partial resync after the cut", func() bool {
 			ok, _ := strconv.Atoi(info(t, mc, "stats")["sync_partial_ok"])
 			return ok >= okBefore+i
 		})
-		waitLinkUp(t, rep, 10*time.Second)
+		waitReplicaLinkUp(t, rep, 10*time.Second)
 	}
 	time.Sleep(300 * time.Millisecond)
 	settle(s)
@@ -760,12 +760,12 @@ func TestReplicaMasterRestart(t *testing.T) {
 	addr := master.Addr
 	s := startSeeder(t, func() string { mu.Lock(); defer mu.Unlock(); return addr }, newSeed(t))
 	replicaOf(t, rep, master.Addr)
-	waitLinkUp(t, rep, 30*time.Second)
+	waitReplicaLinkUp(t, rep, 30*time.Second)
 	time.Sleep(700 * time.Millisecond)
 	killServer(master)
 	time.Sleep(300 * time.Millisecond)
 	master = restartServer(t, master) // an empty master with a new replication id
-	waitLinkUp(t, rep, 30*time.Second)
+	waitReplicaLinkUp(t, rep, 30*time.Second)
 	time.Sleep(700 * time.Millisecond)
 	settle(s)
 	expectConverged(t, master, rep, 30*time.Second)
@@ -778,14 +778,14 @@ func TestReplicaFlushAllDuringFullSync(t *testing.T) {
 	s := startSeeder(t, func() string { return master.Addr }, newSeed(t))
 	replicaOf(t, rep, master.Addr)
 	rc := rep.Raw(t)
-	waitFor(t, 10*time.Second, "the full sync to start", func() bool {
+	waitUntil(t, 10*time.Second, "the full sync to start", func() bool {
 		return info(t, rc, "replication")["master_sync_in_progress"] == "1" || info(t, mc, "replication")["connected_slaves"] == "1"
 	})
 	s.pause.Store(true)
 	time.Sleep(20 * time.Millisecond)
 	mustOK(t, mc.Do("FLUSHALL"), "flushall")
 	s.pause.Store(false)
-	waitLinkUp(t, rep, 60*time.Second)
+	waitReplicaLinkUp(t, rep, 60*time.Second)
 	time.Sleep(700 * time.Millisecond)
 	settle(s)
 	if n := mc.Do("DBSIZE").Int; n > 100000 {
@@ -813,7 +813,7 @@ func TestReplicaManyKeysExpiringDuringSync(t *testing.T) {
 	rep := startReplica(t)
 	s := startSeeder(t, func() string { return master.Addr }, newSeed(t))
 	replicaOf(t, rep, master.Addr)
-	waitLinkUp(t, rep, 30*time.Second)
+	waitReplicaLinkUp(t, rep, 30*time.Second)
 	time.Sleep(500 * time.Millisecond)
 	settle(s)
 	time.Sleep(time.Second)
@@ -824,7 +824,7 @@ func TestReplicaManyKeysExpiringDuringSync(t *testing.T) {
 		mc.Do("GET", "exp:"+strconv.Itoa(i))
 	}
 	rc := rep.Raw(t)
-	waitFor(t, 10*time.Second, "offsets to meet", func() bool { return offsetsMet(t, mc, rc) })
+	waitUntil(t, 10*time.Second, "offsets to meet", func() bool { return offsetsMet(t, mc, rc) })
 	for i := 0; i < 20000; i += 97 {
 		if r := rc.Do("GET", "exp:"+strconv.Itoa(i)); r.Kind != KindNil {
 			t.Fatalf("expired key exp:%d visible on the replica: %v", i, r)
@@ -848,7 +848,7 @@ func TestReplicaCommands(t *testing.T) {
 		t.Errorf("bad port: %v", r)
 	}
 	replicaOf(t, rep, master.Addr)
-	waitLinkUp(t, rep, 30*time.Second)
+	waitReplicaLinkUp(t, rep, 30*time.Second)
 	host, port, _ := net.SplitHostPort(master.Addr)
 	if r := rc.Do("REPLICAOF", host, port); r.Str != "OK Already connected to specified master" {
 		t.Errorf("REPLICAOF again: %v", r)
@@ -866,7 +866,7 @@ func TestReplicaCommands(t *testing.T) {
 	if r := rc.Do("EXEC"); !strings.HasPrefix(r.Str, "EXECABORT") {
 		t.Errorf("EXEC of a write on the replica: %v", r)
 	}
-	waitFor(t, 5*time.Second, "offsets to meet", func() bool { return offsetsMet(t, mc, rc) })
+	waitUntil(t, 5*time.Second, "offsets to meet", func() bool { return offsetsMet(t, mc, rc) })
 	role := rc.Do("ROLE")
 	if len(role.Elems) != 5 || role.Elems[0].Str != "slave" || role.Elems[1].Str != host ||
 		strconv.FormatInt(role.Elems[2].Int, 10) != port || role.Elems[3].Str != "connected" {
@@ -898,7 +898,7 @@ func TestReplicaCommands(t *testing.T) {
 	}
 	// A diskless master streams after the replica's first ACK once its
 	// child is done; the replica ACKs every second.
-	waitFor(t, 5*time.Second, "the master to see the replica online", func() bool {
+	waitUntil(t, 5*time.Second, "the master to see the replica online", func() bool {
 		return strings.Contains(info(t, mc, "replication")["slave0"], "state=online")
 	})
 
@@ -913,7 +913,7 @@ func TestReplicaCommands(t *testing.T) {
 
 	// A replica hides an expired key but keeps it until the master's DEL.
 	mustOK(t, mc.Do("SET", "short", "1", "PX", "100"), "set")
-	waitFor(t, 5*time.Second, "offsets to meet", func() bool { return offsetsMet(t, mc, rc) })
+	waitUntil(t, 5*time.Second, "offsets to meet", func() bool { return offsetsMet(t, mc, rc) })
 	before := rc.Do("DBSIZE").Int
 	time.Sleep(300 * time.Millisecond)
 	if r := rc.Do("GET", "short"); r.Kind != KindNil {
@@ -926,11 +926,11 @@ func TestReplicaCommands(t *testing.T) {
 		t.Errorf("the replica deleted an expired key itself: DBSIZE %d -> %d", before, n)
 	}
 	mc.Do("GET", "short") // the master expires it and sends DEL
-	waitFor(t, 5*time.Second, "the master's DEL", func() bool { return rc.Do("DBSIZE").Int == before-1 })
+	waitUntil(t, 5*time.Second, "the master's DEL", func() bool { return rc.Do("DBSIZE").Int == before-1 })
 
 	// Promotion keeps the data and accepts writes.
 	mustOK(t, mc.Do("SET", "last", "1"), "set")
-	waitFor(t, 5*time.Second, "offsets to meet", func() bool { return offsetsMet(t, mc, rc) })
+	waitUntil(t, 5*time.Second, "offsets to meet", func() bool { return offsetsMet(t, mc, rc) })
 	mustOK(t, rc.Do("REPLICAOF", "NO", "ONE"), "replicaof no one")
 	if r := rc.Do("ROLE"); r.Elems[0].Str != "master" {
 		t.Errorf("ROLE after NO ONE: %v", r)
@@ -1038,7 +1038,7 @@ func TestReplicaMultiExecAtomic(t *testing.T) {
 	master := startMaster(t, true, 0)
 	rep := startReplica(t)
 	replicaOf(t, rep, master.Addr)
-	waitLinkUp(t, rep, 30*time.Second)
+	waitReplicaLinkUp(t, rep, 30*time.Second)
 	keys := []string{"ctr:a", "ctr:b", "ctr:c", "ctr:d", "ctr:e"}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -1090,7 +1090,7 @@ func TestReplicaMultiExecAtomic(t *testing.T) {
 		}
 	}
 	rc := rep.Raw(t)
-	waitFor(t, 10*time.Second, "offsets to meet", func() bool { return offsetsMet(t, mc, rc) })
+	waitUntil(t, 10*time.Second, "offsets to meet", func() bool { return offsetsMet(t, mc, rc) })
 	close(stop)
 	wg.Wait()
 	if n := torn.Load(); n > 0 {
@@ -1120,13 +1120,13 @@ func TestReplicaAuthAndFlag(t *testing.T) {
 	mustOK(t, mc.Do("AUTH", "s3cret"), "auth")
 	mustOK(t, mc.Do("SET", "k", "v"), "set")
 	rep := StartServer(t, "--shards", "2", "--masterauth", "s3cret", "--replicaof", "127.0.0.1 "+strconv.Itoa(port))
-	waitLinkUp(t, rep, 30*time.Second)
+	waitReplicaLinkUp(t, rep, 30*time.Second)
 	rc := rep.Raw(t)
 	if r := rc.Do("GET", "k"); r.Str != "v" {
 		t.Fatalf("GET k: %v", r)
 	}
 	mustOK(t, mc.Do("SET", "k2", "v2"), "set")
-	waitFor(t, 5*time.Second, "k2 on the replica", func() bool { return rc.Do("GET", "k2").Str == "v2" })
+	waitUntil(t, 5*time.Second, "k2 on the replica", func() bool { return rc.Do("GET", "k2").Str == "v2" })
 }
 
 // checkReplicaLog fails the test when the replica could not apply a

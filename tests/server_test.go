@@ -188,6 +188,12 @@ func (s *Server) stop() {
 	}
 }
 
+// Kill stops the server with SIGKILL, as a crash would; the test expects it.
+func (s *Server) Kill() {
+	s.terminated = true
+	s.kill()
+}
+
 func (s *Server) kill() {
 	s.cmd.Process.Kill()
 	<-s.exited

@@ -2,9 +2,33 @@ package tx
 
 import (
 	"sort"
+	"sync"
+	"sync/atomic"
 
+	"github.com/dfly/dfly/journal"
 	"github.com/dfly/dfly/shard"
 )
+
+// lastID numbers transactions (journal TxIDs).
+var lastID atomic.Uint64
+
+// NewID is a fresh transaction id, for transactions run outside a Tx (a
+// single-shard EXEC or script journaled as one part).
+func NewID() uint64 { return lastID.Add(1) }
+
+// commitMu serializes the journal commits of multi-shard transactions, so
+// that the parts of two transactions are in the same relative order on
+// every shard they share (package journal's invariant). Only transactions
+// that wrote while the journal records take it.
+var commitMu sync.Mutex
+
+// Recorder journals a coordinator's own command for a transaction (a
+// multi-shard command whose shard steps are plain functions): Commit runs
+// on the coordinator after every step and before the locks are released;
+// wrote tells whether any step wrote. It calls Tx.Record to journal.
+type Recorder interface {
+	JournalCommit(t *Tx, wrote bool)
+}
 
 // Tx is one multi-shard operation. It is used by a single goroutine.
 type Tx struct {
@@ -19,6 +43,18 @@ type Tx struct {
 	// sameOwner tells which other shards that goroutine owns too.
 	local     *shard.Shard
 	sameOwner func(a, b int) bool
+
+	// Journaling (package journal), decided once the locks are held.
+	// parent: the enclosing transaction of a nested one, which owns the
+	// parts the journal records into.
+	parent *Tx
+	rec    bool
+	id     uint64
+	writes atomic.Int32 // shard steps that wrote
+	seq    atomic.Uint32
+	// writesAtStart: the root's writes when a nested transaction began.
+	writesAtStart int32
+	recorder      Recorder
 }
 
 // Nested starts a transaction inside one that holds all the locks, so
@@ -29,6 +65,56 @@ func Nested(shards []*shard.Shard) *Tx {
 	return t
 }
 
+// NestedIn is Nested inside parent: shard steps run as parent's, so the
+// journal records them in parent's parts (parent nil: Nested).
+func NestedIn(shards []*shard.Shard, parent *Tx) *Tx {
+	t := Nested(shards)
+	if parent != nil {
+		t.parent = parent.root()
+		t.rec = t.parent.rec
+		t.writesAtStart = t.parent.writes.Load()
+	}
+	return t
+}
+
+func (t *Tx) root() *Tx {
+	for t.parent != nil {
+		t = t.parent
+	}
+	return t
+}
+
+// SetRecorder makes r journal the transaction's command at commit.
+func (t *Tx) SetRecorder(r Recorder) { t.recorder = r }
+
+// Recording reports whether the transaction's writes are journaled; known
+// once Lock returned.
+func (t *Tx) Recording() bool { return t.rec }
+
+// Record journals a command of the coordinator as part of the
+// transaction, after the commands already recorded. Call it only between
+// steps (from a Recorder, or after a nested command returned).
+func (t *Tx) Record(db int, args [][]byte) {
+	if t.local != nil {
+		// Running on the local shard: its journal routes the record into
+		// the part entered for the script.
+		if j := t.local.Journal; j.Active() {
+			j.Record(db, args)
+		}
+		return
+	}
+	r := t.root()
+	if !r.rec || len(r.parts) == 0 {
+		return
+	}
+	p := r.parts[0]
+	if p.jp == nil {
+		p.jp = journal.NewPart(&r.seq)
+	}
+	p.jp.Add(db, args)
+	r.writes.Add(1)
+}
+
 // Local is Nested for code already running on shard s's goroutine (a
 // script confined to one shard): steps on s run inline instead of as
 // messages, which would wait for the very goroutine that sends them.
@@ -36,6 +122,9 @@ func Local(shards []*shard.Shard, s *shard.Shard, sameOwner func(a, b int) bool)
 	t := Nested(shards)
 	t.local = s
 	t.sameOwner = sameOwner
+	if s.Journal.Active() {
+		t.writesAtStart = int32(s.Stats.Writes - s.Stats.ExpiredKeys)
+	}
 	return t
 }
 
@@ -54,6 +143,8 @@ type part struct {
 	step stepKind
 	// granted: a stepTryLock took the keys.
 	granted bool
+	// jp buffers the journal entries of the steps run on this shard.
+	jp *journal.Part
 }
 
 type stepKind uint8
@@ -64,6 +155,7 @@ const (
 	stepRun
 	stepRunRelease
 	stepRelease
+	stepCommitRelease
 )
 
 // New starts a transaction over the server's shards.
@@ -135,7 +227,20 @@ func (p *part) Run(s *shard.Shard) {
 			p.granted = true
 		}
 	case stepRun:
-		p.fn(s)
+		if p.tx.rec {
+			p.runRecorded(s)
+		} else {
+			p.fn(s)
+		}
+	case stepCommitRelease:
+		j := s.Journal
+		if j.Active() {
+			if p.jp == nil {
+				p.jp = journal.NewPart(nil)
+			}
+			j.Commit(p.jp, p.tx.id, p.tx.shardSet())
+		}
+		s.Release(p.keys, p.all)
 	case stepRunRelease:
 		p.fn(s)
 		s.Release(p.keys, p.all)
@@ -145,9 +250,36 @@ func (p *part) Run(s *shard.Shard) {
 	p.tx.done <- struct{}{}
 }
 
+// runRecorded is a step while the journal records: the shard's commands
+// journal into the part, and a step that wrote is counted.
+func (p *part) runRecorded(s *shard.Shard) {
+	j := s.Journal
+	if p.jp == nil {
+		p.jp = journal.NewPart(&p.tx.seq)
+	}
+	prev := j.Enter(p.jp)
+	before := s.Stats.Writes - s.Stats.ExpiredKeys
+	p.fn(s)
+	j.Leave(prev)
+	if s.Stats.Writes-s.Stats.ExpiredKeys != before {
+		p.tx.writes.Add(1)
+	}
+}
+
+// shardSet is the ascending ids of the transaction's shards.
+func (t *Tx) shardSet() []uint16 {
+	ids := make([]uint16, len(t.parts))
+	for i, p := range t.parts {
+		ids[i] = uint16(p.sh.ID)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
 // Lock takes every declared lock, shard by shard in ascending id. It
 // blocks until all are held.
 func (t *Tx) Lock() {
+	defer t.startJournal()
 	if t.nested {
 		t.locked = true
 		return
@@ -163,6 +295,26 @@ func (t *Tx) Lock() {
 		<-t.done
 	}
 	t.locked = true
+}
+
+// startJournal decides, with the locks held, whether the transaction is
+// journaled: recording starts and stops only in steps that hold every
+// shard, so it cannot change while the locks are held.
+func (t *Tx) startJournal() {
+	if t.parent != nil || t.local != nil {
+		return
+	}
+	// Every shard of the transaction has passed the step that started (or
+	// stopped) recording, since it holds their locks.
+	for _, p := range t.parts {
+		if p.sh.Journal.Active() {
+			t.rec = true
+			break
+		}
+	}
+	if t.rec {
+		t.id = NewID()
+	}
 }
 
 // tryLockAll asks every shard at once to take its keys if they are free
@@ -202,6 +354,10 @@ func (t *Tx) tryLockAll() bool {
 
 // Run runs fn on shard sid, holding the transaction's locks, and waits.
 func (t *Tx) Run(sid int, fn func(*shard.Shard)) {
+	if t.parent != nil && t.local == nil {
+		t.parent.Run(sid, fn)
+		return
+	}
 	if t.inline(sid) {
 		fn(t.shards[sid])
 		return
@@ -222,7 +378,19 @@ func (t *Tx) Finish(fn func(*shard.Shard)) {
 		if fn != nil {
 			t.runAll(stepRun, fn)
 		}
+		switch {
+		case t.recorder == nil:
+		case t.parent != nil:
+			t.recorder.JournalCommit(t, t.parent.writes.Load() != t.writesAtStart)
+		case t.local != nil && t.local.Journal.Active():
+			s := t.local
+			t.recorder.JournalCommit(t, int32(s.Stats.Writes-s.Stats.ExpiredKeys) != t.writesAtStart)
+		}
 		t.locked = false
+		return
+	}
+	if t.rec {
+		t.finishRecorded(fn)
 		return
 	}
 	if fn == nil {
@@ -233,7 +401,35 @@ func (t *Tx) Finish(fn func(*shard.Shard)) {
 	t.locked = false
 }
 
+// finishRecorded is Finish while the journal records: the steps run, the
+// recorder journals the coordinator's command, then every shard commits
+// its part and releases — under commitMu, so that commits of transactions
+// sharing shards are in one order on all of them.
+func (t *Tx) finishRecorded(fn func(*shard.Shard)) {
+	if fn != nil {
+		t.runAll(stepRun, fn)
+	}
+	if t.recorder != nil {
+		t.recorder.JournalCommit(t, t.writes.Load() > 0)
+	}
+	if t.writes.Load() == 0 {
+		t.runAll(stepRelease, nil)
+		t.locked = false
+		return
+	}
+	commitMu.Lock()
+	t.runAll(stepCommitRelease, nil)
+	commitMu.Unlock()
+	t.locked = false
+}
+
 func (t *Tx) runAll(step stepKind, fn func(*shard.Shard)) {
+	if t.parent != nil && t.local == nil {
+		for _, p := range t.parts {
+			t.parent.Run(p.sh.ID, fn)
+		}
+		return
+	}
 	if t.local != nil {
 		// Nested, so no step releases anything: run every part as a Run.
 		for _, p := range t.parts {

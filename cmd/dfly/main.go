@@ -145,6 +145,27 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 		cfg.ProtoMaxBulk = n
 		return err
 	})
+	fs.Func("serialization_max_chunk_size", "largest piece of a big value in a snapshot (default 64kb; 1kb..64mb)", func(v string) error {
+		n, err := server.ParseMemory(v)
+		if err == nil && (n < 1024 || n > 64<<20) {
+			err = errors.New("must be from 1kb to 64mb")
+		}
+		cfg.SerializationMaxChunk = n
+		return err
+	})
+	fs.StringVar(&cfg.SnapshotReference, "debug_snapshot_reference", "", "for tests: each BGSAVE also writes the dataset at its cut to this RDB file, stalling the cut")
+	fs.BoolVar(&cfg.PointInTime, "point_in_time_snapshot", cfg.PointInTime, "replication full syncs send a point-in-time snapshot (false: non-PIT, the journal fills in)")
+	fs.Func("repl_backlog_size", "replication backlog per shard (default 1mb; the PSYNC backlog is this times the shards)", func(v string) error {
+		n, err := server.ParseMemory(v)
+		cfg.ReplBacklogSize = n
+		return err
+	})
+	fs.DurationVar(&cfg.ReplBacklogTTL, "repl_backlog_ttl", cfg.ReplBacklogTTL, "free the replication backlog after this long without replicas")
+	fs.Func("repl_client_buffer_limit", "disconnect a replica whose unsent stream exceeds this (default 256mb; 0 = none)", func(v string) error {
+		n, err := server.ParseMemory(v)
+		cfg.ReplClientBufferLimit = n
+		return err
+	})
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

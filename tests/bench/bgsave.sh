@@ -4,13 +4,15 @@
 #     save, as the sum of PSS over the server and its children (Redis's forked child
 #     shares pages copy-on-write: PSS counts each shared page once overall);
 #   - BGSAVE wall time;
-#   - SET p99 of a redis-benchmark run with a BGSAVE started at its beginning, against the
-#     same run without one.
-# Env: KEYS (default 1000000), SIZE (value bytes, default 100), N (requests, default 300000).
+#   - SET throughput and p99 of a redis-benchmark run with a BGSAVE started at its
+#     beginning, against the same run without one;
+#   - dfly's longest shard stall during the save (INFO snapshot_max_stall_usec).
+# Rows: redis, dfly writing .rdb, dfly writing its own per-shard files (dfs).
+# Env: KEYS (default 1000000), SIZE (value bytes, default 1024), N (requests, default 300000).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 KEYS=${KEYS:-1000000}
-SIZE=${SIZE:-100}
+SIZE=${SIZE:-1024}
 N=${N:-300000}
 work=$(mktemp -d)
 pids=()
@@ -23,6 +25,8 @@ start() {
 	mkdir -p "$work/data-$1"
 	if [[ $1 == redis ]]; then
 		redis-server --port "$PORT" --save '' --appendonly no --enable-debug-command yes --dir "$work/data-$1" >/dev/null 2>&1 &
+	elif [[ $1 == dfs ]]; then
+		"$work/dfly" --port "$PORT" --dir "$work/data-$1" --dbformat dfly >/dev/null 2>&1 &
 	else
 		"$work/dfly" --port "$PORT" --dir "$work/data-$1" >/dev/null 2>&1 &
 	fi
@@ -41,9 +45,11 @@ pss() {
 }
 in_progress() { redis-cli -p "$PORT" info persistence | tr -d '\r' | awk -F: '$1 == "rdb_bgsave_in_progress" { print $2 }'; }
 p99() { awk -F, 'NR > 1 { gsub(/"/, "", $7); print $7 }'; }
+rps() { awk -F, 'NR > 1 { gsub(/"/, "", $2); print $2 }'; }
+stall() { redis-cli -p "$PORT" info persistence | tr -d '\r' | awk -F: '$1 == "snapshot_max_stall_usec" { print $2 / 1000 }'; }
 
-printf '%-6s %12s %12s %8s %10s %12s %12s\n' server steady_kB peak_kB peak_x save_s p99_ms_base p99_ms_save
-for server in redis dfly; do
+printf '%-6s %12s %12s %8s %8s %10s %10s %8s %8s %8s %9s\n' server steady_kB peak_kB peak_x save_s rps_base rps_save p99_base p99_save p99_x stall_ms
+for server in redis dfly dfs; do
 	start "$server"
 	redis-cli -p "$PORT" debug populate "$KEYS" key "$SIZE" >/dev/null
 	sleep 1
@@ -59,6 +65,8 @@ for server in redis dfly; do
 	done
 	wait "$bench" || true
 	base=$(p99 <"$work/base.csv")
+	base_rps=$(rps <"$work/base.csv")
+	redis-cli -p "$PORT" config resetstat >/dev/null
 	redis-benchmark -p "$PORT" -q --csv -t set -r "$KEYS" -d "$SIZE" -n "$N" -c 50 >"$work/load.csv" &
 	bench=$!
 	sleep 0.2
@@ -73,8 +81,12 @@ for server in redis dfly; do
 	secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
 	wait "$bench"
 	during=$(p99 <"$work/load.csv")
+	during_rps=$(rps <"$work/load.csv")
+	st=-
+	[[ $server != redis ]] && st=$(stall)
 	awk -v s="$server" -v a="$steady" -v b="$peak" -v t="$secs" -v p="$base" -v q="$during" \
-		'BEGIN { printf "%-6s %12d %12d %7.2fx %10s %12s %12s\n", s, a, b, b / a, t, p, q }'
+		-v r1="$base_rps" -v r2="$during_rps" -v st="$st" \
+		'BEGIN { printf "%-6s %12d %12d %7.2fx %8s %10s %10s %8s %8s %7.2fx %9s\n", s, a, b, b / a, t, r1, r2, p, q, q / p, st }'
 	redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true
 	sleep 0.5
 done

@@ -1,0 +1,37 @@
+// Package journal is a shard's log of applied writes (DESIGN §6): every
+// write a shard applies is appended after it applies, in apply order, with
+// a per-shard log sequence number (LSN). Consumers — the replication feed
+// of Redis-protocol replicas, later dfly's per-shard flows — subscribe to
+// it, and a bounded ring backlog lets a consumer that fell behind or
+// reconnected read again from an LSN the ring still holds.
+//
+// What it owns: LSNs, the backlog, the subscribers, the per-transaction
+// parts being built, and the binary encoding of an Entry (Encode/Decode,
+// carried in rdb.OpJournal tagged chunks).
+//
+// What it never does: block, or run I/O. A Journal is owned by its shard's
+// goroutine; every method except Active runs there, and subscriber
+// callbacks run there too, so a callback must only hand the entry over
+// (append to a queue, signal) and return.
+//
+// Invariants:
+//   - LSNs of a shard are consecutive from 1: an entry's LSN is one more
+//     than its predecessor's, so a consumer can tell a gap.
+//   - An entry is self-contained and deterministic: replaying the entries
+//     in LSN order on the dataset of the cut reproduces the shard (relative
+//     TTLs already made absolute, random choices already made, expiries
+//     recorded as DEL).
+//   - An Entry is immutable once appended: subscribers may keep it.
+//   - A multi-shard transaction appears in each of its shards' journals as
+//     one contiguous part: zero or more OpMulti entries then one OpExec
+//     entry naming every shard of the transaction. Parts are appended when
+//     the transaction releases its locks, so two transactions' parts are in
+//     the same relative order on every shard they share (the caller
+//     serializes commits; see tx). A consumer applies a transaction once all
+//     of its shards' parts arrived, its OpMulti entries in Seq order (Seq
+//     orders the commands across the shards of the transaction), and keeps
+//     later entries of those shards behind it. A transaction confined to one
+//     shard is a part naming only that shard.
+//   - Recording costs one atomic load when nobody listens: Active is false
+//     unless there is a subscriber or a retained backlog (Start).
+package journal

@@ -1,0 +1,319 @@
+package journal
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Op is an entry's kind.
+type Op uint8
+
+const (
+	// OpCommand is a write outside any transaction.
+	OpCommand Op = 1
+	// OpMulti is one command of a transaction's part on this shard.
+	OpMulti Op = 2
+	// OpExec ends this shard's part of transaction TxID; Shards names every
+	// shard of the transaction.
+	OpExec Op = 3
+)
+
+func (o Op) String() string {
+	switch o {
+	case OpCommand:
+		return "COMMAND"
+	case OpMulti:
+		return "MULTI"
+	case OpExec:
+		return "EXEC"
+	}
+	return "UNKNOWN"
+}
+
+// Entry is one journal record.
+type Entry struct {
+	LSN uint64
+	Op  Op
+	DB  int
+	// TxID is the transaction's id (OpMulti, OpExec); 0 for OpCommand.
+	TxID uint64
+	// Seq orders a transaction's commands across all of its shards.
+	Seq uint32
+	// Shards are the transaction's shards, ascending (OpExec only).
+	Shards []uint16
+	// Args is the command (OpCommand, OpMulti), e.g. SET k v PXAT 123.
+	Args [][]byte
+
+	at int64 // unix ms of the append, for the backlog's age bound
+}
+
+// Size approximates the bytes the entry holds, for the backlog's bound.
+func (e *Entry) Size() int {
+	n := 48 + 2*len(e.Shards)
+	for _, a := range e.Args {
+		n += 24 + len(a)
+	}
+	return n
+}
+
+// Config bounds the backlog.
+type Config struct {
+	// BacklogBytes bounds the ring (entry sizes as Size counts them);
+	// 0 keeps no backlog.
+	BacklogBytes int
+	// BacklogAge drops entries older than this from the ring (0: no bound).
+	BacklogAge time.Duration
+}
+
+type subscriber struct {
+	id int
+	fn func(*Entry)
+}
+
+// Journal is one shard's journal. See the package doc for its rules.
+type Journal struct {
+	shard  int
+	cfg    Config
+	active atomic.Bool
+	keep   bool // the backlog is retained without subscribers
+	lsn    uint64
+	subs   []subscriber
+	nextID int
+
+	// ring holds the backlog: entries ring[head], ring[head+1] ... (mod
+	// len), n of them, bytes in all.
+	ring  []*Entry
+	head  int
+	n     int
+	bytes int
+
+	cur *Part
+}
+
+// New makes the journal of shard sid.
+func New(sid int, cfg Config) *Journal { return &Journal{shard: sid, cfg: cfg} }
+
+// Shard is the id of the journal's shard.
+func (j *Journal) Shard() int { return j.shard }
+
+// Active reports whether writes must be recorded: someone subscribed or a
+// backlog is retained. Safe from any goroutine; false for a nil Journal.
+func (j *Journal) Active() bool { return j != nil && j.active.Load() }
+
+func (j *Journal) update() { j.active.Store(j.keep || len(j.subs) > 0) }
+
+// Start retains a backlog (and so records) even without subscribers.
+func (j *Journal) Start() {
+	j.keep = true
+	j.update()
+}
+
+// Stop drops the retained backlog; recording goes on while subscribers
+// remain.
+func (j *Journal) Stop() {
+	j.keep = false
+	j.ring, j.head, j.n, j.bytes = nil, 0, 0, 0
+	j.update()
+}
+
+// LSN is the last LSN assigned (0 before the first entry).
+func (j *Journal) LSN() uint64 { return j.lsn }
+
+// Subscribe registers fn for every entry appended from now on; it returns
+// the subscription's id and the last LSN before it, so that LSN+1 is the
+// first entry fn sees. fn runs on the shard goroutine and must not block.
+func (j *Journal) Subscribe(fn func(*Entry)) (id int, lsn uint64) {
+	j.nextID++
+	j.subs = append(j.subs, subscriber{id: j.nextID, fn: fn})
+	j.update()
+	return j.nextID, j.lsn
+}
+
+// Unsubscribe removes a subscription.
+func (j *Journal) Unsubscribe(id int) {
+	for i, s := range j.subs {
+		if s.id == id {
+			j.subs = append(j.subs[:i], j.subs[i+1:]...)
+			break
+		}
+	}
+	j.update()
+}
+
+// First is the LSN of the oldest entry the backlog holds (0: empty).
+func (j *Journal) First() uint64 {
+	if j.n == 0 {
+		return 0
+	}
+	return j.ring[j.head].LSN
+}
+
+// BacklogBytes is the size of the entries the backlog holds.
+func (j *Journal) BacklogBytes() int { return j.bytes }
+
+// ReadFrom calls fn with every held entry whose LSN is at least lsn, in
+// order, and reports true; it reports false (calling nothing) when the
+// backlog no longer holds lsn. lsn = LSN()+1 reads nothing and succeeds.
+func (j *Journal) ReadFrom(lsn uint64, fn func(*Entry)) bool {
+	if lsn == 0 || lsn > j.lsn+1 {
+		return false
+	}
+	if lsn == j.lsn+1 {
+		return true
+	}
+	first := j.First()
+	if first == 0 || lsn < first {
+		return false
+	}
+	for i := int(lsn - first); i < j.n; i++ {
+		fn(j.ring[(j.head+i)%len(j.ring)])
+	}
+	return true
+}
+
+// Record journals a write of the command args in database db: into the
+// transaction part being built when one is entered, else as an OpCommand.
+// args are copied.
+func (j *Journal) Record(db int, args [][]byte) {
+	if p := j.cur; p != nil {
+		p.add(db, args)
+		return
+	}
+	e := &Entry{Op: OpCommand, DB: db, Args: cloneArgs(args)}
+	j.append(e)
+}
+
+// Enter makes p the part that Record fills until Leave; it returns the
+// part entered before, for Leave.
+func (j *Journal) Enter(p *Part) *Part {
+	prev := j.cur
+	j.cur = p
+	return prev
+}
+
+// Leave restores the part entered before Enter.
+func (j *Journal) Leave(prev *Part) { j.cur = prev }
+
+// InPart reports whether a part is entered.
+func (j *Journal) InPart() bool { return j.cur != nil }
+
+// Commit appends p as this shard's part of transaction txid over shards
+// (ascending): its entries as OpMulti, then the OpExec. p is reset.
+func (j *Journal) Commit(p *Part, txid uint64, shards []uint16) {
+	for i := range p.entries {
+		e := p.entries[i]
+		e.Op, e.TxID = OpMulti, txid
+		j.append(&e)
+	}
+	j.append(&Entry{Op: OpExec, TxID: txid, Shards: shards})
+	p.entries = p.entries[:0]
+}
+
+// Append appends a copy of e (LSN assigned here) and returns its LSN.
+func (j *Journal) Append(e Entry) uint64 {
+	e.Args = cloneArgs(e.Args)
+	if e.Shards != nil {
+		e.Shards = append([]uint16(nil), e.Shards...)
+	}
+	j.append(&e)
+	return e.LSN
+}
+
+func (j *Journal) append(e *Entry) {
+	j.lsn++
+	e.LSN = j.lsn
+	if j.cfg.BacklogBytes > 0 {
+		e.at = time.Now().UnixMilli()
+		j.keepInRing(e)
+	}
+	for _, s := range j.subs {
+		s.fn(e)
+	}
+}
+
+func (j *Journal) keepInRing(e *Entry) {
+	size := e.Size()
+	if j.n == len(j.ring) {
+		j.grow()
+	}
+	j.ring[(j.head+j.n)%len(j.ring)] = e
+	j.n++
+	j.bytes += size
+	oldest := int64(0)
+	if j.cfg.BacklogAge > 0 {
+		oldest = e.at - j.cfg.BacklogAge.Milliseconds()
+	}
+	// Keep at least the newest entry, so ReadFrom(LSN()) works.
+	for j.n > 1 && (j.bytes > j.cfg.BacklogBytes || j.ring[j.head].at < oldest) {
+		old := j.ring[j.head]
+		j.ring[j.head] = nil
+		j.bytes -= old.Size()
+		j.head = (j.head + 1) % len(j.ring)
+		j.n--
+	}
+	if j.n < len(j.ring)/4 && len(j.ring) > 64 {
+		j.shrink()
+	}
+}
+
+func (j *Journal) grow() {
+	r := make([]*Entry, max(16, 2*len(j.ring)))
+	for i := 0; i < j.n; i++ {
+		r[i] = j.ring[(j.head+i)%len(j.ring)]
+	}
+	j.ring, j.head = r, 0
+}
+
+func (j *Journal) shrink() {
+	r := make([]*Entry, len(j.ring)/2)
+	for i := 0; i < j.n; i++ {
+		r[i] = j.ring[(j.head+i)%len(j.ring)]
+	}
+	j.ring, j.head = r, 0
+}
+
+// Part is a shard's part of a transaction while the transaction runs: its
+// commands are buffered here and appended together at Commit.
+type Part struct {
+	entries []Entry
+	// seq is shared by every part of the transaction (nil: this part's own).
+	seq *atomic.Uint32
+	own atomic.Uint32
+}
+
+// NewPart makes a part whose commands are ordered by the transaction-wide
+// counter seq (nil for a transaction of one shard).
+func NewPart(seq *atomic.Uint32) *Part { return &Part{seq: seq} }
+
+// Len is the number of buffered commands.
+func (p *Part) Len() int { return len(p.entries) }
+
+// Add buffers a command; safe only while no shard step of the transaction
+// runs (the coordinator's own records, between steps). args are copied.
+func (p *Part) Add(db int, args [][]byte) { p.add(db, args) }
+
+func (p *Part) add(db int, args [][]byte) {
+	c := p.seq
+	if c == nil {
+		c = &p.own
+	}
+	p.entries = append(p.entries, Entry{DB: db, Seq: c.Add(1), Args: cloneArgs(args)})
+}
+
+// cloneArgs copies args into one allocation.
+func cloneArgs(args [][]byte) [][]byte {
+	if args == nil {
+		return nil
+	}
+	size := 0
+	for _, a := range args {
+		size += len(a)
+	}
+	buf := make([]byte, 0, size)
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		buf = append(buf, a...)
+		out[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
+	}
+	return out
+}

@@ -1,0 +1,420 @@
+package server
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dfly/dfly/journal"
+	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/snapshot"
+	"github.com/dfly/dfly/tx"
+)
+
+// dfly-native replication, master side (DESIGN §6): one connection (flow)
+// per master shard. A replica asks DFLY HELLO for the shard count and a
+// session, opens one connection per shard with DFLY FLOW, and once every
+// flow of the session is attached the master either continues each from
+// the LSN the replica has (partial sync, when every shard's backlog still
+// holds it) or takes one global cut and starts every shard's snapshot
+// (full sync). A flow's stream is tagged chunks (rdb.AppendChunk): the
+// shard's baseline (PIT, or non-PIT by --point_in_time_snapshot=false)
+// interleaved with its journal entries (rdb.OpJournal, journal.Encode)
+// under the snapshot's ordering invariant, then rdb.OpFullSyncCut, then the
+// journal as it grows (stable sync). The replica writes "ACK <lsn>" lines
+// back on the same socket.
+//
+// The shard never waits for a flow: journal entries are queued, bounded by
+// --repl_client_buffer_limit; a flow past it is dropped (the replica
+// reconnects and syncs again).
+//
+// Wire, after the DFLY FLOW command:
+//
+//	"+FULLSYNC <lsn>\r\n"  chunks ... OpFullSyncCut, journal chunks ...
+//	"+CONTINUE\r\n"        journal chunks from the replica's LSN + 1
+//	"-ERR ...\r\n"         refused
+
+type flowSession struct {
+	id    string
+	mode  snapshot.Mode
+	flows []*flow
+	n     int
+	ready chan struct{}
+}
+
+type flow struct {
+	srv  *Server
+	sess *flowSession
+	sid  int
+	conn net.Conn
+	lsn  uint64 // the replica's last applied LSN (0: none)
+
+	slice *snapshot.Slice
+	out   chan snapshot.Chunk
+	subID int
+
+	mu     sync.Mutex
+	queue  []byte // journal frames after the snapshot, not yet written
+	wake   chan struct{}
+	dead   atomic.Bool
+	acked  atomic.Uint64
+	sent   atomic.Uint64 // LSN of the last entry queued
+	fullAt uint64        // LSN at the cut (full sync)
+	synced atomic.Bool   // the baseline is sent (or there was none)
+	bytes  atomic.Int64  // stream bytes written (full-sync progress)
+}
+
+type flowMaster struct {
+	fullSyncs, partialSyncs atomic.Int64
+
+	mu       sync.Mutex
+	sessions map[string]*flowSession
+	flows    map[*flow]struct{}
+	next     int
+}
+
+func (s *Server) flows() *flowMaster {
+	s.flowOnce.Do(func() {
+		s.flowM = &flowMaster{sessions: map[string]*flowSession{}, flows: map[*flow]struct{}{}}
+	})
+	return s.flowM
+}
+
+func init() {
+	typeFamilies = append(typeFamilies, func() []*Command {
+		return []*Command{{Name: "dfly", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagNoMulti | FlagStale, Local: cmdDfly}}
+	})
+}
+
+func cmdDfly(c *Conn, a [][]byte, w *resp.Writer) {
+	s := c.srv
+	switch sub := strings.ToLower(string(a[1])); {
+	case sub == "hello" && len(a) == 2:
+		if s.isReplica() {
+			w.Error("ERR this server is a replica")
+			return
+		}
+		fm := s.flows()
+		mode := snapshot.PIT
+		if !s.pointInTime() {
+			mode = snapshot.NonPIT
+		}
+		fm.mu.Lock()
+		fm.next++
+		sess := &flowSession{id: strconv.Itoa(fm.next), mode: mode, flows: make([]*flow, len(s.shards)), ready: make(chan struct{})}
+		fm.sessions[sess.id] = sess
+		fm.mu.Unlock()
+		// A session nobody completes is forgotten.
+		time.AfterFunc(time.Minute, func() {
+			fm.mu.Lock()
+			delete(fm.sessions, sess.id)
+			fm.mu.Unlock()
+		})
+		w.Array(4)
+		w.BulkString(s.master.id())
+		w.Int(int64(len(s.shards)))
+		w.BulkString(sess.id)
+		w.BulkString(map[snapshot.Mode]string{snapshot.PIT: "pit", snapshot.NonPIT: "nonpit"}[mode])
+	case sub == "flow" && len(a) == 5:
+		// DFLY FLOW <session> <shard> <lsn>
+		fm := s.flows()
+		fm.mu.Lock()
+		sess := fm.sessions[string(a[2])]
+		fm.mu.Unlock()
+		sid, err1 := strconv.Atoi(string(a[3]))
+		lsn, err2 := strconv.ParseUint(string(a[4]), 10, 64)
+		switch {
+		case sess == nil:
+			w.Error("ERR unknown replication session")
+		case err1 != nil || sid < 0 || sid >= len(s.shards) || err2 != nil:
+			w.Error("ERR bad flow arguments")
+		default:
+			f := &flow{srv: s, sess: sess, sid: sid, lsn: lsn, wake: make(chan struct{}, 1)}
+			c.handoff = func(nc net.Conn) { f.conn = nc; f.attach() }
+			c.closing = true
+		}
+	default:
+		w.Error(fmt.Sprintf("ERR unknown subcommand '%s'. Try DFLY HELLO.", truncArg(a[1])))
+	}
+}
+
+func (s *Server) pointInTime() bool {
+	s.cfg.mu.RLock()
+	defer s.cfg.mu.RUnlock()
+	return s.cfg.PointInTime
+}
+
+// attach adds f to its session; the last flow to attach starts them all.
+func (f *flow) attach() {
+	fm := f.srv.flows()
+	fm.mu.Lock()
+	sess := f.sess
+	if sess.flows[f.sid] != nil {
+		fm.mu.Unlock()
+		_, _ = f.conn.Write([]byte("-ERR flow already attached\r\n"))
+		f.conn.Close()
+		return
+	}
+	sess.flows[f.sid] = f
+	sess.n++
+	all := sess.n == len(sess.flows)
+	if all {
+		delete(fm.sessions, sess.id)
+	}
+	fm.flows[f] = struct{}{}
+	fm.mu.Unlock()
+	if all {
+		f.srv.startSession(sess)
+	}
+}
+
+// startSession continues every flow from its LSN when every shard's
+// backlog holds it, else takes one cut on every shard and starts their
+// snapshots: in one step holding every shard, so no multi-shard
+// transaction is half on either side of it and no entry is lost or sent
+// twice (each shard subscribes in the same step that reads its backlog or
+// takes its cut).
+func (s *Server) startSession(sess *flowSession) {
+	t := tx.New(s.shards)
+	t.AddAllShards()
+	t.Lock()
+	partial := true
+	var mu sync.Mutex
+	t.RunAll(func(sh *shard.Shard) {
+		f := sess.flows[sh.ID]
+		ok := f.lsn > 0 && sh.Journal.ReadFrom(f.lsn+1, func(*journal.Entry) {})
+		mu.Lock()
+		partial = partial && ok
+		mu.Unlock()
+	})
+	chunk := s.serializationChunk()
+	t.Finish(func(sh *shard.Shard) {
+		f := sess.flows[sh.ID]
+		s.journalExpiries(sh, true)
+		sh.Journal.Start()
+		if partial {
+			sh.Journal.ReadFrom(f.lsn+1, f.onEntry)
+		} else {
+			f.fullAt = sh.Journal.LSN()
+			f.out = make(chan snapshot.Chunk, 16)
+			f.slice = snapshot.Start(sh, snapshot.Options{Mode: sess.mode, Tagged: true, Journal: true,
+				FullSyncCut: true, Encode: encodeForSnapshot, Out: f.out, MaxChunk: chunk})
+		}
+		f.subID, _ = sh.Journal.Subscribe(f.onEntry)
+	})
+	what := "full"
+	if partial {
+		what = "partial"
+		s.flows().partialSyncs.Add(1)
+	} else {
+		s.flows().fullSyncs.Add(1)
+	}
+	s.log.Noticef("Replica flows (%d shards): %s sync starts", len(sess.flows), what)
+	for _, f := range sess.flows {
+		go f.serve(partial)
+		go f.readAcks()
+	}
+}
+
+// onEntry runs on the shard goroutine for every journal entry.
+func (f *flow) onEntry(e *journal.Entry) {
+	if f.dead.Load() {
+		return
+	}
+	data := e.Encode(nil)
+	f.sent.Store(e.LSN)
+	if f.slice != nil && !f.slice.Done() {
+		je := snapshot.JournalEntry{Data: data, DB: e.DB}
+		if e.Op == journal.OpCommand && len(e.Args) == 2 && strings.EqualFold(string(e.Args[0]), "DEL") {
+			// Possibly an expiry: a command's DEL of a key whose value is
+			// half written cannot come (see Slice.Journal).
+			je.Expired, je.Expiry = string(e.Args[1]), true
+		}
+		f.slice.Journal(je)
+		return
+	}
+	f.mu.Lock()
+	f.queue = rdb.AppendChunk(f.queue, rdb.OpJournal, snapshot.JournalStream, data)
+	over := int64(len(f.queue)) > f.srv.replBufferLimit()
+	f.mu.Unlock()
+	if over {
+		f.srv.log.Warnf("Replica flow %d fell %d bytes behind: dropped", f.sid, len(f.queue))
+		f.close()
+		return
+	}
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Server) replBufferLimit() int64 {
+	s.cfg.mu.RLock()
+	defer s.cfg.mu.RUnlock()
+	if s.cfg.ReplClientBufferLimit <= 0 {
+		return 1 << 62
+	}
+	return s.cfg.ReplClientBufferLimit
+}
+
+// serve writes the flow's stream: the snapshot's chunks to its last one,
+// then the journal queue as it fills.
+func (f *flow) serve(partial bool) {
+	bw := bufio.NewWriterSize(f.conn, 256<<10)
+	if partial {
+		_, _ = bw.WriteString("+CONTINUE\r\n")
+		f.synced.Store(true)
+	} else {
+		_, _ = fmt.Fprintf(bw, "+FULLSYNC %d\r\n", f.fullAt)
+		start := time.Now()
+		for {
+			c := <-f.out // read to the end even when the replica is gone
+			if !f.dead.Load() {
+				if _, err := bw.Write(c.Data); err != nil {
+					f.close()
+				}
+				f.bytes.Add(int64(len(c.Data)))
+			}
+			if c.Last {
+				break
+			}
+		}
+		f.synced.Store(true)
+		if !f.dead.Load() {
+			f.srv.log.Noticef("Replica flow %d: baseline sent in %.3f s", f.sid, time.Since(start).Seconds())
+		}
+	}
+	var buf []byte
+	for !f.dead.Load() {
+		f.mu.Lock()
+		buf, f.queue = f.queue, buf[:0]
+		f.mu.Unlock()
+		if len(buf) > 0 {
+			if _, err := bw.Write(buf); err != nil {
+				break
+			}
+			f.bytes.Add(int64(len(buf)))
+			continue
+		}
+		if err := bw.Flush(); err != nil {
+			break
+		}
+		select {
+		case <-f.wake:
+		case <-time.After(time.Second):
+		}
+	}
+	f.close()
+}
+
+// readAcks reads the replica's "ACK <lsn>" lines.
+func (f *flow) readAcks() {
+	r := bufio.NewReaderSize(f.conn, 4096)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil || len(line) > 64 {
+			f.close()
+			return
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "ACK "); ok {
+			if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+				f.acked.Store(n)
+			}
+		}
+	}
+}
+
+// close drops the flow: the socket, its subscription (on the shard) and
+// its entry in the flow table. Safe to call more than once.
+func (f *flow) close() {
+	if f.dead.Swap(true) {
+		return
+	}
+	f.conn.Close()
+	sh := f.srv.shards[f.sid]
+	sh.Send(shard.Func(func(sh *shard.Shard) {
+		sh.Journal.Unsubscribe(f.subID)
+		f.srv.journalExpiries(sh, false)
+	}))
+	fm := f.srv.flows()
+	fm.mu.Lock()
+	delete(fm.flows, f)
+	fm.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// attached reports whether any flow is connected.
+func (fm *flowMaster) attached() bool {
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	return len(fm.flows) > 0
+}
+
+// ackedSessions counts the dfly replicas (sessions) whose flows are all
+// connected and acknowledged at least lsns[shard].
+func (fm *flowMaster) ackedSessions(lsns []uint64) int {
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	ok := map[*flowSession]int{}
+	for f := range fm.flows {
+		if f.sid < len(lsns) && f.acked.Load() >= lsns[f.sid] {
+			ok[f.sess]++
+		}
+	}
+	n := 0
+	for sess, k := range ok {
+		if k == len(sess.flows) {
+			n++
+		}
+	}
+	return n
+}
+
+// journalExpiries counts the users of a shard's expiry journaling (the
+// Redis feed, each flow): expiries are journaled as DEL while any is on.
+// It runs on the shard's goroutine.
+func (s *Server) journalExpiries(sh *shard.Shard, on bool) {
+	n := &s.expiryUsers[sh.ID]
+	if on {
+		if *n == 0 {
+			sh.AddExpiryHook(expiryRecorder{sh.Journal})
+		}
+		*n++
+		return
+	}
+	if *n > 0 {
+		*n--
+		if *n == 0 {
+			sh.RemoveExpiryHook(expiryRecorder{sh.Journal})
+		}
+	}
+}
+
+// flowInfo writes INFO replication lines for the attached flows.
+func (s *Server) flowInfo(field func(k string, v any)) {
+	fm := s.flows()
+	field("dfly_flow_syncs_full", fm.fullSyncs.Load())
+	field("dfly_flow_syncs_partial", fm.partialSyncs.Load())
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	i := 0
+	for f := range fm.flows {
+		state := "stable_sync"
+		if !f.synced.Load() {
+			state = "full_sync"
+		}
+		field("dfly_flow"+strconv.Itoa(i), fmt.Sprintf("shard=%d,state=%s,sent_bytes=%d,sent_lsn=%d,acked_lsn=%d",
+			f.sid, state, f.bytes.Load(), f.sent.Load(), f.acked.Load()))
+		i++
+	}
+}

@@ -1,0 +1,550 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dfly/dfly/journal"
+	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/replica"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tx"
+)
+
+// dfly-native replication, replica side (repl_flow.go is the master's).
+// A flowLink asks the master DFLY HELLO; a master that does not know it
+// (Redis) gets the Redis protocol instead (package replica, which the link
+// then runs). Against a dfly master it opens one flow per master shard and
+// applies each flow's stream on its own goroutine: baseline records are
+// routed to this server's shards by key (the shard counts may differ),
+// journal entries go through a replApplier per flow. Flows of different
+// master shards hold different keys, so they apply in parallel; a
+// multi-shard transaction waits at a barrier until every shard's part has
+// arrived and is then applied as one transaction (no reader sees half of
+// it). After a disconnect the link asks to continue each flow from its last
+// applied LSN; the master answers with a full sync when a backlog no longer
+// holds it.
+
+// replLink is a replica's link to its master, native or Redis-protocol.
+type replLink interface {
+	Stop() (replid string, offset int64)
+	Status() replica.Status
+}
+
+type flowLink struct {
+	s    *Server
+	addr string
+	cfg  replica.Config
+	stop chan struct{}
+	done chan struct{}
+
+	fallback atomic.Pointer[replica.Client]
+
+	mu     sync.Mutex
+	conns  []net.Conn
+	replID string
+	lsns   []atomic.Uint64 // per master shard: last applied LSN
+	shards int
+	// complete: the last full sync reached every flow's cut, so the LSNs
+	// describe the dataset; until then only a full sync is valid.
+	complete atomic.Bool
+	state    atomic.Int32
+	lastIO   atomic.Int64
+	downAt   atomic.Int64
+	syncing  atomic.Bool
+	fulls    atomic.Int64
+	partial  atomic.Int64
+}
+
+func startFlowLink(s *Server, cfg replica.Config) *flowLink {
+	l := &flowLink{s: s, addr: cfg.Addr, cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
+	l.downAt.Store(time.Now().UnixNano())
+	go l.run()
+	return l
+}
+
+// Stop ends the link after its last apply.
+func (l *flowLink) Stop() (string, int64) {
+	close(l.stop)
+	l.closeConns()
+	<-l.done
+	if c := l.fallback.Load(); c != nil {
+		return c.Stop()
+	}
+	return l.replID, l.offset()
+}
+
+func (l *flowLink) offset() int64 {
+	var n int64
+	for i := range l.lsns {
+		n += int64(l.lsns[i].Load())
+	}
+	return n
+}
+
+// Status reports the link for INFO and ROLE.
+func (l *flowLink) Status() replica.Status {
+	if c := l.fallback.Load(); c != nil {
+		return c.Status()
+	}
+	st := replica.Status{State: replica.State(l.state.Load()), ReplID: l.replID,
+		FullSyncs: l.fulls.Load(), PartialSyncs: l.partial.Load(), SyncInProgress: l.syncing.Load(),
+		SyncTotal: -1}
+	if t := l.lastIO.Load(); t > 0 {
+		st.LastIO = time.Unix(0, t)
+	}
+	if t := l.downAt.Load(); t > 0 && st.State != replica.StateConnected {
+		st.LinkDownSince = time.Unix(0, t)
+	}
+	st.Offset = l.offset()
+	st.ReadOffset = st.Offset
+	return st
+}
+
+func (l *flowLink) closeConns() {
+	l.mu.Lock()
+	for _, c := range l.conns {
+		c.Close()
+	}
+	l.mu.Unlock()
+}
+
+func (l *flowLink) stopped() bool {
+	select {
+	case <-l.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (l *flowLink) run() {
+	defer close(l.done)
+	backoff := 100 * time.Millisecond
+	for !l.stopped() {
+		err := l.session()
+		if errors.Is(err, errNotDfly) {
+			l.cfg.Logf("MASTER is not dfly: replicating with the Redis protocol")
+			l.fallback.Store(replica.Start(l.cfg))
+			return
+		}
+		l.state.Store(int32(replica.StateConnect))
+		l.downAt.Store(time.Now().UnixNano())
+		l.syncing.Store(false)
+		if l.stopped() {
+			return
+		}
+		l.cfg.Logf("MASTER <-> REPLICA flows: %v; reconnecting", err)
+		select {
+		case <-l.stop:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+var errNotDfly = errors.New("master does not speak DFLY")
+
+func writeCommand(w io.Writer, args ...string) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// readHello reads DFLY HELLO's reply: replid, shards, session, mode.
+func readHello(r *bufio.Reader) ([]string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if strings.HasPrefix(line, "-") {
+		if strings.Contains(strings.ToLower(line), "unknown command") {
+			return nil, errNotDfly
+		}
+		return nil, errors.New(line[1:])
+	}
+	if line != "*4" {
+		return nil, fmt.Errorf("DFLY HELLO: unexpected reply %q", line)
+	}
+	out := make([]string, 4)
+	for i := range out {
+		h, err := r.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		h = strings.TrimRight(h, "\r\n")
+		switch {
+		case strings.HasPrefix(h, ":"):
+			out[i] = h[1:]
+		case strings.HasPrefix(h, "$"):
+			n, err := strconv.Atoi(h[1:])
+			if err != nil || n < 0 || n > 1024 {
+				return nil, fmt.Errorf("DFLY HELLO: bad length %q", h)
+			}
+			b := make([]byte, n+2)
+			if _, err := io.ReadFull(r, b); err != nil {
+				return nil, err
+			}
+			out[i] = string(b[:n])
+		default:
+			return nil, fmt.Errorf("DFLY HELLO: unexpected element %q", h)
+		}
+	}
+	return out, nil
+}
+
+// session runs one connection of the link: HELLO, the flows, until one
+// fails or the link stops.
+func (l *flowLink) session() error {
+	l.state.Store(int32(replica.StateConnecting))
+	main, err := net.DialTimeout("tcp", l.addr, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer main.Close()
+	_ = main.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := writeCommand(main, "DFLY", "HELLO"); err != nil {
+		return err
+	}
+	hello, err := readHello(bufio.NewReader(main))
+	if err != nil {
+		return err
+	}
+	shards, err := strconv.Atoi(hello[1])
+	if err != nil || shards < 1 || shards > 1024 {
+		return fmt.Errorf("DFLY HELLO: bad shard count %q", hello[1])
+	}
+	l.state.Store(int32(replica.StateHandshake))
+	if hello[0] != l.replID || shards != l.shards {
+		// Another master, or another shape of it: LSNs mean nothing.
+		l.lsns = make([]atomic.Uint64, shards)
+		l.shards = shards
+		l.replID = hello[0]
+	}
+	conns := make([]net.Conn, shards)
+	readers := make([]*bufio.Reader, shards)
+	l.mu.Lock()
+	l.conns = l.conns[:0]
+	l.mu.Unlock()
+	defer l.closeConns()
+	full := false
+	cutLSN := make([]uint64, shards)
+	for i := range conns {
+		c, err := net.DialTimeout("tcp", l.addr, 5*time.Second)
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.conns = append(l.conns, c)
+		l.mu.Unlock()
+		if l.stopped() {
+			return errors.New("stopped")
+		}
+		conns[i] = c
+		lsn := l.lsns[i].Load()
+		if !l.complete.Load() {
+			lsn = 0 // an interrupted full sync: start again
+		}
+		if err := writeCommand(c, "DFLY", "FLOW", hello[2], strconv.Itoa(i), strconv.FormatUint(lsn, 10)); err != nil {
+			return err
+		}
+	}
+	for i, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		readers[i] = bufio.NewReaderSize(c, 1<<20)
+		line, err := readers[i].ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("flow %d: %w", i, err)
+		}
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case strings.HasPrefix(line, "+FULLSYNC"):
+			full = true
+			// The baseline is the shard at this LSN: entries follow it.
+			cutLSN[i], _ = strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(line, "+FULLSYNC")), 10, 64)
+		case line == "+CONTINUE":
+		default:
+			return fmt.Errorf("flow %d: %s", i, line)
+		}
+		_ = c.SetReadDeadline(time.Time{})
+	}
+	_ = main.SetDeadline(time.Time{})
+	s := l.s
+	synced := make(chan struct{})
+	var pending atomic.Int32
+	if full {
+		l.cfg.Logf("MASTER <-> REPLICA flows: full sync of %d shards (%s)", shards, hello[3])
+		l.fulls.Add(1)
+		l.complete.Store(false)
+		l.syncing.Store(true)
+		l.state.Store(int32(replica.StateSync))
+		s.replica.loading.Store(true)
+		for i := range l.lsns {
+			l.lsns[i].Store(cutLSN[i])
+		}
+		t := tx.New(s.shards)
+		t.AddAllShards()
+		t.Lock()
+		t.Finish(func(sh *shard.Shard) {
+			sh.ReplicaMode = true
+			for _, db := range sh.DBs {
+				db.Flush()
+			}
+		})
+		pending.Store(int32(shards))
+	} else {
+		l.cfg.Logf("MASTER <-> REPLICA flows: partial sync of %d shards", shards)
+		l.partial.Add(1)
+		close(synced)
+	}
+	start := time.Now()
+	bar := &txBarrier{waits: map[uint64]*txWait{}, abort: make(chan struct{})}
+	errs := make(chan error, shards)
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- l.applyFlow(i, readers[i], bar, func() {
+				if pending.Add(-1) == 0 {
+					close(synced)
+				}
+			})
+		}()
+	}
+	go func() { // ACKs (often enough for WAIT), and the end of the full sync
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		up := false
+		for {
+			select {
+			case <-synced:
+				if !up {
+					up = true
+					l.complete.Store(true)
+					if full {
+						s.replica.loading.Store(false)
+						l.syncing.Store(false)
+						l.cfg.Logf("MASTER <-> REPLICA flows: full sync done in %.3f s", time.Since(start).Seconds())
+					}
+					l.state.Store(int32(replica.StateConnected))
+					l.downAt.Store(0)
+				}
+				synced = nil
+			case <-t.C:
+				for i, c := range conns {
+					_, _ = fmt.Fprintf(c, "ACK %d\n", l.lsns[i].Load())
+				}
+			case <-bar.abort:
+				return
+			}
+		}
+	}()
+	err = <-errs
+	bar.mu.Lock() // see commitPart: no transaction completes after this
+	close(bar.abort)
+	bar.mu.Unlock()
+	l.closeConns()
+	wg.Wait()
+	if full {
+		s.replica.loading.Store(false)
+	}
+	return err
+}
+
+// txBarrier gathers the parts of multi-shard transactions from the flows.
+type txBarrier struct {
+	mu    sync.Mutex
+	waits map[uint64]*txWait
+	abort chan struct{}
+}
+
+type txWait struct {
+	need  int
+	parts []journal.Entry
+	done  chan struct{}
+}
+
+// applyFlow applies one flow's stream until it fails.
+func (l *flowLink) applyFlow(sid int, r *bufio.Reader, bar *txBarrier, fullSyncCut func()) error {
+	s := l.s
+	a := newReplApplier(s)
+	var wg sync.WaitGroup
+	inflight := make([]chan struct{}, len(s.shards))
+	for i := range inflight {
+		inflight[i] = make(chan struct{}, applyLoadInflight)
+	}
+	ld := newLoader(s, func(dst int, items []loadItem) {
+		inflight[dst] <- struct{}{}
+		wg.Add(1)
+		s.shards[dst].Send(shard.Func(func(sh *shard.Shard) {
+			applyItems(sh, items)
+			<-inflight[dst]
+			wg.Done()
+		}))
+	})
+	ld.now = math.MinInt64 // the master decides what expired
+	flushLoad := func() {
+		for dst, b := range ld.batches {
+			if len(b) > 0 {
+				ld.dispatch(dst, b)
+				ld.batches[dst] = nil
+			}
+		}
+	}
+	dec := rdb.NewDecoder(bytes.NewReader(nil))
+	cr := rdb.NewChunkReader(r)
+	var ops []replica.Op
+	var opLSN uint64
+	var part []journal.Entry
+	apply := func() error {
+		if len(ops) == 0 {
+			return nil
+		}
+		flushLoad()
+		err := a.Apply(ops)
+		ops = ops[:0]
+		l.lsns[sid].Store(opLSN)
+		return err
+	}
+	for {
+		ch, err := cr.NextItem()
+		if err != nil {
+			return fmt.Errorf("flow %d: %w", sid, err)
+		}
+		l.lastIO.Store(time.Now().UnixNano())
+		switch ch.Op {
+		case rdb.OpChunkEnd: // a baseline item: whole records
+			// Journal entries before it apply first: stream order is
+			// apply order (non-PIT sends a key's baseline after entries
+			// that changed it).
+			if err := apply(); err != nil {
+				return err
+			}
+			dec.Reset(bytes.NewReader(ch.Payload))
+			if err := dec.DecodeFragment(ld); err != nil {
+				return fmt.Errorf("flow %d: baseline: %w", sid, err)
+			}
+		case rdb.OpJournal:
+			e, _, err := journal.Decode(append([]byte(nil), ch.Payload...))
+			if err != nil {
+				return fmt.Errorf("flow %d: %w", sid, err)
+			}
+			switch e.Op {
+			case journal.OpCommand:
+				ops = append(ops, replica.Op{DB: e.DB, Args: e.Args})
+				opLSN = e.LSN
+			case journal.OpMulti:
+				part = append(part, e)
+			case journal.OpExec:
+				if err := apply(); err != nil {
+					return err
+				}
+				if err := l.commitPart(bar, a, flushLoad, append(part, e)); err != nil {
+					return err
+				}
+				part = nil
+				l.lsns[sid].Store(e.LSN)
+			}
+		case rdb.OpFullSyncCut:
+			if err := apply(); err != nil {
+				return err
+			}
+			flushLoad()
+			wg.Wait()
+			fullSyncCut()
+			continue
+		default:
+			return fmt.Errorf("flow %d: unexpected chunk opcode %#x", sid, ch.Op)
+		}
+		// Apply what arrived once the socket has nothing more buffered
+		// (or a batch is big): batches without delaying anything.
+		if len(ops) > 0 && (r.Buffered() == 0 || len(ops) >= 512) {
+			if err := apply(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// commitPart hands one shard's part of a transaction to the barrier; the
+// flow bringing the last part applies the whole transaction, in Seq order,
+// and the others wait for it, so no later entry of theirs overtakes it.
+func (l *flowLink) commitPart(bar *txBarrier, a *replApplier, flushLoad func(), part []journal.Entry) error {
+	exec := part[len(part)-1]
+	bar.mu.Lock()
+	select {
+	case <-bar.abort: // the session ends: no transaction completes now
+		bar.mu.Unlock()
+		return errors.New("link closed")
+	default:
+	}
+	w := bar.waits[exec.TxID]
+	if w == nil {
+		w = &txWait{need: len(exec.Shards), done: make(chan struct{})}
+		if w.need > l.shards {
+			w.need = 1 // a part naming shards we do not have: apply alone
+		}
+		bar.waits[exec.TxID] = w
+	}
+	w.parts = append(w.parts, part...)
+	w.need--
+	last := w.need <= 0
+	if last {
+		delete(bar.waits, exec.TxID)
+	}
+	bar.mu.Unlock()
+	if !last {
+		select {
+		case <-w.done:
+			return nil
+		case <-bar.abort:
+			// Leave only while the transaction is incomplete: once its last
+			// part arrived it is being applied, and this flow's LSN must
+			// then move past it too, or the next session would wait for a
+			// part the applying flow will not send again.
+			bar.mu.Lock()
+			incomplete := bar.waits[exec.TxID] == w
+			bar.mu.Unlock()
+			if incomplete {
+				return errors.New("link closed")
+			}
+			<-w.done
+			return nil
+		}
+	}
+	defer close(w.done)
+	var cmds []journal.Entry
+	for _, e := range w.parts {
+		if e.Op == journal.OpMulti {
+			cmds = append(cmds, e)
+		}
+	}
+	sort.SliceStable(cmds, func(i, j int) bool { return cmds[i].Seq < cmds[j].Seq })
+	if len(cmds) == 0 {
+		return nil
+	}
+	block := make([]replica.Op, len(cmds))
+	for i, e := range cmds {
+		block[i] = replica.Op{DB: e.DB, Args: e.Args}
+	}
+	flushLoad()
+	return a.Apply([]replica.Op{{Tx: block}})
+}

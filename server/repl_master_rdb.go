@@ -1,0 +1,150 @@
+package server
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+
+	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/snapshot"
+	"github.com/dfly/dfly/tx"
+)
+
+// The RDB of a full sync: the same fork-less point-in-time snapshot as
+// BGSAVE (persist_snapshot.go), its chunks sent to the replica's socket as
+// they come — in Redis's diskless "$EOF:<mark>" form when the replica
+// announced capa eof, else through a temporary file so the length can lead.
+
+// replicationCut takes a snapshot's cut on every shard inside one
+// whole-shard step, running also(s) in the same step (start journaling,
+// mark the feed), and returns the chunk channel.
+func (s *Server) replicationCut(also func(*shard.Shard)) ([]chan snapshot.Chunk, chan []byte, uint64) {
+	outs := make([]chan snapshot.Chunk, len(s.shards))
+	for i := range outs {
+		outs[i] = make(chan snapshot.Chunk, 16)
+	}
+	free := make(chan []byte, 64)
+	t := tx.New(s.shards)
+	t.AddAllShards()
+	t.Lock()
+	chunk := s.serializationChunk()
+	t.Finish(func(sh *shard.Shard) {
+		also(sh)
+		snapshot.Start(sh, snapshot.Options{Encode: encodeForSnapshot, Out: outs[sh.ID], Free: free, MaxChunk: chunk})
+	})
+	return outs, free, 0
+}
+
+// drainChunks consumes a snapshot's chunks to the end, so no shard keeps
+// waiting for a consumer that gave up.
+func drainChunks(outs []chan snapshot.Chunk, free chan<- []byte, shards int) error {
+	var err error
+	m := newMerger(outs)
+	for last := 0; last < shards; {
+		c := m.next()
+		if c.Err != nil && err == nil {
+			err = c.Err
+		}
+		if c.Last {
+			last++
+		}
+	}
+	return err
+}
+
+// writeRDB writes the whole RDB (header, chunks, EOF, checksum) to w.
+func (s *Server) writeRDB(w io.Writer, outs []chan snapshot.Chunk, free chan<- []byte) error {
+	var crc uint64
+	var werr error
+	put := func(b []byte) {
+		if werr == nil {
+			crc = rdb.CRC64(crc, b)
+			_, werr = w.Write(b)
+		}
+	}
+	e := rdb.NewEncoder(nil)
+	e.WriteHeader()
+	e.StandardAUX(RedisVersion, 0)
+	put(e.TakeBytes())
+	var err error
+	m := newMerger(outs)
+	for last := 0; last < len(s.shards); {
+		c := m.next()
+		if c.Err != nil && err == nil {
+			err = c.Err
+		}
+		put(c.Data)
+		if c.Last {
+			last++
+		} else {
+			select {
+			case free <- c.Data[:0]:
+			default:
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	put([]byte{0xFF})
+	var sum [8]byte
+	for i := range sum {
+		sum[i] = byte(crc >> (8 * i))
+	}
+	if werr == nil {
+		_, werr = w.Write(sum[:])
+	}
+	return werr
+}
+
+// sendRDB sends the snapshot to a replica: "$EOF:<40 bytes>\r\n" RDB
+// <40 bytes> when eof, else "$<len>\r\n" RDB from a temporary file.
+func (s *Server) sendRDB(conn net.Conn, eof bool, chunks []chan snapshot.Chunk, free chan<- []byte) error {
+	if eof {
+		var mark [20]byte
+		_, _ = rand.Read(mark[:])
+		m := hex.EncodeToString(mark[:])
+		bw := bufio.NewWriterSize(conn, 256<<10)
+		_, _ = bw.WriteString("$EOF:" + m + "\r\n")
+		if err := s.writeRDB(bw, chunks, free); err != nil {
+			return err // writeRDB consumed every chunk
+		}
+		_, _ = bw.WriteString(m)
+		return bw.Flush()
+	}
+	f, err := os.CreateTemp(s.cfg.Dir, fmt.Sprintf("temp-repl-%d-*.rdb", os.Getpid()))
+	if err != nil {
+		f, err = os.CreateTemp("", "dfly-repl-*.rdb")
+	}
+	if err != nil {
+		drainChunks(chunks, free, len(s.shards))
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := s.writeRDB(bw, chunks, free); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	size, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	if _, err := conn.Write([]byte("$" + strconv.FormatInt(size, 10) + "\r\n")); err != nil {
+		return err
+	}
+	_, err = io.Copy(conn, f)
+	return err
+}

@@ -1,0 +1,320 @@
+package snapshot
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dfly/dfly/shard"
+)
+
+// The seed's counter-examples, each driven step by step.
+
+// bigSetup fills db 0 with small keys and one big key and starts a tagged
+// PIT snapshot with the journal; it returns the harness once the big
+// key's bucket is Serializing (its first pieces are out, the rest due).
+func bigSetup(t *testing.T, ttl time.Duration) (*harness, string) {
+	h := newHarness(t, 1)
+	saved := stepBudget
+	stepBudget = 0
+	t.Cleanup(func() { stepBudget = saved })
+	db := h.sh.DBs[0]
+	for i := 0; i < 2000; i++ {
+		db.Set([]byte(fmt.Sprintf("k%d", i)), shard.NewString([]byte(fmt.Sprintf("v%d", i))), false)
+	}
+	const big = "big"
+	db.Set([]byte(big), shard.NewString([]byte(strings.Repeat("B", 200<<10))), false)
+	if ttl > 0 {
+		it, _ := db.Find([]byte(big))
+		db.SetExpire(it, h.sh.Now()+ttl.Milliseconds())
+	}
+	h.start(Options{Mode: PIT, Tagged: true, MaxChunk: 4 << 10})
+	for h.sl.KeyState(0, big) != Serializing {
+		if !h.step() {
+			t.Fatal("the big key never became Serializing")
+		}
+	}
+	return h, big
+}
+
+// stepUntilCovered runs steps until key's bucket is Covered, checking
+// that pending writers stay parked meanwhile.
+func stepUntilCovered(t *testing.T, h *harness, key string, parked int) {
+	t.Helper()
+	for h.sl.KeyState(0, key) == Serializing {
+		if h.parked != parked {
+			t.Fatalf("%d writers parked while %s is Serializing, want %d", h.parked, key, parked)
+		}
+		if !h.step() {
+			t.Fatal("the snapshot stopped before the bucket was Covered")
+		}
+	}
+}
+
+func finishAndCheck(t *testing.T, h *harness) *streamCheck {
+	t.Helper()
+	h.finish()
+	sc := checkStream(t, h.data)
+	if h.sl.opt.Mode == PIT {
+		if err := sc.ordered(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := diff(sc.replay, h.dataset()); d != "" {
+		t.Fatalf("replay differs from the dataset:\n%s", d)
+	}
+	if !h.sh.Idle() {
+		t.Fatal("locks or gates left behind")
+	}
+	return sc
+}
+
+// A DEL of a key whose baseline is half written waits (parked) until the
+// bucket is Covered; its journal entry follows the whole baseline.
+func TestDelMidBaseline(t *testing.T) {
+	h, big := bigSetup(t, 0)
+	h.del(0, big)
+	if h.parked != 1 {
+		t.Fatal("DEL of a Serializing key was not parked")
+	}
+	if it, _ := h.sh.DBs[0].Find([]byte(big)); !it.Valid() {
+		t.Fatal("the parked DEL ran")
+	}
+	stepUntilCovered(t, h, big, 1)
+	for h.parked > 0 && h.step() {
+	}
+	if h.parked != 0 {
+		t.Fatal("the DEL stayed parked after Covered")
+	}
+	sc := finishAndCheck(t, h)
+	if _, ok := sc.baseline["0/"+big]; !ok {
+		t.Fatal("the baseline lost the key deleted after the cut")
+	}
+	if _, ok := sc.replay["0/"+big]; ok {
+		t.Fatal("the DEL did not reach the stream")
+	}
+}
+
+// A delete that bypasses the gate (a path that does not declare its key)
+// finishes the baseline inline before the mutation: slower, still ordered.
+func TestDelMidBaselineUngated(t *testing.T) {
+	h, big := bigSetup(t, 0)
+	before := ReadStats().InlineDrains
+	db := h.sh.DBs[0]
+	it, _ := db.Find([]byte(big))
+	db.Delete(it)
+	h.journal("D0|" + big)
+	if ReadStats().InlineDrains != before+1 {
+		t.Fatal("the delete did not drain the big value first")
+	}
+	finishAndCheck(t, h)
+}
+
+// A write to a Serializing bucket: the big key's writer is parked; a small
+// key of the same bucket (already written) proceeds at once.
+func TestMutationOfSerializingBucket(t *testing.T) {
+	h, big := bigSetup(t, 0)
+	db := h.sh.DBs[0]
+	bit, _ := db.Find([]byte(big))
+	b := db.Table.BucketOf(bit)
+	var neighbour string
+	db.Table.ForEach(b, func(it shard.Iterator) {
+		if k := db.Table.Key(it); k != big {
+			neighbour = k
+		}
+	})
+	h.set(0, big, "new value")
+	if h.parked != 1 {
+		t.Fatal("SET of a Serializing key was not parked")
+	}
+	if neighbour != "" {
+		h.set(0, neighbour, "neighbour changed")
+		if h.parked != 1 {
+			t.Fatal("SET of a written key of the Serializing bucket was parked")
+		}
+	}
+	stepUntilCovered(t, h, big, 1)
+	for h.parked > 0 && h.step() {
+	}
+	sc := finishAndCheck(t, h)
+	if sc.replay["0/"+big] != "new value" {
+		t.Fatal("the parked SET was lost")
+	}
+	if len(sc.baseline["0/"+big]) != 200<<10 {
+		t.Fatal("the baseline of the big key is not its value at the cut")
+	}
+}
+
+// Expiry of a key whose bucket is Serializing: the delete happens, its
+// journal DEL is deferred until the bucket is Covered, and goes out once.
+func TestExpiryWhileSerializing(t *testing.T) {
+	h, big := bigSetup(t, 30*time.Millisecond)
+	var expired []string
+	h.sh.AddExpiryHook(expiryRecorder{&expired})
+	before := ReadStats().DeferredDeletions
+	time.Sleep(40 * time.Millisecond)
+	h.sh.Exec(shard.Func(func(s *shard.Shard) {
+		s.DBs[0].ExpireStep(10000)
+		// The journal records the expiry after it applied.
+		for _, k := range expired {
+			h.sl.Journal(JournalEntry{Data: []byte("D0|" + k), DB: 0, Expired: k, Expiry: true})
+		}
+	}))
+	if len(expired) != 1 || expired[0] != big {
+		t.Fatalf("expired %v, want [%s]", expired, big)
+	}
+	if ReadStats().DeferredDeletions != before+1 {
+		t.Fatal("the expiry DEL was not deferred")
+	}
+	sc := finishAndCheck(t, h)
+	if n := len(sc.entries["0/"+big]); n != 1 {
+		t.Fatalf("%d journal entries for the expired key, want 1", n)
+	}
+	if _, ok := sc.baseline["0/"+big]; !ok {
+		t.Fatal("the baseline lost the key that expired after the cut")
+	}
+}
+
+type expiryRecorder struct{ keys *[]string }
+
+func (r expiryRecorder) OnExpire(db *shard.DB, it shard.Iterator, key string) {
+	*r.keys = append(*r.keys, key)
+}
+
+// A split during the walk, non-PIT: items that a split moves from buckets
+// the walk has not reached into buckets it passed are written on the move
+// (OnMoved); without it they would be missing from the replica.
+func TestSplitDuringWalkNonPIT(t *testing.T) {
+	h := newHarness(t, 1)
+	saved := stepBudget
+	stepBudget = 0
+	defer func() { stepBudget = saved }()
+	for i := 0; i < 5000; i++ {
+		h.sh.DBs[0].Set([]byte(fmt.Sprintf("k%d", i)), shard.NewString([]byte("v")), false)
+	}
+	before := ReadStats().MovedSaved
+	h.start(Options{Mode: NonPIT, Tagged: true})
+	for i := 0; i < 30; i++ {
+		h.step()
+	}
+	for i := 0; i < 20000; i++ { // many splits, while the walk is midway
+		h.set(0, fmt.Sprintf("n%d", i), "w")
+	}
+	sc := finishAndCheck(t, h)
+	if ReadStats().MovedSaved == before {
+		t.Fatal("no move crossed the walk's position: the test proves nothing")
+	}
+	for i := 0; i < 5000; i++ {
+		if _, ok := sc.replay[fmt.Sprintf("0/k%d", i)]; !ok {
+			t.Fatalf("k%d, moved by a split, is missing", i)
+		}
+	}
+}
+
+// A split during the walk, PIT: the whole segment is written before it
+// splits, so the baseline is the dataset at the cut, every key once.
+func TestSplitDuringWalkPIT(t *testing.T) {
+	h := newHarness(t, 1)
+	saved := stepBudget
+	stepBudget = 0
+	defer func() { stepBudget = saved }()
+	for i := 0; i < 5000; i++ {
+		h.sh.DBs[0].Set([]byte(fmt.Sprintf("k%d", i)), shard.NewString([]byte("v")), false)
+	}
+	atCut := h.dataset()
+	h.start(Options{Mode: PIT, Tagged: true})
+	for i := 0; i < 30; i++ {
+		h.step()
+	}
+	for i := 0; i < 20000; i++ {
+		h.set(0, fmt.Sprintf("n%d", i), "w")
+	}
+	sc := finishAndCheck(t, h)
+	if len(sc.dups) > 0 {
+		t.Fatalf("written twice: %v", sc.dups[:min(5, len(sc.dups))])
+	}
+	if d := diff(sc.baseline, atCut); d != "" {
+		t.Fatalf("baseline differs from the cut:\n%s", d)
+	}
+}
+
+// Backpressure: while the consumer takes nothing, writers that need a
+// baseline are parked (not the shard), and resume once it drains.
+func TestBackpressureParksWriters(t *testing.T) {
+	h := newHarness(t, 1)
+	saved := stepBudget
+	stepBudget = 0
+	defer func() { stepBudget = saved }()
+	rng := rand.New(rand.NewPCG(1, 2))
+	val := func() string { // incompressible, unlike a repeated letter
+		b := make([]byte, 100)
+		for i := range b {
+			b[i] = byte('a' + rng.IntN(26))
+		}
+		return string(b)
+	}
+	values := map[string]string{}
+	for i := 0; i < 60000; i++ {
+		k := fmt.Sprintf("k%d", i)
+		values[k] = val()
+		h.sh.DBs[0].Set([]byte(k), shard.NewString([]byte(values[k])), false)
+	}
+	h.out = make(chan Chunk, 1) // a consumer that is not reading
+	h.start(Options{Mode: PIT, Tagged: true})
+	for i := 0; i < 100000 && h.sl.pendingBytes < maxPending; i++ {
+		h.step()
+	}
+	if h.sl.pendingBytes < maxPending {
+		t.Fatalf("the output never filled: %d pending, done %v walkDone %v keys %d", h.sl.pendingBytes, h.sl.done, h.sl.walkDone, h.sl.Keys)
+	}
+	// A write to a key the walk has not reached must wait.
+	var waiting string
+	for i := 59999; i >= 0; i-- {
+		k := fmt.Sprintf("k%d", i)
+		if h.sl.KeyState(0, k) == NotVisited {
+			waiting = k
+			break
+		}
+	}
+	h.set(0, waiting, "late")
+	if h.parked != 1 {
+		t.Fatal("a writer needing a baseline was not held back by the full output")
+	}
+	// The consumer catches up.
+	done := make(chan []byte)
+	go func() {
+		var all []byte
+		for c := range h.out {
+			all = append(all, c.Data...)
+			if c.Last {
+				break
+			}
+		}
+		done <- all
+	}()
+	for !h.sl.Done() {
+		if !h.step() {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// The last chunks may still wait for the consumer: keep running the
+	// shard (timers post the retries) until it has them all.
+	for h.data == nil {
+		select {
+		case h.data = <-done:
+		default:
+			if !h.step() {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	if h.parked != 0 {
+		t.Fatal("the held writer never ran")
+	}
+	sc := checkStream(t, h.data)
+	if sc.baseline["0/"+waiting] != values[waiting] {
+		t.Fatal("the held write leaked into the baseline")
+	}
+}

@@ -1,0 +1,197 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// dfly → dfly replication over per-shard flows (server/repl_flow*.go): a
+// seeder drives every type (big values, expiries, MULTI/EXEC across shards,
+// Lua) against the master while the replica full-syncs and stable-syncs,
+// through a proxy that cuts every connection a few times (partial syncs
+// from the flows' LSNs); afterwards both sides must hold the same keys,
+// values and TTL classes. Equal and different shard counts, PIT and
+// non-PIT.
+func TestDflyFlowReplication(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly-native replication")
+	}
+	for _, tc := range []struct {
+		name           string
+		master, replic int
+		pit            bool
+	}{
+		{"pit-4to2", 4, 2, true},
+		{"pit-3to3", 3, 3, true},
+		{"nonpit-2to3", 2, 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seed := newSeed(t)
+			master := StartServer(t, "--shards", strconv.Itoa(tc.master), "--point_in_time_snapshot="+strconv.FormatBool(tc.pit))
+			mc := master.Raw(t)
+			preload(t, mc, 3000)
+			sd := &seeder{addr: master.Addr, seed: seed, keys: 200, bigEvery: 300, shortTTL: true}
+			stop := make(chan struct{})
+			wg := sd.run(t, 4, stop)
+			time.Sleep(200 * time.Millisecond)
+			rep := StartServer(t, "--shards", strconv.Itoa(tc.replic))
+			rc := rep.Raw(t)
+			px := startProxy(t, master.Addr)
+			host, port := splitAddr(t, px.ln.Addr().String())
+			mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
+			time.Sleep(15 * time.Millisecond)
+			px.cut()          // most likely in the middle of the full sync: it starts again
+			waitLinkUp(t, rc) // full sync under load
+			for i := 0; i < 3; i++ {
+				time.Sleep(400 * time.Millisecond)
+				px.cut()
+				waitLinkUp(t, rc)
+			}
+			time.Sleep(500 * time.Millisecond)
+			close(stop)
+			wg.Wait()
+			sd.check(t)
+			time.Sleep(1500 * time.Millisecond) // short TTLs pass; their DELs follow
+			if os.Getenv("DFLY_DEBUG_QUIT") != "" {
+				defer rep.cmd.Process.Signal(syscall.SIGQUIT)
+			}
+			waitDigestsEqual(t, mc, rc)
+			full, _ := strconv.Atoi(infoField(mc, "replication", "dfly_flow_syncs_full"))
+			partial, _ := strconv.Atoi(infoField(mc, "replication", "dfly_flow_syncs_partial"))
+			t.Logf("flow syncs: %d full, %d partial", full, partial)
+			if full < 1 || partial < 1 {
+				t.Fatalf("want a full sync and partial syncs after the cuts, got %d full, %d partial", full, partial)
+			}
+			if r := rc.Do("SET", "x", "1"); !r.IsError() || r.Str[:8] != "READONLY" {
+				t.Fatalf("a write on the replica: %s", r.String())
+			}
+		})
+	}
+}
+
+func splitAddr(t *testing.T, addr string) (string, string) {
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == ':' {
+			return addr[:i], addr[i+1:]
+		}
+	}
+	t.Fatalf("bad address %q", addr)
+	return "", ""
+}
+
+// waitDigestsEqual polls until master and replica digests agree.
+func waitDigestsEqual(t *testing.T, mc, rc *RawConn) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m, r := digest(t, mc), digest(t, rc)
+		diff := ""
+		for k, v := range m {
+			if r[k] != v {
+				diff = fmt.Sprintf("%s: master %.200q, replica %.200q", k, v, r[k])
+				break
+			}
+		}
+		for k := range r {
+			if _, ok := m[k]; !ok && diff == "" {
+				diff = k + ": only on the replica"
+			}
+		}
+		if diff == "" {
+			if len(m) == 0 {
+				t.Fatal("empty dataset")
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("digests differ (%d keys on the master, %d on the replica): %s", len(m), len(r), diff)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Faults during a dfly-native full sync: FLUSHALL while the flows send
+// their baselines, many keys expiring meanwhile, and the replica killed
+// mid-sync and replaced by a new process that syncs again. Each ends with
+// equal digests.
+func TestDflyFlowFaults(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly-native replication")
+	}
+	seed := newSeed(t)
+	master := StartServer(t, "--shards", "3", "--serialization_max_chunk_size", "4kb")
+	mc := master.Raw(t)
+	preload(t, mc, 20000)
+	for _, db := range replDBs { // keys that expire while the sync runs
+		mustOK(t, mc.Do("SELECT", strconv.Itoa(db)), "select")
+		for i := 0; i < 20000; i++ {
+			mc.Send("SET", fmt.Sprintf("exp:%d", i), "x", "PX", strconv.Itoa(100+i%400))
+		}
+		for i := 0; i < 20000; i++ {
+			mc.MustRead()
+		}
+	}
+	mustOK(t, mc.Do("SELECT", "0"), "select")
+	sd := &seeder{addr: master.Addr, seed: seed, keys: 200, bigEvery: 100, shortTTL: true}
+	stop := make(chan struct{})
+	wg := sd.run(t, 3, stop)
+	host, port := splitAddr(t, master.Addr)
+
+	// A replica killed in the middle of its full sync.
+	doomed := StartServer(t, "--shards", "2")
+	mustOK(t, doomed.Raw(t).Do("REPLICAOF", host, port), "replicaof")
+	time.Sleep(30 * time.Millisecond)
+	doomed.Kill()
+
+	rep := StartServer(t, "--shards", "2")
+	rc := rep.Raw(t)
+	mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
+	time.Sleep(20 * time.Millisecond)
+	mustOK(t, mc.Do("FLUSHALL"), "flushall during the full sync")
+	preload(t, mc, 2000)
+	waitLinkUp(t, rc)
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	sd.check(t)
+	time.Sleep(1500 * time.Millisecond)
+	waitDigestsEqual(t, mc, rc)
+}
+
+// WAIT counts a dfly replica once all its flows acknowledged the master's
+// writes.
+func TestDflyFlowWait(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly-native replication")
+	}
+	master := StartServer(t, "--shards", "2")
+	mc := master.Raw(t)
+	mustOK(t, mc.Do("SET", "a", "1"), "set")
+	rep := StartServer(t, "--shards", "3")
+	rc := rep.Raw(t)
+	host, port := splitAddr(t, master.Addr)
+	mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
+	waitLinkUp(t, rc)
+	if r := mc.Do("WAIT", "1", "2000"); r.Int != 1 {
+		t.Fatalf("WAIT 1 2000 after the full sync = %s", r.String())
+	}
+	for i := 0; i < 50; i++ {
+		mc.Send("SET", "k"+strconv.Itoa(i), "v")
+	}
+	for i := 0; i < 50; i++ {
+		mc.MustRead()
+	}
+	if r := mc.Do("WAIT", "1", "2000"); r.Int != 1 {
+		t.Fatalf("WAIT 1 2000 after writes = %s", r.String())
+	}
+	if v := rc.Do("GET", "k49"); v.Str != "v" {
+		t.Fatalf("GET k49 on the replica after WAIT = %s", v.String())
+	}
+	if r := mc.Do("WAIT", "2", "200"); r.Int != 1 {
+		t.Fatalf("WAIT 2 200 with one replica = %s", r.String())
+	}
+}
