@@ -46,6 +46,9 @@ type Config struct {
 	// proto-max-bulk-len and client-query-buffer-limit); <= 0: defaults.
 	MaxBulkLen  int64
 	MaxQueryBuf int
+	// User and Password authenticate the link (masteruser, masterauth):
+	// AUTH is sent after PING when Password is set.
+	User, Password string
 	// ReplID and Offset resume a previous link (psync2); "" for none.
 	ReplID string
 	Offset int64
@@ -118,6 +121,11 @@ type Client struct {
 	appliedOffset atomic.Int64
 	fullSyncs     atomic.Int64
 	partialSyncs  atomic.Int64
+	// awaitStream: after a diskless payload, until the first stream byte.
+	// The master starts the stream on an ACK that arrives after its
+	// child exits, so the client ACKs more often than AckEvery meanwhile.
+	// Only the link's goroutine touches it.
+	awaitStream bool
 }
 
 // Start begins following the master on a goroutine.
@@ -220,6 +228,7 @@ func (c *Client) run() {
 // reports that it reached the command stream (the backoff then resets).
 func (c *Client) session() (streamed bool, err error) {
 	c.state.Store(int32(StateConnecting))
+	c.awaitStream = false
 	d := net.Dialer{Timeout: 5 * time.Second}
 	nc, err := d.DialContext(c.ctx, "tcp", c.cfg.Addr)
 	if err != nil {
@@ -252,6 +261,18 @@ func (c *Client) session() (streamed bool, err error) {
 	if len(line) > 0 && line[0] == '-' && !bytes.HasPrefix(line, []byte("-NOAUTH")) &&
 		!bytes.HasPrefix(line, []byte("-NOPERM")) && !bytes.HasPrefix(line, []byte("-ERR operation not permitted")) {
 		return false, fmt.Errorf("replica: master answered PING with %q", clip(line))
+	}
+	if c.cfg.Password != "" {
+		args := []string{"AUTH", c.cfg.Password}
+		if c.cfg.User != "" {
+			args = []string{"AUTH", c.cfg.User, c.cfg.Password}
+		}
+		if line, err = c.request(w, args...); err != nil {
+			return false, err
+		}
+		if len(line) > 0 && line[0] == '-' {
+			return false, fmt.Errorf("replica: unable to AUTH to master: %s", clip(line))
+		}
 	}
 	// REPLCONF errors are not fatal: an old master ignores what it lacks.
 	if line, err = c.request(w, "REPLCONF", "listening-port", strconv.Itoa(c.cfg.ListenPort)); err != nil {
@@ -399,6 +420,7 @@ func (c *Client) fullSync(w *wire, replid string, offset int64) error {
 	c.cfg.Logf("replica: MASTER <-> REPLICA sync: finished with success in %.3f seconds", time.Since(start).Seconds())
 	if eof != nil {
 		// A diskless master starts the stream after the first ACK.
+		c.awaitStream = true
 		return c.sendAck(w, offset)
 	}
 	return nil
@@ -428,8 +450,11 @@ type streamState struct {
 	// inTx: inside MULTI; tx collects the block (copied arguments).
 	inTx bool
 	tx   []Op
-	ops  []Op
-	args [][]byte // backing store for ops' argument slices
+	// txBytes is the size of the open block, bounded by maxTx.
+	txBytes int
+	maxTx   int
+	ops     []Op
+	args    [][]byte // backing store for ops' argument slices
 }
 
 // stream applies the command stream until the link fails or Stop.
@@ -437,7 +462,7 @@ func (c *Client) stream(w *wire) error {
 	p := resp.NewParser(c.cfg.MaxBulkLen, c.cfg.MaxQueryBuf)
 	c.mu.Lock()
 	committed := c.offset // offset after the last command outside a block
-	st := &streamState{db: c.db}
+	st := &streamState{db: c.db, maxTx: c.cfg.MaxQueryBuf}
 	c.mu.Unlock()
 	committedDB := st.db
 	pos := committed // offset of the last byte parsed
@@ -463,12 +488,14 @@ func (c *Client) stream(w *wire) error {
 	// offset stays at the last applied command, and an open block is
 	// discarded (a partial resync replays it from its MULTI).
 	for {
+		needMore := false
 		for len(st.ops) < maxOpsPerApply {
 			args, n, ok, err := p.Next(w.buffered())
 			if err != nil {
 				return fmt.Errorf("replica: offset %d: %w", pos, err)
 			}
 			if !ok {
+				needMore = true
 				break
 			}
 			w.discard(n)
@@ -508,11 +535,18 @@ func (c *Client) stream(w *wire) error {
 			}
 			lastAck = time.Now()
 		}
+		if !needMore {
+			continue // a full batch was applied; more commands are buffered
+		}
 		if err := c.fillStream(w, &lastAck, committed); err != nil {
 			return err
 		}
 	}
 }
+
+// awaitStreamAck is the ACK period while a diskless master has not yet
+// started the stream.
+const awaitStreamAck = 50 * time.Millisecond
 
 // fillStream waits for more stream bytes, sending an ACK every AckEvery
 // while it waits, and fails after Timeout of silence.
@@ -521,13 +555,18 @@ func (c *Client) fillStream(w *wire, lastAck *time.Time, committed int64) error 
 	saved := w.timeout
 	defer func() { w.timeout = saved }()
 	for {
-		wait := c.cfg.AckEvery - time.Since(*lastAck)
+		every := c.cfg.AckEvery
+		if c.awaitStream {
+			every = min(every, awaitStreamAck)
+		}
+		wait := every - time.Since(*lastAck)
 		if wait < 10*time.Millisecond {
 			wait = 10 * time.Millisecond
 		}
 		w.timeout = wait
 		err := w.fill()
 		if err == nil {
+			c.awaitStream = false
 			return nil
 		}
 		var ne net.Error
@@ -569,7 +608,7 @@ func (c *Client) streamCommand(st *streamState, args [][]byte) error {
 		if st.inTx {
 			return errors.New("nested MULTI from master")
 		}
-		st.inTx, st.tx = true, nil
+		st.inTx, st.tx, st.txBytes = true, nil, 0
 		return nil
 	case isCmd(name, "exec"):
 		if !st.inTx {
@@ -586,6 +625,12 @@ func (c *Client) streamCommand(st *streamState, args [][]byte) error {
 		return nil
 	}
 	if st.inTx {
+		for _, a := range args {
+			st.txBytes += len(a) + 16
+		}
+		if st.txBytes > st.maxTx {
+			return fmt.Errorf("a MULTI block from master exceeds %d bytes", st.maxTx)
+		}
 		st.tx = append(st.tx, Op{DB: st.db, Args: cloneArgs(args)})
 		return nil
 	}

@@ -159,6 +159,17 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// expectAckAfter is expectAck skipping ACKs of the stale offset (sent
+// while a diskless master had not started the stream).
+func expectAckAfter(t *testing.T, r *bufio.Reader, stale string) string {
+	t.Helper()
+	for {
+		if ack := expectAck(t, r); ack != stale {
+			return ack
+		}
+	}
+}
+
 // expectAck reads commands until a REPLCONF ACK and returns its offset.
 func expectAck(t *testing.T, r *bufio.Reader) string {
 	t.Helper()
@@ -205,7 +216,7 @@ func TestFullSyncStreamAndPartialResync(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 			c.Write([]byte(stream[7:] + getack))
 			want := fmt.Sprint(1000 + len(stream))
-			if ack := expectAck(t, r); ack != want {
+			if ack := expectAckAfter(t, r, "1000"); ack != want {
 				t.Fatalf("ACK %s, want %s", ack, want)
 			}
 			pl, ops := rec.snapshot()
@@ -349,4 +360,48 @@ func TestEOFReaderMarkAcrossReads(t *testing.T) {
 		a.Close()
 		b.Close()
 	}
+}
+
+// TestOpenBlockBounded: a master that opens MULTI and never closes it
+// cannot make the replica buffer without bound.
+func TestOpenBlockBounded(t *testing.T) {
+	m := newFakeMaster(t)
+	cl := Start(Config{Addr: m.ln.Addr().String(), ListenPort: 7777, Applier: &recorder{}, MaxQueryBuf: 1 << 16})
+	defer cl.Stop()
+	c, r := m.accept(t)
+	handshake(t, c, r)
+	c.Write([]byte("+FULLRESYNC " + replid1 + " 0\r\n$0\r\n" + cmd("MULTI")))
+	big := cmd("SET", "k", strings.Repeat("v", 1000))
+	go func() {
+		for i := 0; i < 200; i++ {
+			if _, err := c.Write([]byte(big)); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case c2 := <-m.conns: // the link failed and was retried
+		c2.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatal("an endless MULTI block did not end the link")
+	}
+}
+
+// TestBurstLargerThanABatch: a burst of more commands than one Apply
+// takes is applied at once, not when the next bytes arrive.
+func TestBurstLargerThanABatch(t *testing.T) {
+	m := newFakeMaster(t)
+	rec := &recorder{}
+	cl := Start(Config{Addr: m.ln.Addr().String(), ListenPort: 7777, Applier: rec, AckEvery: time.Hour})
+	defer cl.Stop()
+	c, r := m.accept(t)
+	handshake(t, c, r)
+	var b strings.Builder
+	b.WriteString("+FULLRESYNC " + replid1 + " 0\r\n$0\r\n")
+	const n = 3*maxOpsPerApply + 17
+	for i := 0; i < n; i++ {
+		b.WriteString(cmd("SET", fmt.Sprint(i), "v"))
+	}
+	c.Write([]byte(b.String()))
+	waitFor(t, "the burst applied", func() bool { _, ops := rec.snapshot(); return len(ops) == n })
 }

@@ -115,6 +115,18 @@ func listPop(db *shard.DB, key []byte, left bool, count int) [][]byte {
 // from src and pushes onto dst, both already checked to be lists or absent.
 // It returns the moved element, nil when src is empty.
 func listMove(db *shard.DB, src, dst []byte, fromLeft, toLeft bool) []byte {
+	if bytes.Equal(src, dst) {
+		// Rotating a one-element list in place: Redis pushes before it
+		// deletes an emptied source, so the key and its TTL stay (found
+		// by the replication tests, issue 8: a replica lost the TTL).
+		if it, v := db.Find(src); v != nil && v.Type == shard.TypeList {
+			if l := mutableList(db, it); l.Len() == 1 {
+				var e []byte
+				l.Range(0, 0, func(b []byte) bool { e = bytes.Clone(b); return false })
+				return e
+			}
+		}
+	}
 	out := listPop(db, src, fromLeft, 1)
 	if len(out) == 0 {
 		return nil

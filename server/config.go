@@ -28,6 +28,12 @@ type Config struct {
 	// DBFormat is the snapshot format SAVE writes: "rdb" or "dfly"
 	// (persist_dfly.go).
 	DBFormat string
+	// MasterUser and MasterAuth authenticate a replica to its master
+	// (masteruser, masterauth; repl_replica.go).
+	MasterUser, MasterAuth string
+	// ReplicaOf is "<host> <port>" of the master to follow from the start
+	// ("" = none; repl_replica.go).
+	ReplicaOf string
 	// Save is the BGSAVE schedule, "<seconds> <changes> ..." ("" = none;
 	// persist_schedule.go).
 	Save string
@@ -173,6 +179,10 @@ var params = []param{
 	{name: "tiered_offload_threshold", get: func(c *Config) string {
 		return strconv.FormatFloat(c.TieredOffloadThreshold, 'f', -1, 64)
 	}},
+	fixed("replica-read-only", "yes"), // issue 8: replicas always refuse client writes
+	strParam("masterauth", func(c *Config) *string { return &c.MasterAuth }, true),
+	strParam("masteruser", func(c *Config) *string { return &c.MasterUser }, true),
+	fixed("slave-read-only", "yes"),
 	fixed("timeout", "0"),
 }
 

@@ -9,6 +9,12 @@
 // goroutine through package tx. Replies are written in request order once
 // the commands before them are done.
 //
+// A replica (repl_replica*.go) applies its master's stream the same way,
+// without a socket: replApplier batches the stream's single-shard commands
+// per shard and runs MULTI/EXEC blocks and multi-shard commands as
+// transactions, with shard.MasterApply set so the master's writes see keys
+// the replica hides from clients as expired.
+//
 // What it never does: touch a shard's data outside a message running on
 // that shard's goroutine, or block an event loop on a shard.
 //

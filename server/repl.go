@@ -16,10 +16,11 @@ func (s *Server) replicationInfo(field func(k string, v any)) {
 	s.masterInfo(field)
 }
 
-// roleName is "master" or "slave", as HELLO reports it.
+// roleName is "master" or "replica", as Redis 7's HELLO reports it (ROLE
+// and INFO say "slave").
 func (s *Server) roleName() string {
 	if s.isReplica() {
-		return "slave"
+		return "replica"
 	}
 	return "master"
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net"
 	"strconv"
 	"strings"
@@ -24,13 +25,21 @@ import (
 // and lazy expiry hides logically expired keys from clients without
 // deleting them; the master's DELs delete them.
 
-// replicaState is the server's replica side; Server.replica.
-type replicaState struct {
-	// mu serializes REPLICAOF changes.
-	mu     sync.Mutex
+// replicaLink is a master link and the master it follows.
+type replicaLink struct {
 	client replLink // *flowLink (native, or Redis protocol through its fallback)
 	host   string
 	port   int
+}
+
+// replicaState is the server's replica side; Server.replica.
+type replicaState struct {
+	// mu serializes REPLICAOF changes.
+	mu sync.Mutex
+	// link is the current master link, nil when not a replica. INFO and
+	// ROLE (on event loops) read it without mu, which REPLICAOF holds
+	// while a link stops.
+	link atomic.Pointer[replicaLink]
 	// active: this server is a replica (writes refused, ROLE "slave").
 	active atomic.Bool
 	// loading: a full sync is replacing the dataset; clients get LOADING.
@@ -109,29 +118,34 @@ func (s *Server) replicaOf(host string, port int) bool {
 	defer rs.mu.Unlock()
 	var replid string
 	var offset int64
-	if rs.client != nil {
-		if rs.host == host && rs.port == port {
+	if l := rs.link.Load(); l != nil {
+		if l.host == host && l.port == port {
 			return false
 		}
 		// Switching masters: offer the history reached so far (psync2);
 		// a master that does not share it answers FULLRESYNC.
-		replid, offset = rs.client.Stop()
-		rs.client = nil
+		replid, offset = l.client.Stop()
+		rs.link.Store(nil)
 	}
 	s.OnEachShard(func(sh *shard.Shard) { sh.ReplicaMode = true })
 	rs.active.Store(true)
-	rs.host, rs.port = host, port
 	s.log.Noticef("Connecting to MASTER %s:%d", host, port)
-	rs.client = startFlowLink(s, replica.Config{
+	s.cfg.mu.RLock()
+	user, pass := s.cfg.MasterUser, s.cfg.MasterAuth
+	s.cfg.mu.RUnlock()
+	client := startFlowLink(s, replica.Config{
 		Addr:        net.JoinHostPort(host, strconv.Itoa(port)),
 		ListenPort:  s.cfg.Port,
 		Applier:     newReplApplier(s),
 		Logf:        s.log.Noticef,
 		MaxBulkLen:  s.cfg.ProtoMaxBulk,
 		MaxQueryBuf: int(s.cfg.QueryBufMax),
+		User:        user,
+		Password:    pass,
 		ReplID:      replid,
 		Offset:      offset,
 	})
+	rs.link.Store(&replicaLink{client: client, host: host, port: port})
 	return true
 }
 
@@ -141,11 +155,12 @@ func (s *Server) replicaNoOne() {
 	rs := &s.replica
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if rs.client == nil {
+	l := rs.link.Load()
+	if l == nil {
 		return
 	}
-	_, offset := rs.client.Stop()
-	rs.client = nil
+	_, offset := l.client.Stop()
+	rs.link.Store(nil)
 	rs.loading.Store(false)
 	s.OnEachShard(func(sh *shard.Shard) { sh.ReplicaMode, sh.MasterApply = false, false })
 	rs.active.Store(false)
@@ -157,13 +172,11 @@ func (s *Server) replicaNoOne() {
 
 // replicaStatus is the link's state, ok=false when not a replica.
 func (s *Server) replicaStatus() (st replica.Status, host string, port int, ok bool) {
-	rs := &s.replica
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.client == nil {
+	l := s.replica.link.Load()
+	if l == nil {
 		return st, "", 0, false
 	}
-	return rs.client.Status(), rs.host, rs.port, true
+	return l.client.Status(), l.host, l.port, true
 }
 
 // replicaInfo writes INFO replication's fields when this server is a
@@ -258,3 +271,32 @@ func (s *Server) replicaRole(w *resp.Writer) bool {
 // master's PEXPIREAT a little late must not delete a key the master has
 // meanwhile given a new TTL.
 func (x *Exec) expiredAt(at int64) bool { return at <= x.Now() && !x.S.ReplicaMode }
+
+// ParseReplicaOf parses the replicaof setting, "<host> <port>".
+func ParseReplicaOf(v string) (host string, port int, err error) {
+	f := strings.Fields(v)
+	if len(f) != 2 {
+		return "", 0, errors.New(`want "<host> <port>"`)
+	}
+	port, err = strconv.Atoi(f[1])
+	if err != nil || port <= 0 || port > 65535 {
+		return "", 0, errors.New("invalid master port")
+	}
+	return f[0], port, nil
+}
+
+// StartReplicaOf makes the server a replica of --replicaof's master as
+// soon as it serves; nothing when the flag is unset.
+func (s *Server) StartReplicaOf() {
+	host, port, err := ParseReplicaOf(s.cfg.ReplicaOf)
+	if err != nil {
+		return
+	}
+	go func() {
+		select {
+		case <-s.ready:
+			s.replicaOf(host, port)
+		case <-s.done:
+		}
+	}()
+}

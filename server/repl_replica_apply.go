@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"io"
 	"math"
 	"sync"
@@ -43,6 +44,9 @@ type replApplier struct {
 	load    []chan struct{}
 	errs    atomic.Int64
 	lastLog atomic.Int64
+	// failed and lastFailure: error replies noted on the shards.
+	failed      atomic.Int64
+	lastFailure atomic.Pointer[string]
 }
 
 // applyLoadInflight bounds the decoded RDB batches queued per shard.
@@ -65,11 +69,17 @@ var _ replica.Applier = (*replApplier)(nil)
 
 // FullSync empties every database and loads the RDB payload into the
 // shards, keys routed by this server's ShardOf. Clients get LOADING
-// meanwhile.
-func (a *replApplier) FullSync(r io.Reader, size int64) error {
+// meanwhile, and still after a failed load, until a full sync succeeds
+// (or REPLICAOF NO ONE): a partial dataset is never served as the
+// master's.
+func (a *replApplier) FullSync(r io.Reader, size int64) (err error) {
 	s := a.s
 	s.replica.loading.Store(true)
-	defer s.replica.loading.Store(false)
+	defer func() {
+		if err == nil {
+			s.replica.loading.Store(false)
+		}
+	}()
 	start := time.Now()
 	t := tx.New(s.shards)
 	t.AddAllShards()
@@ -86,7 +96,7 @@ func (a *replApplier) FullSync(r io.Reader, size int64) error {
 		sem <- struct{}{}
 		a.wg.Add(1)
 		s.shards[sid].Send(shard.Func(func(sh *shard.Shard) {
-			applyItems(sh, items)
+			insertItems(sh, items)
 			<-sem
 			a.wg.Done()
 		}))
@@ -94,13 +104,32 @@ func (a *replApplier) FullSync(r io.Reader, size int64) error {
 	// A replica loads keys its clock considers expired (Redis does too):
 	// the master may still write them before its DEL arrives.
 	l.now = math.MinInt64
-	err := l.load(&countingReader{r: r, n: &s.persist.prog.loaded})
+	err = l.load(&countingReader{r: r, n: &s.persist.prog.loaded})
 	a.wg.Wait()
 	if err != nil {
 		return err
 	}
 	s.log.Noticef("MASTER <-> REPLICA sync: loaded %d keys in %.3f seconds", l.keys, time.Since(start).Seconds())
 	return nil
+}
+
+// insertItems stores decoded keys into databases a full sync has just
+// emptied: an insert, no look-up first (applyItems's Set looks up, then
+// inserts); a key the payload repeats falls back to replacing.
+func insertItems(sh *shard.Shard, items []loadItem) {
+	for i := range items {
+		it := &items[i]
+		db := sh.DBs[it.db]
+		n := db.Len()
+		pos, _ := db.Insert(it.key, it.val)
+		if db.Len() == n {
+			db.Set(it.key, it.val, false)
+			pos, _ = db.Find(it.key)
+		}
+		if it.expireAt != 0 {
+			db.SetExpire(pos, it.expireAt)
+		}
+	}
 }
 
 // applyOp is a command on its way to a shard.
@@ -141,6 +170,7 @@ func (a *replApplier) Apply(ops []replica.Op) error {
 		b.ops = append(b.ops, applyOp{cmd: cmd, db: op.DB, args: op.Args})
 	}
 	a.barrier()
+	a.report()
 	return nil
 }
 
@@ -176,17 +206,27 @@ func (a *replApplier) logf(format string, args ...any) {
 	a.s.log.Warnf(format, args...)
 }
 
-// checkReply logs an error reply to a master's command (Redis's replica
-// logs those too: the datasets may have diverged) and resets w.
+// checkReply notes an error reply to a master's command (Redis's replica
+// logs those: the datasets may have diverged) and resets w. It runs on
+// shard goroutines, which do no I/O: report logs later.
 func (a *replApplier) checkReply(w *resp.Writer, cmd *Command) {
 	if len(w.Buf) > 0 && w.Buf[0] == '-' {
 		msg := w.Buf[1:]
 		if len(msg) > 200 {
 			msg = msg[:200]
 		}
-		a.logf("replica: master's %s failed on the replica: %s", cmd.Name, msg)
+		text := cmd.Name + ": " + string(bytes.TrimRight(msg, "\r\n"))
+		a.lastFailure.Store(&text)
+		a.failed.Add(1)
 	}
 	w.Reset()
+}
+
+// report logs the failures checkReply noted; on the applier's goroutine.
+func (a *replApplier) report() {
+	if n := a.failed.Swap(0); n > 0 {
+		a.logf("replica: %d of the master's commands failed on the replica, the last: %s", n, *a.lastFailure.Load())
+	}
 }
 
 // barrier sends the gathered batches and waits until all are applied.

@@ -57,6 +57,7 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	srv.StartSaveSchedule()
+	srv.StartReplicaOf() // --replicaof: follow a master once serving
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
@@ -108,6 +109,15 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 	fs.IntVar(&cfg.Shards, "shards", cfg.Shards, "number of shards (default GOMAXPROCS)")
 	fs.IntVar(&cfg.Shards, "proactor_threads", cfg.Shards, "alias of --shards")
 	fs.StringVar(&cfg.Requirepass, "requirepass", "", "password of the default user")
+	fs.StringVar(&cfg.MasterAuth, "masterauth", "", "password a replica authenticates to its master with")
+	fs.StringVar(&cfg.MasterUser, "masteruser", "", "user a replica authenticates to its master as")
+	fs.Func("replicaof", `"<host> <port>": start as a replica of that master`, func(v string) error {
+		if _, _, err := server.ParseReplicaOf(v); err != nil {
+			return err
+		}
+		cfg.ReplicaOf = v
+		return nil
+	})
 	fs.IntVar(&cfg.MaxClients, "maxclients", cfg.MaxClients, "maximum number of connected clients")
 	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "working directory for snapshots")
 	fs.StringVar(&cfg.DBFilename, "dbfilename", cfg.DBFilename, "snapshot file name")
