@@ -319,6 +319,15 @@ func (s *Shard) Available(keys []KeyLock) bool {
 	return true
 }
 
+// ExclLocked reports whether a transaction holds key exclusively.
+func (s *Shard) ExclLocked(db int, key string) bool {
+	if s.Locks.active == 0 {
+		return false
+	}
+	st := s.Locks.state(db, key)
+	return st != nil && st.excl
+}
+
 // Park queues w until its keys are available; w.Resume runs then.
 func (s *Shard) Park(w Waiter) { s.Locks.park(w) }
 

@@ -924,6 +924,7 @@ func (sl *Slice) Run(s *shard.Shard) {
 		sl.later(s) // backpressure: the consumer is behind
 		return
 	}
+	waiting := false // the walk waits for a transaction's commit
 	for {
 		progressed := false
 		busy := append(sl.scratchBusy[:0], sl.busy...) // progress may cover (remove) buckets
@@ -936,8 +937,11 @@ func (sl *Slice) Run(s *shard.Shard) {
 			}
 		}
 		if !sl.walkDone && len(sl.busy) < maxBusy && (sl.opt.Tagged || sl.open == nil) {
-			sl.walkStep(s)
-			progressed = true
+			if sl.walkStep(s) {
+				progressed = true
+			} else {
+				waiting = true
+			}
 		}
 		clear(busy)
 		sl.scratchBusy = busy[:0]
@@ -958,6 +962,10 @@ func (sl *Slice) Run(s *shard.Shard) {
 		sl.finish(s)
 		return
 	}
+	if waiting {
+		sl.later(s)
+		return
+	}
 	if len(sl.busy) > 0 {
 		// Waiting for loads (DelayedPending): they post a step when done.
 		for _, bk := range sl.busy {
@@ -970,7 +978,8 @@ func (sl *Slice) Run(s *shard.Shard) {
 }
 
 // walkStep visits one bucket position of the current database.
-func (sl *Slice) walkStep(s *shard.Shard) {
+// It reports false when it had to wait (non-PIT: see inFlight).
+func (sl *Slice) walkStep(s *shard.Shard) bool {
 	for sl.db < len(s.DBs) {
 		d := &sl.dbs[sl.db]
 		t, exp := sl.tables(sl.db)
@@ -980,17 +989,48 @@ func (sl *Slice) walkStep(s *shard.Shard) {
 			continue
 		}
 		db := sl.db
-		sl.cursor = t.TraverseBuckets(sl.cursor, func(b dash.Cursor) { sl.serializeBucket(db, t, exp, b) })
+		wait := false
+		next := t.TraverseBuckets(sl.cursor, func(b dash.Cursor) {
+			if sl.opt.Mode == NonPIT && d.table == nil && sl.inFlight(s, db, t, b) {
+				wait = true
+				return
+			}
+			sl.serializeBucket(db, t, exp, b)
+		})
+		if wait {
+			return false // the same bucket again next step
+		}
+		sl.cursor = next
 		if sl.cursor == 0 {
 			if d.table != nil {
 				d.table, d.expire = nil, nil // walked: the flushed tables can go
 			}
 			sl.db++
 		}
-		return
+		return true
 	}
 	sl.walkDone = true
 	sl.cutMain()
+	return true
+}
+
+// inFlight (non-PIT) reports whether a key of bucket b is held by a
+// transaction, which applies its writes in one step and journals them in a
+// later one: a baseline taken in between would hold a write whose journal
+// entry then follows it, and the replica would apply it twice. The walk
+// waits for the commit instead (PIT has no such window: its baseline is
+// the value before the write).
+func (sl *Slice) inFlight(s *shard.Shard, db int, t *dash.Table[shard.Value], b dash.Cursor) bool {
+	if s.Locks.Idle() {
+		return false
+	}
+	held := false
+	t.ForEach(b, func(it dash.Iterator) {
+		if !held && s.ExclLocked(db, t.Key(it)) {
+			held = true
+		}
+	})
+	return held
 }
 
 func (sl *Slice) finish(s *shard.Shard) {

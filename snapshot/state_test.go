@@ -318,3 +318,38 @@ func TestBackpressureParksWriters(t *testing.T) {
 		t.Fatal("the held write leaked into the baseline")
 	}
 }
+
+// Non-PIT: a transaction applies its writes in one step and journals them
+// in a later one. The walk must not take a baseline of its keys in
+// between, or the replica would apply the write twice (once in the
+// baseline, once from the journal).
+func TestNonPITWaitsForTransactionCommit(t *testing.T) {
+	h := newHarness(t, 1)
+	saved := stepBudget
+	stepBudget = 0
+	defer func() { stepBudget = saved }()
+	db := h.sh.DBs[0]
+	for i := 0; i < 3000; i++ {
+		db.Set([]byte(fmt.Sprintf("k%d", i)), shard.NewString([]byte("0")), false)
+	}
+	h.start(Options{Mode: NonPIT, Tagged: true})
+	// A transaction locks k7 and applies INCR; its journal part waits.
+	lock := []shard.KeyLock{{DB: 0, Key: "k7", Excl: true}}
+	h.sh.Acquire(lock, false)
+	db.Set([]byte("k7"), shard.NewString([]byte("1")), false)
+	for i := 0; i < 2000 && h.sl.KeyState(0, "k7") == NotVisited; i++ {
+		if !h.step() {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	if h.sl.KeyState(0, "k7") != NotVisited {
+		t.Fatal("the walk took a baseline of a key whose transaction has not journaled yet")
+	}
+	// The commit: journal, then release.
+	h.journal("S0|k7|1")
+	h.sh.Release(lock, false)
+	sc := finishAndCheck(t, h)
+	if sc.replay["0/k7"] != "1" {
+		t.Fatalf("k7 = %q after replay", sc.replay["0/k7"])
+	}
+}

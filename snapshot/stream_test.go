@@ -97,14 +97,16 @@ func (h *harness) queued() int {
 
 // finish runs messages until the snapshot is done and collects its output.
 func (h *harness) finish() {
-	for i := 0; !h.sl.Done(); i++ {
-		if !h.step() {
-			if h.sl.pendingBytes > 0 || len(h.sl.busy) > 0 {
-				time.Sleep(2 * time.Millisecond) // a timer posts the next step
-				continue
-			}
+	for idle := 0; !h.sl.Done(); {
+		if h.step() {
+			idle = 0
+			continue
+		}
+		// A timer may post the next step (backpressure, a wait).
+		if idle++; idle > 500 {
 			h.t.Fatal("the snapshot stopped posting steps")
 		}
+		time.Sleep(2 * time.Millisecond)
 	}
 	for h.queued() > 0 {
 		h.step()
