@@ -33,12 +33,6 @@ func TestDflyFlowReplication(t *testing.T) {
 		{"pit-tiered-2to2", 2, 2, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, ok := lookupEnv("DFLY_TEST_TIERED_REPL"); tc.tiered && !ok {
-				// About 1 run in 3 ends with a counter (cnt:N, changed by
-				// cross-shard MULTI/EXEC and EVAL) behind on the replica;
-				// not diagnosed yet (tiered branch report).
-				t.Skip("tiered full sync: set DFLY_TEST_TIERED_REPL=1 (known divergence under investigation)")
-			}
 			seed := newSeed(t)
 			flags := []string{"--shards", strconv.Itoa(tc.master), "--point_in_time_snapshot=" + strconv.FormatBool(tc.pit)}
 			if tc.tiered {
