@@ -159,7 +159,12 @@ func (s *Server) replicaNoOne() {
 	if l == nil {
 		return
 	}
-	_, offset := l.client.Stop()
+	replid, offset := l.client.Stop()
+	if fl, ok := l.client.(*flowLink); ok && fl.fallback.Load() != nil && replid != "" {
+		// A Redis-protocol history: this server continues it, so the
+		// master's other replicas can PSYNC here with replid2.
+		s.promoteToMaster(replid, offset)
+	}
 	rs.link.Store(nil)
 	rs.loading.Store(false)
 	s.OnEachShard(func(sh *shard.Shard) { sh.ReplicaMode, sh.MasterApply = false, false })
