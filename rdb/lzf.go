@@ -63,12 +63,21 @@ func lzfDecompress(in, out []byte) error {
 		}
 		if ref+n <= op {
 			copy(out[op:op+n], out[ref:ref+n])
-		} else {
-			for i := range n { // overlapping copy repeats the pattern
-				out[op+i] = out[ref+i]
-			}
+			op += n
+			continue
 		}
-		op += n
+		// An overlapping match repeats the op-ref bytes before op. Each
+		// copy doubles the repeated stretch, so a run of zeros (offset 1)
+		// takes a handful of copies, not one step per byte.
+		end := op + n
+		if ref == op-1 && out[ref] == 0 {
+			clear(out[op:end])
+			op = end
+			continue
+		}
+		for op < end {
+			op += copy(out[op:end], out[ref:op])
+		}
 	}
 	if op != len(out) {
 		return errLZFLength

@@ -2,6 +2,7 @@ package rdb
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -57,5 +58,30 @@ func TestCRC64(t *testing.T) {
 	b := []byte("This is a test of the emergency broadcast system.")
 	if CRC64(CRC64(0, b[:13]), b[13:]) != CRC64(0, b) {
 		t.Fatal("crc64 not incremental")
+	}
+}
+
+// BenchmarkLZFDecompress decompresses values like DEBUG POPULATE's
+// ("value:N" padded with zeros to 100 bytes).
+func BenchmarkLZFDecompress(b *testing.B) {
+	var c lzfCompressor
+	var ins [][]byte
+	for i := range 1000 {
+		v := make([]byte, 100)
+		copy(v, fmt.Sprintf("value:%d", i*997))
+		in, ok := c.compress(nil, v, len(v))
+		if !ok {
+			b.Fatal("incompressible")
+		}
+		ins = append(ins, in)
+	}
+	out := make([]byte, 100)
+	b.SetBytes(100 * int64(len(ins)))
+	for b.Loop() {
+		for _, in := range ins {
+			if err := lzfDecompress(in, out); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }

@@ -1,0 +1,105 @@
+package server
+
+import (
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dfly/dfly/shard"
+)
+
+// benchLoadKeys is the dataset of the load benchmarks: DEBUG POPULATE n
+// key 100, as tests/bench/persist.sh uses (DFLY_BENCH_KEYS overrides n).
+func benchLoadKeys() int {
+	if n, err := strconv.Atoi(os.Getenv("DFLY_BENCH_KEYS")); err == nil && n > 0 {
+		return n
+	}
+	return 1_000_000
+}
+
+func benchServer(dir, format string, shards int) *Server {
+	cfg := DefaultConfig()
+	cfg.Shards, cfg.Dir, cfg.DBFormat = shards, dir, format
+	return New(cfg, NewLogger(io.Discard, "warning"))
+}
+
+// populate fills s as DEBUG POPULATE n key 100 does.
+func populate(s *Server, n int) {
+	for _, sh := range s.shards {
+		db := sh.DBs[0]
+		var key, val []byte
+		for i := range n {
+			key = strconv.AppendInt(append(key[:0], "key:"...), int64(i), 10)
+			if s.ShardOf(key) != sh.ID {
+				continue
+			}
+			val = strconv.AppendInt(append(val[:0], "value:"...), int64(i), 10)
+			for len(val) < 100 {
+				val = append(val, 0)
+			}
+			db.Insert(key, shard.NewString(val))
+		}
+	}
+}
+
+// BenchmarkLoadOnStart loads a saved dataset into a fresh 2-shard server,
+// as dfly does at start: the dfly format and the RDB file.
+func BenchmarkLoadOnStart(b *testing.B) {
+	n := benchLoadKeys()
+	for _, format := range []string{"dfly", "rdb"} {
+		b.Run(format, func(b *testing.B) {
+			dir := b.TempDir()
+			src := benchServer(dir, format, 2)
+			populate(src, n)
+			if format == "dfly" {
+				files := make([]dfsEntry, len(src.shards))
+				for i, sh := range src.shards {
+					files[i] = writeShardFile(sh, dir, shardFileName("dump", i))
+				}
+				if err := src.writeSummary(dir, "dump", files); err != nil {
+					b.Fatal(err)
+				}
+			} else {
+				snap := make([]shardSnapshot, len(src.shards))
+				for i, sh := range src.shards {
+					snap[i] = serializeShard(sh)
+				}
+				if _, err := src.writeSnapshotFile(src.rdbPath(), snap); err != nil {
+					b.Fatal(err)
+				}
+			}
+			src = nil
+			runtime.GC()
+			b.ResetTimer()
+			var cpu time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				s := benchServer(dir, format, 2)
+				runtime.GC()
+				b.StartTimer()
+				c0 := cpuTime()
+				if err := s.LoadOnStart(); err != nil {
+					b.Fatal(err)
+				}
+				cpu += cpuTime() - c0
+				if got := s.shards[0].DBs[0].Len() + s.shards[1].DBs[0].Len(); got != n {
+					b.Fatalf("loaded %d keys, want %d", got, n)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/key")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(n), "cpu-ns/key")
+		})
+	}
+}
+
+// cpuTime is the process's user and system CPU time: on a shared machine
+// it is a steadier measure than the wall clock.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
