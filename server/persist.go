@@ -458,12 +458,7 @@ type loadItem struct {
 func applyItems(sh *shard.Shard, items []loadItem) {
 	for i := range items {
 		it := &items[i]
-		db := sh.DBs[it.db]
-		db.Set(it.key, it.val, false)
-		if it.expireAt != 0 {
-			k, _ := db.Find(it.key)
-			db.SetExpire(k, it.expireAt)
-		}
+		sh.DBs[it.db].Load(it.key, it.val, it.expireAt)
 	}
 }
 

@@ -353,7 +353,16 @@ func (s *Server) loadDflyOnStart() error {
 		total += f.size
 	}
 	s.log.Noticef("Loading %d dfly snapshot files (%d bytes)...", len(files), total)
-	dispatch, wait := s.startLoadWorkers()
+	// With a file per shard (or more), each file's reader applies its keys
+	// itself, under the shard's lock: a file written by shard i with the
+	// same shard count holds only keys of shard i, so the readers run in
+	// parallel without a hand-off. With fewer files than shards, worker
+	// goroutines apply them so that every shard works.
+	dispatch, wait, applied := s.lockedApply(), func() {}, true
+	if len(files) < len(s.shards) {
+		dispatch, wait = s.startLoadWorkers()
+		applied = false
+	}
 	endLoad := s.beginLoad(total, time.Second)
 	errs := make([]error, len(files))
 	keys := make([]int, len(files))
@@ -362,7 +371,7 @@ func (s *Server) loadDflyOnStart() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			keys[i], errs[i] = s.loadShardFile(filepath.Join(dir, f.name), f.crc, dispatch)
+			keys[i], errs[i] = s.loadShardFile(filepath.Join(dir, f.name), f.crc, dispatch, applied)
 		}()
 	}
 	wg.Wait()
@@ -379,9 +388,22 @@ func (s *Server) loadDflyOnStart() error {
 	return nil
 }
 
-// loadShardFile decodes one shard file, handing its keys to dispatch.
-// Errors name the file and the offset in it.
-func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, []loadItem)) (int, error) {
+// lockedApply returns a dispatch for loading before the server serves
+// that applies a batch on the caller's goroutine, holding the shard's
+// lock: the batch is applied when it returns.
+func (s *Server) lockedApply() func(sid int, items []loadItem) {
+	locks := make([]sync.Mutex, len(s.shards))
+	return func(sid int, items []loadItem) {
+		locks[sid].Lock()
+		s.shards[sid].Exec(shard.Func(func(sh *shard.Shard) { applyItems(sh, items) }))
+		locks[sid].Unlock()
+	}
+}
+
+// loadShardFile decodes one shard file, handing its keys to dispatch
+// (applied: dispatch has applied them when it returns). Errors name the
+// file and the offset in it.
+func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, []loadItem), applied bool) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("shard file %s: %w", path, err)
@@ -418,6 +440,7 @@ func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, [
 	}
 	defer zdec.Close()
 	l := newLoader(s, dispatch)
+	l.reuse = applied
 	d := rdb.NewDecoder(bytes.NewReader(nil))
 	decode := func(item []byte, at int64, what string) error {
 		d.Reset(bytes.NewReader(item))
@@ -519,12 +542,7 @@ func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, [
 			return 0, fail(at, "unexpected chunk opcode 0x%02x in a snapshot file", op)
 		}
 	}
-	for sid, b := range l.batches {
-		if len(b) > 0 {
-			dispatch(sid, b)
-			l.batches[sid] = nil
-		}
-	}
+	l.flush()
 	return l.keys, nil
 }
 

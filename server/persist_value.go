@@ -96,8 +96,12 @@ func encodeStream(e *rdb.Encoder, key []byte, s *stream.Stream, m rdb.Meta) {
 	e.End()
 }
 
-// loadBatch is how many keys go to a shard in one message.
-const loadBatch = 256
+const (
+	// loadBatch is how many keys go to a shard in one message.
+	loadBatch = 256
+	// loadKeyArena is the size of the blocks the loader copies keys into.
+	loadKeyArena = 16 << 10
+)
 
 // loader builds values from decoded records. In file mode each finished
 // key goes into its shard's batch, handed to dispatch when full; in dump
@@ -105,13 +109,21 @@ const loadBatch = 256
 type loader struct {
 	srv      *Server
 	dispatch func(sid int, items []loadItem)
-	now      int64
-	db       int
-	batches  [][]loadItem
-	keys     int
+	// reuse: dispatch applies the items before it returns, so the batch
+	// and its keys' bytes can be reused; otherwise dispatch keeps them.
+	reuse   bool
+	now     int64
+	db      int
+	batches [][]loadItem
+	// keyBufs[sid] holds the keys of shard sid's batch: one allocation per
+	// block of keys, not one per key (the table copies them anyway). Bytes
+	// below its length are never written again unless reuse is set.
+	keyBufs [][]byte
+	keys    int
 
 	// the value being built
 	cur      loadItem
+	curSid   int
 	typ      rdb.Type
 	list     *list.List
 	hash     *hash.Hash
@@ -127,7 +139,8 @@ type loader struct {
 }
 
 func newLoader(s *Server, dispatch func(sid int, items []loadItem)) *loader {
-	return &loader{srv: s, dispatch: dispatch, now: time.Now().UnixMilli(), batches: make([][]loadItem, len(s.shards))}
+	return &loader{srv: s, dispatch: dispatch, now: time.Now().UnixMilli(),
+		batches: make([][]loadItem, len(s.shards)), keyBufs: make([][]byte, len(s.shards))}
 }
 
 // load decodes a whole RDB file and hands every key to its shard.
@@ -135,14 +148,46 @@ func (l *loader) load(r io.Reader) error {
 	d := rdb.NewDecoder(bufio.NewReaderSize(r, 1<<20))
 	err := d.Decode(l)
 	if err == nil {
-		for sid, b := range l.batches {
-			if len(b) > 0 {
-				l.dispatch(sid, b)
-				l.batches[sid] = nil
-			}
-		}
+		l.flush()
 	}
 	return err
+}
+
+// flush dispatches every shard's partial batch.
+func (l *loader) flush() {
+	for sid, b := range l.batches {
+		if len(b) > 0 {
+			l.send(sid)
+		}
+	}
+}
+
+// send dispatches shard sid's batch.
+func (l *loader) send(sid int) {
+	l.dispatch(sid, l.batches[sid])
+	if l.reuse {
+		l.batches[sid] = l.batches[sid][:0]
+		l.keyBufs[sid] = l.keyBufs[sid][:0]
+	} else {
+		l.batches[sid] = nil
+	}
+}
+
+// key starts the value of key, copied into its shard's key block.
+func (l *loader) key(key []byte, expireAt int64) {
+	if l.dump {
+		l.cur = loadItem{key: append([]byte(nil), key...), expireAt: expireAt}
+		return
+	}
+	sid := l.srv.ShardOf(key)
+	a := l.keyBufs[sid]
+	if len(a)+len(key) > cap(a) {
+		a = make([]byte, 0, max(loadKeyArena, len(key))) // earlier keys keep the old block
+	}
+	a = append(a, key...)
+	l.keyBufs[sid] = a
+	l.cur = loadItem{key: a[len(a)-len(key) : len(a) : len(a)], expireAt: expireAt}
+	l.curSid = sid
 }
 
 // decodeDump builds the value of a DUMP payload.
@@ -167,11 +212,14 @@ func (l *loader) finish(v shard.Value) {
 		return // expired while the file sat on disk: Redis skips it too
 	}
 	l.keys++
-	sid := l.srv.ShardOf(l.cur.key)
-	l.batches[sid] = append(l.batches[sid], loadItem{db: l.db, key: l.cur.key, val: v, expireAt: at})
+	sid := l.curSid
+	b := l.batches[sid]
+	if b == nil {
+		b = make([]loadItem, 0, loadBatch)
+	}
+	l.batches[sid] = append(b, loadItem{db: l.db, key: l.cur.key, val: v, expireAt: at})
 	if len(l.batches[sid]) >= loadBatch {
-		l.dispatch(sid, l.batches[sid])
-		l.batches[sid] = nil
+		l.send(sid)
 	}
 }
 
@@ -188,13 +236,13 @@ func (l *loader) SelectDB(db uint64) error {
 }
 
 func (l *loader) String(key, val []byte, m rdb.Meta) error {
-	l.cur = loadItem{key: append([]byte(nil), key...), expireAt: m.ExpireAt}
+	l.key(key, m.ExpireAt)
 	l.finish(shard.NewString(val))
 	return nil
 }
 
 func (l *loader) Begin(key []byte, t rdb.Type, sizeHint int, m rdb.Meta) error {
-	l.cur = loadItem{key: append([]byte(nil), key...), expireAt: m.ExpireAt}
+	l.key(key, m.ExpireAt)
 	l.typ = t
 	switch t {
 	case rdb.TypeList:

@@ -156,6 +156,31 @@ func (db *DB) Set(key []byte, v Value, keepTTL bool) {
 	}
 }
 
+// Load stores a key read from a snapshot or a replication stream with its
+// absolute expiry in unix ms (0: none), replacing any old value and TTL.
+// The key is usually absent: then it costs one table probe, not Set's two.
+func (db *DB) Load(key []byte, v Value, expireAt int64) {
+	s := db.shard
+	if len(s.hooks) == 0 {
+		k := view(key)
+		v.Access = s.clockSeconds()
+		if it, inserted := db.Table.Insert(k, v, s.nextVersion()); inserted { // Insert copies the key
+			s.Stats.Writes++
+			s.signal(db.Index, k)
+			s.touched(db.Index, k)
+			if expireAt != 0 {
+				db.SetExpire(it, expireAt)
+			}
+			return
+		}
+	}
+	db.Set(key, v, false)
+	if expireAt != 0 {
+		it, _ := db.Find(key)
+		db.SetExpire(it, expireAt)
+	}
+}
+
 // Delete removes the entry at it, with its TTL.
 func (db *DB) Delete(it dash.Iterator) {
 	for _, h := range db.shard.hooks {
