@@ -25,6 +25,7 @@ type Decoder struct {
 	fields, master               [][]byte
 
 	cur struct {
+		key   []byte
 		t     Type
 		hint  int
 		meta  Meta
@@ -47,9 +48,15 @@ func NewDecoder(r io.Reader) *Decoder {
 
 // Reset makes d read r from its start, keeping d's buffers.
 func (d *Decoder) Reset(r io.Reader) {
-	buf := d.r.buf
-	d.r = reader{buf: buf}
 	d.r.init(r)
+	d.version = 0
+	d.emptySkipped = 0
+}
+
+// ResetBytes makes d read b, in place: no copy into d's buffer. b must not
+// change until the decoding ends.
+func (d *Decoder) ResetBytes(b []byte) {
+	d.r.initBytes(b)
 	d.version = 0
 	d.emptySkipped = 0
 }
@@ -309,6 +316,9 @@ func (d *Decoder) readStringAt(buf *[]byte) (s []byte, dataOff int64, lzf bool, 
 	}
 	dataOff = d.r.offset()
 	if !enc {
+		if b, ok := d.r.inPlace(n); ok {
+			return b, dataOff, false, nil
+		}
 		b, err := d.r.appendN((*buf)[:0], n)
 		*buf = b
 		return b, dataOff, false, err
@@ -346,10 +356,17 @@ func (d *Decoder) readStringAt(buf *[]byte) (s []byte, dataOff int64, lzf bool, 
 			return nil, dataOff, true, d.corrupt(off, "LZF string claims %d bytes from %d compressed, more than LZF can expand to", ulen, clen)
 		}
 		dataOff = d.r.offset()
-		in, err := d.r.appendN(d.lzfIn[:0], clen)
-		d.lzfIn = in
-		if err != nil {
-			return nil, dataOff, true, err
+		// The compressed bytes are used up before the next read, so
+		// they are decompressed from the read buffer when they fit.
+		var in []byte
+		if clen <= readBufSize && d.r.need(int(clen)) == nil {
+			in, _ = d.r.next(int(clen))
+		} else {
+			in, err = d.r.appendN(d.lzfIn[:0], clen)
+			d.lzfIn = in
+			if err != nil {
+				return nil, dataOff, true, err
+			}
 		}
 		out := *buf
 		if uint64(cap(out)) < ulen {
@@ -386,7 +403,7 @@ func (d *Decoder) begin() error {
 		return nil
 	}
 	d.cur.begun = true
-	return d.h.Begin(d.key, d.cur.t, d.cur.hint, d.cur.meta)
+	return d.h.Begin(d.cur.key, d.cur.t, d.cur.hint, d.cur.meta)
 }
 
 func (d *Decoder) end() error {
@@ -401,7 +418,7 @@ func hint(n uint64) int { return int(min(n, MaxSizeHint)) }
 
 // value reads the value of type t for key and reports it.
 func (d *Decoder) value(t byte, off int64, key []byte, meta Meta) error {
-	d.cur.meta, d.cur.begun, d.cur.hint = meta, false, 0
+	d.cur.key, d.cur.meta, d.cur.begun, d.cur.hint = key, meta, false, 0
 	switch t {
 	case typeString:
 		v, err := d.readString(&d.str)

@@ -1,7 +1,6 @@
 package rdb
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 )
@@ -49,7 +48,8 @@ func DecodeDump(payload []byte, h Handler) error {
 		return err
 	}
 	body := payload[:len(payload)-10]
-	d := NewDecoder(bytes.NewReader(body))
+	d := &Decoder{num1: make([]byte, 0, 24), num2: make([]byte, 0, 24)}
+	d.r.initBytes(body)
 	d.h = h
 	d.version = MaxVersion
 	err := func() error {
@@ -60,7 +60,6 @@ func DecodeDump(payload []byte, h Handler) error {
 		if !isValueType(t) {
 			return d.corrupt(0, "unknown value type %d", t)
 		}
-		d.key = d.key[:0]
 		if err := d.value(t, 0, nil, Meta{}); err != nil {
 			return err
 		}

@@ -20,18 +20,39 @@ const (
 type reader struct {
 	src      io.Reader
 	buf      []byte
+	own      []byte // the reader's own buffer (buf, unless fixed)
 	pos, end int
 	base     int64 // input offset of buf[0]
 	crc      uint64
 	crcPos   int
 	srcErr   error
+	// fixed: buf is the whole input, the caller's, read in place and
+	// never written; its bytes stay valid after they are consumed.
+	fixed bool
 }
 
 func (r *reader) init(src io.Reader) {
-	r.src = src
-	if r.buf == nil {
-		r.buf = make([]byte, readBufSize)
+	if r.own == nil {
+		r.own = make([]byte, readBufSize)
 	}
+	*r = reader{src: src, buf: r.own, own: r.own}
+}
+
+// initBytes makes the reader read b in place.
+func (r *reader) initBytes(b []byte) {
+	*r = reader{buf: b, end: len(b), own: r.own, srcErr: io.EOF, fixed: true}
+}
+
+// inPlace consumes the next n bytes and returns them where they lie in a
+// fixed input; ok is false, and nothing is consumed, for a streamed input
+// or when fewer than n bytes are left.
+func (r *reader) inPlace(n uint64) (b []byte, ok bool) {
+	if !r.fixed || n > uint64(r.end-r.pos) {
+		return nil, false
+	}
+	b = r.buf[r.pos : r.pos+int(n) : r.pos+int(n)]
+	r.pos += int(n)
+	return b, true
 }
 
 func (r *reader) offset() int64 { return r.base + int64(r.pos) }
@@ -43,10 +64,14 @@ func (r *reader) checksum() uint64 {
 	return r.crc
 }
 
-// need makes n ≤ readBufSize unread bytes available.
+// need makes n ≤ readBufSize unread bytes available (any n of a fixed
+// input).
 func (r *reader) need(n int) error {
 	if r.end-r.pos >= n {
 		return nil
+	}
+	if r.fixed {
+		return ErrTruncated
 	}
 	if r.pos+n > len(r.buf) {
 		r.checksum()

@@ -18,7 +18,7 @@ import (
 func (d *Decoder) stream(t byte) error {
 	d.cur.t = TypeStream
 	d.cur.begun = true
-	if err := d.h.Begin(d.key, TypeStream, 0, d.cur.meta); err != nil {
+	if err := d.h.Begin(d.cur.key, TypeStream, 0, d.cur.meta); err != nil {
 		return err
 	}
 	nodes, err := d.length()

@@ -441,9 +441,9 @@ func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, [
 	defer zdec.Close()
 	l := newLoader(s, dispatch)
 	l.reuse = applied
-	d := rdb.NewDecoder(bytes.NewReader(nil))
+	d := rdb.NewDecoder(nil)
 	decode := func(item []byte, at int64, what string) error {
-		d.Reset(bytes.NewReader(item))
+		d.ResetBytes(item)
 		err := d.DecodeFragment(l)
 		if err == nil {
 			return nil
