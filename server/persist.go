@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -324,6 +325,7 @@ func (s *Server) writeSnapshotFile(path string, snap []shardSnapshot) (writes ui
 // is an error (the caller exits rather than serve part of the data).
 func (s *Server) LoadOnStart() error {
 	s.persist.lastSave.Store(time.Now().Unix())
+	defer pauseGC()()
 	path := s.rdbPath()
 	if s.useDflyFiles(path) {
 		return s.loadDflyOnStart()
@@ -338,13 +340,14 @@ func (s *Server) LoadOnStart() error {
 	defer f.Close()
 	s.log.Noticef("Loading RDB...")
 	start := time.Now()
-	dispatch, wait := s.startLoadWorkers()
+	dispatch, wait, free := s.startLoadWorkers()
 	var size int64
 	if fi, err := f.Stat(); err == nil {
 		size = fi.Size()
 	}
 	endLoad := s.beginLoad(size, time.Second)
 	l := newLoader(s, dispatch)
+	l.free = free
 	err = l.load(&countingReader{r: f, n: &s.persist.prog.loaded})
 	wait()
 	endLoad()
@@ -355,11 +358,27 @@ func (s *Server) LoadOnStart() error {
 	return nil
 }
 
+// pauseGC stops the collector for the start-up load, unless GOGC is set,
+// and returns what restores it. The heap then only grows: the dataset
+// plus the load's garbage (its batches, grown and split tables), less
+// than the collector lets it reach at GOGC 200 once it serves, and a
+// memory limit (--maxmemory) still triggers collections. Collecting while
+// it grows would scan the dataset several times over.
+func pauseGC() (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	old := debug.SetGCPercent(-1)
+	return func() { debug.SetGCPercent(old) }
+}
+
 // startLoadWorkers starts one goroutine per shard applying decoded
 // batches before the server serves; dispatch may be called from several
-// goroutines, wait closes the queues and waits for the workers.
-func (s *Server) startLoadWorkers() (dispatch func(sid int, items []loadItem), wait func()) {
+// goroutines, wait closes the queues and waits for the workers. Applied
+// batches are offered back on free, emptied, for a loader to reuse.
+func (s *Server) startLoadWorkers() (dispatch func(sid int, items []loadItem), wait func(), free chan []loadItem) {
 	queues := make([]chan []loadItem, len(s.shards))
+	free = make(chan []loadItem, 8*len(s.shards))
 	var wg sync.WaitGroup
 	for i, sh := range s.shards {
 		q := make(chan []loadItem, 4)
@@ -369,6 +388,11 @@ func (s *Server) startLoadWorkers() (dispatch func(sid int, items []loadItem), w
 			defer wg.Done()
 			for items := range q {
 				sh.Exec(shard.Func(func(sh *shard.Shard) { applyItems(sh, items) }))
+				clear(items) // the keys' blocks and the values are the table's now
+				select {
+				case free <- items[:0]:
+				default:
+				}
 			}
 		}()
 	}
@@ -379,7 +403,7 @@ func (s *Server) startLoadWorkers() (dispatch func(sid int, items []loadItem), w
 		}
 		wg.Wait()
 	}
-	return dispatch, wait
+	return dispatch, wait, free
 }
 
 // loadDone records a finished start-up load of keys keys.

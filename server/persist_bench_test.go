@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"testing"
@@ -80,6 +81,7 @@ func BenchmarkLoadOnStart(b *testing.B) {
 				b.StopTimer()
 				s := benchServer(dir, format, 2)
 				runtime.GC()
+				debug.SetGCPercent(200) // as dfly runs (cmd/dfly tuneGC)
 				b.StartTimer()
 				c0 := cpuTime()
 				if err := s.LoadOnStart(); err != nil {

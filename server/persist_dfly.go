@@ -359,8 +359,9 @@ func (s *Server) loadDflyOnStart() error {
 	// parallel without a hand-off. With fewer files than shards, worker
 	// goroutines apply them so that every shard works.
 	dispatch, wait, applied := s.lockedApply(), func() {}, true
+	var free chan []loadItem
 	if len(files) < len(s.shards) {
-		dispatch, wait = s.startLoadWorkers()
+		dispatch, wait, free = s.startLoadWorkers()
 		applied = false
 	}
 	endLoad := s.beginLoad(total, time.Second)
@@ -371,7 +372,7 @@ func (s *Server) loadDflyOnStart() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			keys[i], errs[i] = s.loadShardFile(filepath.Join(dir, f.name), f.crc, dispatch, applied)
+			keys[i], errs[i] = s.loadShardFile(filepath.Join(dir, f.name), f.crc, dispatch, applied, free)
 		}()
 	}
 	wg.Wait()
@@ -401,9 +402,10 @@ func (s *Server) lockedApply() func(sid int, items []loadItem) {
 }
 
 // loadShardFile decodes one shard file, handing its keys to dispatch
-// (applied: dispatch has applied them when it returns). Errors name the
-// file and the offset in it.
-func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, []loadItem), applied bool) (int, error) {
+// (applied: dispatch has applied them when it returns; otherwise free, if
+// not nil, offers batches to reuse). Errors name the file and the offset
+// in it.
+func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, []loadItem), applied bool, free chan []loadItem) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("shard file %s: %w", path, err)
@@ -440,7 +442,7 @@ func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, [
 	}
 	defer zdec.Close()
 	l := newLoader(s, dispatch)
-	l.reuse = applied
+	l.reuse, l.free = applied, free
 	d := rdb.NewDecoder(nil)
 	decode := func(item []byte, at int64, what string) error {
 		d.ResetBytes(item)

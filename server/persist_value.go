@@ -111,7 +111,9 @@ type loader struct {
 	dispatch func(sid int, items []loadItem)
 	// reuse: dispatch applies the items before it returns, so the batch
 	// and its keys' bytes can be reused; otherwise dispatch keeps them.
-	reuse   bool
+	reuse bool
+	// free, if not nil, offers applied batches back (when not reuse).
+	free    chan []loadItem
 	now     int64
 	db      int
 	batches [][]loadItem
@@ -215,7 +217,11 @@ func (l *loader) finish(v shard.Value) {
 	sid := l.curSid
 	b := l.batches[sid]
 	if b == nil {
-		b = make([]loadItem, 0, loadBatch)
+		select {
+		case b = <-l.free: // a nil channel never delivers
+		default:
+			b = make([]loadItem, 0, loadBatch)
+		}
 	}
 	l.batches[sid] = append(b, loadItem{db: l.db, key: l.cur.key, val: v, expireAt: at})
 	if len(l.batches[sid]) >= loadBatch {
