@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -150,6 +151,68 @@ func (m *merger) next() snapshot.Chunk {
 	return c
 }
 
+// drainChunks consumes a snapshot's chunks to the end, so no shard keeps
+// waiting for a consumer that gave up.
+func drainChunks(outs []chan snapshot.Chunk, free chan<- []byte, shards int) error {
+	var err error
+	m := newMerger(outs)
+	for last := 0; last < shards; {
+		c := m.next()
+		if c.Err != nil && err == nil {
+			err = c.Err
+		}
+		if c.Last {
+			last++
+		}
+	}
+	return err
+}
+
+// writeRDB writes the whole RDB (header, chunks, EOF, checksum) to w.
+func (s *Server) writeRDB(w io.Writer, outs []chan snapshot.Chunk, free chan<- []byte) error {
+	var crc uint64
+	var werr error
+	put := func(b []byte) {
+		if werr == nil {
+			crc = rdb.CRC64(crc, b)
+			_, werr = w.Write(b)
+		}
+	}
+	e := rdb.NewEncoder(nil)
+	e.WriteHeader()
+	e.StandardAUX(RedisVersion, 0)
+	put(e.TakeBytes())
+	var err error
+	m := newMerger(outs)
+	for last := 0; last < len(s.shards); {
+		c := m.next()
+		if c.Err != nil && err == nil {
+			err = c.Err
+		}
+		put(c.Data)
+		if c.Last {
+			last++
+		} else {
+			select {
+			case free <- c.Data[:0]:
+			default:
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	put([]byte{0xFF})
+	var sum [8]byte
+	for i := range sum {
+		sum[i] = byte(crc >> (8 * i))
+	}
+	if werr == nil {
+		_, werr = w.Write(sum[:])
+	}
+	return werr
+}
+
 // writeSnapshotStream writes the RDB file from the shards' chunks: header
 // and AUX fields, every chunk as it arrives, EOF and the checksum; into a
 // temporary file renamed over the old one only when complete. It reads the
@@ -169,50 +232,14 @@ func (s *Server) writeSnapshotStream(outs []chan snapshot.Chunk, free chan<- []b
 		s.log.Noticef("Background saving terminated with success (point-in-time, %.3f seconds)", time.Since(start).Seconds())
 	}()
 	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf("temp-bg-%d.rdb", os.Getpid()))
-	f, ferr := os.Create(tmp)
-	var w *bufio.Writer
-	var crc uint64
-	put := func(b []byte) {
-		if w != nil {
-			crc = rdb.CRC64(crc, b)
-			_, _ = w.Write(b) // bufio keeps the first error for Flush
-		}
-	}
-	if ferr != nil {
-		err = ferr
-	} else {
-		w = bufio.NewWriterSize(f, 1<<20)
-		e := rdb.NewEncoder(nil)
-		e.WriteHeader()
-		e.StandardAUX(RedisVersion, 0)
-		put(e.TakeBytes())
-	}
-	m := newMerger(outs)
-	for last := 0; last < len(s.shards); {
-		c := m.next()
-		if c.Err != nil && err == nil {
-			err = c.Err
-		}
-		put(c.Data) // bufio copies it: the buffer can go back to the shards
-		if c.Last {
-			last++
-		} else {
-			select {
-			case free <- c.Data[:0]:
-			default:
-			}
-		}
-	}
-	if f == nil {
+	f, err := os.Create(tmp)
+	if err != nil {
+		_ = drainChunks(outs, free, len(s.shards)) // no shard is left waiting
 		return err
 	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	err = s.writeRDB(w, outs, free) // reads every chunk, even after an error
 	if err == nil {
-		put([]byte{0xFF}) // RDB_OPCODE_EOF, under the checksum
-		var sum [8]byte
-		for i := range sum {
-			sum[i] = byte(crc >> (8 * i))
-		}
-		_, _ = w.Write(sum[:])
 		err = w.Flush()
 	}
 	if err == nil {

@@ -318,7 +318,8 @@ func (f *flow) serve(partial bool) {
 func (f *flow) readAcks() {
 	r := bufio.NewReaderSize(f.conn, 4096)
 	for {
-		line, err := r.ReadString('\n')
+		b, err := r.ReadSlice('\n') // bounded by the buffer
+		line := string(b)
 		if err != nil || len(line) > 64 {
 			f.close()
 			return

@@ -157,6 +157,16 @@ func (l *flowLink) run() {
 
 var errNotDfly = errors.New("master does not speak DFLY")
 
+// readLine reads one reply line, bounded by the reader's buffer: a master
+// that sends no newline gets an error, not unbounded memory.
+func readLine(r *bufio.Reader) (string, error) {
+	b, err := r.ReadSlice('\n')
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
 func writeCommand(w io.Writer, args ...string) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
@@ -169,7 +179,7 @@ func writeCommand(w io.Writer, args ...string) error {
 
 // readHello reads DFLY HELLO's reply: replid, shards, session, mode.
 func readHello(r *bufio.Reader) ([]string, error) {
-	line, err := r.ReadString('\n')
+	line, err := readLine(r)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +195,7 @@ func readHello(r *bufio.Reader) ([]string, error) {
 	}
 	out := make([]string, 4)
 	for i := range out {
-		h, err := r.ReadString('\n')
+		h, err := readLine(r)
 		if err != nil {
 			return nil, err
 		}
@@ -269,7 +279,7 @@ func (l *flowLink) session() error {
 	for i, c := range conns {
 		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 		readers[i] = bufio.NewReaderSize(c, 1<<20)
-		line, err := readers[i].ReadString('\n')
+		line, err := readLine(readers[i])
 		if err != nil {
 			return fmt.Errorf("flow %d: %w", i, err)
 		}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tx"
@@ -40,68 +39,6 @@ func (s *Server) replicationCut(also func(*shard.Shard)) ([]chan snapshot.Chunk,
 			Load: tierLoader(sh)}) // tiered.go
 	})
 	return outs, free
-}
-
-// drainChunks consumes a snapshot's chunks to the end, so no shard keeps
-// waiting for a consumer that gave up.
-func drainChunks(outs []chan snapshot.Chunk, free chan<- []byte, shards int) error {
-	var err error
-	m := newMerger(outs)
-	for last := 0; last < shards; {
-		c := m.next()
-		if c.Err != nil && err == nil {
-			err = c.Err
-		}
-		if c.Last {
-			last++
-		}
-	}
-	return err
-}
-
-// writeRDB writes the whole RDB (header, chunks, EOF, checksum) to w.
-func (s *Server) writeRDB(w io.Writer, outs []chan snapshot.Chunk, free chan<- []byte) error {
-	var crc uint64
-	var werr error
-	put := func(b []byte) {
-		if werr == nil {
-			crc = rdb.CRC64(crc, b)
-			_, werr = w.Write(b)
-		}
-	}
-	e := rdb.NewEncoder(nil)
-	e.WriteHeader()
-	e.StandardAUX(RedisVersion, 0)
-	put(e.TakeBytes())
-	var err error
-	m := newMerger(outs)
-	for last := 0; last < len(s.shards); {
-		c := m.next()
-		if c.Err != nil && err == nil {
-			err = c.Err
-		}
-		put(c.Data)
-		if c.Last {
-			last++
-		} else {
-			select {
-			case free <- c.Data[:0]:
-			default:
-			}
-		}
-	}
-	if err != nil {
-		return err
-	}
-	put([]byte{0xFF})
-	var sum [8]byte
-	for i := range sum {
-		sum[i] = byte(crc >> (8 * i))
-	}
-	if werr == nil {
-		_, werr = w.Write(sum[:])
-	}
-	return werr
 }
 
 // sendRDB sends the snapshot to a replica: "$EOF:<40 bytes>\r\n" RDB

@@ -379,12 +379,21 @@ func (sl *Slice) track(bk *bucket) {
 }
 
 func (sl *Slice) encodeSmall(db int, key string, v *shard.Value, at int64) {
+	sl.selectMain(db)
+	// The encoder copies the key: a view of it is enough.
+	sl.opt.Encode(sl.main, unsafe.Slice(unsafe.StringData(key), len(key)), v, at)
+	sl.maybeCutMain()
+}
+
+// selectMain makes the main stream's next records belong to db.
+func (sl *Slice) selectMain(db int) {
 	if sl.mainDB != db {
 		sl.main.SelectDB(uint64(db))
 		sl.mainDB = db
 	}
-	// The encoder copies the key: a view of it is enough.
-	sl.opt.Encode(sl.main, unsafe.Slice(unsafe.StringData(key), len(key)), v, at)
+}
+
+func (sl *Slice) maybeCutMain() {
 	if sl.main.Len() >= chunkSize {
 		sl.cutMain()
 	}
@@ -426,14 +435,9 @@ func (sl *Slice) startBig(db int, key string, v shard.Value, at int64) *item {
 	b, _ := x.next()
 	if x.w.last {
 		x.stop()
-		if sl.mainDB != db {
-			sl.main.SelectDB(uint64(db))
-			sl.mainDB = db
-		}
+		sl.selectMain(db)
 		sl.main.Raw(b)
-		if sl.main.Len() >= chunkSize {
-			sl.cutMain()
-		}
+		sl.maybeCutMain()
 		return nil
 	}
 	x.first = append([]byte(nil), b...)
@@ -731,13 +735,18 @@ func (sl *Slice) PreDelete(db *shard.DB, it shard.Iterator) {
 	if sl.dbs[db.Index].flushed {
 		return
 	}
+	sl.serializeErase(db, it)
+	sl.finishKey(db.Index, db.Table.Key(it))
+}
+
+// serializeErase (PIT) captures the buckets an erase of it may change.
+func (sl *Slice) serializeErase(db *shard.DB, it shard.Iterator) {
 	if sl.opt.Mode == PIT {
 		sl.scratch = db.Table.EraseChanges(sl.scratch[:0], it)
 		for _, b := range sl.scratch {
 			sl.serializeBucket(db.Index, db.Table, db.Expire, b)
 		}
 	}
-	sl.finishKey(db.Index, db.Table.Key(it))
 }
 
 // PreInsert: PIT serializes every bucket the insert may change, a whole
@@ -782,12 +791,7 @@ func (sl *Slice) OnExpire(db *shard.DB, it shard.Iterator, key string) {
 	if sl.dbs[db.Index].flushed {
 		return
 	}
-	if sl.opt.Mode == PIT {
-		sl.scratch = db.Table.EraseChanges(sl.scratch[:0], it)
-		for _, b := range sl.scratch {
-			sl.serializeBucket(db.Index, db.Table, db.Expire, b)
-		}
-	}
+	sl.serializeErase(db, it)
 	if !sl.opt.Journal && sl.byKey[keyRef{db.Index, key}] != nil {
 		stats.deferredDeletions.Add(1) // nothing to emit: a file has no journal
 	}

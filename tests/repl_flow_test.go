@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -91,14 +92,13 @@ func TestDflyFlowReplication(t *testing.T) {
 	}
 }
 
+// splitAddr is net.SplitHostPort, failing the test on a bad address.
 func splitAddr(t *testing.T, addr string) (string, string) {
-	for i := len(addr) - 1; i >= 0; i-- {
-		if addr[i] == ':' {
-			return addr[:i], addr[i+1:]
-		}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("bad address %q", addr)
-	return "", ""
+	return host, port
 }
 
 // waitDigestsEqual polls until master and replica digests agree.
@@ -107,26 +107,15 @@ func waitDigestsEqual(t *testing.T, mc, rc *RawConn) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		m, r := digest(t, mc), digest(t, rc)
-		diff := ""
-		for k, v := range m {
-			if r[k] != v {
-				diff = fmt.Sprintf("%s: master %.200q, replica %.200q", k, v, r[k])
-				break
-			}
-		}
-		for k := range r {
-			if _, ok := m[k]; !ok && diff == "" {
-				diff = k + ": only on the replica"
-			}
-		}
-		if diff == "" {
+		diff := digestDiff(m, r)
+		if len(diff) == 0 {
 			if len(m) == 0 {
 				t.Fatal("empty dataset")
 			}
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("digests differ (%d keys on the master, %d on the replica): %s", len(m), len(r), diff)
+			t.Fatalf("digests differ (%d keys on the master, %d on the replica): %s", len(m), len(r), diff[0])
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -211,5 +200,38 @@ func TestDflyFlowWait(t *testing.T) {
 	}
 	if r := mc.Do("WAIT", "2", "200"); r.Int != 1 {
 		t.Fatalf("WAIT 2 200 with one replica = %s", r.String())
+	}
+}
+
+// DFLY with bad arguments answers errors and leaves the connection usable.
+func TestDflyCommandBadInput(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly-only command")
+	}
+	c := StartServer(t, "--shards", "2").Raw(t)
+	for _, args := range [][]string{
+		{"DFLY", "NOPE"},
+		{"DFLY", "FLOW", "no-such-session", "0", "0"},
+		{"DFLY", "HELLO", "extra"},
+	} {
+		if r := c.Do(args...); !r.IsError() {
+			t.Fatalf("%v = %s, want an error", args, r.String())
+		}
+	}
+	hello := c.Do("DFLY", "HELLO")
+	if len(hello.Elems) != 4 {
+		t.Fatalf("DFLY HELLO = %s", hello.String())
+	}
+	for _, args := range [][]string{
+		{"DFLY", "FLOW", hello.Elems[2].Str, "99", "0"},
+		{"DFLY", "FLOW", hello.Elems[2].Str, "0", "-1"},
+		{"DFLY", "FLOW", hello.Elems[2].Str, "x", "0"},
+	} {
+		if r := c.Do(args...); !r.IsError() {
+			t.Fatalf("%v = %s, want an error", args, r.String())
+		}
+	}
+	if r := c.Do("PING"); r.Str != "PONG" {
+		t.Fatalf("PING after bad DFLY calls = %s", r.String())
 	}
 }

@@ -164,17 +164,7 @@ func compareDigests(t *testing.T, master, replica *RawConn) {
 	for attempt := 0; attempt < 5; attempt++ {
 		waitCaughtUp(t, master, replica)
 		dm, dr := digest(t, master), digest(t, replica)
-		diff = diff[:0]
-		for k, v := range dm {
-			if dr[k] != v {
-				diff = append(diff, fmt.Sprintf("%s: master %q replica %q", k, trunc(v), trunc(dr[k])))
-			}
-		}
-		for k, v := range dr {
-			if _, ok := dm[k]; !ok {
-				diff = append(diff, fmt.Sprintf("%s: only on replica: %q", k, trunc(v)))
-			}
-		}
+		diff = digestDiff(dm, dr)
 		if len(diff) == 0 {
 			t.Logf("digests equal: %d keys", len(dm))
 			return
@@ -186,6 +176,22 @@ func compareDigests(t *testing.T, master, replica *RawConn) {
 		diff = append(diff[:20], fmt.Sprintf("... %d more", len(diff)-20))
 	}
 	t.Fatalf("master and replica differ:\n%s", strings.Join(diff, "\n"))
+}
+
+// digestDiff lists the keys whose digests differ between master and replica.
+func digestDiff(dm, dr map[string]string) []string {
+	var diff []string
+	for k, v := range dm {
+		if dr[k] != v {
+			diff = append(diff, fmt.Sprintf("%s: master %q replica %q", k, trunc(v), trunc(dr[k])))
+		}
+	}
+	for k, v := range dr {
+		if _, ok := dm[k]; !ok {
+			diff = append(diff, fmt.Sprintf("%s: only on replica: %q", k, trunc(v)))
+		}
+	}
+	return diff
 }
 
 func trunc(s string) string {
