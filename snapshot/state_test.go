@@ -263,21 +263,40 @@ func TestBackpressureParksWriters(t *testing.T) {
 	}
 	h.out = make(chan Chunk, 1) // a consumer that is not reading
 	h.start(Options{Mode: PIT, Tagged: true})
-	for i := 0; i < 100000 && h.sl.pendingBytes < maxPending; i++ {
+	for i := 0; i < 100000 && h.sl.pendingBytes < walkPending; i++ {
 		h.step()
 	}
-	if h.sl.pendingBytes < maxPending {
-		t.Fatalf("the output never filled: %d pending, done %v walkDone %v keys %d", h.sl.pendingBytes, h.sl.done, h.sl.walkDone, h.sl.Keys)
+	// The walk pauses once walkPending waits: the rest of the room is the
+	// writers'.
+	keys := h.sl.Keys
+	for i := 0; i < 10; i++ {
+		h.step()
 	}
-	// A write to a key the walk has not reached must wait.
-	var waiting string
-	for i := 59999; i >= 0; i-- {
-		k := fmt.Sprintf("k%d", i)
-		if h.sl.KeyState(0, k) == NotVisited {
-			waiting = k
-			break
+	if h.sl.pendingBytes < walkPending || h.sl.pendingBytes >= maxPending || h.sl.Keys != keys {
+		t.Fatalf("the walk did not pause: %d pending, keys %d then %d", h.sl.pendingBytes, keys, h.sl.Keys)
+	}
+	// Writes to keys the walk has not reached capture their buckets until
+	// the output is full.
+	next := 59999
+	notVisited := func() string {
+		for ; next >= 0; next-- {
+			if k := fmt.Sprintf("k%d", next); h.sl.KeyState(0, k) == NotVisited {
+				return k
+			}
+		}
+		t.Fatal("every key visited")
+		return ""
+	}
+	for h.sl.pendingBytes < maxPending {
+		k := notVisited()
+		values[k] = "written"
+		h.set(0, k, "written")
+		if h.parked != 0 {
+			t.Fatalf("a writer was held back with %d pending", h.sl.pendingBytes)
 		}
 	}
+	// A write to a key the walk has not reached must now wait.
+	waiting := notVisited()
 	h.set(0, waiting, "late")
 	if h.parked != 1 {
 		t.Fatal("a writer needing a baseline was not held back by the full output")

@@ -69,17 +69,24 @@ func ResetMaxStall() {
 type stallTimer struct {
 	wall time.Time
 	cpu  time.Duration
+	tid  int
 }
 
-func startStall() stallTimer { return stallTimer{wall: time.Now(), cpu: threadCPU()} }
+func startStall() stallTimer {
+	cpu, tid := threadCPU()
+	return stallTimer{wall: time.Now(), cpu: cpu, tid: tid}
+}
 
-// done records the stretch. The CPU time is the thread's: a goroutine
-// that moved to another thread meanwhile (rare in a short step) reads as
-// its wall time.
+// done records the stretch. The CPU time is the thread's, which is the
+// goroutine's own only while no other goroutine ran on that thread: the
+// server locks each event loop (which owns its shards) to its thread. A
+// goroutine that moved to another thread meanwhile (an unlocked shard, in
+// tests) reads as its wall time.
 func (t stallTimer) done() {
 	wall := time.Since(t.wall)
-	cpu := threadCPU() - t.cpu
-	if cpu < 0 || cpu > wall {
+	cpu, tid := threadCPU()
+	cpu -= t.cpu
+	if tid != t.tid || cpu < 0 || cpu > wall {
 		cpu = wall
 	}
 	raise(&stats.maxStall, int64(cpu))
