@@ -1,6 +1,11 @@
 package rdb
 
-import "errors"
+import (
+	"encoding/binary"
+	"errors"
+	"math/bits"
+	"slices"
+)
 
 // LZF as liblzf writes it (Redis compresses strings longer than 20 bytes
 // with it). A control byte < 32 starts a run of ctrl+1 literals; otherwise
@@ -87,92 +92,125 @@ func lzfDecompress(in, out []byte) error {
 
 // lzfCompressor holds the match table between calls.
 type lzfCompressor struct {
-	table []uint32 // position+1 of the last 3-byte prefix with this hash
+	// table: for each hash of a 3-byte prefix, next+position of its last
+	// occurrence. A call numbers its positions from next on, so entries
+	// of earlier calls (below the call's base) are stale without clearing
+	// the table for every value; it is cleared when the numbering wraps.
+	table []uint32
+	next  uint32
 }
+
+const (
+	lzfHashLog = 13
+	// lzfGiveUpEvery: how often (input bytes) compress checks whether the
+	// output has saved anything yet.
+	lzfGiveUpEvery = 512
+)
 
 // compress appends the LZF form of in to dst if it is at most limit bytes,
 // and reports whether it was. Any valid LZF stream works for Redis; this
-// one is greedy with a single-entry hash table, like liblzf's fast mode.
+// one is greedy with a single-entry hash table, like liblzf's fast mode,
+// and compares matches 8 bytes at a time.
 func (c *lzfCompressor) compress(dst, in []byte, limit int) ([]byte, bool) {
-	hlog := 8
-	for hlog < 14 && 1<<hlog < len(in) {
-		hlog++
+	if c.table == nil {
+		c.table = make([]uint32, 1<<lzfHashLog)
 	}
-	if cap(c.table) < 1<<hlog {
-		c.table = make([]uint32, 1<<14)
-	}
-	table := c.table[:1<<hlog]
-	clear(table)
-	shift := 32 - hlog
-	start := len(dst)
-	max := start + limit
-	lit := 0
-	ctrl := len(dst)
-	dst = append(dst, 0)
 	n := len(in)
+	if c.next == 0 || uint64(c.next)+uint64(n) >= 1<<32 {
+		clear(c.table)
+		c.next = 1
+	}
+	base := int(c.next)
+	c.next += uint32(n)
+	table := c.table[:1<<lzfHashLog]
+	start := len(dst)
+	// Write into room for limit bytes plus a literal run's worst case;
+	// op >= max is checked where output grows, before the next write.
+	dst = slices.Grow(dst, limit+lzfMaxLit+8)
+	out := dst[:cap(dst)]
+	max := start + limit
+	giveUp := limit < n
+	op := start + 1 // out[ctrl] is the current literal run's control byte
+	ctrl := start
+	lit := 0
 	ip := 0
-	for ip+2 < n {
-		v := uint32(in[ip])<<16 | uint32(in[ip+1])<<8 | uint32(in[ip+2])
-		h := (v * 2654435761) >> shift
-		ref := int(table[h]) - 1
-		table[h] = uint32(ip + 1)
-		if ref >= 0 && ip-ref-1 < lzfMaxOff && in[ref] == in[ip] && in[ref+1] == in[ip+1] && in[ref+2] == in[ip+2] {
+	for ip+4 <= n {
+		v := binary.LittleEndian.Uint32(in[ip:]) & 0xffffff
+		h := (v * 2654435761) >> (32 - lzfHashLog)
+		ref := int(table[h]) - base
+		table[h] = uint32(base + ip)
+		if ref >= 0 && ip-ref <= lzfMaxOff && binary.LittleEndian.Uint32(in[ref:])&0xffffff == v {
 			off := ip - ref - 1
 			maxLen := min(n-ip, lzfMaxRef)
 			l := 3
+			for l+8 <= maxLen {
+				if x := binary.LittleEndian.Uint64(in[ip+l:]) ^ binary.LittleEndian.Uint64(in[ref+l:]); x != 0 {
+					l += bits.TrailingZeros64(x) / 8
+					goto matched
+				}
+				l += 8
+			}
 			for l < maxLen && in[ref+l] == in[ip+l] {
 				l++
 			}
+		matched:
 			if lit > 0 {
-				dst[ctrl] = byte(lit - 1)
+				out[ctrl] = byte(lit - 1)
 			} else {
-				dst = dst[:len(dst)-1]
+				op-- // no literals: drop the reserved control byte
 			}
-			if len(dst)+4 > max {
+			if op+3 > max {
 				return dst[:start], false
 			}
 			if enc := l - 2; enc < 7 {
-				dst = append(dst, byte(enc<<5|off>>8), byte(off))
+				out[op], out[op+1] = byte(enc<<5|off>>8), byte(off)
+				op += 2
 			} else {
-				dst = append(dst, byte(7<<5|off>>8), byte(enc-7), byte(off))
+				out[op], out[op+1], out[op+2] = byte(7<<5|off>>8), byte(enc-7), byte(off)
+				op += 3
 			}
 			ip += l
-			ctrl = len(dst)
-			dst = append(dst, 0)
-			lit = 0
+			ctrl, lit = op, 0
+			op++
 			continue
 		}
-		if len(dst)+2 > max {
+		if op >= max {
 			return dst[:start], false
 		}
-		dst = append(dst, in[ip])
+		out[op] = in[ip]
+		op++
 		ip++
 		if lit++; lit == lzfMaxLit {
-			dst[ctrl] = lzfMaxLit - 1
-			ctrl = len(dst)
-			dst = append(dst, 0)
-			lit = 0
+			out[ctrl] = lzfMaxLit - 1
+			ctrl, lit = op, 0
+			op++
+			// A caller that needs the output shorter than the input, when
+			// nothing is saved so far: give up (the value is stored as it
+			// is) rather than hash the rest of it.
+			if giveUp && ip&(lzfGiveUpEvery-1) < lzfMaxLit && ip >= lzfGiveUpEvery && op-start >= ip {
+				return dst[:start], false
+			}
 		}
 	}
 	for ; ip < n; ip++ {
-		if len(dst)+2 > max {
+		if op >= max {
 			return dst[:start], false
 		}
-		dst = append(dst, in[ip])
+		out[op] = in[ip]
+		op++
 		if lit++; lit == lzfMaxLit {
-			dst[ctrl] = lzfMaxLit - 1
-			ctrl = len(dst)
-			dst = append(dst, 0)
-			lit = 0
+			out[ctrl] = lzfMaxLit - 1
+			ctrl, lit = op, 0
+			op++
 		}
 	}
 	if lit > 0 {
-		dst[ctrl] = byte(lit - 1)
+		out[ctrl] = byte(lit - 1)
 	} else {
-		dst = dst[:len(dst)-1]
+		op--
 	}
-	if len(dst)-start > limit {
+	if op-start > limit {
 		return dst[:start], false
 	}
-	return dst, true
+	return out[:op], true
 }

@@ -42,6 +42,26 @@ func TestLZF(t *testing.T) {
 		if err := lzfDecompress(out, make([]byte, len(in)+1)); err == nil {
 			t.Fatalf("input %d: wrong declared length accepted", i)
 		}
+		// With a limit below the input's length (as the encoder asks),
+		// compress may give up, but what it returns is within the limit
+		// and decompresses.
+		limit := len(in) - 5
+		if out, ok := c.compress([]byte("x"), in, limit); ok {
+			if len(out)-1 > limit || lzfDecompress(out[1:], dec) != nil || !bytes.Equal(dec, in) {
+				t.Fatalf("input %d: tight limit: %d bytes over %d", i, len(out)-1, limit)
+			}
+		} else if string(out) != "x" {
+			t.Fatalf("input %d: a refusal changed dst", i)
+		}
+	}
+	// An incompressible head gives up early; a compressible one does not.
+	head := []byte(pseudoRandom(4096, 9) + strings.Repeat("z", 4096))
+	if _, ok := c.compress(nil, head, len(head)-5); ok {
+		t.Log("incompressible head compressed (allowed, not expected)")
+	}
+	tail := []byte(strings.Repeat("z", 4096) + pseudoRandom(4096, 9))
+	if _, ok := c.compress(nil, tail, len(tail)-5); !ok {
+		t.Fatal("a value with a compressible head was not compressed")
 	}
 	// A limit too small is reported, not exceeded.
 	in := []byte(pseudoRandom(1000, 7))
@@ -83,5 +103,38 @@ func BenchmarkLZFDecompress(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+// BenchmarkLZFCompress compresses 1 KiB values: DEBUG POPULATE's
+// ("value:N" padded with zeros), text with repeats, and random bytes
+// (incompressible).
+func BenchmarkLZFCompress(b *testing.B) {
+	kinds := map[string]func(i int) []byte{
+		"populate": func(i int) []byte {
+			v := make([]byte, 1024)
+			copy(v, fmt.Sprintf("value:%d", i*997))
+			return v
+		},
+		"text": func(i int) []byte {
+			return []byte(strings.Repeat(fmt.Sprintf(`{"id":%d,"name":"user-%d","tags":["a","b"]},`, i, i*31), 30)[:1024])
+		},
+		"random": func(i int) []byte { return []byte(pseudoRandom(1024, uint32(i))) },
+	}
+	for _, name := range []string{"populate", "text", "random"} {
+		b.Run(name, func(b *testing.B) {
+			var ins [][]byte
+			for i := range 256 {
+				ins = append(ins, kinds[name](i))
+			}
+			var c lzfCompressor
+			dst := make([]byte, 0, 2048)
+			b.SetBytes(1024 * int64(len(ins)))
+			for b.Loop() {
+				for _, in := range ins {
+					c.compress(dst[:0], in, len(in)-5)
+				}
+			}
+		})
 	}
 }
