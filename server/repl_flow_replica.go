@@ -82,15 +82,19 @@ func (l *flowLink) Stop() (string, int64) {
 	if c := l.fallback.Load(); c != nil {
 		return c.Stop()
 	}
-	return l.replID, l.offset()
+	return l.position()
 }
 
-func (l *flowLink) offset() int64 {
+// position is the master's replication id and the sum of the applied
+// LSNs; safe on any goroutine (session replaces both under mu).
+func (l *flowLink) position() (string, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var n int64
 	for i := range l.lsns {
 		n += int64(l.lsns[i].Load())
 	}
-	return n
+	return l.replID, n
 }
 
 // Status reports the link for INFO and ROLE.
@@ -98,7 +102,8 @@ func (l *flowLink) Status() replica.Status {
 	if c := l.fallback.Load(); c != nil {
 		return c.Status()
 	}
-	st := replica.Status{State: replica.State(l.state.Load()), ReplID: l.replID,
+	id, off := l.position()
+	st := replica.Status{State: replica.State(l.state.Load()), ReplID: id,
 		FullSyncs: l.fulls.Load(), PartialSyncs: l.partial.Load(), SyncInProgress: l.syncing.Load(),
 		SyncTotal: -1}
 	if t := l.lastIO.Load(); t > 0 {
@@ -107,7 +112,7 @@ func (l *flowLink) Status() replica.Status {
 	if t := l.downAt.Load(); t > 0 && st.State != replica.StateConnected {
 		st.LinkDownSince = time.Unix(0, t)
 	}
-	st.Offset = l.offset()
+	st.Offset = off
 	st.ReadOffset = st.Offset
 	return st
 }
@@ -244,9 +249,12 @@ func (l *flowLink) session() error {
 	l.state.Store(int32(replica.StateHandshake))
 	if hello[0] != l.replID || shards != l.shards {
 		// Another master, or another shape of it: LSNs mean nothing.
+		// Written under mu: Status reads them from other goroutines.
+		l.mu.Lock()
 		l.lsns = make([]atomic.Uint64, shards)
 		l.shards = shards
 		l.replID = hello[0]
+		l.mu.Unlock()
 	}
 	conns := make([]net.Conn, shards)
 	readers := make([]*bufio.Reader, shards)
