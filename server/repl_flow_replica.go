@@ -182,6 +182,29 @@ func writeCommand(w io.Writer, args ...string) error {
 	return err
 }
 
+// auth authenticates a connection to the master with masterauth (and
+// masteruser) when set, as the Redis-protocol link does.
+func (l *flowLink) auth(c net.Conn, r *bufio.Reader) error {
+	if l.cfg.Password == "" {
+		return nil
+	}
+	args := []string{"AUTH", l.cfg.Password}
+	if l.cfg.User != "" {
+		args = []string{"AUTH", l.cfg.User, l.cfg.Password}
+	}
+	if err := writeCommand(c, args...); err != nil {
+		return err
+	}
+	line, err := readLine(r)
+	if err != nil {
+		return err
+	}
+	if line = strings.TrimRight(line, "\r\n"); line != "+OK" {
+		return fmt.Errorf("unable to AUTH to master: %s", line)
+	}
+	return nil
+}
+
 // readHello reads DFLY HELLO's reply: replid, shards, session, mode.
 func readHello(r *bufio.Reader) ([]string, error) {
 	line, err := readLine(r)
@@ -235,10 +258,14 @@ func (l *flowLink) session() error {
 	}
 	defer main.Close()
 	_ = main.SetDeadline(time.Now().Add(10 * time.Second))
+	mr := bufio.NewReader(main)
+	if err := l.auth(main, mr); err != nil {
+		return err
+	}
 	if err := writeCommand(main, "DFLY", "HELLO"); err != nil {
 		return err
 	}
-	hello, err := readHello(bufio.NewReader(main))
+	hello, err := readHello(mr)
 	if err != nil {
 		return err
 	}
@@ -276,6 +303,12 @@ func (l *flowLink) session() error {
 			return errors.New("stopped")
 		}
 		conns[i] = c
+		readers[i] = bufio.NewReaderSize(c, 1<<20)
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := l.auth(c, readers[i]); err != nil {
+			return err
+		}
+		_ = c.SetDeadline(time.Time{})
 		lsn := l.lsns[i].Load()
 		if !l.complete.Load() {
 			lsn = 0 // an interrupted full sync: start again
@@ -286,7 +319,6 @@ func (l *flowLink) session() error {
 	}
 	for i, c := range conns {
 		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-		readers[i] = bufio.NewReaderSize(c, 1<<20)
 		line, err := readLine(readers[i])
 		if err != nil {
 			return fmt.Errorf("flow %d: %w", i, err)

@@ -292,3 +292,38 @@ func TestDflyFlowMasterRestart(t *testing.T) {
 		t.Fatalf("the replica still follows replication id %s", v)
 	}
 }
+
+// A dfly master with a password: the replica's flows authenticate with
+// --masterauth (the handshake and every flow connection); without it the
+// link stays down and says why.
+func TestDflyFlowAuth(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly-native replication")
+	}
+	master := StartServer(t, "--shards", "2", "--requirepass", "s3cret")
+	mc := master.Raw(t)
+	mustOK(t, mc.Do("AUTH", "s3cret"), "auth")
+	preload(t, mc, 500)
+	host, port := splitAddr(t, master.Addr)
+
+	noPass := StartServer(t, "--shards", "2")
+	nc := noPass.Raw(t)
+	mustOK(t, nc.Do("REPLICAOF", host, port), "replicaof")
+	time.Sleep(time.Second)
+	if v := infoField(nc, "replication", "master_link_status"); v != "down" {
+		t.Fatalf("a replica without masterauth: master_link_status %s", v)
+	}
+	if n := nc.Do("DBSIZE").Int; n != 0 {
+		t.Fatalf("a replica without masterauth loaded %d keys", n)
+	}
+
+	rep := StartServer(t, "--shards", "3", "--masterauth", "s3cret")
+	rc := rep.Raw(t)
+	mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
+	waitLinkUp(t, rc)
+	mustOK(t, mc.Do("SET", "after", "sync"), "set")
+	waitDigestsEqual(t, mc, rc)
+	if v := infoField(mc, "replication", "dfly_flow_syncs_full"); v != "1" {
+		t.Fatalf("dfly_flow_syncs_full = %q: the replica did not sync over flows", v)
+	}
+}
