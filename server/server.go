@@ -207,6 +207,16 @@ func (s *Server) Serve() error {
 		gnet.WithLogger(s.log.gnetLogger()),
 	)
 	if err != nil && !s.stopping.Load() {
+		// gnet reports a failed bind obscurely ("setsockopt: bad file
+		// descriptor"): name the address and the system's reason.
+		for _, a := range s.Addrs() {
+			a = strings.TrimPrefix(a, "tcp://")
+			ln, lerr := net.Listen("tcp", a)
+			if lerr != nil {
+				return fmt.Errorf("server: could not listen on %s: %w", a, lerr)
+			}
+			ln.Close()
+		}
 		return fmt.Errorf("server: %w", err)
 	}
 	return nil

@@ -86,6 +86,7 @@ type Shard struct {
 	epoch       int64
 	quit        chan struct{}
 	done        chan struct{}
+	started     bool // Start ran (Stop waits for the goroutine only then)
 	block       blockState
 	watch       watchState
 	// tier and noLoad: tiered storage, nil when off (tier.go).
@@ -233,6 +234,7 @@ func (s *Shard) expireStep() {
 // Start runs the shard goroutine (unless an executor is attached) and its
 // expiry ticker.
 func (s *Shard) Start() {
+	s.started = true
 	if s.post == nil {
 		go s.loop()
 	} else {
@@ -261,6 +263,9 @@ func (s *Shard) Start() {
 
 // Stop ends the shard goroutine after the messages already queued.
 func (s *Shard) Stop() {
+	if !s.started {
+		return // a server that failed before its shards ran (say, at bind)
+	}
 	close(s.quit)
 	if s.post == nil {
 		s.inbox <- Func(func(*Shard) {})

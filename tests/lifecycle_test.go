@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"errors"
+	"net"
 	"os/exec"
 	"strings"
 	"testing"
@@ -57,6 +58,41 @@ func TestFlagErrors(t *testing.T) {
 		if !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%v: stderr %q does not say %q", tc.args, stderr.String(), tc.want)
 		}
+	}
+}
+
+// TestPortInUse: a port another process listens on makes dfly exit at
+// once with a non-zero status and the reason, not hang.
+func TestPortInUse(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly's own start-up")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	var out bytes.Buffer
+	cmd := exec.Command(dflyPath, "--port", port, "--bind", "127.0.0.1")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+			t.Fatalf("exit: %v, want a non-zero status", err)
+		}
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("dfly did not exit with its port taken; output: %s", out.String())
+	}
+	if !strings.Contains(out.String(), "address already in use") {
+		t.Fatalf("output does not give the reason: %q", out.String())
 	}
 }
 
