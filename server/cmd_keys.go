@@ -251,9 +251,8 @@ func takeValue(db *shard.DB, key []byte, remove bool) moved {
 }
 
 func putValue(db *shard.DB, key []byte, m moved) {
-	db.Set(key, m.v, false)
+	it := db.Set(key, m.v, false)
 	if m.expireAt != 0 {
-		it, _ := db.Find(key)
 		db.SetExpire(it, m.expireAt)
 	}
 }

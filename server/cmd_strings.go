@@ -183,9 +183,8 @@ func setGeneric(x *Exec, key, val []byte, o setOpts) {
 		reply()
 		return
 	}
-	x.DB.Set(key, shard.NewString(val), o.keepTTL)
+	it = x.DB.Set(key, shard.NewString(val), o.keepTTL)
 	if o.expireAt != 0 {
-		it, _ = x.DB.Find(key)
 		x.DB.SetExpire(it, o.expireAt)
 	}
 	reply()

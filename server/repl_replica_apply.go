@@ -96,7 +96,7 @@ func (a *replApplier) FullSync(r io.Reader, size int64) (err error) {
 		sem <- struct{}{}
 		a.wg.Add(1)
 		s.shards[sid].Send(shard.Func(func(sh *shard.Shard) {
-			insertItems(sh, items)
+			applyItems(sh, items)
 			<-sem
 			a.wg.Done()
 		}))
@@ -111,25 +111,6 @@ func (a *replApplier) FullSync(r io.Reader, size int64) (err error) {
 	}
 	s.log.Noticef("MASTER <-> REPLICA sync: loaded %d keys in %.3f seconds", l.keys, time.Since(start).Seconds())
 	return nil
-}
-
-// insertItems stores decoded keys into databases a full sync has just
-// emptied: an insert, no look-up first (applyItems's Set looks up, then
-// inserts); a key the payload repeats falls back to replacing.
-func insertItems(sh *shard.Shard, items []loadItem) {
-	for i := range items {
-		it := &items[i]
-		db := sh.DBs[it.db]
-		n := db.Len()
-		pos, _ := db.Insert(it.key, it.val)
-		if db.Len() == n {
-			db.Set(it.key, it.val, false)
-			pos, _ = db.Find(it.key)
-		}
-		if it.expireAt != 0 {
-			db.SetExpire(pos, it.expireAt)
-		}
-	}
 }
 
 // applyOp is a command on its way to a shard.

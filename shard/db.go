@@ -117,7 +117,8 @@ func (db *DB) Mutate(it dash.Iterator) *Value {
 	return db.Table.Value(it)
 }
 
-// Insert adds key, which must be absent, with value v.
+// Insert adds key, which must be absent from the table (not only hidden:
+// see Set), with value v; a key in the table keeps its old value.
 func (db *DB) Insert(key []byte, v Value) (dash.Iterator, *Value) {
 	s := db.shard
 	k := view(key)
@@ -133,12 +134,22 @@ func (db *DB) Insert(key []byte, v Value) (dash.Iterator, *Value) {
 }
 
 // Set stores v under key, replacing any old value and dropping its TTL
-// unless keepTTL.
-func (db *DB) Set(key []byte, v Value, keepTTL bool) {
+// unless keepTTL, and returns the key's position.
+//
+// A key a replica hides (logically expired, waiting for its master's DEL:
+// see find) is gone for readers but still in the table, so Set replaces it
+// in place, TTL included, as it would replace a live key: Insert needs the
+// key absent from the table, and a key loaded again (a non-PIT full sync
+// sends a key twice, or after a journal entry created it) is often one
+// whose short TTL passed on the replica's clock meanwhile.
+func (db *DB) Set(key []byte, v Value, keepTTL bool) dash.Iterator {
 	it, old := db.find(key, false) // the old bytes are not needed
 	if old == nil {
-		db.Insert(key, v)
-		return
+		if it = db.hidden(key); !it.Valid() {
+			it, _ = db.Insert(key, v)
+			return it
+		}
+		keepTTL = false // the old value is logically expired: so is its TTL
 	}
 	p := db.Mutate(it)
 	hadExpire := p.HasExpire
@@ -154,11 +165,22 @@ func (db *DB) Set(key []byte, v Value, keepTTL bool) {
 			db.Expire.Delete(db.Table.Key(it))
 		}
 	}
+	return it
+}
+
+// hidden is the item of a key find hides on a replica (see Set), or an
+// invalid Iterator. It costs a probe only where find hides keys.
+func (db *DB) hidden(key []byte) dash.Iterator {
+	if !db.shard.ReplicaMode || db.shard.MasterApply {
+		return dash.Iterator{}
+	}
+	return db.Table.Find(view(key))
 }
 
 // Load stores a key read from a snapshot or a replication stream with its
-// absolute expiry in unix ms (0: none), replacing any old value and TTL.
-// The key is usually absent: then it costs one table probe, not Set's two.
+// absolute expiry in unix ms (0: none), replacing any old value and TTL
+// (a hidden one too: see Set). The key is usually absent: then it costs
+// one table probe, not Set's two.
 func (db *DB) Load(key []byte, v Value, expireAt int64) {
 	s := db.shard
 	if len(s.hooks) == 0 {
@@ -174,9 +196,8 @@ func (db *DB) Load(key []byte, v Value, expireAt int64) {
 			return
 		}
 	}
-	db.Set(key, v, false)
+	it := db.Set(key, v, false)
 	if expireAt != 0 {
-		it, _ := db.Find(key)
 		db.SetExpire(it, expireAt)
 	}
 }
@@ -218,6 +239,11 @@ func (db *DB) deleteExpired(it dash.Iterator) {
 // SetExpire gives the key at it an absolute expiry in unix ms. The caller
 // has already announced the update with Mutate (or just inserted the key).
 func (db *DB) SetExpire(it dash.Iterator, at int64) {
+	if !it.Valid() {
+		// The zero Iterator names slot 0 of the first bucket: another key
+		// would get this TTL (and vanish from a replica's readers).
+		panic("shard: SetExpire of a key that is not in the table")
+	}
 	v := db.Table.Value(it)
 	key := db.Table.Key(it)
 	eit := db.Expire.Find(key)

@@ -16,4 +16,8 @@
 //   - Every mutation goes through DB's mutation methods, which call the
 //     change hooks before the table changes, so a snapshot can serialize the
 //     buckets first (OnDbChange) and a journal can record the change after.
+//   - A replica hides a logically expired key from readers until its
+//     master's DEL, but writes that replace a value (Set, Load) still see
+//     it in the table and replace it in place (DB.Set); Insert and
+//     SetExpire need their key's real position, never a hidden miss.
 package shard
