@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tx"
 )
 
 // benchLoadKeys is the dataset of the load benchmarks: DEBUG POPULATE n
@@ -29,7 +30,10 @@ func benchServer(dir, format string, shards int) *Server {
 }
 
 // populate fills s as DEBUG POPULATE n key 100 does.
-func populate(s *Server, n int) {
+func populate(s *Server, n int) { populateSize(s, n, 100) }
+
+// populateSize fills s as DEBUG POPULATE n key size does.
+func populateSize(s *Server, n, size int) {
 	for _, sh := range s.shards {
 		db := sh.DBs[0]
 		var key, val []byte
@@ -39,10 +43,10 @@ func populate(s *Server, n int) {
 				continue
 			}
 			val = strconv.AppendInt(append(val[:0], "value:"...), int64(i), 10)
-			for len(val) < 100 {
+			for len(val) < size {
 				val = append(val, 0)
 			}
-			db.Insert(key, shard.NewString(val))
+			db.Insert(key, shard.NewString(val[:size]))
 		}
 	}
 }
@@ -59,7 +63,7 @@ func BenchmarkLoadOnStart(b *testing.B) {
 			if format == "dfly" {
 				files := make([]dfsEntry, len(src.shards))
 				for i, sh := range src.shards {
-					files[i] = writeShardFile(sh, dir, shardFileName("dump", i))
+					files[i] = encodeShardFile(sh, dir, shardFileName("dump", i)).wait()
 				}
 				if err := src.writeSummary(dir, "dump", files); err != nil {
 					b.Fatal(err)
@@ -104,4 +108,34 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkSave saves a 2-shard dataset of DEBUG POPULATE n key size
+// (DFLY_BENCH_KEYS, DFLY_BENCH_SIZE; default 1M of 1 KiB) as SAVE does,
+// in both formats.
+func BenchmarkSave(b *testing.B) {
+	n := benchLoadKeys()
+	size := 1024
+	if v, err := strconv.Atoi(os.Getenv("DFLY_BENCH_SIZE")); err == nil && v > 0 {
+		size = v
+	}
+	for _, format := range []string{"dfly", "rdb"} {
+		b.Run(format, func(b *testing.B) {
+			dir := b.TempDir()
+			s := benchServer(dir, format, 2)
+			populateSize(s, n, size)
+			for _, sh := range s.shards {
+				sh.Start()
+				defer sh.Stop()
+			}
+			runtime.GC()
+			b.ResetTimer()
+			for b.Loop() {
+				if err := s.save(tx.New(s.shards)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/key")
+		})
+	}
 }
