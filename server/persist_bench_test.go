@@ -23,17 +23,31 @@ func benchLoadKeys() int {
 	return 1_000_000
 }
 
+// benchValueSize is DFLY_BENCH_SIZE, or def.
+func benchValueSize(def int) int {
+	if v, err := strconv.Atoi(os.Getenv("DFLY_BENCH_SIZE")); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
 func benchServer(dir, format string, shards int) *Server {
 	cfg := DefaultConfig()
 	cfg.Shards, cfg.Dir, cfg.DBFormat = shards, dir, format
 	return New(cfg, NewLogger(io.Discard, "warning"))
 }
 
-// populate fills s as DEBUG POPULATE n key 100 does.
-func populate(s *Server, n int) { populateSize(s, n, 100) }
+// benchDataset is a 2-shard server saving to a temporary directory,
+// filled as DEBUG POPULATE n key size (n: benchLoadKeys).
+func benchDataset(b *testing.B, format string, size int) (s *Server, dir string, n int) {
+	n, dir = benchLoadKeys(), b.TempDir()
+	s = benchServer(dir, format, 2)
+	populate(s, n, size)
+	return s, dir, n
+}
 
-// populateSize fills s as DEBUG POPULATE n key size does.
-func populateSize(s *Server, n, size int) {
+// populate fills s as DEBUG POPULATE n key size does.
+func populate(s *Server, n, size int) {
 	for _, sh := range s.shards {
 		db := sh.DBs[0]
 		var key, val []byte
@@ -52,14 +66,13 @@ func populateSize(s *Server, n, size int) {
 }
 
 // BenchmarkLoadOnStart loads a saved dataset into a fresh 2-shard server,
-// as dfly does at start: the dfly format and the RDB file.
+// as dfly does at start: the dfly format and the RDB file (values of 100
+// bytes, DFLY_BENCH_SIZE overrides).
 func BenchmarkLoadOnStart(b *testing.B) {
-	n := benchLoadKeys()
+	size := benchValueSize(100)
 	for _, format := range []string{"dfly", "rdb"} {
 		b.Run(format, func(b *testing.B) {
-			dir := b.TempDir()
-			src := benchServer(dir, format, 2)
-			populate(src, n)
+			src, dir, n := benchDataset(b, format, size)
 			if format == "dfly" {
 				files := make([]dfsEntry, len(src.shards))
 				for i, sh := range src.shards {
@@ -114,28 +127,26 @@ func cpuTime() time.Duration {
 // (DFLY_BENCH_KEYS, DFLY_BENCH_SIZE; default 1M of 1 KiB) as SAVE does,
 // in both formats.
 func BenchmarkSave(b *testing.B) {
-	n := benchLoadKeys()
-	size := 1024
-	if v, err := strconv.Atoi(os.Getenv("DFLY_BENCH_SIZE")); err == nil && v > 0 {
-		size = v
-	}
+	size := benchValueSize(1024)
 	for _, format := range []string{"dfly", "rdb"} {
 		b.Run(format, func(b *testing.B) {
-			dir := b.TempDir()
-			s := benchServer(dir, format, 2)
-			populateSize(s, n, size)
+			s, _, n := benchDataset(b, format, size)
 			for _, sh := range s.shards {
 				sh.Start()
 				defer sh.Stop()
 			}
 			runtime.GC()
 			b.ResetTimer()
+			var cpu time.Duration
 			for b.Loop() {
+				c0 := cpuTime()
 				if err := s.save(tx.New(s.shards)); err != nil {
 					b.Fatal(err)
 				}
+				cpu += cpuTime() - c0
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/key")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(n), "cpu-ns/key")
 		})
 	}
 }
