@@ -10,8 +10,9 @@ import (
 // Blob chunks (OpS2Blob, OpZstdBlob) carry one fragment compressed whole.
 // S2 is klauspost/compress's LZ4-class block codec: several GB/s on one
 // core, so a fragment of raw (not LZF) records costs a fraction of what
-// LZF costs value by value. Fragments past MaxS2Blob go to zstd, whose
-// decoder streams and checks its limit as it writes.
+// LZF costs value by value. Fragments past MaxS2Blob (one huge record)
+// go to zstd. Both decoders allocate the size a blob claims once it is
+// checked against the bound: at most MaxS2Blob, or MaxZstdBlob.
 const (
 	// MaxS2Blob bounds the decompressed size of an S2 blob: the decoder
 	// allocates the size the blob claims before it can check the data.
