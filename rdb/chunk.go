@@ -19,9 +19,9 @@ const (
 	OpJournal byte = 0xD2
 	// OpFullSyncCut marks the end of a flow's baseline (empty payload).
 	OpFullSyncCut byte = 0xD3
-	// OpZstdBlob and OpLZ4Blob carry compressed RDB records (a fragment).
+	// OpZstdBlob and OpS2Blob carry a fragment compressed whole (blob.go).
 	OpZstdBlob byte = 0xD4
-	OpLZ4Blob  byte = 0xD5
+	OpS2Blob   byte = 0xD5
 )
 
 // ChunkHeaderSize is the size of [opcode][stream id u32 LE][length u32 LE].
@@ -32,7 +32,7 @@ const ChunkHeaderSize = 9
 const MaxChunkPayload = 16 << 20
 
 // IsChunkOp reports whether op is one of the tagged chunk opcodes.
-func IsChunkOp(op byte) bool { return op >= OpChunk && op <= OpLZ4Blob }
+func IsChunkOp(op byte) bool { return op >= OpChunk && op <= OpS2Blob }
 
 // AppendChunk appends one framed chunk to dst. Payloads longer than
 // MaxChunkPayload must be split by the caller (see AppendChunks).

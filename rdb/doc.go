@@ -48,8 +48,8 @@
 //	0xD1 OpChunkEnd     the last piece; the item is complete
 //	0xD2 OpJournal      one journal entry (opaque to this package)
 //	0xD3 OpFullSyncCut  end of a flow's baseline, empty payload
-//	0xD4 OpZstdBlob     zstd-compressed RDB records
-//	0xD5 OpLZ4Blob      lz4-compressed RDB records
+//	0xD4 OpZstdBlob     a fragment compressed with zstd
+//	0xD5 OpS2Blob       a fragment compressed with S2 (LZ4-class; see Blobs)
 //
 // An item is a fragment: complete RDB records (opcodes such as SELECTDB
 // and whole key entries) without header, EOF or checksum, as an Encoder

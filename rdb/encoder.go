@@ -54,6 +54,7 @@ type Encoder struct {
 	lzf      lzfCompressor
 	scratch  []byte
 	noLZF    bool
+	noCRC    bool
 	flushAt  int // 0: FlushSize
 	dump     bool
 	dumpUsed bool
@@ -85,6 +86,11 @@ func NewEncoder(w io.Writer) *Encoder {
 // (the default) or off.
 func (e *Encoder) SetCompression(on bool) { e.noLZF = !on }
 
+// SetChecksum turns off (or back on) the running CRC-64 that WriteEOF
+// appends, for a caller that checksums the bytes it ships itself: it
+// costs a pass over every byte. Turn it off before writing anything.
+func (e *Encoder) SetChecksum(on bool) { e.noCRC = !on }
+
 // Err returns the first error met.
 func (e *Encoder) Err() error { return e.err }
 
@@ -101,7 +107,9 @@ func (e *Encoder) TakeBytes() []byte {
 // buffer), so a caller can recycle the buffers it has consumed.
 func (e *Encoder) SwapBytes(next []byte) []byte {
 	b := e.buf
-	e.crc = CRC64(e.crc, b)
+	if !e.noCRC {
+		e.crc = CRC64(e.crc, b)
+	}
 	if next == nil {
 		next = make([]byte, 0, min(max(cap(b), 4<<10), 2*FlushSize))
 	}
@@ -114,7 +122,9 @@ func (e *Encoder) Flush() error {
 	if e.err != nil || e.w == nil || len(e.buf) == 0 {
 		return e.err
 	}
-	e.crc = CRC64(e.crc, e.buf)
+	if !e.noCRC {
+		e.crc = CRC64(e.crc, e.buf)
+	}
 	if _, err := e.w.Write(e.buf); err != nil {
 		e.err = err
 		return err
@@ -213,13 +223,17 @@ func (e *Encoder) Function(code []byte) {
 	e.appendString(code)
 }
 
-// WriteEOF writes the EOF opcode and the checksum, then flushes.
+// WriteEOF writes the EOF opcode and the checksum (0, "not computed",
+// with SetChecksum(false)), then flushes.
 func (e *Encoder) WriteEOF() error {
 	if !e.top() {
 		return e.err
 	}
 	e.buf = append(e.buf, opEOF)
-	sum := CRC64(e.crc, e.buf)
+	var sum uint64
+	if !e.noCRC {
+		sum = CRC64(e.crc, e.buf)
+	}
 	e.buf = binary.LittleEndian.AppendUint64(e.buf, sum)
 	return e.Flush()
 }

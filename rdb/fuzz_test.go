@@ -41,6 +41,9 @@ func fuzzSeeds() [][]byte {
 	seeds = append(seeds, file(rec(byte(typeSetListpack), "s", string(blob))))
 	seeds = append(seeds, file(rec(byte(typeListQuicklist2), "l", 2, quicklistPlain, "plain", quicklistPacked, string(blob))))
 	seeds = append(seeds, AppendChunks(AppendChunk(nil, OpJournal, 2, []byte("j")), 1, rec(byte(typeString), "k", "v"), 3))
+	var b Blobs
+	_, s2blob, _ := b.Compress(bytes.Repeat(rec(byte(typeString), "k", stringsRepeat("v", 300)), 4))
+	seeds = append(seeds, s2blob)
 	return seeds
 }
 
@@ -97,6 +100,14 @@ func FuzzDecode(f *testing.F) {
 				}
 				break
 			}
+		}
+
+		// As an S2 blob: bounded by the length it claims (MaxS2Blob).
+		var blobs Blobs
+		if frag, err := blobs.Decompress(OpS2Blob, in); err != nil {
+			checkFuzzErr(t, "Blobs.Decompress", err, len(in))
+		} else {
+			checkFuzzErr(t, "blob fragment", NewDecoder(bytes.NewReader(frag)).DecodeFragment(&checkedHandler{}), len(frag))
 		}
 
 		// Worst legitimate case: LZF expansion (89x) of the input, a few

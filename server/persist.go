@@ -164,9 +164,7 @@ func (s *Server) save(t *tx.Tx) error {
 	t.AddAllShards()
 	t.Lock()
 	if s.dbFormat() == "dfly" {
-		err := s.saveDfly(t)
-		t.Finish(nil)
-		return err
+		return s.saveDfly(t) // finishes t once the shards are encoded
 	}
 	snap := s.serialize(t)
 	t.Finish(nil)

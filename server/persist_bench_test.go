@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tx"
 )
 
 // benchLoadKeys is the dataset of the load benchmarks: DEBUG POPULATE n
@@ -22,14 +23,31 @@ func benchLoadKeys() int {
 	return 1_000_000
 }
 
+// benchValueSize is DFLY_BENCH_SIZE, or def.
+func benchValueSize(def int) int {
+	if v, err := strconv.Atoi(os.Getenv("DFLY_BENCH_SIZE")); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
 func benchServer(dir, format string, shards int) *Server {
 	cfg := DefaultConfig()
 	cfg.Shards, cfg.Dir, cfg.DBFormat = shards, dir, format
 	return New(cfg, NewLogger(io.Discard, "warning"))
 }
 
-// populate fills s as DEBUG POPULATE n key 100 does.
-func populate(s *Server, n int) {
+// benchDataset is a 2-shard server saving to a temporary directory,
+// filled as DEBUG POPULATE n key size (n: benchLoadKeys).
+func benchDataset(b *testing.B, format string, size int) (s *Server, dir string, n int) {
+	n, dir = benchLoadKeys(), b.TempDir()
+	s = benchServer(dir, format, 2)
+	populate(s, n, size)
+	return s, dir, n
+}
+
+// populate fills s as DEBUG POPULATE n key size does.
+func populate(s *Server, n, size int) {
 	for _, sh := range s.shards {
 		db := sh.DBs[0]
 		var key, val []byte
@@ -39,27 +57,26 @@ func populate(s *Server, n int) {
 				continue
 			}
 			val = strconv.AppendInt(append(val[:0], "value:"...), int64(i), 10)
-			for len(val) < 100 {
+			for len(val) < size {
 				val = append(val, 0)
 			}
-			db.Insert(key, shard.NewString(val))
+			db.Insert(key, shard.NewString(val[:size]))
 		}
 	}
 }
 
 // BenchmarkLoadOnStart loads a saved dataset into a fresh 2-shard server,
-// as dfly does at start: the dfly format and the RDB file.
+// as dfly does at start: the dfly format and the RDB file (values of 100
+// bytes, DFLY_BENCH_SIZE overrides).
 func BenchmarkLoadOnStart(b *testing.B) {
-	n := benchLoadKeys()
+	size := benchValueSize(100)
 	for _, format := range []string{"dfly", "rdb"} {
 		b.Run(format, func(b *testing.B) {
-			dir := b.TempDir()
-			src := benchServer(dir, format, 2)
-			populate(src, n)
+			src, dir, n := benchDataset(b, format, size)
 			if format == "dfly" {
 				files := make([]dfsEntry, len(src.shards))
 				for i, sh := range src.shards {
-					files[i] = writeShardFile(sh, dir, shardFileName("dump", i))
+					files[i] = encodeShardFile(sh, dir, shardFileName("dump", i)).wait()
 				}
 				if err := src.writeSummary(dir, "dump", files); err != nil {
 					b.Fatal(err)
@@ -104,4 +121,32 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkSave saves a 2-shard dataset of DEBUG POPULATE n key size
+// (DFLY_BENCH_KEYS, DFLY_BENCH_SIZE; default 1M of 1 KiB) as SAVE does,
+// in both formats.
+func BenchmarkSave(b *testing.B) {
+	size := benchValueSize(1024)
+	for _, format := range []string{"dfly", "rdb"} {
+		b.Run(format, func(b *testing.B) {
+			s, _, n := benchDataset(b, format, size)
+			for _, sh := range s.shards {
+				sh.Start()
+				defer sh.Stop()
+			}
+			runtime.GC()
+			b.ResetTimer()
+			var cpu time.Duration
+			for b.Loop() {
+				c0 := cpuTime()
+				if err := s.save(tx.New(s.shards)); err != nil {
+					b.Fatal(err)
+				}
+				cpu += cpuTime() - c0
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/key")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(n), "cpu-ns/key")
+		})
+	}
 }

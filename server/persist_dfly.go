@@ -1,16 +1,18 @@
 package server
 
 // dfly's own snapshot format (--dbformat dfly): one file per shard,
-// <dir>/<base>-<NNNN>.dfs, each written by its shard in parallel, and a
-// summary <dir>/<base>-summary.dfs written last.
+// <dir>/<base>-<NNNN>.dfs, each written in parallel, and a summary
+// <dir>/<base>-summary.dfs written last.
 //
 // A shard file is the RDB signature ("REDIS0010"), then tagged chunks
-// (rdb.AppendChunk framing) of stream id = the shard's number: plain
-// fragments (AUX, per database SELECTDB and RESIZEDB, key records; about
-// 1 MiB each, split into OpChunk pieces past rdb.MaxChunkPayload) and
-// OpZstdBlob chunks holding one key record of 4 KiB or more that zstd
-// made smaller; then the EOF opcode and the CRC-64 of everything before
-// it, as in an RDB file.
+// (rdb.AppendChunk framing) of stream id = the shard's number (SAVE) or
+// the snapshot's streams (BGSAVE): fragments of whole records (AUX, per
+// database SELECTDB and RESIZEDB, key records) of about 1 MiB, each an
+// OpS2Blob (or, past rdb.MaxS2Blob, OpZstdBlob) chunk when compressing it
+// whole made it smaller, else plain (OpChunk pieces past
+// rdb.MaxChunkPayload and an OpChunkEnd); then the EOF opcode and the
+// CRC-64 of everything before it, as in an RDB file. SAVE writes strings
+// without LZF: compressing the whole fragment costs far less.
 //
 // The summary is text, one field per line:
 //
@@ -40,22 +42,20 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
 )
 
 const (
-	// dfsFragment is the size at which a shard's plain records are cut
-	// into a chunk.
+	// dfsFragment is the size at which SAVE cuts a shard's records into
+	// a fragment.
 	dfsFragment = 1 << 20
-	// dfsBlobMin is the smallest key record tried with zstd.
+	// dfsBlobMin is the smallest BGSAVE item tried as a blob.
 	dfsBlobMin = 4 << 10
-	// dfsMaxBlob bounds a decompressed blob.
-	dfsMaxBlob = 1 << 30
-	dfsMagic   = "dfly-summary 1"
+	// dfsMaxPending bounds the pieces held of incomplete chunked items.
+	dfsMaxPending = 1 << 30
+	dfsMagic      = "dfly-summary 1"
 )
 
 // dbFormat is the configured snapshot format, "rdb" or "dfly".
@@ -99,17 +99,26 @@ type dfsEntry struct {
 	err  error
 }
 
-// saveDfly writes the dfly files while t holds every shard; each shard
-// writes its own file on its own goroutine.
+// saveDfly writes the dfly files; t holds every shard and is finished
+// here. Each shard encodes its databases into fragments on its goroutine
+// (the point-in-time cut: the shards are held until every fragment is
+// taken) and a writer goroutine per file compresses and writes them, so
+// the files are written in parallel and the shards are released before
+// the writers' last writes and fsync.
 func (s *Server) saveDfly(t *tx.Tx) (err error) {
 	start := time.Now()
 	dir, base := s.dflyBase()
-	files := make([]dfsEntry, len(s.shards))
+	out := make([]*dfsFile, len(s.shards))
 	var writes atomic.Uint64
 	t.RunAll(func(sh *shard.Shard) {
 		writes.Add(sh.Stats.Writes)
-		files[sh.ID] = writeShardFile(sh, dir, shardFileName(base, sh.ID))
+		out[sh.ID] = encodeShardFile(sh, dir, shardFileName(base, sh.ID))
 	})
+	t.Finish(nil)
+	files := make([]dfsEntry, len(out))
+	for i, f := range out {
+		files[i] = f.wait()
+	}
 	err = s.writeSummary(dir, base, files)
 	s.savedDfly(err, start, writes.Load(), "DB saved on disk")
 	return err
@@ -180,7 +189,7 @@ type dfsWriter struct {
 	w    *bufio.Writer
 	crc  uint64
 	size int64
-	buf  []byte
+	hdr  [rdb.ChunkHeaderSize]byte
 }
 
 func (w *dfsWriter) put(b []byte) {
@@ -189,45 +198,150 @@ func (w *dfsWriter) put(b []byte) {
 	_, _ = w.w.Write(b) // the bufio.Writer keeps the first error for Flush
 }
 
-// plain frames records as one item.
+// chunk writes one framed chunk without copying the payload.
+func (w *dfsWriter) chunk(op byte, stream uint32, payload []byte) {
+	w.hdr[0] = op
+	binary.LittleEndian.PutUint32(w.hdr[1:], stream)
+	binary.LittleEndian.PutUint32(w.hdr[5:], uint32(len(payload)))
+	w.put(w.hdr[:])
+	w.put(payload)
+}
+
+// plain frames a fragment as one item: OpChunk pieces and an OpChunkEnd.
 func (w *dfsWriter) plain(stream uint32, b []byte) {
+	for len(b) > rdb.MaxChunkPayload {
+		w.chunk(rdb.OpChunk, stream, b[:rdb.MaxChunkPayload])
+		b = b[rdb.MaxChunkPayload:]
+	}
+	w.chunk(rdb.OpChunkEnd, stream, b)
+}
+
+// fragment writes a fragment as a blob when compressing shrinks it,
+// otherwise plain.
+func (w *dfsWriter) fragment(stream uint32, b []byte, blobs *rdb.Blobs) {
 	if len(b) == 0 {
 		return
 	}
-	w.buf = rdb.AppendChunks(w.buf[:0], stream, b, rdb.MaxChunkPayload)
-	w.put(w.buf)
+	if op, payload, ok := blobs.Compress(b); ok {
+		w.chunk(op, stream, payload)
+		return
+	}
+	w.plain(stream, b)
 }
 
-// writeShardFile writes sh's databases to dir/name; it runs on the
-// shard's goroutine.
-func writeShardFile(sh *shard.Shard, dir, name string) (ent dfsEntry) {
-	ent.name = name
-	path := filepath.Join(dir, name)
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+// createShardFile opens dir/name's temporary file and writes the RDB
+// signature.
+func createShardFile(dir, name string) (*os.File, *dfsWriter, error) {
+	f, err := os.Create(filepath.Join(dir, name) + ".tmp")
 	if err != nil {
-		ent.err = err
-		return ent
+		return nil, nil, err
 	}
-	defer func() {
-		if ent.err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	zenc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest))
-	if err != nil {
-		ent.err = err
-		return ent
-	}
-	defer zenc.Close()
 	w := &dfsWriter{w: bufio.NewWriterSize(f, 1<<20)}
-	stream := uint32(sh.ID)
 	e := rdb.NewEncoder(nil)
 	e.WriteHeader()
 	w.put(e.TakeBytes())
+	return f, w, nil
+}
+
+// finish ends a shard file opened by createShardFile: EOF and CRC-64,
+// flush, fsync, rename into place. On an earlier error (err) or its own it
+// removes the temporary file.
+func (w *dfsWriter) finish(f *os.File, dir, name string, err error) dfsEntry {
+	ent := dfsEntry{name: name, err: err}
+	path := filepath.Join(dir, name)
+	if ent.err == nil {
+		w.put([]byte{0xFF}) // RDB_OPCODE_EOF; the checksum covers it
+		var sum [8]byte
+		binary.LittleEndian.PutUint64(sum[:], w.crc)
+		_, _ = w.w.Write(sum[:])
+		ent.size, ent.crc = w.size+8, w.crc
+		ent.err = w.w.Flush()
+	}
+	if ent.err == nil {
+		ent.err = f.Sync()
+	}
+	if cerr := f.Close(); ent.err == nil {
+		ent.err = cerr
+	}
+	if ent.err == nil {
+		ent.err = os.Rename(path+".tmp", path)
+	}
+	if ent.err != nil {
+		os.Remove(path + ".tmp")
+	}
+	return ent
+}
+
+// dfsFile is a shard file being written by SAVE: the shard's goroutine
+// sends fragments of raw records (no LZF: the writer compresses whole
+// fragments, much faster than LZF value by value), the file's writer
+// goroutine frames, compresses, checksums and writes them. At most
+// dfsQueue fragments wait, so a slow disk holds the shard back rather
+// than fill memory.
+type dfsFile struct {
+	frags chan []byte
+	free  chan []byte
+	done  chan dfsEntry
+	err   error // the encoder's, set before frags is closed
+}
+
+const dfsQueue = 4
+
+func startShardFile(dir, name string, stream uint32) *dfsFile {
+	f := &dfsFile{frags: make(chan []byte, dfsQueue), free: make(chan []byte, dfsQueue+1), done: make(chan dfsEntry, 1)}
+	go f.write(dir, name, stream)
+	return f
+}
+
+// write is the writer goroutine. It reads fragments to the end even after
+// an error, so the shard is never left waiting.
+func (f *dfsFile) write(dir, name string, stream uint32) {
+	file, w, err := createShardFile(dir, name)
+	var blobs rdb.Blobs
+	defer blobs.Close()
+	for b := range f.frags {
+		if err == nil {
+			w.fragment(stream, b, &blobs)
+		}
+		select {
+		case f.free <- b[:0]:
+		default:
+		}
+	}
+	if err == nil {
+		err = f.err
+	}
+	if file == nil {
+		f.done <- dfsEntry{name: name, err: err}
+		return
+	}
+	f.done <- w.finish(file, dir, name, err)
+}
+
+// buffer is an empty fragment buffer, recycled when one is free.
+func (f *dfsFile) buffer() []byte {
+	select {
+	case b := <-f.free:
+		return b
+	default:
+		return make([]byte, 0, dfsFragment+dfsFragment/4)
+	}
+}
+
+// wait returns the file's entry once it is written (or failed).
+func (f *dfsFile) wait() dfsEntry { return <-f.done }
+
+// encodeShardFile encodes sh's databases into fragments for a new
+// dfsFile; it runs on the shard's goroutine and returns when every
+// fragment is queued.
+func encodeShardFile(sh *shard.Shard, dir, name string) *dfsFile {
+	out := startShardFile(dir, name, uint32(sh.ID))
+	defer close(out.frags)
+	e := rdb.NewEncoder(nil)
+	e.SetCompression(false)
+	e.SetChecksum(false) // the writer checksums the file
+	e.SwapBytes(out.buffer())
 	e.StandardAUX(RedisVersion, 0)
-	var zbuf []byte
 	now := sh.Now()
 	for i, db := range sh.DBs {
 		if db.Len() == 0 {
@@ -245,22 +359,10 @@ func writeShardFile(sh *shard.Shard, dir, name string) (ent dfsEntry) {
 					}
 					m.ExpireAt = at
 				}
-				before := e.Len()
 				// tierView: offloaded strings read synchronously (tiered.go).
 				encodeValue(e, []byte(db.Table.Key(it)), tierView(sh, e, db.Table.Value(it)), m)
-				if e.Len()-before >= dfsBlobMin && e.Err() == nil {
-					b := e.TakeBytes()
-					w.plain(stream, b[:before])
-					rec := b[before:]
-					zbuf = zenc.EncodeAll(rec, zbuf[:0])
-					if len(zbuf) < len(rec) && len(zbuf) <= rdb.MaxChunkPayload {
-						w.buf = rdb.AppendChunk(w.buf[:0], rdb.OpZstdBlob, stream, zbuf)
-						w.put(w.buf)
-					} else {
-						w.plain(stream, rec)
-					}
-				} else if e.Len() >= dfsFragment {
-					w.plain(stream, e.TakeBytes())
+				if e.Len() >= dfsFragment && e.Err() == nil {
+					out.frags <- e.SwapBytes(out.buffer())
 				}
 			})
 			if cursor == 0 {
@@ -268,29 +370,12 @@ func writeShardFile(sh *shard.Shard, dir, name string) (ent dfsEntry) {
 			}
 		}
 		if err := e.Err(); err != nil {
-			ent.err = err
-			return ent
+			out.err = err // read by the writer once frags is closed
+			return out
 		}
 	}
-	w.plain(stream, e.TakeBytes())
-	w.put([]byte{0xFF}) // RDB_OPCODE_EOF; the checksum covers it
-	var sum [8]byte
-	binary.LittleEndian.PutUint64(sum[:], w.crc)
-	_, _ = w.w.Write(sum[:])
-	ent.size, ent.crc = w.size+8, w.crc
-	if ent.err = w.w.Flush(); ent.err != nil {
-		return ent
-	}
-	if ent.err = f.Sync(); ent.err != nil {
-		return ent
-	}
-	if ent.err = f.Close(); ent.err != nil {
-		return ent
-	}
-	if ent.err = os.Rename(tmp, path); ent.err != nil {
-		os.Remove(tmp)
-	}
-	return ent
+	out.frags <- e.TakeBytes()
+	return out
 }
 
 // readSummary parses the summary file.
@@ -436,11 +521,8 @@ func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, [
 	if !bytes.HasPrefix(hdr[:], []byte("REDIS")) {
 		return 0, fail(0, "not a dfly shard file (no REDIS signature)")
 	}
-	zdec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(dfsMaxBlob))
-	if err != nil {
-		return 0, err
-	}
-	defer zdec.Close()
+	var blobs rdb.Blobs
+	defer blobs.Close()
 	l := newLoader(s, dispatch)
 	l.reuse, l.free = applied, free
 	d := rdb.NewDecoder(nil)
@@ -459,7 +541,7 @@ func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, [
 		}
 		return fail(at, "%v", err)
 	}
-	var payload, zbuf []byte
+	var payload []byte
 	// Items of several streams interleave (a snapshot's bucket streams);
 	// each is reassembled apart. Offsets in errors are positions in the
 	// reassembled item, counted from its first piece.
@@ -514,8 +596,8 @@ func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, [
 				p = &partial{off: dataOff}
 				pending[stream] = p
 			}
-			if held += len(payload); held > dfsMaxBlob {
-				return 0, fail(at, "incomplete chunked items exceed %d bytes", dfsMaxBlob)
+			if held += len(payload); held > dfsMaxPending {
+				return 0, fail(at, "incomplete chunked items exceed %d bytes", dfsMaxPending)
 			}
 			p.data = append(p.data, payload...)
 		case rdb.OpChunkEnd:
@@ -528,16 +610,15 @@ func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, [
 			if err := decode(item, dataOff, ""); err != nil {
 				return 0, err
 			}
-		case rdb.OpZstdBlob:
-			zbuf, err = zdec.DecodeAll(payload, zbuf[:0])
-			if err != nil {
-				return 0, fail(dataOff, "zstd blob: %v", err)
+		case rdb.OpZstdBlob, rdb.OpS2Blob:
+			frag, err := blobs.Decompress(op, payload)
+			if re := (*rdb.Error)(nil); errors.As(err, &re) {
+				return 0, fail(dataOff, "%s", re.Msg)
+			} else if err != nil {
+				return 0, fail(dataOff, "%v", err)
 			}
-			if err := decode(zbuf, dataOff, "in the zstd blob"); err != nil {
+			if err := decode(frag, dataOff, "in the blob"); err != nil {
 				return 0, err
-			}
-			if cap(zbuf) > 4<<20 {
-				zbuf = nil
 			}
 		case rdb.OpFullSyncCut:
 		default:

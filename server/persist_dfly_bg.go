@@ -1,14 +1,9 @@
 package server
 
 import (
-	"bufio"
 	"encoding/binary"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
-
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/shard"
@@ -20,8 +15,9 @@ import (
 // BGSAVE (persist_snapshot.go), but every shard's Slice streams tagged
 // chunks to its own file, written by its own goroutine, so big values are
 // written a piece at a time while the bucket streams and the walk
-// interleave. The writer compresses the walk's items (whole records) with
-// zstd when that shrinks them; pieces of big values are kept as they are.
+// interleave. The writer compresses the walk's items (whole records) as
+// blobs (rdb.Blobs) when that shrinks them; pieces of big values are kept
+// as they are.
 
 // bgsaveDfly takes the cut and returns once the walks have started; done
 // is called when the files and the summary are written.
@@ -75,35 +71,22 @@ func (s *Server) bgsaveDfly(done func(error)) {
 // signature, the AUX fields, the chunks (the walk's items compressed when
 // it pays), EOF and the CRC-64. It reads the channel to the end even after
 // an error, so the shard is never left waiting.
-func writeShardStream(chunks <-chan snapshot.Chunk, free chan<- []byte, dir, name string) (ent dfsEntry) {
-	ent.name = name
-	path := filepath.Join(dir, name)
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	var w *dfsWriter
-	var zenc *zstd.Encoder
+func writeShardStream(chunks <-chan snapshot.Chunk, free chan<- []byte, dir, name string) dfsEntry {
+	f, w, err := createShardFile(dir, name)
+	var blobs rdb.Blobs
+	defer blobs.Close()
 	if err == nil {
-		zenc, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest))
-	}
-	if err != nil {
-		ent.err = err
-	} else {
-		defer zenc.Close()
-		w = &dfsWriter{w: bufio.NewWriterSize(f, 1<<20)}
 		e := rdb.NewEncoder(nil)
-		e.WriteHeader()
-		w.put(e.TakeBytes())
 		e.StandardAUX(RedisVersion, 0)
 		w.plain(snapshot.MainStream, e.TakeBytes())
 	}
-	var zbuf []byte
 	for {
 		c := <-chunks
-		if c.Err != nil && ent.err == nil {
-			ent.err = c.Err
+		if c.Err != nil && err == nil {
+			err = c.Err
 		}
-		if w != nil && ent.err == nil {
-			zbuf = w.frames(c.Data, zenc, zbuf)
+		if err == nil {
+			w.frames(c.Data, &blobs)
 		}
 		if c.Last {
 			break
@@ -113,35 +96,15 @@ func writeShardStream(chunks <-chan snapshot.Chunk, free chan<- []byte, dir, nam
 		default:
 		}
 	}
-	if w == nil {
-		return ent
+	if f == nil {
+		return dfsEntry{name: name, err: err}
 	}
-	if ent.err == nil {
-		w.put([]byte{0xFF}) // RDB_OPCODE_EOF; the checksum covers it
-		var sum [8]byte
-		binary.LittleEndian.PutUint64(sum[:], w.crc)
-		_, _ = w.w.Write(sum[:])
-		ent.size, ent.crc = w.size+8, w.crc
-		ent.err = w.w.Flush()
-	}
-	if ent.err == nil {
-		ent.err = f.Sync()
-	}
-	if cerr := f.Close(); ent.err == nil {
-		ent.err = cerr
-	}
-	if ent.err == nil {
-		ent.err = os.Rename(tmp, path)
-	}
-	if ent.err != nil {
-		os.Remove(tmp)
-	}
-	return ent
+	return w.finish(f, dir, name, err)
 }
 
 // frames writes a Slice's framed chunks, replacing each whole item of the
-// main stream by a zstd blob when that is smaller.
-func (w *dfsWriter) frames(data []byte, zenc *zstd.Encoder, zbuf []byte) []byte {
+// main stream by a blob when that is smaller.
+func (w *dfsWriter) frames(data []byte, blobs *rdb.Blobs) {
 	for len(data) >= rdb.ChunkHeaderSize {
 		op := data[0]
 		n := int(binary.LittleEndian.Uint32(data[5:]))
@@ -149,14 +112,11 @@ func (w *dfsWriter) frames(data []byte, zenc *zstd.Encoder, zbuf []byte) []byte 
 		data = data[len(frame):]
 		payload := frame[rdb.ChunkHeaderSize:]
 		if op == rdb.OpChunkEnd && binary.LittleEndian.Uint32(frame[1:]) == snapshot.MainStream && n >= dfsBlobMin {
-			zbuf = zenc.EncodeAll(payload, zbuf[:0])
-			if len(zbuf) < n {
-				w.buf = rdb.AppendChunk(w.buf[:0], rdb.OpZstdBlob, snapshot.MainStream, zbuf)
-				w.put(w.buf)
+			if op, blob, ok := blobs.Compress(payload); ok {
+				w.chunk(op, snapshot.MainStream, blob)
 				continue
 			}
 		}
 		w.put(frame)
 	}
-	return zbuf
 }

@@ -25,7 +25,7 @@ func TestPersistDflyFormatRoundTrip(t *testing.T) {
 	for _, db := range persistDBs {
 		fillAllTypes(t, c, db)
 	}
-	// big values that go as zstd blobs, and one that does not compress
+	// big values that compress (in a blob) and one that does not
 	mustOK(t, c.Do("SET", "bigstr", strings.Repeat("compressible ", 2000)), "SET")
 	rnd := make([]byte, 20000)
 	for i := range rnd {

@@ -3,7 +3,9 @@
 #   dataset: DEBUG POPULATE $KEYS key 100 (default 1000000), plus $BIG keys of 1 KiB (default 0);
 #   save:    redis SAVE; dfly SAVE with --dbformat rdb and with --dbformat dfly (a file per shard);
 #   load:    from process start until DBSIZE answers with every key loaded.
-# dfly runs with $SHARDS shards (default 2). Prints seconds per row and the ratio redis/dfly.
+# dfly runs with $SHARDS shards (default 2). Prints seconds per row and the ratio redis/dfly,
+# and the server's CPU seconds (user+system) for the save and the load: on a shared machine
+# the wall clock depends on what else runs, the CPU time much less.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 KEYS=${KEYS:-1000000}
@@ -20,6 +22,9 @@ dfly=$work/dfly
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 now() { date +%s.%N; }
+# cpu PID: the process's user+system CPU seconds
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
 
 # start KIND DIR FORMAT -> PORT PID T0 (process start time)
@@ -55,26 +60,30 @@ run() {
 	redis-cli -p "$PORT" debug populate "$KEYS" key 100 >/dev/null
 	if [[ $BIG -gt 0 ]]; then redis-cli -p "$PORT" debug populate "$BIG" big 1024 >/dev/null; fi
 	wait_keys "$want"
-	local t0
+	local t0 c0
+	c0=$(cpu "$PID")
 	t0=$(now)
 	[[ $(redis-cli -p "$PORT" save) == OK ]] || { echo "$1 $2: SAVE failed" >&2; exit 1; }
 	SAVE_T=$(elapsed "$t0")
+	SAVE_C=$(minus "$(cpu "$PID")" "$c0")
 	SIZE=$(shopt -s nullglob; cat "$dir"/*.rdb "$dir"/*.dfs | wc -c)
 	stop
 	start "$1" "$dir" "$2"
 	wait_keys "$want"
 	LOAD_T=$(elapsed "$T0")
+	LOAD_C=$(cpu "$PID")
 	stop
 	rm -rf "$dir"
 }
 
 echo "dataset: $KEYS keys of 100 B + $BIG keys of 1 KiB; dfly --shards $SHARDS; $(nproc) cores"
-run redis rdb;  rs=$SAVE_T rl=$LOAD_T rz=$SIZE
-run dfly rdb;   ds=$SAVE_T dl=$LOAD_T dz=$SIZE
-run dfly dfly;  fs=$SAVE_T fl=$LOAD_T fz=$SIZE
+run redis rdb;  rs=$SAVE_T rl=$LOAD_T rz=$SIZE rsc=$SAVE_C rlc=$LOAD_C
+run dfly rdb;   ds=$SAVE_T dl=$LOAD_T dz=$SIZE dsc=$SAVE_C dlc=$LOAD_C
+run dfly dfly;  fs=$SAVE_T fl=$LOAD_T fz=$SIZE fsc=$SAVE_C flc=$LOAD_C
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-printf '%-22s %10s %10s %14s %12s %12s\n' server save_s load_s bytes save_x load_x
-printf '%-22s %10s %10s %14s %12s %12s\n' redis "$rs" "$rl" "$rz" 1.00 1.00
-printf '%-22s %10s %10s %14s %12s %12s\n' "dfly --dbformat rdb" "$ds" "$dl" "$dz" "$(ratio "$rs" "$ds")" "$(ratio "$rl" "$dl")"
-printf '%-22s %10s %10s %14s %12s %12s\n' "dfly --dbformat dfly" "$fs" "$fl" "$fz" "$(ratio "$rs" "$fs")" "$(ratio "$rl" "$fl")"
-echo "save_x, load_x: redis time / dfly time (higher is faster than redis)"
+row() { printf '%-22s %8s %8s %12s %8s %8s %10s %10s\n' "$@"; }
+row server save_s load_s bytes save_x load_x save_cpu_s load_cpu_s
+row redis "$rs" "$rl" "$rz" 1.00 1.00 "$rsc" "$rlc"
+row "dfly --dbformat rdb" "$ds" "$dl" "$dz" "$(ratio "$rs" "$ds")" "$(ratio "$rl" "$dl")" "$dsc" "$dlc"
+row "dfly --dbformat dfly" "$fs" "$fl" "$fz" "$(ratio "$rs" "$fs")" "$(ratio "$rl" "$fl")" "$fsc" "$flc"
+echo "save_x, load_x: redis time / dfly time (higher is faster than redis); load_cpu_s includes start-up"
