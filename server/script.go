@@ -374,7 +374,9 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 		for _, k := range keys {
 			t.Add(x.ShardOf(k), x.DB, string(k), !readonly)
 		}
-		t.Lock()
+		// Calls run one at a time: each shard's locks come with the
+		// first call there when that keeps them in shard order (tx).
+		t.LockLazily()
 		defer t.Finish(nil)
 		sc.t = t
 	}
