@@ -126,8 +126,8 @@ func (e *scriptEngine) lookupBytes(sha []byte) *lua.FunctionProto {
 type scriptRun struct {
 	cancel context.CancelFunc
 	// mu orders a kill against the script's first write: a script is
-	// either killed before it writes or never. It also guards start,
-	// active and sha, which the budget timer reads.
+	// either killed before it writes or never. It also guards the fields
+	// the budget timer reads: start, active, budgeted, sha and the timer.
 	mu     sync.Mutex
 	start  time.Time
 	active bool
@@ -137,30 +137,52 @@ type scriptRun struct {
 	// demoted: an inline run overran its budget before writing; it was
 	// stopped and will run again on a coordinator.
 	demoted atomic.Bool
+	// budgeted: the run is inline and bounded by localScriptBudget.
+	// budget fires at most once per budget period while runs follow each
+	// other (see overBudget), so a run pays no timer operation unless
+	// none is pending; pending: it will fire.
+	budgeted bool
+	budget   *time.Timer
+	pending  bool
 }
 
-// begin starts a run of sha.
-func (r *scriptRun) begin(sha []byte) {
+// begin starts a run of sha; budgeted: see localScriptBudget.
+func (r *scriptRun) begin(sha []byte, budgeted bool) {
 	r.mu.Lock()
-	r.start, r.active, r.sha, r.wrote = time.Now(), true, sha, false
+	r.start, r.active, r.sha, r.wrote, r.budgeted = time.Now(), true, sha, false, budgeted
+	if budgeted && !r.pending {
+		r.pending = true
+		if r.budget == nil {
+			r.budget = time.AfterFunc(localScriptBudget, r.overBudget)
+		} else {
+			r.budget.Reset(localScriptBudget)
+		}
+	}
 	r.mu.Unlock()
 }
 
-// end closes the run; a late budget timer then finds it inactive.
+// end closes the run; the budget timer then finds it inactive.
 func (r *scriptRun) end() {
 	r.mu.Lock()
 	r.active, r.sha = false, nil
 	r.mu.Unlock()
 }
 
-// overBudget is the inline budget timer's callback (see cmdEval): a run
-// that has not written within localScriptBudget is stopped, having changed
-// nothing, and its script marked slow. A timer that fires late finds the
-// run ended (inactive) or a newer run younger than the budget.
+// overBudget is the budget timer's callback: an inline run that has not
+// written within localScriptBudget of its start is stopped, having changed
+// nothing, and its script marked slow. The timer may have been set for an
+// earlier run: it then fires again at the current run's deadline, or
+// stays idle when no budgeted run is active.
 func (r *scriptRun) overBudget() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.active || r.wrote || time.Since(r.start) < localScriptBudget {
+	r.pending = false
+	if !r.active || !r.budgeted || r.wrote {
+		return
+	}
+	if left := localScriptBudget - time.Since(r.start); left > 0 {
+		r.pending = true
+		r.budget.Reset(left)
 		return
 	}
 	slowScripts.Store(strings.ToLower(string(r.sha)), struct{}{})
@@ -384,15 +406,12 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 	run := sc.run
 	run.killed.Store(false)
 	run.demoted.Store(false)
-	run.begin(sha)
+	// Bound how long an inline script may hold its shard's event loop
+	// before it writes: past localScriptBudget it is stopped — having
+	// changed nothing — and run again on a coordinator (as are its later
+	// runs), where it holds only its keys.
+	run.begin(sha, x.local != nil && x.canRetry)
 	replyStart := len(x.W.Buf)
-	if x.local != nil && x.canRetry {
-		// Bound how long a script may hold its shard's event loop before
-		// it writes: past localScriptBudget it is stopped — having changed
-		// nothing — and run again on a coordinator (as are its later runs),
-		// where it holds only its keys.
-		vm.armBudget()
-	}
 	e.runMu.Lock()
 	e.running[run] = struct{}{}
 	e.runMu.Unlock()
@@ -402,7 +421,6 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 	e.runMu.Lock()
 	delete(e.running, run)
 	e.runMu.Unlock()
-	vm.disarmBudget()
 	run.end()
 	// After end no kill and no budget timer touches the run: an
 	// interpreter whose context was never cancelled is reusable. One

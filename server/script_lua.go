@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
@@ -62,14 +61,11 @@ type luaVM struct {
 
 	// Reused run after run, so that a call allocates little: the run's
 	// context and SCRIPT KILL state (an interpreter whose context was
-	// cancelled is dropped, never reused), the budget timer of inline
-	// runs, the script context, the function made of each proto, the
+	// cancelled is dropped, never reused), the script context, the function made of each proto, the
 	// KEYS and ARGV tables, a call's arguments, and its Exec.
 	cur      scriptCtx
 	runCtx   context.Context
 	runState scriptRun
-	budget   *time.Timer
-	armed    bool
 	fns      map[*lua.FunctionProto]*lua.LFunction
 	keysT    *lua.LTable
 	argvT    *lua.LTable
@@ -256,23 +252,6 @@ func (vm *luaVM) run(sc *scriptCtx, proto *lua.FunctionProto, keys, argv [][]byt
 		L.Pop(1)
 	}
 	vm.reset(len(keys), len(argv))
-}
-
-// armBudget starts the inline budget timer of the run (scriptRun.overBudget).
-func (vm *luaVM) armBudget() {
-	if vm.budget == nil {
-		vm.budget = time.AfterFunc(localScriptBudget, vm.runState.overBudget)
-	} else {
-		vm.budget.Reset(localScriptBudget)
-	}
-	vm.armed = true
-}
-
-func (vm *luaVM) disarmBudget() {
-	if vm.armed {
-		vm.budget.Stop()
-		vm.armed = false
-	}
 }
 
 // reset empties the globals for the next run. Only Go code writes into the

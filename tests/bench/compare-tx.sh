@@ -12,7 +12,8 @@
 # redis_us/dfly_us is the per-core ratio the server would reach if it had
 # its core to itself.
 # Env: DUR (seconds per run, default 3), CLIENTS (default 50), ROUNDS
-# (default 2; the best run of each row counts), RAW_P (default "1 8").
+# (default 2; the best run of each row counts), RAW_P (default "1 8"),
+# DFLY_BIN (a prebuilt dfly instead of building this tree's).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 DUR=${DUR:-3}
@@ -24,7 +25,8 @@ work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
-(cd "$here/../.." && go build -o "$work/dfly" ./cmd/dfly && go build -o "$work/txbench" ./tests/bench/txbench)
+(cd "$here/../.." && go build -o "$work/txbench" ./tests/bench/txbench)
+if [[ -n ${DFLY_BIN:-} ]]; then cp "$DFLY_BIN" "$work/dfly"; else (cd "$here/../.." && go build -o "$work/dfly" ./cmd/dfly); fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 start() { # start PIN NAME [flags...] -> PORT PID
