@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -194,4 +195,33 @@ func multiBank(t *testing.T, shards string) {
 		t.Fatalf("no progress: %d transfers, %d sums", transfers.Load(), sums.Load())
 	}
 	t.Logf("%d transfers, %d consistent sums", transfers.Load(), sums.Load())
+}
+
+// TestMultiQueuedArgumentsKept: the arguments of many queued commands,
+// short and long, reach EXEC intact (they are copied into buffers that
+// grow while the transaction is queued), on one shard and across shards.
+func TestMultiQueuedArgumentsKept(t *testing.T) {
+	srv := StartServer(t, "--shards", "2")
+	c := srv.Raw(t)
+	want := map[string]string{}
+	if r := c.Do("MULTI"); r.Str != "OK" {
+		t.Fatalf("MULTI: %s", r)
+	}
+	for i := 0; i < 40; i++ {
+		k := "q:" + strconv.Itoa(i)
+		v := strings.Repeat(strconv.Itoa(i%10), 1+i*13)
+		want[k] = v
+		if r := c.Do("SET", k, v); r.Str != "QUEUED" {
+			t.Fatalf("SET %s: %s", k, r)
+		}
+	}
+	r := c.Do("EXEC")
+	if r.Kind != KindArray || len(r.Elems) != 40 {
+		t.Fatalf("EXEC: %s", r)
+	}
+	for k, v := range want {
+		if got := c.Do("GET", k); got.Str != v {
+			t.Fatalf("GET %s: %d bytes, want %d", k, len(got.Str), len(v))
+		}
+	}
 }
