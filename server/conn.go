@@ -71,6 +71,9 @@ type Conn struct {
 	used     []int // shards with commands in the current step
 	keyPos   []int
 
+	// hopping: the unit in flight is a hopExec (multi_hop.go).
+	hopping bool
+
 	sub   subState
 	multi *multiState // open MULTI, nil otherwise
 	watch *watchState // WATCHed keys, nil when none
@@ -142,9 +145,13 @@ func (c *Conn) serve() gnet.Action {
 		if c.inflight.Load() != 0 {
 			// Replies of connection commands that ran before the work in
 			// flight go out now (a SUBSCRIBE confirmation must precede
-			// the messages published to it).
+			// the messages published to it) — unless the work is an EXEC
+			// that is only waiting for one hop (multi_hop.go) and comes
+			// back with the rest of the batch's replies: one write then.
 			c.collectReplies(c.readyUpTo)
-			c.writeOut()
+			if !c.hopping || c.subscriptions() > 0 {
+				c.writeOut()
+			}
 			return gnet.None
 		}
 		c.collectReplies(c.next)
@@ -329,6 +336,9 @@ func (c *Conn) dispatch() {
 				break
 			}
 			c.next++
+			if cmd.Name == "exec" && c.startHopExec(p) {
+				return // multi_hop.go
+			}
 			c.inflight.Store(1)
 			co := &Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: cmd}
 			go co.run(c)

@@ -30,6 +30,20 @@ type queued struct {
 type multiState struct {
 	cmds  []queued
 	dirty bool // a queuing error: EXEC answers EXECABORT
+	// The queued commands' arguments are copied into argv and buf, which
+	// start in the arrays below: a short transaction costs one allocation.
+	// A slice handed out stays valid when an append moves argv or buf.
+	argv    [][]byte
+	buf     []byte
+	cmdsArr [4]queued
+	argvArr [12][]byte
+	bufArr  [192]byte
+}
+
+func newMultiState() *multiState {
+	m := &multiState{}
+	m.cmds, m.argv, m.buf = m.cmdsArr[:0], m.argvArr[:0], m.bufArr[:0]
+	return m
 }
 
 type watchState struct {
@@ -69,7 +83,7 @@ func cmdMulti(c *Conn, a [][]byte, w *resp.Writer) {
 		w.Error("ERR MULTI calls can not be nested")
 		return
 	}
-	c.multi = &multiState{}
+	c.multi = newMultiState()
 	w.SimpleString("OK")
 }
 
@@ -85,17 +99,14 @@ func cmdDiscard(c *Conn, a [][]byte, w *resp.Writer) {
 
 // queue adds a command to the open transaction; it runs on the loop.
 func (c *Conn) queue(p *pending) {
-	args := make([][]byte, len(p.args))
-	size := 0
+	m := c.multi
+	start := len(m.argv)
 	for _, a := range p.args {
-		size += len(a)
+		m.buf = append(m.buf, a...)
+		m.argv = append(m.argv, m.buf[len(m.buf)-len(a):len(m.buf):len(m.buf)])
 	}
-	buf := make([]byte, 0, size)
-	for i, a := range p.args {
-		buf = append(buf, a...)
-		args[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
-	}
-	c.multi.cmds = append(c.multi.cmds, queued{args: args, cmd: p.cmd, db: c.multiDB()})
+	args := m.argv[start:len(m.argv):len(m.argv)]
+	m.cmds = append(m.cmds, queued{args: args, cmd: p.cmd, db: c.multiDB()})
 	p.reply.SimpleString("QUEUED")
 }
 

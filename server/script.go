@@ -108,18 +108,88 @@ func (e *scriptEngine) lookup(sha string) *lua.FunctionProto {
 	return e.protos[sha]
 }
 
-// scriptRun is one running script, as SCRIPT KILL sees it.
+// lookupBytes is lookup of a SHA in any case, without allocating when it
+// is already lower case (as clients send it).
+func (e *scriptEngine) lookupBytes(sha []byte) *lua.FunctionProto {
+	for _, c := range sha {
+		if 'A' <= c && c <= 'Z' {
+			return e.lookup(strings.ToLower(string(sha)))
+		}
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.protos[string(sha)]
+}
+
+// scriptRun is one running script, as SCRIPT KILL sees it. Each
+// interpreter owns one and reuses it run after run.
 type scriptRun struct {
-	start  time.Time
 	cancel context.CancelFunc
 	// mu orders a kill against the script's first write: a script is
-	// either killed before it writes or never.
+	// either killed before it writes or never. It also guards the fields
+	// the budget timer reads: start, active, budgeted, sha and the timer.
 	mu     sync.Mutex
+	start  time.Time
+	active bool
+	sha    []byte // the running script's SHA (its bytes may be a request's)
 	wrote  bool
 	killed atomic.Bool
 	// demoted: an inline run overran its budget before writing; it was
 	// stopped and will run again on a coordinator.
 	demoted atomic.Bool
+	// budgeted: the run is inline and bounded by localScriptBudget.
+	// budget fires at most once per budget period while runs follow each
+	// other (see overBudget), so a run pays no timer operation unless
+	// none is pending; pending: it will fire.
+	budgeted bool
+	budget   *time.Timer
+	pending  bool
+}
+
+// begin starts a run of sha; budgeted: see localScriptBudget.
+func (r *scriptRun) begin(sha []byte, budgeted bool) {
+	r.mu.Lock()
+	r.start, r.active, r.sha, r.wrote, r.budgeted = time.Now(), true, sha, false, budgeted
+	if budgeted && !r.pending {
+		r.pending = true
+		if r.budget == nil {
+			r.budget = time.AfterFunc(localScriptBudget, r.overBudget)
+		} else {
+			r.budget.Reset(localScriptBudget)
+		}
+	}
+	r.mu.Unlock()
+}
+
+// end closes the run; the budget timer then finds it inactive.
+func (r *scriptRun) end() {
+	r.mu.Lock()
+	r.active, r.sha = false, nil
+	r.mu.Unlock()
+}
+
+// overBudget is the budget timer's callback: an inline run that has not
+// written within localScriptBudget of its start is stopped, having changed
+// nothing, and its script marked slow. The timer may have been set for an
+// earlier run: it then fires again at the current run's deadline, or
+// stays idle when no budgeted run is active.
+func (r *scriptRun) overBudget() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending = false
+	if !r.active || !r.budgeted || r.wrote {
+		return
+	}
+	if left := localScriptBudget - time.Since(r.start); left > 0 {
+		r.pending = true
+		r.budget.Reset(left)
+		return
+	}
+	slowScripts.Store(strings.ToLower(string(r.sha)), struct{}{})
+	slowCount.Add(1)
+	r.demoted.Store(true)
+	r.killed.Store(true)
+	r.cancel()
 }
 
 // beginWrite records that the script is about to write; false when it has
@@ -141,11 +211,12 @@ func (e *scriptEngine) kill() string {
 	defer e.runMu.Unlock()
 	busy, killed := 0, 0
 	for r := range e.running {
+		r.mu.Lock()
 		if time.Since(r.start) < busyScriptThreshold || r.killed.Load() {
+			r.mu.Unlock()
 			continue
 		}
 		busy++
-		r.mu.Lock()
 		if !r.wrote {
 			r.killed.Store(true)
 			r.cancel()
@@ -292,80 +363,76 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 		return
 	}
 	e := x.Srv.scripts()
-	var sha string
+	var sha []byte
 	var proto *lua.FunctionProto
 	if bySHA {
-		sha = strings.ToLower(string(x.Args[1]))
-		if proto = e.lookup(sha); proto == nil {
+		sha = x.Args[1]
+		if proto = e.lookupBytes(sha); proto == nil {
 			x.W.Error(errNoScript)
 			return
 		}
-	} else if sha, proto, errText = e.load(x.Args[1]); errText != "" {
-		x.W.Error(errText)
-		return
+	} else {
+		var s string
+		if s, proto, errText = e.load(x.Args[1]); errText != "" {
+			x.W.Error(errText)
+			return
+		}
+		sha = []byte(s)
 	}
 	keys := x.Args[3 : 3+numKeys]
 	argv := x.Args[3+numKeys:]
 
-	sc := &scriptCtx{x: x, sha: sha, db: x.DB, readonly: readonly, resp: 2, keyed: numKeys > 0}
+	vm := e.vms.Get().(*luaVM)
+	sc := &vm.cur
+	*sc = scriptCtx{x: x, sha: sha, db: x.DB, readonly: readonly, resp: 2, keyed: numKeys > 0, run: &vm.runState}
 	if x.local != nil {
 		// Confined to this shard, whose goroutine runs it: no other
-		// command can run here meanwhile, so it needs no locks.
+		// command can run here meanwhile, so it needs no locks. Its
+		// (nested) transaction is made only if a call needs one.
 		sc.declared = keys
-		sc.t = x.Tx()
 	} else if numKeys > 0 || x.inTx {
 		t := x.Tx()
 		sc.declared = keys
 		for _, k := range keys {
 			t.Add(x.ShardOf(k), x.DB, string(k), !readonly)
 		}
-		t.Lock()
+		// Calls run one at a time: each shard's locks come with the
+		// first call there when that keeps them in shard order (tx).
+		t.LockLazily()
 		defer t.Finish(nil)
 		sc.t = t
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	run := &scriptRun{start: time.Now(), cancel: cancel}
-	sc.run = run
+	run := sc.run
+	run.killed.Store(false)
+	run.demoted.Store(false)
+	// Bound how long an inline script may hold its shard's event loop
+	// before it writes: past localScriptBudget it is stopped — having
+	// changed nothing — and run again on a coordinator (as are its later
+	// runs), where it holds only its keys.
+	run.begin(sha, x.local != nil && x.canRetry)
 	replyStart := len(x.W.Buf)
-	if x.local != nil && x.canRetry {
-		// Bound how long a script may hold its shard's event loop before
-		// it writes: past localScriptBudget it is stopped — having changed
-		// nothing — and run again on a coordinator (as are its later runs),
-		// where it holds only its keys.
-		budget := time.AfterFunc(localScriptBudget, func() {
-			run.mu.Lock()
-			if !run.wrote {
-				slowScripts.Store(sha, struct{}{})
-				run.demoted.Store(true)
-				run.killed.Store(true)
-				cancel()
-			}
-			run.mu.Unlock()
-		})
-		defer budget.Stop()
-		defer func() {
-			if run.demoted.Load() {
-				x.W.Buf = x.W.Buf[:replyStart]
-				x.demoted = true
-			}
-		}()
-	}
 	e.runMu.Lock()
 	e.running[run] = struct{}{}
 	e.runMu.Unlock()
-	defer func() {
-		e.runMu.Lock()
-		delete(e.running, run)
-		e.runMu.Unlock()
-	}()
 
-	vm := e.vms.Get().(*luaVM)
-	ok := vm.run(ctx, sc, proto, keys, argv, x.W)
-	if ok {
+	vm.run(sc, proto, keys, argv, x.W)
+
+	e.runMu.Lock()
+	delete(e.running, run)
+	e.runMu.Unlock()
+	run.end()
+	// After end no kill and no budget timer touches the run: an
+	// interpreter whose context was never cancelled is reusable. One
+	// interrupted mid-run is dropped.
+	if run.demoted.Load() {
+		x.W.Buf = x.W.Buf[:replyStart]
+		x.demoted = true
+	}
+	vm.cur = scriptCtx{}
+	if vm.runCtx.Err() == nil {
 		e.vms.Put(vm)
-	} // else: interrupted mid-run; the interpreter is dropped
+	}
 }
 
 // evalKeyless sends scripts without keys to a coordinator: they may call
@@ -375,8 +442,11 @@ func evalKeyless(args [][]byte) bool {
 	if e != "" || n == 0 {
 		return true
 	}
+	if slowCount.Load() == 0 {
+		return false
+	}
 	var sha string
-	if strings.HasPrefix(strings.ToLower(string(args[0])), "evalsha") {
+	if len(args[0]) > 4 && (args[0][4] == 's' || args[0][4] == 'S') { // EVALSHA[_RO]
 		sha = strings.ToLower(string(args[1]))
 	} else {
 		sha = sha1hex(args[1]) // EVAL carries the body
@@ -392,8 +462,13 @@ func evalKeyless(args [][]byte) bool {
 // localScriptBudget, and the script is marked slow.
 const localScriptBudget = 100 * time.Millisecond
 
-// slowScripts holds the SHAs of scripts that overran the inline budget.
-var slowScripts sync.Map
+// slowScripts holds the SHAs (lower case) of scripts that overran the
+// inline budget; slowCount is its size, so that the common case of none
+// costs one load.
+var (
+	slowScripts sync.Map
+	slowCount   atomic.Int32
+)
 
 // cmdEvalShard runs a script whose keys all live on this shard right here,
 // on the shard's goroutine, as Redis runs every script: one message, no

@@ -30,9 +30,11 @@ const maxReplyDepth = 1000
 
 // scriptCtx is one script run, as redis.call sees it.
 type scriptCtx struct {
-	x        *Coord
-	t        *tx.Tx // the run's transaction; nil when it holds no lock
-	sha      string
+	x *Coord
+	// t: the run's transaction; nil when it holds no lock, and for a
+	// script confined to its shard until a call needs one (see tx).
+	t        *tx.Tx
+	sha      []byte // as the request gave it
 	db       int
 	readonly bool
 	keyed    bool     // declared keys (keyless writes such as FLUSHALL are refused)
@@ -56,7 +58,26 @@ type luaVM struct {
 	sc    *scriptCtx
 	reply resp.Writer // the reply of the command being called
 	pos   []int
+
+	// Reused run after run, so that a call allocates little: the run's
+	// context and SCRIPT KILL state (an interpreter whose context was
+	// cancelled is dropped, never reused), the script context, the function made of each proto, the
+	// KEYS and ARGV tables, a call's arguments, and its Exec.
+	cur      scriptCtx
+	runCtx   context.Context
+	runState scriptRun
+	fns      map[*lua.FunctionProto]*lua.LFunction
+	keysT    *lua.LTable
+	argvT    *lua.LTable
+	args     [][]byte
+	argBuf   []byte
+	argEnds  []int
+	exe      Exec
 }
+
+// maxCachedFns bounds an interpreter's functions cache; past it the cache
+// starts over (SCRIPT FLUSH leaves stale entries, which are harmless).
+const maxCachedFns = 256
 
 func compileScript(body []byte) (*lua.FunctionProto, string) {
 	chunk, err := parse.Parse(bytes.NewReader(body), scriptSource)
@@ -86,7 +107,8 @@ func compileScript(body []byte) (*lua.FunctionProto, string) {
 func newLuaVM(e *scriptEngine) *luaVM {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 8192, MinimizeStackMemory: true,
 		RegistrySize: 1024, RegistryMaxSize: 1 << 20, RegistryGrowStep: 256})
-	vm := &luaVM{eng: e, L: L, isGuard: map[*lua.LTable]bool{}}
+	vm := &luaVM{eng: e, L: L, isGuard: map[*lua.LTable]bool{}, fns: map[*lua.FunctionProto]*lua.LFunction{}}
+	vm.runCtx, vm.runState.cancel = context.WithCancel(context.Background())
 	for _, lib := range []struct {
 		name string
 		open lua.LGFunction
@@ -197,40 +219,60 @@ func (vm *luaVM) errorHandler(L *lua.LState) int {
 	return 1
 }
 
-// run executes the script and writes its reply to w. It reports whether
-// the interpreter may be reused.
-func (vm *luaVM) run(ctx context.Context, sc *scriptCtx, proto *lua.FunctionProto, keys, argv [][]byte, w *resp.Writer) bool {
+// run executes the script and writes its reply to w.
+func (vm *luaVM) run(sc *scriptCtx, proto *lua.FunctionProto, keys, argv [][]byte, w *resp.Writer) {
 	L := vm.L
 	vm.sc = sc
-	vm.env.RawSetString("KEYS", vm.strings(keys))
-	vm.env.RawSetString("ARGV", vm.strings(argv))
-	fn := L.NewFunctionFromProto(proto)
-	L.SetContext(ctx)
+	vm.keysT = vm.strings(vm.keysT, keys)
+	vm.argvT = vm.strings(vm.argvT, argv)
+	vm.env.RawSetString("KEYS", vm.keysT)
+	vm.env.RawSetString("ARGV", vm.argvT)
+	fn := vm.fns[proto]
+	if fn == nil {
+		if len(vm.fns) >= maxCachedFns {
+			clear(vm.fns)
+		}
+		// A main chunk has no upvalues and scripts cannot change a
+		// function's environment (no setfenv): the function is reusable.
+		fn = L.NewFunctionFromProto(proto)
+		vm.fns[proto] = fn
+	}
+	L.SetContext(vm.runCtx)
 	L.Push(fn)
 	err := L.PCall(0, 1, vm.handler)
 	L.RemoveContext()
-	killed := sc.run.killed.Load()
 	if err != nil {
 		var obj lua.LValue = lua.LString(err.Error())
 		if ae, ok := err.(*lua.ApiError); ok {
 			obj = ae.Object
 		}
-		vm.writeError(w, obj, killed)
+		vm.writeError(w, obj, sc.run.killed.Load())
 	} else {
 		vm.writeReply(w, L.Get(-1), 0)
 		L.Pop(1)
 	}
-	vm.reset()
-	return !killed
+	vm.reset(len(keys), len(argv))
 }
 
-func (vm *luaVM) reset() {
+// reset empties the globals for the next run. Only Go code writes into the
+// read-only proxies (their __newindex raises, rawset refuses them, their
+// metatables are locked) and it writes only KEYS and ARGV into env, so a
+// proxy is normally empty again once those are removed; the check is one
+// call per proxy. The KEYS and ARGV tables are kept for the next run when
+// the script left them as it found them apart from their nkeys/nargs
+// array items (which the next run overwrites).
+func (vm *luaVM) reset(nkeys, nargs int) {
 	vm.sc = nil
 	vm.reply.Buf = vm.reply.Buf[:0]
 	if cap(vm.reply.Buf) > replyKeepCap {
 		vm.reply.Buf = nil
 	}
+	vm.env.RawSetString("KEYS", lua.LNil)
+	vm.env.RawSetString("ARGV", lua.LNil)
 	for _, t := range vm.guarded {
+		if k, _ := t.Next(lua.LNil); k == lua.LNil {
+			continue
+		}
 		keys := vm.resetKeys[:0]
 		t.ForEach(func(k, _ lua.LValue) { keys = append(keys, k) })
 		for _, k := range keys {
@@ -238,7 +280,28 @@ func (vm *luaVM) reset() {
 		}
 		vm.resetKeys = keys[:0]
 	}
+	if !plainArray(vm.keysT, nkeys) {
+		vm.keysT = nil
+	}
+	if !plainArray(vm.argvT, nargs) {
+		vm.argvT = nil
+	}
 	vm.L.SetTop(0)
+}
+
+// plainArray reports whether t holds nothing but (at most) its items 1..n
+// and has no metatable.
+func plainArray(t *lua.LTable, n int) bool {
+	if t == nil || t.Metatable != lua.LNil {
+		return false
+	}
+	var k lua.LValue
+	if n == 0 {
+		k, _ = t.Next(lua.LNil)
+	} else {
+		k, _ = t.Next(lua.LNumber(n))
+	}
+	return k == lua.LNil
 }
 
 // writeError writes a script's failure as Redis 7.0 does: the error's
@@ -258,13 +321,13 @@ func (vm *luaVM) writeError(w *resp.Writer, obj lua.LValue, killed bool) {
 			line = strconv.FormatInt(int64(n), 10)
 		}
 	} else {
-		msg = "ERR Error running script " + sc.sha + ", " + obj.String()
+		msg = "ERR Error running script " + strings.ToLower(string(sc.sha)) + ", " + obj.String()
 	}
 	if killed {
 		msg = msgScriptKill
 	}
 	if source != "" && line != "" {
-		msg += " script: " + sc.sha + ", on " + source + ":" + line + "."
+		msg += " script: " + strings.ToLower(string(sc.sha)) + ", on " + source + ":" + line + "."
 	}
 	writeRawError(w, msg)
 }
@@ -284,10 +347,18 @@ func writeRawError(w *resp.Writer, msg string) {
 	w.Buf = append(w.Buf, '\r', '\n')
 }
 
-func (vm *luaVM) strings(items [][]byte) *lua.LTable {
-	t := vm.L.CreateTable(len(items), 0)
+// strings fills t (a new table when nil) with items as its array 1..n,
+// clearing what a previous run left after them.
+func (vm *luaVM) strings(t *lua.LTable, items [][]byte) *lua.LTable {
+	if t == nil {
+		t = vm.L.CreateTable(len(items), 0)
+	}
+	old := t.Len()
 	for i, a := range items {
 		t.RawSetInt(i+1, lua.LString(a))
+	}
+	for i := len(items) + 1; i <= old; i++ {
+		t.RawSetInt(i, lua.LNil)
 	}
 	return t
 }
@@ -557,17 +628,27 @@ func (vm *luaVM) call(L *lua.LState, raise bool) int {
 	if argc == 0 {
 		return vm.fail(L, raise, "Please specify at least one argument for this redis lib call")
 	}
-	args := make([][]byte, argc)
-	for i := range args {
-		switch v := L.Get(i + 1).(type) {
+	// The arguments are copied into buffers the interpreter reuses: a
+	// command keeps no reference to its arguments after it returns.
+	buf, ends := vm.argBuf[:0], vm.argEnds[:0]
+	for i := 1; i <= argc; i++ {
+		switch v := L.Get(i).(type) {
 		case lua.LString:
-			args[i] = []byte(v)
+			buf = append(buf, v...)
 		case lua.LNumber:
-			args[i] = strconv.AppendFloat(nil, float64(v), 'g', 17, 64)
+			buf = strconv.AppendFloat(buf, float64(v), 'g', 17, 64)
 		default:
 			return vm.fail(L, raise, "Lua redis lib command arguments must be strings or integers")
 		}
+		ends = append(ends, len(buf))
 	}
+	args := vm.args[:0]
+	off := 0
+	for _, end := range ends {
+		args = append(args, buf[off:end:end])
+		off = end
+	}
+	vm.argBuf, vm.argEnds, vm.args = buf, ends, args
 	srv := sc.x.Srv
 	cmd := srv.table.lookup(args[0])
 	if cmd == nil {
@@ -624,6 +705,22 @@ func (vm *luaVM) exec(cmd *Command, args [][]byte) {
 			w.SimpleString("OK")
 		}
 		return
+	}
+	if local := sc.x.local; local != nil && cmd.Local == nil {
+		if sc.x.Srv.singleShard(cmd, args, &vm.pos) == local.ID && len(vm.pos) > 0 {
+			// The common call of a script confined to its shard: a
+			// command on its keys runs right here, as execQueued would
+			// through the nested transaction, without making one.
+			cmd.calls.Add(1)
+			e := &vm.exe
+			*e = Exec{S: local, DB: local.DBs[sc.db], Args: args, W: w, Srv: sc.x.Srv, Conn: sc.x.Conn, prop: e.prop[:0]}
+			e.run(cmd)
+			e.Args, e.W, e.Conn = nil, nil, nil
+			return
+		}
+		if sc.t == nil {
+			sc.t = sc.x.Tx()
+		}
 	}
 	x := *sc.x
 	x.W, x.Args, x.DB, x.cmd = w, args, sc.db, cmd

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -102,13 +103,24 @@ func TestWatchOptimisticIncrement(t *testing.T) {
 // TestMultiBankInvariant: transfers between accounts spread over all
 // shards with MULTI/EXEC, while readers sum every account in MULTI/EXEC
 // and must always see the same total. Run the binary with -race in CI.
+//
+// With 2 shards (one per event loop) every EXEC spans at most the
+// connection's loop and one other, so transfers and sums alike run without
+// a coordinator (multi_hop.go) unless they find a key taken; with 4, sums
+// span two remote shards and take the coordinator, transfers mostly not.
 func TestMultiBankInvariant(t *testing.T) {
+	for _, shards := range []string{"2", "4"} {
+		t.Run("shards="+shards, func(t *testing.T) { multiBank(t, shards) })
+	}
+}
+
+func multiBank(t *testing.T, shards string) {
 	seed := uint64(time.Now().UnixNano())
 	if s, ok := lookupEnvUint("DFLY_TEST_SEED"); ok {
 		seed = s
 	}
 	t.Logf("seed %d (DFLY_TEST_SEED to repeat)", seed)
-	srv := StartServer(t, "--shards", "4")
+	srv := StartServer(t, "--shards", shards)
 	ctx := context.Background()
 	const accounts, start = 16, 1000
 	keys := make([]string, accounts)
@@ -183,4 +195,33 @@ func TestMultiBankInvariant(t *testing.T) {
 		t.Fatalf("no progress: %d transfers, %d sums", transfers.Load(), sums.Load())
 	}
 	t.Logf("%d transfers, %d consistent sums", transfers.Load(), sums.Load())
+}
+
+// TestMultiQueuedArgumentsKept: the arguments of many queued commands,
+// short and long, reach EXEC intact (they are copied into buffers that
+// grow while the transaction is queued), on one shard and across shards.
+func TestMultiQueuedArgumentsKept(t *testing.T) {
+	srv := StartServer(t, "--shards", "2")
+	c := srv.Raw(t)
+	want := map[string]string{}
+	if r := c.Do("MULTI"); r.Str != "OK" {
+		t.Fatalf("MULTI: %s", r)
+	}
+	for i := 0; i < 40; i++ {
+		k := "q:" + strconv.Itoa(i)
+		v := strings.Repeat(strconv.Itoa(i%10), 1+i*13)
+		want[k] = v
+		if r := c.Do("SET", k, v); r.Str != "QUEUED" {
+			t.Fatalf("SET %s: %s", k, r)
+		}
+	}
+	r := c.Do("EXEC")
+	if r.Kind != KindArray || len(r.Elems) != 40 {
+		t.Fatalf("EXEC: %s", r)
+	}
+	for k, v := range want {
+		if got := c.Do("GET", k); got.Str != v {
+			t.Fatalf("GET %s: %d bytes, want %d", k, len(got.Str), len(v))
+		}
+	}
 }

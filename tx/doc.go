@@ -10,7 +10,13 @@
 //   - Locks are taken one shard at a time in ascending shard id, all of a
 //     shard's keys in one step, and never while waiting for a lower shard;
 //     so two transactions cannot wait on each other in a cycle (no deadlock).
+//     A lazy transaction (LockLazily, for scripts) takes a shard's locks
+//     with its first step there, after every lower involved shard's: the
+//     same order, so the same argument holds.
 //   - Every involved shard runs its part of the operation before it
-//     releases its locks, and all locks are held before any part runs: no
-//     client can observe half of the operation (DESIGN §8.2).
+//     releases its locks, and no lock is released before every part ran
+//     (two-phase locking): no client can observe half of the operation
+//     (DESIGN §8.2). With Lock all locks are held before any part runs;
+//     with LockLazily a step may run before a later shard is locked, which
+//     is still atomic because nothing it changed is visible before Finish.
 package tx

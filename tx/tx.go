@@ -43,6 +43,9 @@ type Tx struct {
 	// sameOwner tells which other shards that goroutine owns too.
 	local     *shard.Shard
 	sameOwner func(a, b int) bool
+	// lazy: locks are taken shard by shard as Run first needs each (see
+	// LockLazily); held tells which parts hold theirs.
+	lazy bool
 
 	// Journaling (package journal), decided once the locks are held.
 	// parent: the enclosing transaction of a nested one, which owns the
@@ -143,6 +146,9 @@ type part struct {
 	step stepKind
 	// granted: a stepTryLock took the keys.
 	granted bool
+	// held: a lazy transaction holds this part's locks; refused: a lazy
+	// lock step found the journal recording and gave the locks back.
+	held, refused bool
 	// jp buffers the journal entries of the steps run on this shard.
 	jp *journal.Part
 }
@@ -150,7 +156,8 @@ type part struct {
 type stepKind uint8
 
 const (
-	stepLock stepKind = iota
+	stepLock    stepKind = iota
+	stepLockRun          // a lazy transaction's first step on a shard
 	stepTryLock
 	stepRun
 	stepRunRelease
@@ -211,13 +218,36 @@ func (p *part) LockKeys() ([]shard.KeyLock, bool) { return p.keys, p.all }
 
 func (p *part) Resume(s *shard.Shard) {
 	s.Acquire(p.keys, p.all)
+	if p.tx.lazy {
+		p.lazyLocked(s)
+	}
 	p.tx.done <- struct{}{}
+}
+
+// lazyLocked follows a lazy transaction's lock step once the keys are
+// held. A transaction is lazy only if no journal recorded when it began;
+// recording starts only in a step holding every shard, which cannot run
+// while this transaction holds some shard's keys, so only the first lock
+// step can find it started. It then gives the locks back (Run locks
+// eagerly instead, which journals); otherwise the step runs its function.
+func (p *part) lazyLocked(s *shard.Shard) {
+	if s.Journal.Active() {
+		s.Release(p.keys, p.all)
+		p.refused = true
+		return
+	}
+	if p.step == stepLockRun {
+		p.fn(s)
+	}
 }
 
 func (p *part) Run(s *shard.Shard) {
 	switch p.step {
-	case stepLock:
+	case stepLock, stepLockRun:
 		if s.TryLock(p) {
+			if p.tx.lazy {
+				p.lazyLocked(s)
+			}
 			p.tx.done <- struct{}{}
 		}
 		return
@@ -297,6 +327,99 @@ func (t *Tx) Lock() {
 	t.locked = true
 }
 
+// LockLazily is Lock for a transaction whose steps run one at a time
+// through Run (a script's calls): each shard's locks are taken by the
+// first step that needs them, in the same message as the step, so a
+// transaction whose calls visit its shards in ascending order pays no
+// lock round trip. Before a step on shard s, every involved shard below s
+// is locked (waiting if need be), so locks are still taken in ascending
+// shard order and never waited for while a higher shard's are held: no
+// deadlock. Nothing is released before Finish (two-phase locking), and
+// what a step changes stays invisible to others until then, so the
+// transaction is as atomic as with Lock. While a journal records it is
+// Lock.
+func (t *Tx) LockLazily() {
+	if t.nested || len(t.parts) < 2 {
+		t.Lock()
+		return
+	}
+	for _, p := range t.parts {
+		if p.sh.Journal.Active() {
+			t.Lock()
+			return
+		}
+	}
+	sort.Slice(t.parts, func(i, j int) bool { return t.parts[i].sh.ID < t.parts[j].sh.ID })
+	t.lazy, t.locked = true, true
+}
+
+// lockBelow takes, in ascending order, the locks of every part below
+// shard sid that does not hold them yet. It reports false when a lock
+// step was refused (see lazyLocked).
+func (t *Tx) lockBelow(sid int) bool {
+	for {
+		var next *part
+		for _, p := range t.parts {
+			if !p.held && p.sh.ID < sid && (next == nil || p.sh.ID < next.sh.ID) {
+				next = p
+			}
+		}
+		if next == nil {
+			return true
+		}
+		next.step = stepLock
+		next.sh.Send(next)
+		<-t.done
+		if next.refused {
+			return false
+		}
+		next.held = true
+	}
+}
+
+// runLazy is Run of a lazy transaction.
+func (t *Tx) runLazy(sid int, fn func(*shard.Shard)) {
+	if t.lockBelow(sid) {
+		p := t.part(sid)
+		if p.held {
+			p.step = stepRun
+		} else {
+			p.step = stepLockRun
+		}
+		p.fn = fn
+		p.sh.Send(p)
+		<-t.done
+		if !p.refused {
+			p.held = true
+			return
+		}
+	}
+	// The journal started before this transaction held anything (see
+	// lazyLocked): lock eagerly, which journals, and run the step.
+	t.relock()
+	t.Run(sid, fn)
+}
+
+// lockRest ends the lazy mode: every lock is held after it.
+func (t *Tx) lockRest() {
+	if t.lockBelow(len(t.shards)) {
+		t.lazy = false
+		return
+	}
+	t.relock()
+}
+
+// relock takes the locks eagerly after a lazy lock step was refused, which
+// can happen only before any step ran (see lazyLocked).
+func (t *Tx) relock() {
+	t.release(func(p *part) bool { return p.held })
+	for _, p := range t.parts {
+		p.held, p.refused = false, false
+	}
+	t.lazy, t.locked = false, false
+	t.Lock()
+}
+
 // startJournal decides, with the locks held, whether the transaction is
 // journaled: recording starts and stops only in steps that hold every
 // shard, so it cannot change while the locks are held.
@@ -338,9 +461,15 @@ func (t *Tx) tryLockAll() bool {
 	if all {
 		return true
 	}
+	t.release(func(p *part) bool { return p.granted })
+	return false
+}
+
+// release gives back the locks of the parts that hold them, and waits.
+func (t *Tx) release(holds func(p *part) bool) {
 	n := 0
 	for _, p := range t.parts {
-		if p.granted {
+		if holds(p) {
 			p.step = stepRelease
 			p.sh.Send(p)
 			n++
@@ -349,7 +478,6 @@ func (t *Tx) tryLockAll() bool {
 	for ; n > 0; n-- {
 		<-t.done
 	}
-	return false
 }
 
 // Run runs fn on shard sid, holding the transaction's locks, and waits.
@@ -362,6 +490,10 @@ func (t *Tx) Run(sid int, fn func(*shard.Shard)) {
 		fn(t.shards[sid])
 		return
 	}
+	if t.lazy {
+		t.runLazy(sid, fn)
+		return
+	}
 	p := t.part(sid)
 	p.step, p.fn = stepRun, fn
 	p.sh.Send(p)
@@ -369,7 +501,12 @@ func (t *Tx) Run(sid int, fn func(*shard.Shard)) {
 }
 
 // RunAll runs fn on every involved shard in parallel and waits for all.
-func (t *Tx) RunAll(fn func(*shard.Shard)) { t.runAll(stepRun, fn) }
+func (t *Tx) RunAll(fn func(*shard.Shard)) {
+	if t.lazy {
+		t.lockRest()
+	}
+	t.runAll(stepRun, fn)
+}
 
 // Finish runs fn on every involved shard in parallel, each releasing its
 // locks right after its part, and waits. fn may be nil.
@@ -391,6 +528,10 @@ func (t *Tx) Finish(fn func(*shard.Shard)) {
 	}
 	if t.rec {
 		t.finishRecorded(fn)
+		return
+	}
+	if t.lazy {
+		t.finishLazy(fn)
 		return
 	}
 	if fn == nil {
@@ -421,6 +562,25 @@ func (t *Tx) finishRecorded(fn func(*shard.Shard)) {
 	t.runAll(stepCommitRelease, nil)
 	commitMu.Unlock()
 	t.locked = false
+}
+
+// finishLazy is Finish of a lazy transaction. Without a last step it
+// releases the held locks without waiting: the transaction is complete
+// once its steps have run, and whoever touches its keys next finds them
+// locked until the release arrives, so nothing can see it unfinished.
+func (t *Tx) finishLazy(fn func(*shard.Shard)) {
+	if fn != nil {
+		t.lockRest()
+		t.Finish(fn)
+		return
+	}
+	t.locked = false
+	for _, p := range t.parts {
+		if p.held {
+			p.step, p.held = stepRelease, false
+			p.sh.Send(p) // its done signal lands in the buffer of done
+		}
+	}
 }
 
 func (t *Tx) runAll(step stepKind, fn func(*shard.Shard)) {

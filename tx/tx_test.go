@@ -41,7 +41,8 @@ func writeInt(db *shard.DB, key string, n int) {
 // TestBankInvariant moves amounts between accounts on random shards while
 // readers sum every account under shared locks: the sum never changes, and
 // the whole run finishes (no deadlock) despite transactions that lock
-// overlapping keys on several shards in every order of declaration.
+// overlapping keys on several shards in every order of declaration, half
+// of the transfers locking lazily (LockLazily).
 func TestBankInvariant(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -72,7 +73,11 @@ func TestBankInvariant(t *testing.T) {
 				t := New(shards)
 				t.Add(owner(to), 0, key(to), true)
 				t.Add(owner(from), 0, key(from), true)
-				t.Lock()
+				if w%2 == 1 {
+					t.LockLazily() // locks come with the steps, in shard order
+				} else {
+					t.Lock()
+				}
 				var bal int
 				t.Run(owner(from), func(s *shard.Shard) { bal = readInt(s.DBs[0], key(from)) })
 				if bal < amount {
@@ -139,4 +144,73 @@ func TestBankInvariant(t *testing.T) {
 		t.Fatalf("no progress: %d transfers, %d sums", transfers.Load(), sums.Load())
 	}
 	t.Logf("%d transfers, %d consistent sums", transfers.Load(), sums.Load())
+}
+
+// TestLazyLocksInShardOrder: a lazy transaction's step on a shard runs
+// with the locks of every involved lower shard already held, and those of
+// higher shards not yet; Finish gives everything back.
+func TestLazyLocksInShardOrder(t *testing.T) {
+	shards := startShards(t, 3)
+	locked := func(sid int, key string) bool {
+		var held bool
+		done := make(chan struct{})
+		shards[sid].Send(shard.Func(func(s *shard.Shard) { held = s.ExclLocked(0, key); close(done) }))
+		<-done
+		return held
+	}
+	x := New(shards)
+	x.Add(2, 0, "c", true)
+	x.Add(0, 0, "a", true)
+	x.Add(1, 0, "b", true)
+	x.LockLazily()
+	if locked(0, "a") || locked(1, "b") || locked(2, "c") {
+		t.Fatal("LockLazily took a lock before any step")
+	}
+	var sawA, sawB, sawC bool
+	x.Run(1, func(s *shard.Shard) { sawB = s.ExclLocked(0, "b") })
+	if !sawB || !locked(0, "a") || locked(2, "c") {
+		t.Fatalf("step on shard 1: own lock %v, shard 0 locked %v, shard 2 locked %v; want true, true, false",
+			sawB, locked(0, "a"), locked(2, "c"))
+	}
+	x.Run(0, func(s *shard.Shard) { sawA = s.ExclLocked(0, "a") })
+	x.Run(2, func(s *shard.Shard) { sawC = s.ExclLocked(0, "c") })
+	if !sawA || !sawC {
+		t.Fatalf("steps ran without their locks: shard 0 %v, shard 2 %v", sawA, sawC)
+	}
+	x.Finish(nil)
+	// The releases are in the shards' queues ahead of these checks.
+	for sid, key := range []string{"a", "b", "c"} {
+		if locked(sid, key) {
+			t.Fatalf("%s still locked on shard %d after Finish", key, sid)
+		}
+	}
+}
+
+// TestLazyWaitsForHolder: a lazy step on a key another transaction holds
+// runs only once that transaction finished.
+func TestLazyWaitsForHolder(t *testing.T) {
+	shards := startShards(t, 2)
+	holder := New(shards)
+	holder.Add(1, 0, "k", true)
+	holder.Add(0, 0, "j", true)
+	holder.Lock()
+	x := New(shards)
+	x.Add(0, 0, "other", true)
+	x.Add(1, 0, "k", true)
+	x.LockLazily()
+	ran := make(chan int, 1)
+	go func() {
+		x.Run(1, func(s *shard.Shard) { ran <- readInt(s.DBs[0], "k") })
+		x.Finish(nil)
+	}()
+	holder.Run(1, func(s *shard.Shard) { writeInt(s.DBs[0], "k", 7) })
+	select {
+	case <-ran:
+		t.Fatal("the lazy step ran while another transaction held its key")
+	default:
+	}
+	holder.Finish(nil)
+	if v := <-ran; v != 7 {
+		t.Fatalf("the lazy step read %d, want the holder's 7", v)
+	}
 }

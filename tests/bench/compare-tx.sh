@@ -2,17 +2,31 @@
 # MULTI/EXEC of two SETs and an EVAL that INCRs two keys (keys random over a
 # large space, so usually on different shards), dfly next to redis-server:
 #   1. pinned: each server on CPU 0, the client (txbench) on CPU 1 -> ratio per core;
-#   2. dfly unpinned with --shards 1 and --shards 2 -> does throughput grow with shards.
-# Env: DUR (seconds per run, default 3), CLIENTS (default 50).
+#   2. dfly with --shards 1 and --shards 2 -> does throughput grow with shards.
+# Each row is measured with the go-redis client (the stated comparison) and
+# with txbench -raw, a lean client (pre-encoded RESP, -P transactions in
+# flight per connection) whose own CPU bounds the figure less. Besides
+# ops/s, each row gives the server's CPU time per transaction (utime+stime
+# of the server process over the run, divided by the transactions): on a
+# shared machine that figure is steadier than throughput, and
+# redis_us/dfly_us is the per-core ratio the server would reach if it had
+# its core to itself.
+# Env: DUR (seconds per run, default 3), CLIENTS (default 50), ROUNDS
+# (default 2; the best run of each row counts), RAW_P (default "1 8"),
+# DFLY_BIN (a prebuilt dfly instead of building this tree's).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 DUR=${DUR:-3}
 CLIENTS=${CLIENTS:-50}
+ROUNDS=${ROUNDS:-2}
+RAW_P=${RAW_P:-1 8}
+TCK=$(getconf CLK_TCK)
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
-(cd "$here/../.." && go build -o "$work/dfly" ./cmd/dfly && go build -o "$work/txbench" ./tests/bench/txbench)
+(cd "$here/../.." && go build -o "$work/txbench" ./tests/bench/txbench)
+if [[ -n ${DFLY_BIN:-} ]]; then cp "$DFLY_BIN" "$work/dfly"; else (cd "$here/../.." && go build -o "$work/dfly" ./cmd/dfly); fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 start() { # start PIN NAME [flags...] -> PORT PID
@@ -28,33 +42,73 @@ start() { # start PIN NAME [flags...] -> PORT PID
 	for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && return; sleep 0.1; done
 	echo "compare-tx.sh: $name did not start" >&2; exit 1
 }
-run() { # run PIN PORT -> "multi N\neval N"
-	local -a cmd=("$work/txbench" -addr "127.0.0.1:$2" -c "$CLIENTS" -d "${DUR}s")
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# run CLIENTPIN PORT PID TEST MODE -> "OPS_PER_S CPU_US_PER_OP"; MODE is
+# "goredis" or "rawN" (txbench -raw -P N).
+run() {
+	local -a cmd=("$work/txbench" -addr "127.0.0.1:$2" -c "$CLIENTS" -d "${DUR}s" -t "$4")
+	[[ $5 == raw* ]] && cmd+=(-raw -P "${5#raw}")
 	[[ $1 == 1 ]] && cmd=(taskset -c 1 "${cmd[@]}")
-	"${cmd[@]}"
+	local t0 t1 out
+	t0=$(ticks "$3")
+	out=$("${cmd[@]}")
+	t1=$(ticks "$3")
+	awk -v n="${out#* }" -v d="$DUR" -v c=$((t1 - t0)) -v hz="$TCK" 'BEGIN { printf "%d %.2f\n", n, c / hz * 1e6 / (n * d) }'
+}
+modes=(goredis)
+for p in $RAW_P; do modes+=("raw$p"); done
+label() { [[ $1 == goredis ]] && echo "go-redis" || echo "raw -P ${1#raw}"; }
+
+# best KEY OPS US: keep the highest ops/s and the lowest CPU per op.
+declare -A ops us
+best() {
+	[[ ${ops[$1]:-0} -lt $2 ]] && ops[$1]=$2
+	if [[ -z ${us[$1]:-} ]] || awk -v a="$3" -v b="${us[$1]}" 'BEGIN { exit !(a < b) }'; then us[$1]=$3; fi
 }
 
-start 1 redis; rp=$PORT
-start 1 dfly; dp=$PORT
-declare -A r d
-for round in 1 2; do
-	while read -r t n; do [[ ${r[$t]:-0} -lt $n ]] && r[$t]=$n; done < <(run 1 "$rp")
-	while read -r t n; do [[ ${d[$t]:-0} -lt $n ]] && d[$t]=$n; done < <(run 1 "$dp")
+start 1 redis; rp=$PORT; rpid=$PID
+start 1 dfly; dp=$PORT; dpid=$PID
+for round in $(seq "$ROUNDS"); do
+	for m in "${modes[@]}"; do
+		for t in multi eval; do
+			read -r n c < <(run 1 "$rp" "$rpid" "$t" "$m"); best "r,$m,$t" "$n" "$c"
+			read -r n c < <(run 1 "$dp" "$dpid" "$t" "$m"); best "d,$m,$t" "$n" "$c"
+		done
+	done
 done
-echo "Pinned (server CPU 0, client CPU 1), best of 2, ops/s"
-printf "%-6s %10s %10s %7s %7s\n" test redis dfly ratio target
-for t in multi eval; do
-	awk -v t="$t" -v a="${r[$t]}" -v b="${d[$t]}" 'BEGIN { x = b / a; printf "%-6s %10d %10d %6.2fx %6.1fx%s\n", t, a, b, x, 0.7, (x < 0.7 ? "  BELOW" : "") }'
+echo "Pinned (server CPU 0, client CPU 1), best of $ROUNDS; ops/s, server CPU us per transaction"
+printf "%-6s %-10s %9s %9s %6s %8s %8s %9s\n" test client redis dfly ratio redis_us dfly_us cpu_ratio
+for m in "${modes[@]}"; do
+	for t in multi eval; do
+		awk -v t="$t" -v m="$(label "$m")" -v a="${ops[r,$m,$t]}" -v b="${ops[d,$m,$t]}" -v ua="${us[r,$m,$t]}" -v ub="${us[d,$m,$t]}" \
+			'BEGIN { x = b / a; printf "%-6s %-10s %9d %9d %5.2fx %8.2f %8.2f %8.2fx%s\n", t, m, a, b, x, ua, ub, ua / ub, (x < 0.7 ? "  BELOW 0.7x" : "") }'
+	done
 done
 
-declare -A s1 s2
-start 0 dfly --shards 1; p1=$PORT
-start 0 dfly --shards 2; p2=$PORT
-while read -r t n; do s1[$t]=$n; done < <(run 0 "$p1")
-while read -r t n; do s2[$t]=$n; done < <(run 0 "$p2")
+kill "$rpid" "$dpid" 2>/dev/null || true
+start 0 dfly --shards 1; p1=$PORT; pid1=$PID
+start 0 dfly --shards 2; p2=$PORT; pid2=$PID
+# Client placements: unpinned (client and server share both cores), and
+# the client pinned to CPU 1 with the server unpinned.
+for round in $(seq "$ROUNDS"); do
+	for cpin in 0 1; do
+		for m in "${modes[@]}"; do
+			for t in multi eval; do
+				read -r n c < <(run "$cpin" "$p1" "$pid1" "$t" "$m"); best "1,$cpin,$m,$t" "$n" "$c"
+				read -r n c < <(run "$cpin" "$p2" "$pid2" "$t" "$m"); best "2,$cpin,$m,$t" "$n" "$c"
+			done
+		done
+	done
+done
 echo
-echo "dfly unpinned, ops/s by shard count"
-printf "%-6s %10s %10s %7s\n" test shards=1 shards=2 growth
-for t in multi eval; do
-	awk -v t="$t" -v a="${s1[$t]}" -v b="${s2[$t]}" 'BEGIN { printf "%-6s %10d %10d %6.2fx\n", t, a, b, b / a }'
+echo "dfly unpinned, by shard count, best of $ROUNDS; ops/s, server CPU us per transaction"
+printf "%-6s %-10s %-11s %9s %9s %7s %8s %8s\n" test client "client cpu" shards=1 shards=2 growth us_1 us_2
+for cpin in 0 1; do
+	for m in "${modes[@]}"; do
+		for t in multi eval; do
+			awk -v t="$t" -v m="$(label "$m")" -v cp="$([[ $cpin == 1 ]] && echo "CPU 1" || echo "any")" \
+				-v a="${ops[1,$cpin,$m,$t]}" -v b="${ops[2,$cpin,$m,$t]}" -v ua="${us[1,$cpin,$m,$t]}" -v ub="${us[2,$cpin,$m,$t]}" \
+				'BEGIN { printf "%-6s %-10s %-11s %9d %9d %6.2fx %8.2f %8.2f\n", t, m, cp, a, b, b / a, ua, ub }'
+		done
+	done
 done
