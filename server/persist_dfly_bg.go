@@ -15,9 +15,9 @@ import (
 // BGSAVE (persist_snapshot.go), but every shard's Slice streams tagged
 // chunks to its own file, written by its own goroutine, so big values are
 // written a piece at a time while the bucket streams and the walk
-// interleave. The writer compresses the walk's items (whole records) as
-// blobs (rdb.Blobs) when that shrinks them; pieces of big values are kept
-// as they are.
+// interleave. The shards write values without LZF; the writer compresses
+// the walk's items (whole records) as blobs (rdb.Blobs) when that shrinks
+// them; pieces of big values are kept as they are.
 
 // bgsaveDfly takes the cut and returns once the walks have started; done
 // is called when the files and the summary are written.
@@ -40,7 +40,7 @@ func (s *Server) bgsaveDfly(done func(error)) {
 	t.Finish(func(sh *shard.Shard) {
 		writes[sh.ID] = sh.Stats.Writes
 		ref.take(sh)
-		slices[sh.ID] = snapshot.Start(sh, snapshot.Options{Tagged: true, Encode: encodeForSnapshot,
+		slices[sh.ID] = snapshot.Start(sh, snapshot.Options{Tagged: true, Encode: encodeForSnapshot, NoLZF: true,
 			Out: outs[sh.ID], Free: frees[sh.ID], MaxChunk: s.serializationChunk(), Load: tierLoader(sh)}) // tiered.go
 	})
 	s.persist.setSlices(slices)

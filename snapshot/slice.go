@@ -106,6 +106,9 @@ type Options struct {
 	FullSyncCut bool
 	// Load reads values that are not in memory (nil: all are).
 	Load Loader
+	// NoLZF writes strings without LZF: the consumer compresses whole
+	// chunks off the shard (dfly files), so the shard does less work.
+	NoLZF bool
 }
 
 const (
@@ -191,6 +194,8 @@ type Slice struct {
 	// Output the consumer's channel did not take yet.
 	pending      []Chunk
 	pendingBytes int
+	// lastCommands: the shard's command count at the last step (budget).
+	lastCommands uint64
 
 	dbs      []dbState
 	db       int
@@ -228,6 +233,7 @@ func Start(sh *shard.Shard, opt Options) *Slice {
 	sl := &Slice{sh: sh, opt: opt, version: sh.CutVersion(), cutMs: sh.Now(),
 		main: rdb.NewEncoder(nil), mainDB: -1, dbs: make([]dbState, len(sh.DBs)),
 		byKey: map[keyRef]*bucket{}, nextStream: firstBucket}
+	sl.main.SetCompression(!opt.NoLZF)
 	sh.AddHook(sl)
 	sh.AddExpiryHook(sl)
 	sh.AddGate(sl)
@@ -430,6 +436,7 @@ func (sl *Slice) startBig(db int, key string, v shard.Value, at int64) *item {
 		x.w.yield = yield
 		e := rdb.NewEncoder(x.w)
 		e.SetFlushSize(max)
+		e.SetCompression(!sl.opt.NoLZF)
 		enc(e, unsafe.Slice(unsafe.StringData(key), len(key)), &x.v, at)
 		if e.Err() != nil && e.Err() != errStopped {
 			sl.fail(e.Err())
@@ -928,6 +935,7 @@ func (sl *Slice) Run(s *shard.Shard) {
 	// work, not the snapshot's, so it is outside the stall measured.
 	sl.release(s)
 	start := time.Now()
+	budget := sl.budget(s)
 	defer startStall().done()
 	sl.inRun = true
 	defer func() { sl.inRun = false }()
@@ -964,7 +972,7 @@ func (sl *Slice) Run(s *shard.Shard) {
 		if !progressed {
 			break
 		}
-		if time.Since(start) >= stepBudget {
+		if time.Since(start) >= budget {
 			sl.post()
 			return
 		}
@@ -987,6 +995,22 @@ func (sl *Slice) Run(s *shard.Shard) {
 		}
 	}
 }
+
+// budget is this step's time: stepBudget while the shard is otherwise
+// idle, a quarter of it (at least busyStepMin) when it ran commands since
+// the last step, so a saturated event loop gives the snapshot about a
+// fifth of its time rather than half, and clients' latency pays less for
+// a save (a step runs after each round of the loop's I/O).
+func (sl *Slice) budget(s *shard.Shard) time.Duration {
+	if sl.lastCommands == s.Stats.Commands {
+		return stepBudget
+	}
+	sl.lastCommands = s.Stats.Commands
+	return max(stepBudget/4, min(stepBudget, busyStepMin))
+}
+
+// busyStepMin is the shortest step while clients are active.
+const busyStepMin = 10 * time.Microsecond
 
 // walkStep visits one bucket position of the current database.
 // It reports false when it had to wait (non-PIT: see inFlight).
