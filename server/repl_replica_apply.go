@@ -279,6 +279,9 @@ func (a *replApplier) runCoord(t *tx.Tx, db int, args [][]byte, cmd *Command) {
 		}
 		t.Run(sid, func(sh *shard.Shard) {
 			e := Exec{S: sh, DB: sh.DBs[db], Args: args, W: &w, Srv: a.s, Conn: a.conn}
+			if tierNoLoad(sh, cmd, args) { // tiered.go: SET, DEL ... leave offloaded values so
+				defer sh.SetNoLoad(false)
+			}
 			cmd.Shard(&e)
 		})
 	}
@@ -348,7 +351,11 @@ func (a *replApplier) applyTx(ops []replica.Op) {
 				}
 				c.cmd.calls.Add(1)
 				e := Exec{S: sh, DB: sh.DBs[c.db], Args: c.args, W: &w, Srv: a.s, Conn: a.conn}
+				set := tierNoLoad(sh, c.cmd, c.args) // tiered.go
 				c.cmd.Shard(&e)
+				if set {
+					sh.SetNoLoad(false)
+				}
 				a.checkReply(&w, c.cmd)
 			}
 			sh.MasterApply = false
@@ -396,7 +403,11 @@ func (b *applyBatch) exec(s *shard.Shard, resumed bool) {
 		}
 		resumed = false
 		e := Exec{S: s, DB: s.DBs[op.db], Args: op.args, W: &b.w, Srv: b.a.s, Conn: b.a.conn}
+		set := tierNoLoad(s, op.cmd, op.args) // tiered.go: SET, DEL ... leave offloaded values so
 		op.cmd.Shard(&e)
+		if set {
+			s.SetNoLoad(false)
+		}
 		b.a.checkReply(&b.w, op.cmd)
 		s.Stats.Commands++
 		b.a.s.countShardCall(s.ID, op.cmd)

@@ -39,10 +39,19 @@ package server
 //     seen (a value no longer at the segment read is read anew).
 //   - A multi-shard command (coordinator) first has the offloaded values
 //     of its keys loaded into memory by their shards, asynchronously, and
-//     waits for that on its own goroutine (tierPreload). What is left
-//     loads through DB.Find's blocking fallback: values offloaded again
-//     between the preload and the transaction, keys a command finds
-//     without naming them (SORT BY/GET patterns), scripts' nested calls.
+//     waits for that on its own goroutine (tierPreload); the keys stay
+//     pinned, never offloaded again, until the command is done (pin). For
+//     EXEC the keys are those of the queued commands, for a script its
+//     declared keys (the only ones it may touch); their nested commands
+//     then find every value in memory, and those that read no bytes run
+//     with Find's loading off (runQueued). A script or EXEC confined to
+//     one shard runs inside a batch, which loads all its keys first
+//     (tierBefore). SORT reads offloaded BY/GET pattern values
+//     asynchronously between its steps (cmd_sort.go).
+//   - DB.Find's blocking load (tiered_sync_loads) is left to: SORT with
+//     patterns inside a script confined to a shard (it runs on the shard
+//     goroutine, which cannot wait), a preload whose read failed (Find
+//     tries again), and commands a replica applies from its master.
 //   - Snapshots: BGSAVE (both formats) reads offloaded strings
 //     asynchronously through the snapshot's Loader (tierLoader; the
 //     bucket waits DelayedPending); SAVE, DEBUG RELOAD and
@@ -108,15 +117,21 @@ type tierShard struct {
 	// passStaged / idle / idleWrites: a whole pass found nothing to stash;
 	// the walk sleeps until changes() moves from idleWrites.
 	passStaged int
+	passPinned bool // the pass skipped a pinned value
 	idle       bool
 	idleWrites uint64
 	writes     int              // jobs in flight
 	later      []tiered.Segment // space of flushed values, freed after the snapshot
 	hasLater   atomic.Bool
 	stashed    map[tierKey]struct{}
-	backoff    time.Time
-	budget     atomic.Int64
-	queued     atomic.Bool
+	// pins: keys whose values a coordinated command (tierPreload) loaded
+	// and reads later, by number of such commands; unpins counts their
+	// ends (a change for the idle walk).
+	pins    map[tierKey]int
+	unpins  uint64
+	backoff time.Time
+	budget  atomic.Int64
+	queued  atomic.Bool
 	// counters
 	entries     int64 // values now external
 	bytes       int64 // their lengths
@@ -163,7 +178,7 @@ func (s *Server) setupTiered() {
 			return
 		}
 		t := &tierShard{srv: s, sh: sh, ready: map[int64][]byte{}, failed: map[int64]bool{},
-			stashed: map[tierKey]struct{}{}}
+			stashed: map[tierKey]struct{}{}, pins: map[tierKey]int{}}
 		sh := sh
 		t.store = tiered.NewStore(f, ts.pool, func(fn func()) { sh.Send(tierFunc(fn)) }, s.cfg.TieredMaxFileSize)
 		ts.shards = append(ts.shards, t)
@@ -401,6 +416,12 @@ func (t *tierShard) Run(s *shard.Shard) {
 				if _, ok := t.stashed[k]; ok {
 					return // its write is in flight
 				}
+				if len(t.pins) > 0 && t.pins[k] > 0 {
+					// See pin. The pass does not go idle: an unpin
+					// during it must not be taken as already seen.
+					t.passPinned = true
+					return
+				}
 				k.key = strings.Clone(k.key)
 				if err := t.store.Stash(db.Index, k.key, v.Str()); err != nil {
 					full = err
@@ -419,10 +440,10 @@ func (t *tierShard) Run(s *shard.Shard) {
 				// A whole pass: the next starts in another step, so values
 				// whose writes are in flight are not stashed again now.
 				t.db = 0
-				if t.passStaged == 0 {
+				if t.passStaged == 0 && !t.passPinned {
 					t.idle, t.idleWrites = true, t.changes()
 				}
-				t.passStaged = 0
+				t.passStaged, t.passPinned = 0, false
 				break
 			}
 		}
@@ -445,7 +466,9 @@ func (t *tierShard) Run(s *shard.Shard) {
 
 // changes counts what can make a value worth offloading: writes, and
 // values loaded back into memory.
-func (t *tierShard) changes() uint64 { return t.sh.Stats.Writes + t.loads + t.syncLoads }
+func (t *tierShard) changes() uint64 {
+	return t.sh.Stats.Writes + t.loads + t.syncLoads + t.unpins
+}
 
 // written switches the values of a finished write job to their segments.
 func (t *tierShard) written(entries []tiered.Entry, err error) {
@@ -464,6 +487,10 @@ func (t *tierShard) written(entries []tiered.Entry, err error) {
 		v := t.sh.DBs[e.DB].Peek(unsafe.Slice(unsafe.StringData(e.Key), len(e.Key)))
 		if v == nil || v.Type != shard.TypeString || v.IsExternal() || !bytes.Equal(v.Str(), e.Data) {
 			t.store.Free(e.Seg) // changed or gone meanwhile
+			continue
+		}
+		if len(t.pins) > 0 && t.pins[tierKey{e.DB, e.Key}] > 0 {
+			t.store.Free(e.Seg) // pinned since it was stashed: see pin
 			continue
 		}
 		released += int64(cap(v.Str()))
@@ -505,20 +532,45 @@ var noLoadCommands = map[string]bool{
 }
 
 func needsBytes(p *pending) bool {
-	if p.multi != nil {
+	return p.multi != nil || cmdNeedsBytes(p.cmd, p.args)
+}
+
+// cmdNeedsBytes: cmd with args reads the string bytes of its keys.
+func cmdNeedsBytes(cmd *Command, args [][]byte) bool {
+	if !noLoadCommands[cmd.Name] {
 		return true
 	}
-	if !noLoadCommands[p.cmd.Name] {
-		return true
-	}
-	if p.cmd.Name == "set" {
-		for _, a := range p.args[3:] {
+	if cmd.Name == "set" && len(args) > 3 {
+		for _, a := range args[3:] {
 			if strings.EqualFold(string(a), "get") {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// runQueued runs a command of EXEC or of a script on its shard. With
+// tiering, one that reads no string bytes runs with Find's loading off,
+// as in a batch (tierBefore); the values the others read were loaded
+// ahead (tierBefore for the whole EXEC or script, or tierPreload).
+func (x *Exec) runQueued(cmd *Command) {
+	set := tierNoLoad(x.S, cmd, x.Args)
+	x.run(cmd)
+	if set {
+		x.S.SetNoLoad(false)
+	}
+}
+
+// tierNoLoad turns Find's loading off for a command that reads no string
+// bytes, when tiering is on and it is not off already; true: the caller
+// turns it on again after the command.
+func tierNoLoad(s *shard.Shard, cmd *Command, args [][]byte) bool {
+	if s.Tier() == nil || s.NoLoad() || cmdNeedsBytes(cmd, args) {
+		return false
+	}
+	s.SetNoLoad(true)
+	return true
 }
 
 // tierKeyRef is a key of a command with its DB.
@@ -763,22 +815,53 @@ func (s *Server) tieredInfo(field func(string, any)) {
 	field("tiered_max_step_us", sum.step/1000)
 }
 
+// tierDBKey is a key of a coordinated command with its database.
+type tierDBKey struct {
+	db  int
+	key string // a copy: unpin runs after the command's arguments are reused
+}
+
 // tierPreload loads the offloaded values of a coordinated command's keys
-// into memory before it runs: each shard issues the reads and stores the
-// bytes when they arrive; the coordinator waits (never a shard).
-func (x *Coord) tierPreload() {
+// into memory before it runs: each shard pins the keys (see pin), issues
+// the reads and stores the bytes when they arrive; the coordinator waits
+// (never a shard). The keys of EXEC are those of its queued commands
+// (nested commands of EXEC and scripts run inTx and preload nothing: the
+// outer command did). It returns the pinned keys by shard, for tierUnpin
+// once the command is done.
+func (x *Coord) tierPreload() [][]tierDBKey {
 	ts := x.Srv.tiered
-	if ts == nil || x.local != nil || x.inTx || noLoadCommands[x.cmd.Name] {
-		return
+	if ts == nil || x.local != nil || x.inTx {
+		return nil
 	}
-	pos := x.cmd.keys(nil, x.Args)
-	if len(pos) == 0 {
-		return
+	var keys [][]tierDBKey
+	var pos []int
+	add := func(db int, cmd *Command, args [][]byte) {
+		if !cmdNeedsBytes(cmd, args) {
+			return
+		}
+		pos = cmd.keys(pos[:0], args)
+		for _, i := range pos {
+			if keys == nil {
+				keys = make([][]tierDBKey, len(ts.shards))
+			}
+			sid := x.Srv.ShardOf(args[i])
+			keys[sid] = append(keys[sid], tierDBKey{db, string(args[i])})
+		}
 	}
-	keys := make([][][]byte, len(ts.shards))
-	for _, i := range pos {
-		sid := x.Srv.ShardOf(x.Args[i])
-		keys[sid] = append(keys[sid], x.Args[i])
+	if x.cmd.Name == "exec" {
+		// The connection's loop waits for EXEC: its state is ours.
+		if m := x.Conn.multi; m != nil && !m.dirty {
+			for _, q := range m.cmds {
+				if q.cmd.Local == nil {
+					add(q.db, q.cmd, q.args)
+				}
+			}
+		}
+	} else {
+		add(x.DB, x.cmd, x.Args)
+	}
+	if keys == nil {
+		return nil
 	}
 	var wg sync.WaitGroup
 	for sid, ks := range keys {
@@ -787,21 +870,59 @@ func (x *Coord) tierPreload() {
 		}
 		wg.Add(1)
 		t := ts.shards[sid]
-		t.sh.Send(tierFunc(func() { t.preload(t.sh.DBs[x.DB], ks, wg.Done) }))
+		t.sh.Send(tierFunc(func() { t.preload(ks, wg.Done) }))
 	}
 	wg.Wait()
+	return keys
 }
 
-// preload reads the offloaded values among keys and loads them into
-// memory, then calls done (on the shard goroutine, possibly at once).
-func (t *tierShard) preload(db *shard.DB, keys [][]byte, done func()) {
+// tierUnpin unpins what tierPreload pinned. The command is done: every
+// step of its transactions ran (Tx.Run and Finish wait for them), so each
+// shard unpins after the command's last read there.
+func (x *Coord) tierUnpin(keys [][]tierDBKey) {
+	for sid, ks := range keys {
+		if len(ks) == 0 {
+			continue
+		}
+		t := x.Srv.tiered.shards[sid]
+		t.sh.Send(tierFunc(func() { t.unpin(ks) }))
+	}
+}
+
+// pin keeps the values of keys in memory until unpin: the offload walk
+// skips pinned keys and a write job finishing for one frees its space
+// instead of making the value external (Run, written). That, and nothing
+// else making a value external (tierAfter only restores values it made
+// in-memory within one command), is the invariant that lets a coordinated
+// command whose values preload loaded find them all in memory in its
+// transaction's steps, with no blocking load (DB.Find's fallback).
+func (t *tierShard) pin(keys []tierDBKey) {
+	for _, k := range keys {
+		t.pins[tierKey(k)]++
+	}
+}
+
+func (t *tierShard) unpin(keys []tierDBKey) {
+	for _, k := range keys {
+		tk := tierKey(k)
+		if t.pins[tk]--; t.pins[tk] <= 0 {
+			delete(t.pins, tk)
+		}
+	}
+	t.unpins++ // the walk may have passed over them: not idle
+}
+
+// preload pins keys, reads the offloaded values among them and loads them
+// into memory, then calls done (on the shard goroutine, possibly at once).
+func (t *tierShard) preload(keys []tierDBKey, done func()) {
+	t.pin(keys)
 	if t.entries == 0 {
 		done()
 		return
 	}
 	var segs []tiered.Segment
 	for _, k := range keys {
-		if v := db.Peek(k); v != nil && v.IsExternal() {
+		if v := t.sh.DBs[k.db].Peek(unsafe.Slice(unsafe.StringData(k.key), len(k.key))); v != nil && v.IsExternal() {
 			segs = append(segs, segOf(v))
 		}
 	}
@@ -814,7 +935,7 @@ func (t *tierShard) preload(db *shard.DB, keys [][]byte, done func()) {
 	waiting := 0
 	finish := func() {
 		for _, k := range keys {
-			v := db.Peek(k)
+			v := t.sh.DBs[k.db].Peek(unsafe.Slice(unsafe.StringData(k.key), len(k.key)))
 			if v == nil || !v.IsExternal() {
 				continue
 			}

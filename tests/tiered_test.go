@@ -595,3 +595,135 @@ func TestTieredDflyFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestTieredNoSyncLoads: every path that reads offloaded values reads
+// them asynchronously — multi-shard commands, EXEC (multi-shard, with
+// WATCH, and commands that read no bytes), scripts (on a coordinator and
+// confined to a shard), SORT BY/GET patterns — so DB.Find's blocking load
+// (tiered_sync_loads) never runs, and the replies are right. With no
+// maxmemory every value is offloaded again as soon as it is in memory, so
+// each round meets offloaded values, and the offloader races the gap
+// between a coordinator's preload and its transaction.
+func TestTieredNoSyncLoads(t *testing.T) {
+	needDfly(t)
+	srv := startTiered(t, t.TempDir(), "--shards", "4")
+	c := srv.Raw(t)
+	val := func(k string, round int) string { return strings.Repeat(k+strconv.Itoa(round)+".", 40) }
+	// setAll sets keys to their values of round and waits until all of
+	// them (and nothing else) are offloaded.
+	setAll := func(t *testing.T, keys []string, round int) {
+		t.Helper()
+		for _, k := range keys {
+			mustOK(t, c.Do("SET", k, val(k, round)), "set")
+		}
+		waitOffloaded(t, c, int64(len(keys)))
+	}
+	keys := []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"}
+	const rounds = 15
+	paths := []struct {
+		name string
+		run  func(t *testing.T, round int)
+	}{
+		{"mget", func(t *testing.T, round int) {
+			setAll(t, keys, round)
+			r := c.Do(append([]string{"MGET"}, keys...)...)
+			for i, k := range keys {
+				if r.Elems[i].Str != val(k, round) {
+					t.Fatalf("MGET %s = %q", k, r.Elems[i].Str)
+				}
+			}
+		}},
+		{"exec", func(t *testing.T, round int) {
+			setAll(t, keys, round)
+			mustOK(t, c.Do("WATCH", "k7"), "watch")
+			mustOK(t, c.Do("MULTI"), "multi")
+			c.Do("GET", "k0")
+			c.Do("APPEND", "k1", "!")
+			c.Do("GETRANGE", "k2", "0", "3")
+			c.Do("MGET", "k3", "k4")
+			c.Do("STRLEN", "k5")
+			c.Do("EXISTS", "k6")
+			c.Do("SET", "k7", "new")
+			r := c.Do("EXEC")
+			if len(r.Elems) != 7 || r.Elems[0].Str != val("k0", round) || r.Elems[1].Int != int64(len(val("k1", round))+1) ||
+				r.Elems[2].Str != val("k2", round)[:4] || r.Elems[3].Elems[0].Str != val("k3", round) ||
+				r.Elems[3].Elems[1].Str != val("k4", round) || r.Elems[4].Int != int64(len(val("k5", round))) ||
+				r.Elems[5].Int != 1 {
+				t.Fatalf("EXEC = %v", r)
+			}
+			if got := c.Do("GET", "k1").Str; got != val("k1", round)+"!" {
+				t.Fatalf("APPEND in EXEC left %q", got)
+			}
+		}},
+		{"eval", func(t *testing.T, round int) {
+			setAll(t, keys, round)
+			r := c.Do("EVAL", "local t = {} for i, k in ipairs(KEYS) do t[i] = redis.call('GET', k) end "+
+				"redis.call('APPEND', KEYS[1], '!') return t", "4", "k0", "k3", "k5", "k6")
+			for i, k := range []string{"k0", "k3", "k5", "k6"} {
+				if r.Elems[i].Str != val(k, round) {
+					t.Fatalf("EVAL %s = %v", k, r)
+				}
+			}
+		}},
+		{"eval on one shard", func(t *testing.T, round int) {
+			ks := []string{"{h}a", "{h}b"}
+			setAll(t, ks, round)
+			r := c.Do("EVAL", "return {redis.call('GET', KEYS[1]), redis.call('GETRANGE', KEYS[2], 0, 2)}", "2", ks[0], ks[1])
+			if r.Elems[0].Str != val(ks[0], round) || r.Elems[1].Str != val(ks[1], round)[:3] {
+				t.Fatalf("EVAL = %v", r)
+			}
+		}},
+		{"sort", func(t *testing.T, round int) {
+			// Weights and values offloaded on any shard; the list is not.
+			c.Do("DEL", "list")
+			var ks []string
+			for i := 0; i < 6; i++ {
+				e := strconv.Itoa(i)
+				c.Do("RPUSH", "list", e)
+				ks = append(ks, "w_"+e, "v_"+e)
+			}
+			for _, k := range ks {
+				w := val(k, round)
+				if strings.HasPrefix(k, "w_") {
+					// Descending weight by element, padded past the size threshold.
+					w = strings.Repeat("0", 80) + strconv.Itoa(100-int(k[2]-'0'))
+				}
+				mustOK(t, c.Do("SET", k, w), "set")
+			}
+			waitOffloaded(t, c, int64(len(ks)))
+			r := c.Do("SORT", "list", "BY", "w_*", "GET", "#", "GET", "v_*")
+			if len(r.Elems) != 12 {
+				t.Fatalf("SORT = %v", r)
+			}
+			for i := 0; i < 6; i++ {
+				e := strconv.Itoa(5 - i)
+				if r.Elems[2*i].Str != e || r.Elems[2*i+1].Str != val("v_"+e, round) {
+					t.Fatalf("SORT row %d = %q %q", i, r.Elems[2*i].Str, r.Elems[2*i+1].Str)
+				}
+			}
+			waitOffloaded(t, c, int64(len(ks)))
+			if n := c.Do("SORT", "list", "BY", "w_*", "GET", "v_*", "STORE", "dst").Int; n != 6 {
+				t.Fatalf("SORT STORE = %d", n)
+			}
+			if got := c.Do("LINDEX", "dst", "0").Str; got != val("v_5", round) {
+				t.Fatalf("SORT STORE first = %q", got)
+			}
+		}},
+	}
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			c.Do("FLUSHALL")
+			before := tieredInfo(t, c)
+			for round := 0; round < rounds; round++ {
+				p.run(t, round)
+			}
+			after := tieredInfo(t, c)
+			if n := after["tiered_sync_loads"] - before["tiered_sync_loads"]; n != 0 {
+				t.Fatalf("%d blocking loads: %v", n, after)
+			}
+			if after["tiered_reads"] == before["tiered_reads"] {
+				t.Fatalf("no offloaded value was read: %v", after)
+			}
+		})
+	}
+}
