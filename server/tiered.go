@@ -52,12 +52,11 @@ package server
 //     patterns inside a script confined to a shard (it runs on the shard
 //     goroutine, which cannot wait), a preload whose read failed (Find
 //     tries again), and commands a replica applies from its master.
-//   - Snapshots: BGSAVE (both formats) reads offloaded strings
-//     asynchronously through the snapshot's Loader (tierLoader; the
-//     bucket waits DelayedPending); SAVE, DEBUG RELOAD and
+//   - Snapshots: BGSAVE and SAVE (both formats) and full syncs read
+//     offloaded strings asynchronously through the snapshot's Loader
+//     (tierLoader; the bucket waits DelayedPending); DEBUG RELOAD and
 //     --debug_snapshot_reference read them synchronously on the shard
-//     goroutine (tierView): acceptable for now, they stall the shard
-//     anyway.
+//     goroutine (tierView, which says why).
 
 import (
 	"bytes"
@@ -116,14 +115,14 @@ type tierShard struct {
 	cursor uint64
 	// passStaged / idle / idleWrites: a whole pass found nothing to stash;
 	// the walk sleeps until changes() moves from idleWrites.
-	passStaged int
-	passPinned bool // the pass skipped a pinned value
-	idle       bool
-	idleWrites uint64
-	writes     int              // jobs in flight
-	later      []tiered.Segment // space of flushed values, freed after the snapshot
-	hasLater   atomic.Bool
-	stashed    map[tierKey]struct{}
+	passStaged  int
+	passSkipped bool // the pass skipped a value in flight or pinned
+	idle        bool
+	idleWrites  uint64
+	writes      int              // jobs in flight
+	later       []tiered.Segment // space of flushed values, freed after the snapshot
+	hasLater    atomic.Bool
+	stashed     map[tierKey]struct{}
 	// pins: keys whose values a coordinated command (tierPreload) loaded
 	// and reads later, by number of such commands; unpins counts their
 	// ends (a change for the idle walk).
@@ -138,6 +137,7 @@ type tierShard struct {
 	loads       uint64
 	syncLoads   uint64
 	serialReads uint64 // reads by serializers (tierView, tierLoader)
+	serialSync  uint64 // of which blocking (tierView)
 	readServes  uint64 // read-only commands served from a read, value left offloaded
 	stepNanos   int64  // the longest offload step
 }
@@ -328,9 +328,13 @@ func (t *tierShard) logErr(err error) {
 }
 
 // tierView is v with its bytes in memory: v itself, or for an offloaded
-// string a copy read synchronously (a blocking read on the shard
-// goroutine, acceptable for SAVE and DEBUG RELOAD for now). A read error
-// fails e, so no file is written with a wrong value.
+// string a copy read synchronously: a blocking read on the shard
+// goroutine, for DEBUG RELOAD (which saves and loads under one lock of
+// every shard, so the dataset cannot change in between: the snapshot's
+// asynchronous path serves commands meanwhile) and
+// --debug_snapshot_reference (a debugging aid, taken inside the cut's
+// step). SAVE takes the asynchronous path (saveAtCut). A read error fails
+// e, so no file is written with a wrong value.
 func tierView(sh *shard.Shard, e *rdb.Encoder, v *shard.Value) *shard.Value {
 	if !v.IsExternal() {
 		return v
@@ -340,6 +344,7 @@ func tierView(sh *shard.Shard, e *rdb.Encoder, v *shard.Value) *shard.Value {
 		return v
 	}
 	t.serialReads++
+	t.serialSync++
 	b, err := t.store.ReadSync(segOf(v))
 	if err != nil {
 		t.logErr(err)
@@ -413,14 +418,17 @@ func (t *tierShard) Run(s *shard.Shard) {
 					}
 				}
 				k := tierKey{db.Index, db.Table.Key(it)}
+				// Skipped values keep the pass from going idle: a
+				// change that comes back to them (an unpin, a write
+				// job finding the value changed) may be counted
+				// before the pass ends.
 				if _, ok := t.stashed[k]; ok {
+					t.passSkipped = true
 					return // its write is in flight
 				}
 				if len(t.pins) > 0 && t.pins[k] > 0 {
-					// See pin. The pass does not go idle: an unpin
-					// during it must not be taken as already seen.
-					t.passPinned = true
-					return
+					t.passSkipped = true
+					return // see pin
 				}
 				k.key = strings.Clone(k.key)
 				if err := t.store.Stash(db.Index, k.key, v.Str()); err != nil {
@@ -440,10 +448,10 @@ func (t *tierShard) Run(s *shard.Shard) {
 				// A whole pass: the next starts in another step, so values
 				// whose writes are in flight are not stashed again now.
 				t.db = 0
-				if t.passStaged == 0 && !t.passPinned {
+				if t.passStaged == 0 && !t.passSkipped {
 					t.idle, t.idleWrites = true, t.changes()
 				}
-				t.passStaged, t.passPinned = 0, false
+				t.passStaged, t.passSkipped = 0, false
 				break
 			}
 		}
@@ -751,8 +759,9 @@ func (b *shardBatch) tierActive() bool { return b.tier.noLoad || len(b.tier.temp
 // ReadAt calls, shared_reads: reads that joined one in flight; read_serves:
 // read-only commands served from a read (value left offloaded); loads /
 // sync_loads: values loaded back into memory asynchronously / by Find's
-// blocking fallback; serializer_reads: blocking reads by SAVE, BGSAVE and
-// DEBUG RELOAD; writes, written_bytes: write jobs done; pending_*: I/O in
+// blocking fallback; serializer_reads: reads by SAVE, BGSAVE, full syncs
+// and DEBUG RELOAD, serializer_sync_reads: those of them that blocked
+// (tierView); writes, written_bytes: write jobs done; pending_*: I/O in
 // flight; read_errors, write_errors: failures (a write error or a full
 // file leaves the values in memory); max_step_us: the longest offload step
 // (wall time, so it includes time the goroutine was descheduled).
@@ -766,6 +775,7 @@ func (s *Server) tieredInfo(field func(string, any)) {
 		st                                tiered.Stats
 		entries, bytes, file, alloc, step int64
 		loads, syncLoads, serves, serial  uint64
+		serialSync                        uint64
 	}
 	all := make([]stats, len(ts.shards))
 	s.OnEachShard(func(sh *shard.Shard) {
@@ -773,7 +783,7 @@ func (s *Server) tieredInfo(field func(string, any)) {
 		a := t.store.Allocator()
 		all[sh.ID] = stats{st: t.store.Stats, entries: t.entries, bytes: t.bytes, file: a.FileSize(),
 			alloc: a.Bytes, step: t.stepNanos, loads: t.loads, syncLoads: t.syncLoads, serves: t.readServes,
-			serial: t.serialReads}
+			serial: t.serialReads, serialSync: t.serialSync}
 	})
 	var sum stats
 	for _, x := range all {
@@ -786,6 +796,7 @@ func (s *Server) tieredInfo(field func(string, any)) {
 		sum.syncLoads += x.syncLoads
 		sum.serves += x.serves
 		sum.serial += x.serial
+		sum.serialSync += x.serialSync
 		sum.st.Reads += x.st.Reads
 		sum.st.SharedReads += x.st.SharedReads
 		sum.st.Writes += x.st.Writes
@@ -806,6 +817,7 @@ func (s *Server) tieredInfo(field func(string, any)) {
 	field("tiered_loads", sum.loads)
 	field("tiered_sync_loads", sum.syncLoads)
 	field("tiered_serializer_reads", sum.serial)
+	field("tiered_serializer_sync_reads", sum.serialSync)
 	field("tiered_writes", sum.st.Writes)
 	field("tiered_written_bytes", sum.st.WrittenBytes)
 	field("tiered_pending_reads", sum.st.PendingReads)

@@ -344,3 +344,33 @@ func TestTieredPinnedStaysInMemory(t *testing.T) {
 	check("a", true)
 	check("c", true)
 }
+
+// TestTieredSkippedValueKeepsWalkAwake: a pass that skips a value whose
+// write is in flight does not put the walk to sleep, so when the write
+// finds the value changed (and leaves it in memory) a later step still
+// offloads it.
+func TestTieredSkippedValueKeepsWalkAwake(t *testing.T) {
+	srv, ts, f := tierServer(t)
+	srv.OnShard(0, func(s *shard.Shard) {
+		s.DBs[0].Insert([]byte("a"), shard.NewString(bytes.Repeat([]byte("x"), 500)))
+		ts.backoff, ts.idle = time.Time{}, false
+		ts.budget.Store(1 << 30)
+	})
+	f.mu.Lock() // hold the write job
+	srv.OnShard(0, func(s *shard.Shard) {
+		ts.Run(s) // stashes a: its write is in flight
+		it, _ := s.DBs[0].Find([]byte("a"))
+		p := s.DBs[0].Mutate(it)
+		p.SetStr(append(p.Str(), 'z'))
+		ts.Run(s) // a whole pass that skips a
+	})
+	f.mu.Unlock()
+	waitWrites(t, srv, ts) // finds a changed: a stays in memory
+	srv.OnShard(0, func(s *shard.Shard) { ts.Run(s) })
+	waitWrites(t, srv, ts)
+	srv.OnShard(0, func(s *shard.Shard) {
+		if v := s.DBs[0].Peek([]byte("a")); !v.IsExternal() {
+			t.Errorf("a left in memory: the walk went idle (idle %v)", ts.idle)
+		}
+	})
+}

@@ -562,23 +562,10 @@ func TestTieredMetaCommandsDoNotRead(t *testing.T) {
 func TestTieredDflyFormat(t *testing.T) {
 	needDfly(t)
 	dir := t.TempDir()
-	srv := startTiered(t, dir, "--dbformat", "dfly")
-	c := srv.Raw(t)
-	r := rand.New(rand.NewSource(2))
-	want := map[string]string{}
-	for i := 0; i < 100; i++ {
-		k := "d" + strconv.Itoa(i)
-		want[k] = randValue(r)
-		mustOK(t, c.Do("SET", k, want[k]), "set")
-	}
-	waitOffloaded(t, c, 30)
-	mustOK(t, c.Do("SAVE"), "save")
-	if in := tieredInfo(t, c); in["tiered_serializer_reads"] == 0 {
-		t.Fatalf("SAVE read no offloaded value: %v", in)
-	}
+	srv, c, want := saveOffloaded(t, dir, "--dbformat", "dfly")
 	// BGSAVE (the snapshot reads offloaded values asynchronously).
-	want["d0"] = "changed after SAVE"
-	mustOK(t, c.Do("SET", "d0", want["d0"]), "set")
+	want["s0"] = "changed after SAVE"
+	mustOK(t, c.Do("SET", "s0", want["s0"]), "set")
 	waitOffloaded(t, c, 30)
 	mustOK(t, c.Do("BGSAVE"), "bgsave")
 	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(c.Do("INFO", "persistence").Str, "rdb_bgsave_in_progress:0"); {
@@ -588,9 +575,37 @@ func TestTieredDflyFormat(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	srv.Terminate(10 * time.Second)
-	c2 := startTiered(t, dir, "--dbformat", "dfly").Raw(t)
+	checkValues(t, startTiered(t, dir, "--dbformat", "dfly").Raw(t), want)
+}
+
+// saveOffloaded starts a tiered server in dir, sets 200 keys to random
+// values (randValue, fixed seed), waits for offloading and SAVEs, which
+// must read offloaded values without blocking a shard goroutine.
+func saveOffloaded(t *testing.T, dir string, flags ...string) (*Server, *RawConn, map[string]string) {
+	t.Helper()
+	srv := startTiered(t, dir, flags...)
+	c := srv.Raw(t)
+	r := rand.New(rand.NewSource(2))
+	want := map[string]string{}
+	for i := 0; i < 200; i++ {
+		k := "s" + strconv.Itoa(i)
+		want[k] = randValue(r)
+		mustOK(t, c.Do("SET", k, want[k]), "set")
+	}
+	waitOffloaded(t, c, 50)
+	mustOK(t, c.Do("SAVE"), "save")
+	in := tieredInfo(t, c)
+	if in["tiered_serializer_reads"] == 0 || in["tiered_serializer_sync_reads"] != 0 || in["tiered_sync_loads"] != 0 {
+		t.Fatalf("SAVE read no offloaded value, or read one blocking the shard: %v", in)
+	}
+	return srv, c, want
+}
+
+// checkValues checks every key of want after a restart.
+func checkValues(t *testing.T, c *RawConn, want map[string]string) {
+	t.Helper()
 	for k, v := range want {
-		if got := c2.Do("GET", k); got.Str != v {
+		if got := c.Do("GET", k); got.Str != v {
 			t.Fatalf("%s: %d bytes after restart, want %d", k, len(got.Str), len(v))
 		}
 	}
@@ -726,4 +741,15 @@ func TestTieredNoSyncLoads(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTieredSaveReadsAsynchronously: SAVE in the RDB format reads
+// offloaded values through the snapshot's asynchronous path (no blocking
+// read on a shard goroutine), and the file loads back equal.
+func TestTieredSaveReadsAsynchronously(t *testing.T) {
+	needDfly(t)
+	dir := t.TempDir()
+	srv, _, want := saveOffloaded(t, dir, "--shards", "2")
+	srv.Terminate(10 * time.Second)
+	checkValues(t, startTiered(t, dir).Raw(t), want)
 }
