@@ -379,6 +379,8 @@ type applyBatch struct {
 	pos  int
 	w    resp.Writer
 	keys []shard.KeyLock
+	// loaded: the values of the command at pos were loaded (tiered.go).
+	loaded bool
 }
 
 func (b *applyBatch) Run(s *shard.Shard) { b.exec(s, false) }
@@ -402,6 +404,16 @@ func (b *applyBatch) exec(s *shard.Shard, resumed bool) {
 			}
 		}
 		resumed = false
+		if t, ok := s.Tier().(*tierShard); ok && !b.loaded &&
+			t.applyLoad(s, op.cmd, op.db, op.args, func() { b.exec(s, false) }) {
+			// tiered.go: resumed (from this command, the locks checked
+			// again) once the offloaded values it reads are in memory;
+			// once only, so a failed read is not retried forever.
+			b.loaded = true
+			s.MasterApply = false
+			return
+		}
+		b.loaded = false
 		e := Exec{S: s, DB: s.DBs[op.db], Args: op.args, W: &b.w, Srv: b.a.s, Conn: b.a.conn}
 		set := tierNoLoad(s, op.cmd, op.args) // tiered.go: SET, DEL ... leave offloaded values so
 		op.cmd.Shard(&e)

@@ -48,10 +48,14 @@ package server
 //     one shard runs inside a batch, which loads all its keys first
 //     (tierBefore). SORT reads offloaded BY/GET pattern values
 //     asynchronously between its steps (cmd_sort.go).
+//   - A replica applying its master's single-shard commands loads the
+//     values a command reads first, parking its apply batch (applyLoad);
+//     commands that read no bytes run with Find's loading off.
 //   - DB.Find's blocking load (tiered_sync_loads) is left to: SORT with
 //     patterns inside a script confined to a shard (it runs on the shard
 //     goroutine, which cannot wait), a preload whose read failed (Find
-//     tries again), and commands a replica applies from its master.
+//     tries again), and the multi-shard transactions a replica applies
+//     (under locks of whole shards, from the replication goroutine).
 //   - Snapshots: BGSAVE and SAVE (both formats) and full syncs read
 //     offloaded strings asynchronously through the snapshot's Loader
 //     (tierLoader; the bucket waits DelayedPending); DEBUG RELOAD and
@@ -924,10 +928,37 @@ func (t *tierShard) unpin(keys []tierDBKey) {
 	t.unpins++ // the walk may have passed over them: not idle
 }
 
-// preload pins keys, reads the offloaded values among them and loads them
-// into memory, then calls done (on the shard goroutine, possibly at once).
+// preload pins keys and loads them (load).
 func (t *tierShard) preload(keys []tierDBKey, done func()) {
 	t.pin(keys)
+	t.load(keys, done)
+}
+
+// applyLoad: a replica about to apply a command of its master that reads
+// the string bytes of offloaded values loads them first, like tierPreload.
+// It reports whether it issued reads; then done runs once they are loaded
+// (on the shard goroutine, in the same message, so they are still in
+// memory when done applies the command).
+func (t *tierShard) applyLoad(s *shard.Shard, cmd *Command, db int, args [][]byte, done func()) bool {
+	if t.entries == 0 || !cmdNeedsBytes(cmd, args) {
+		return false
+	}
+	var keys []tierDBKey
+	for _, i := range cmd.keys(nil, args) {
+		if v := s.DBs[db].Peek(args[i]); v != nil && v.IsExternal() {
+			keys = append(keys, tierDBKey{db, string(args[i])})
+		}
+	}
+	if len(keys) == 0 {
+		return false
+	}
+	t.load(keys, done)
+	return true
+}
+
+// load reads the offloaded values among keys and loads them into memory,
+// then calls done (on the shard goroutine, possibly at once).
+func (t *tierShard) load(keys []tierDBKey, done func()) {
 	if t.entries == 0 {
 		done()
 		return

@@ -670,6 +670,20 @@ func TestTieredNoSyncLoads(t *testing.T) {
 				t.Fatalf("APPEND in EXEC left %q", got)
 			}
 		}},
+		{"exec on one shard", func(t *testing.T, round int) {
+			ks := []string{"{e}a", "{e}b", "{e}c"}
+			setAll(t, ks, round)
+			mustOK(t, c.Do("WATCH", ks[2]), "watch")
+			mustOK(t, c.Do("MULTI"), "multi")
+			c.Do("GET", ks[0])
+			c.Do("APPEND", ks[1], "!")
+			c.Do("STRLEN", ks[2])
+			r := c.Do("EXEC")
+			if len(r.Elems) != 3 || r.Elems[0].Str != val(ks[0], round) ||
+				r.Elems[1].Int != int64(len(val(ks[1], round))+1) || r.Elems[2].Int != int64(len(val(ks[2], round))) {
+				t.Fatalf("EXEC = %v", r)
+			}
+		}},
 		{"eval", func(t *testing.T, round int) {
 			setAll(t, keys, round)
 			r := c.Do("EVAL", "local t = {} for i, k in ipairs(KEYS) do t[i] = redis.call('GET', k) end "+
@@ -752,4 +766,52 @@ func TestTieredSaveReadsAsynchronously(t *testing.T) {
 	srv, _, want := saveOffloaded(t, dir, "--shards", "2")
 	srv.Terminate(10 * time.Second)
 	checkValues(t, startTiered(t, dir).Raw(t), want)
+}
+
+// TestTieredReplicaApply: a tiered replica applies its master's commands
+// that read offloaded values (APPEND, SETRANGE) after loading them
+// asynchronously, and those that read none (SET, DEL) without loading: no
+// blocking load, and the replica converges.
+func TestTieredReplicaApply(t *testing.T) {
+	needDfly(t)
+	master := StartServer(t, "--shards", "2")
+	rep := startTiered(t, t.TempDir(), "--shards", "3")
+	mc, rc := master.Raw(t), rep.Raw(t)
+	replicaOf(t, rep, master.Addr)
+	waitReplicaLinkUp(t, rep, 30*time.Second)
+	var keys []string
+	for i := 0; i < 12; i++ {
+		keys = append(keys, "r"+strconv.Itoa(i))
+	}
+	for round := 0; round < 5; round++ {
+		for _, k := range keys {
+			mustOK(t, mc.Do("SET", k, strings.Repeat(k+strconv.Itoa(round), 30)), "set")
+		}
+		waitUntil(t, 10*time.Second, "replica offloaded the values", func() bool {
+			in := tieredInfo(t, rc)
+			return in["tiered_entries"] == int64(len(keys)) && in["tiered_pending_writes"] == 0
+		})
+		for i, k := range keys {
+			switch i % 3 {
+			case 0:
+				mc.Do("APPEND", k, "!")
+			case 1:
+				mc.Do("SETRANGE", k, "2", "xyz")
+			default:
+				mustOK(t, mc.Do("SET", k, strings.Repeat("n", 100)), "set")
+			}
+		}
+		waitUntil(t, 10*time.Second, "replica converged", func() bool {
+			for _, k := range keys {
+				if rc.Do("GET", k).Str != mc.Do("GET", k).Str {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	in := tieredInfo(t, rc)
+	if in["tiered_sync_loads"] != 0 || in["tiered_loads"] == 0 {
+		t.Fatalf("the replica loaded offloaded values blocking, or never loaded one: %v", in)
+	}
 }
