@@ -21,7 +21,8 @@ package server
 //     the GC; a value changed meanwhile keeps its new bytes and the space
 //     is freed. A failed write (ENOSPC, EIO, the file size limit) frees
 //     the space and leaves every value in memory; it is logged and counted
-//     and offloading pauses for a second.
+//     and offloading pauses for a second. The backing file is truncated
+//     when its tail is free (tiered.Store); offloading waits for that.
 //   - Loading: before a connection's batch runs a command on a shard
 //     (shardBatch.exec), tierBefore looks its keys up; when one is
 //     external and the command reads string bytes, it issues the reads
@@ -463,7 +464,7 @@ func (t *tierShard) Run(s *shard.Shard) {
 			break
 		}
 	}
-	if full != nil {
+	if full != nil && full != tiered.ErrBusy { // busy: the file is being truncated, go on next step
 		t.logErr(full)
 		t.backoff = time.Now().Add(tierErrBackoff)
 	}

@@ -7,6 +7,7 @@ package tests
 import (
 	"fmt"
 	"math/rand"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -523,7 +524,8 @@ func TestTieredSnapshotEquality(t *testing.T) {
 // on offloaded values without reading them, and deleting frees the space.
 func TestTieredMetaCommandsDoNotRead(t *testing.T) {
 	needDfly(t)
-	srv := startTiered(t, t.TempDir())
+	dir := t.TempDir()
+	srv := startTiered(t, dir)
 	c := srv.Raw(t)
 	var keys []string
 	for i := 0; i < 20; i++ {
@@ -555,6 +557,17 @@ func TestTieredMetaCommandsDoNotRead(t *testing.T) {
 	if in["tiered_reads"] != 0 || in["tiered_entries"] != 0 || in["tiered_allocated_bytes"] != 0 {
 		t.Fatalf("DEL read values or left space allocated: %v", in)
 	}
+	// The backing files shrink to nothing (truncated on the I/O pool).
+	waitUntil(t, 10*time.Second, "backing files truncated", func() bool {
+		files, _ := filepath.Glob(filepath.Join(dir, "tier-*"))
+		var size int64
+		for _, f := range files {
+			if fi, err := os.Stat(f); err == nil {
+				size += fi.Size()
+			}
+		}
+		return len(files) > 0 && size == 0
+	})
 }
 
 // TestTieredDflyFormat: SAVE in the dfly format (a file per shard) writes
