@@ -121,7 +121,8 @@ type tierShard struct {
 	// passStaged / idle / idleWrites: a whole pass found nothing to stash;
 	// the walk sleeps until changes() moves from idleWrites.
 	passStaged  int
-	passSkipped bool // the pass skipped a value in flight or pinned
+	passSkipped bool   // the pass skipped a value in flight, pinned or failed to stash
+	passChanges uint64 // changes() when the pass started
 	idle        bool
 	idleWrites  uint64
 	writes      int              // jobs in flight
@@ -410,6 +411,9 @@ func (t *tierShard) Run(s *shard.Shard) {
 	var full error
 	visits := 0
 	for staged < budget && full == nil {
+		if t.db == 0 && t.cursor == 0 {
+			t.passChanges = t.changes() // a pass starts
+		}
 		db := s.DBs[t.db]
 		if db.Len() > 0 {
 			t.cursor = db.Table.Traverse(t.cursor, func(it shard.Iterator) {
@@ -438,6 +442,7 @@ func (t *tierShard) Run(s *shard.Shard) {
 				k.key = strings.Clone(k.key)
 				if err := t.store.Stash(db.Index, k.key, v.Str()); err != nil {
 					full = err
+					t.passSkipped = true // not stashed: see passSkipped above
 					return
 				}
 				t.stashed[k] = struct{}{}
@@ -454,7 +459,9 @@ func (t *tierShard) Run(s *shard.Shard) {
 				// whose writes are in flight are not stashed again now.
 				t.db = 0
 				if t.passStaged == 0 && !t.passSkipped {
-					t.idle, t.idleWrites = true, t.changes()
+					// A pass may span steps: a change between its start
+					// and its end may be in a bucket it had passed.
+					t.idle, t.idleWrites = true, t.passChanges
 				}
 				t.passStaged, t.passSkipped = 0, false
 				break
@@ -760,7 +767,8 @@ func (b *shardBatch) tierActive() bool { return b.tier.noLoad || len(b.tier.temp
 
 // tieredInfo writes INFO's tiered section, summed over the shards:
 // entries/entries_bytes: values offloaded now and their lengths;
-// allocated_bytes, file_size: the allocators' view of the files; reads:
+// allocated_bytes, file_size: the allocators' view of the files;
+// truncations: files shrunk to a free tail; reads:
 // ReadAt calls, shared_reads: reads that joined one in flight; read_serves:
 // read-only commands served from a read (value left offloaded); loads /
 // sync_loads: values loaded back into memory asynchronously / by Find's
@@ -810,12 +818,14 @@ func (s *Server) tieredInfo(field func(string, any)) {
 		sum.st.WriteErrors += x.st.WriteErrors
 		sum.st.PendingReads += x.st.PendingReads
 		sum.st.PendingWrite += x.st.PendingWrite
+		sum.st.Truncations += x.st.Truncations
 	}
 	field("tiered_enabled", 1)
 	field("tiered_entries", sum.entries)
 	field("tiered_entries_bytes", sum.bytes)
 	field("tiered_allocated_bytes", sum.alloc)
 	field("tiered_file_size", sum.file)
+	field("tiered_truncations", sum.st.Truncations)
 	field("tiered_reads", sum.st.Reads)
 	field("tiered_shared_reads", sum.st.SharedReads)
 	field("tiered_read_serves", sum.serves)
