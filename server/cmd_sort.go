@@ -6,6 +6,8 @@ import (
 	"math/big"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
@@ -42,6 +44,12 @@ import (
 // transaction already holds the sorted key and the destination; pattern
 // keys on other shards are then read without locks of their own, since
 // taking locks inside a transaction that holds some could deadlock.
+//
+// Tiered storage: an offloaded pattern value is read asynchronously
+// (patternRef.resolve) while the coordinator waits, holding the step's
+// locks; the key's shard then runs another step that goes on from it. The
+// read returns the bytes the value had when it was issued, so the result
+// is the one reading it in place would have given.
 //
 // Differences from Redis 7.0: sorting a listpack-encoded sorted set does not
 // convert it to a skiplist (OBJECT ENCODING is left alone); ties under ALPHA
@@ -185,11 +193,38 @@ func isHashSign(pat []byte) bool {
 }
 
 // resolve reads ref's key in db. The value is copied: it leaves the shard.
-func (ref *patternRef) resolve(db *shard.DB) {
+// With tiering and r not nil, an offloaded string is read asynchronously
+// (shard.Tier.Read: the bytes it has now, whatever happens to it later)
+// and resolve reports true; ref.val is set when r.wg is done, which the
+// coordinator waits for before it uses the value. With r nil (a SORT run
+// inline on a shard goroutine, inside a script confined to a shard, which
+// cannot wait for a read) Find loads it, blocking: the one synchronous
+// path left here.
+func (ref *patternRef) resolve(s *shard.Shard, db *shard.DB, r *sortReads) (async bool) {
 	ref.done = true
-	_, v := db.Find(ref.key)
+	var v *shard.Value
+	if r != nil {
+		_, v = db.FindMeta(ref.key)
+	} else {
+		_, v = db.Find(ref.key)
+	}
 	if v == nil {
-		return
+		return false
+	}
+	if r != nil && v.IsExternal() {
+		if ref.field != nil || v.Type != shard.TypeString {
+			return false
+		}
+		r.wg.Add(1)
+		s.Tier().Read(v, func(data []byte, err error) {
+			if err != nil {
+				r.failed.Store(true)
+			} else {
+				ref.val = append([]byte{}, data...)
+			}
+			r.wg.Done()
+		})
+		return true
 	}
 	if ref.field != nil {
 		if v.Type != shard.TypeHash {
@@ -198,12 +233,23 @@ func (ref *patternRef) resolve(db *shard.DB) {
 		if f, ok := v.Obj().(*hash.Hash).Get(ref.field); ok {
 			ref.val = append([]byte{}, f...)
 		}
-		return
+		return false
 	}
 	if v.Type == shard.TypeString {
 		ref.val = append([]byte{}, v.Str()...)
 	}
+	return false
 }
+
+// sortReads are a SORT's asynchronous reads of offloaded pattern values:
+// callbacks run on the shards, the coordinator waits on wg.
+type sortReads struct {
+	wg     sync.WaitGroup
+	failed atomic.Bool // a read failed: the command fails
+	issued int         // reads issued by the key's shard's steps (read between steps)
+}
+
+const errSortTierRead = "ERR tiered storage: failed to read an offloaded value"
 
 type sortItem struct {
 	elem  []byte
@@ -508,7 +554,9 @@ func (j *sortJob) buildRows() {
 // localResolver reads the refs whose keys live on shard s and are not
 // locked by any transaction (reading them now is then as good as holding a
 // shared lock).
-func localResolver(srv *Server, s *shard.Shard, db *shard.DB) func([]patternRef) bool {
+// Values read asynchronously (r) count as not done in this step: the
+// caller waits for them and runs another step.
+func localResolver(srv *Server, s *shard.Shard, db *shard.DB, r *sortReads) func([]patternRef) bool {
 	var lk [1]shard.KeyLock
 	return func(refs []patternRef) bool {
 		all := true
@@ -522,7 +570,10 @@ func localResolver(srv *Server, s *shard.Shard, db *shard.DB) func([]patternRef)
 				all = false
 				continue
 			}
-			ref.resolve(db)
+			if ref.resolve(s, db, r) {
+				r.issued++
+				all = false
+			}
 		}
 		return all
 	}
@@ -530,7 +581,7 @@ func localResolver(srv *Server, s *shard.Shard, db *shard.DB) func([]patternRef)
 
 // remoteResolver reads the refs still open under shared locks of a new
 // transaction, each shard reading its own keys in parallel.
-func remoteResolver(x *Coord) func([]patternRef) bool {
+func remoteResolver(x *Coord, r *sortReads) func([]patternRef) bool {
 	return func(refs []patternRef) bool {
 		parts := make([][]int, x.NumShards())
 		t := x.Tx()
@@ -549,9 +600,13 @@ func remoteResolver(x *Coord) func([]patternRef) bool {
 		t.Finish(func(s *shard.Shard) {
 			db := s.DBs[x.DB]
 			for _, i := range parts[s.ID] {
-				refs[i].resolve(db)
+				refs[i].resolve(s, db, r)
 			}
 		})
+		if r != nil {
+			// The reads hold what the values were under the locks.
+			r.wg.Wait()
+		}
 		return true
 	}
 }
@@ -572,16 +627,40 @@ func sortCommand(x *Coord, readonly bool) {
 	}
 	t.Lock()
 	j := &sortJob{o: o}
-	done := false
-	t.Run(ks, func(s *shard.Shard) {
-		db := s.DBs[x.DB]
-		j.load(db, key)
-		if j.errText != "" {
-			return
+	var r *sortReads
+	if x.Srv.tiered != nil && x.local == nil {
+		r = &sortReads{}
+	}
+	done, loaded := false, false
+	for {
+		// Offloaded pattern values met in a step are read asynchronously;
+		// the step after the wait goes on from them, under the same locks.
+		issued := 0
+		if r != nil {
+			issued = r.issued
 		}
-		j.prepare()
-		done = j.advance(localResolver(x.Srv, s, db))
-	})
+		t.Run(ks, func(s *shard.Shard) {
+			db := s.DBs[x.DB]
+			if !loaded {
+				loaded = true
+				j.load(db, key)
+				if j.errText != "" {
+					return
+				}
+				j.prepare()
+			}
+			done = j.advance(localResolver(x.Srv, s, db, r))
+		})
+		if j.errText != "" || done || r == nil || r.issued == issued {
+			break
+		}
+		r.wg.Wait()
+	}
+	if r != nil && r.failed.Load() {
+		t.Finish(nil)
+		x.W.Error(errSortTierRead)
+		return
+	}
 	if j.errText != "" {
 		t.Finish(nil)
 		x.W.Error(j.errText)
@@ -591,7 +670,11 @@ func sortCommand(x *Coord, readonly bool) {
 		// Patterns reach keys this step may not read: finish the step and
 		// read them under their own locks (see the comment at the top).
 		t.Finish(nil)
-		j.advance(remoteResolver(x))
+		j.advance(remoteResolver(x, r))
+		if r != nil && r.failed.Load() {
+			x.W.Error(errSortTierRead)
+			return
+		}
 		if o.store != nil && !j.convErr {
 			t = x.Tx()
 			t.Add(ds, x.DB, string(o.store), true)
@@ -638,7 +721,7 @@ func sortReply(x *Coord, t *tx.Tx, ds int, j *sortJob) {
 // ""), or deletes key when there are no rows.
 func storeList(db *shard.DB, key []byte, rows [][]byte) {
 	if len(rows) == 0 {
-		if it, _ := db.Find(key); it.Valid() {
+		if it, _ := db.FindMeta(key); it.Valid() { // an offloaded value is not read
 			db.Delete(it)
 		}
 		return

@@ -38,8 +38,13 @@ func (x *Coord) run(c *Conn) {
 	if x.cmd.Multi == nil {
 		x.W.Error("CROSSSLOT Keys in request don't hash to the same slot")
 	} else {
-		x.tierPreload() // tiered.go: offloaded values it reads are loaded first
+		// tiered.go: offloaded values it reads are loaded first, and stay
+		// in memory until it is done.
+		pinned := x.tierPreload()
 		x.cmd.Multi(x)
+		if pinned != nil {
+			x.tierUnpin(pinned)
+		}
 	}
 	c.complete(false)
 }

@@ -139,7 +139,7 @@ func cmdWatch(x *Coord) {
 		// Touch the key first so an already expired one is deleted now,
 		// not counted as a change after WATCH.
 		x.On(wk.sid, func(s *shard.Shard) {
-			s.DBs[wk.db].Find([]byte(wk.key))
+			s.DBs[wk.db].FindMeta([]byte(wk.key)) // an offloaded value stays so
 			s.AddWatch(wk.db, wk.key, c.watch.w)
 		})
 	}
@@ -205,7 +205,7 @@ func cmdExec(x *Coord) {
 		// Lazily expire watched keys now: an expiry since WATCH counts as
 		// a change.
 		for _, k := range ws.keys {
-			t.Run(k.sid, func(s *shard.Shard) { s.DBs[k.db].Find([]byte(k.key)) })
+			t.Run(k.sid, func(s *shard.Shard) { s.DBs[k.db].FindMeta([]byte(k.key)) })
 		}
 		if ws.w.Dirty() {
 			t.Finish(nil)
@@ -260,7 +260,7 @@ func (x *Coord) execParallel(t *tx.Tx, m *multiState) bool {
 			if sids[i] == s.ID {
 				q.cmd.calls.Add(1)
 				e := Exec{S: s, DB: s.DBs[q.db], Args: q.args, W: &replies[i], Srv: x.Srv, Conn: x.Conn}
-				e.run(q.cmd)
+				e.runQueued(q.cmd)
 			}
 		}
 	})
@@ -290,7 +290,7 @@ func (x *Coord) execQueued(t *tx.Tx, q queued) {
 	case sid >= 0:
 		t.Run(sid, func(s *shard.Shard) {
 			e := Exec{S: s, DB: s.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}
-			e.run(cmd)
+			e.runQueued(cmd)
 		})
 	case cmd.Multi != nil:
 		inner := &Coord{Srv: x.Srv, Conn: c, DB: q.db, Args: q.args, W: x.W, cmd: cmd, inTx: true, local: x.local, outer: t}
@@ -379,7 +379,7 @@ func execLockKeys(m *multiState, w *watchState, dst []shard.KeyLock) []shard.Key
 func execOnShard(x *Exec, c *Conn, m *multiState, w *watchState) {
 	if w != nil {
 		for _, k := range w.keys {
-			x.S.DBs[k.db].Find([]byte(k.key)) // an expiry since WATCH counts
+			x.S.DBs[k.db].FindMeta([]byte(k.key)) // an expiry since WATCH counts
 		}
 		if w.w.Dirty() {
 			x.W.NullArray()
@@ -395,7 +395,7 @@ func execOnShard(x *Exec, c *Conn, m *multiState, w *watchState) {
 				continue
 			}
 			e := Exec{S: x.S, DB: x.S.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}
-			e.run(q.cmd)
+			e.runQueued(q.cmd)
 		}
 	})
 }

@@ -85,11 +85,37 @@ func cmdSave(x *Coord) {
 		x.W.Error("ERR Background save already in progress")
 		return
 	}
-	if err := x.Srv.save(x.Tx()); err != nil {
+	var err error
+	if x.Srv.tiered != nil {
+		err = x.Srv.saveAtCut()
+	} else {
+		err = x.Srv.save(x.Tx())
+	}
+	if err != nil {
 		x.W.Error("ERR")
 		return
 	}
 	x.W.SimpleString("OK")
+}
+
+// saveAtCut is SAVE with tiered storage: BGSAVE's path, waited for, so
+// offloaded values are read asynchronously while their buckets wait
+// (tierLoader) instead of blocking the shard goroutine (tierView, save's
+// path). The file holds the dataset at the cut, taken when SAVE runs;
+// commands of other clients are served meanwhile.
+func (s *Server) saveAtCut() error {
+	p := &s.persist
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s.dbFormat() == "dfly" {
+		done := make(chan error, 1)
+		s.bgsaveDfly(func(err error) { done <- err })
+		return <-done
+	}
+	chunks, free, writes := s.snapshotCut()
+	err := s.writeSnapshotStream(chunks, free, writes)
+	p.setSlices(nil)
+	return err
 }
 
 // cmdBgsave saves in the background. In the RDB format it takes the

@@ -260,6 +260,9 @@ func (a *replApplier) runCoord(t *tx.Tx, db int, args [][]byte, cmd *Command) {
 		}
 		t.Run(sid, func(sh *shard.Shard) {
 			e := Exec{S: sh, DB: sh.DBs[db], Args: args, W: &w, Srv: a.s, Conn: a.conn}
+			if tierNoLoad(sh, cmd, args) { // tiered.go: SET, DEL ... leave offloaded values so
+				defer sh.SetNoLoad(false)
+			}
 			cmd.Shard(&e)
 		})
 	}
@@ -329,7 +332,11 @@ func (a *replApplier) applyTx(ops []replica.Op) {
 				}
 				c.cmd.calls.Add(1)
 				e := Exec{S: sh, DB: sh.DBs[c.db], Args: c.args, W: &w, Srv: a.s, Conn: a.conn}
+				set := tierNoLoad(sh, c.cmd, c.args) // tiered.go
 				c.cmd.Shard(&e)
+				if set {
+					sh.SetNoLoad(false)
+				}
 				a.checkReply(&w, c.cmd)
 			}
 			sh.MasterApply = false
@@ -353,6 +360,8 @@ type applyBatch struct {
 	pos  int
 	w    resp.Writer
 	keys []shard.KeyLock
+	// loaded: the values of the command at pos were loaded (tiered.go).
+	loaded bool
 }
 
 func (b *applyBatch) Run(s *shard.Shard) { b.exec(s, false) }
@@ -376,8 +385,22 @@ func (b *applyBatch) exec(s *shard.Shard, resumed bool) {
 			}
 		}
 		resumed = false
+		if t, ok := s.Tier().(*tierShard); ok && !b.loaded &&
+			t.applyLoad(s, op.cmd, op.db, op.args, func() { b.exec(s, false) }) {
+			// tiered.go: resumed (from this command, the locks checked
+			// again) once the offloaded values it reads are in memory;
+			// once only, so a failed read is not retried forever.
+			b.loaded = true
+			s.MasterApply = false
+			return
+		}
+		b.loaded = false
 		e := Exec{S: s, DB: s.DBs[op.db], Args: op.args, W: &b.w, Srv: b.a.s, Conn: b.a.conn}
+		set := tierNoLoad(s, op.cmd, op.args) // tiered.go: SET, DEL ... leave offloaded values so
 		op.cmd.Shard(&e)
+		if set {
+			s.SetNoLoad(false)
+		}
 		b.a.checkReply(&b.w, op.cmd)
 		s.Stats.Commands++
 		b.a.s.countShardCall(s.ID, op.cmd)

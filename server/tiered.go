@@ -21,7 +21,8 @@ package server
 //     the GC; a value changed meanwhile keeps its new bytes and the space
 //     is freed. A failed write (ENOSPC, EIO, the file size limit) frees
 //     the space and leaves every value in memory; it is logged and counted
-//     and offloading pauses for a second.
+//     and offloading pauses for a second. The backing file is truncated
+//     when its tail is free (tiered.Store); offloading waits for that.
 //   - Loading: before a connection's batch runs a command on a shard
 //     (shardBatch.exec), tierBefore looks its keys up; when one is
 //     external and the command reads string bytes, it issues the reads
@@ -39,16 +40,28 @@ package server
 //     seen (a value no longer at the segment read is read anew).
 //   - A multi-shard command (coordinator) first has the offloaded values
 //     of its keys loaded into memory by their shards, asynchronously, and
-//     waits for that on its own goroutine (tierPreload). What is left
-//     loads through DB.Find's blocking fallback: values offloaded again
-//     between the preload and the transaction, keys a command finds
-//     without naming them (SORT BY/GET patterns), scripts' nested calls.
-//   - Snapshots: BGSAVE (both formats) reads offloaded strings
-//     asynchronously through the snapshot's Loader (tierLoader; the
-//     bucket waits DelayedPending); SAVE, DEBUG RELOAD and
+//     waits for that on its own goroutine (tierPreload); the keys stay
+//     pinned, never offloaded again, until the command is done (pin). For
+//     EXEC the keys are those of the queued commands, for a script its
+//     declared keys (the only ones it may touch); their nested commands
+//     then find every value in memory, and those that read no bytes run
+//     with Find's loading off (runQueued). A script or EXEC confined to
+//     one shard runs inside a batch, which loads all its keys first
+//     (tierBefore). SORT reads offloaded BY/GET pattern values
+//     asynchronously between its steps (cmd_sort.go).
+//   - A replica applying its master's single-shard commands loads the
+//     values a command reads first, parking its apply batch (applyLoad);
+//     commands that read no bytes run with Find's loading off.
+//   - DB.Find's blocking load (tiered_sync_loads) is left to: SORT with
+//     patterns inside a script confined to a shard (it runs on the shard
+//     goroutine, which cannot wait), a preload whose read failed (Find
+//     tries again), and the multi-shard transactions a replica applies
+//     (under locks of whole shards, from the replication goroutine).
+//   - Snapshots: BGSAVE and SAVE (both formats) and full syncs read
+//     offloaded strings asynchronously through the snapshot's Loader
+//     (tierLoader; the bucket waits DelayedPending); DEBUG RELOAD and
 //     --debug_snapshot_reference read them synchronously on the shard
-//     goroutine (tierView): acceptable for now, they stall the shard
-//     anyway.
+//     goroutine (tierView, which says why).
 
 import (
 	"bytes"
@@ -107,22 +120,30 @@ type tierShard struct {
 	cursor uint64
 	// passStaged / idle / idleWrites: a whole pass found nothing to stash;
 	// the walk sleeps until changes() moves from idleWrites.
-	passStaged int
-	idle       bool
-	idleWrites uint64
-	writes     int              // jobs in flight
-	later      []tiered.Segment // space of flushed values, freed after the snapshot
-	hasLater   atomic.Bool
-	stashed    map[tierKey]struct{}
-	backoff    time.Time
-	budget     atomic.Int64
-	queued     atomic.Bool
+	passStaged  int
+	passSkipped bool   // the pass skipped a value in flight, pinned or failed to stash
+	passChanges uint64 // changes() when the pass started
+	idle        bool
+	idleWrites  uint64
+	writes      int              // jobs in flight
+	later       []tiered.Segment // space of flushed values, freed after the snapshot
+	hasLater    atomic.Bool
+	stashed     map[tierKey]struct{}
+	// pins: keys whose values a coordinated command (tierPreload) loaded
+	// and reads later, by number of such commands; unpins counts their
+	// ends (a change for the idle walk).
+	pins    map[tierKey]int
+	unpins  uint64
+	backoff time.Time
+	budget  atomic.Int64
+	queued  atomic.Bool
 	// counters
 	entries     int64 // values now external
 	bytes       int64 // their lengths
 	loads       uint64
 	syncLoads   uint64
 	serialReads uint64 // reads by serializers (tierView, tierLoader)
+	serialSync  uint64 // of which blocking (tierView)
 	readServes  uint64 // read-only commands served from a read, value left offloaded
 	stepNanos   int64  // the longest offload step
 }
@@ -163,7 +184,7 @@ func (s *Server) setupTiered() {
 			return
 		}
 		t := &tierShard{srv: s, sh: sh, ready: map[int64][]byte{}, failed: map[int64]bool{},
-			stashed: map[tierKey]struct{}{}}
+			stashed: map[tierKey]struct{}{}, pins: map[tierKey]int{}}
 		sh := sh
 		t.store = tiered.NewStore(f, ts.pool, func(fn func()) { sh.Send(tierFunc(fn)) }, s.cfg.TieredMaxFileSize)
 		ts.shards = append(ts.shards, t)
@@ -313,9 +334,13 @@ func (t *tierShard) logErr(err error) {
 }
 
 // tierView is v with its bytes in memory: v itself, or for an offloaded
-// string a copy read synchronously (a blocking read on the shard
-// goroutine, acceptable for SAVE and DEBUG RELOAD for now). A read error
-// fails e, so no file is written with a wrong value.
+// string a copy read synchronously: a blocking read on the shard
+// goroutine, for DEBUG RELOAD (which saves and loads under one lock of
+// every shard, so the dataset cannot change in between: the snapshot's
+// asynchronous path serves commands meanwhile) and
+// --debug_snapshot_reference (a debugging aid, taken inside the cut's
+// step). SAVE takes the asynchronous path (saveAtCut). A read error fails
+// e, so no file is written with a wrong value.
 func tierView(sh *shard.Shard, e *rdb.Encoder, v *shard.Value) *shard.Value {
 	if !v.IsExternal() {
 		return v
@@ -325,6 +350,7 @@ func tierView(sh *shard.Shard, e *rdb.Encoder, v *shard.Value) *shard.Value {
 		return v
 	}
 	t.serialReads++
+	t.serialSync++
 	b, err := t.store.ReadSync(segOf(v))
 	if err != nil {
 		t.logErr(err)
@@ -385,6 +411,9 @@ func (t *tierShard) Run(s *shard.Shard) {
 	var full error
 	visits := 0
 	for staged < budget && full == nil {
+		if t.db == 0 && t.cursor == 0 {
+			t.passChanges = t.changes() // a pass starts
+		}
 		db := s.DBs[t.db]
 		if db.Len() > 0 {
 			t.cursor = db.Table.Traverse(t.cursor, func(it shard.Iterator) {
@@ -398,12 +427,22 @@ func (t *tierShard) Run(s *shard.Shard) {
 					}
 				}
 				k := tierKey{db.Index, db.Table.Key(it)}
+				// Skipped values keep the pass from going idle: a
+				// change that comes back to them (an unpin, a write
+				// job finding the value changed) may be counted
+				// before the pass ends.
 				if _, ok := t.stashed[k]; ok {
+					t.passSkipped = true
 					return // its write is in flight
+				}
+				if len(t.pins) > 0 && t.pins[k] > 0 {
+					t.passSkipped = true
+					return // see pin
 				}
 				k.key = strings.Clone(k.key)
 				if err := t.store.Stash(db.Index, k.key, v.Str()); err != nil {
 					full = err
+					t.passSkipped = true // not stashed: see passSkipped above
 					return
 				}
 				t.stashed[k] = struct{}{}
@@ -419,10 +458,12 @@ func (t *tierShard) Run(s *shard.Shard) {
 				// A whole pass: the next starts in another step, so values
 				// whose writes are in flight are not stashed again now.
 				t.db = 0
-				if t.passStaged == 0 {
-					t.idle, t.idleWrites = true, t.changes()
+				if t.passStaged == 0 && !t.passSkipped {
+					// A pass may span steps: a change between its start
+					// and its end may be in a bucket it had passed.
+					t.idle, t.idleWrites = true, t.passChanges
 				}
-				t.passStaged = 0
+				t.passStaged, t.passSkipped = 0, false
 				break
 			}
 		}
@@ -430,7 +471,7 @@ func (t *tierShard) Run(s *shard.Shard) {
 			break
 		}
 	}
-	if full != nil {
+	if full != nil && full != tiered.ErrBusy { // busy: the file is being truncated, go on next step
 		t.logErr(full)
 		t.backoff = time.Now().Add(tierErrBackoff)
 	}
@@ -445,7 +486,9 @@ func (t *tierShard) Run(s *shard.Shard) {
 
 // changes counts what can make a value worth offloading: writes, and
 // values loaded back into memory.
-func (t *tierShard) changes() uint64 { return t.sh.Stats.Writes + t.loads + t.syncLoads }
+func (t *tierShard) changes() uint64 {
+	return t.sh.Stats.Writes + t.loads + t.syncLoads + t.unpins
+}
 
 // written switches the values of a finished write job to their segments.
 func (t *tierShard) written(entries []tiered.Entry, err error) {
@@ -464,6 +507,10 @@ func (t *tierShard) written(entries []tiered.Entry, err error) {
 		v := t.sh.DBs[e.DB].Peek(unsafe.Slice(unsafe.StringData(e.Key), len(e.Key)))
 		if v == nil || v.Type != shard.TypeString || v.IsExternal() || !bytes.Equal(v.Str(), e.Data) {
 			t.store.Free(e.Seg) // changed or gone meanwhile
+			continue
+		}
+		if len(t.pins) > 0 && t.pins[tierKey{e.DB, e.Key}] > 0 {
+			t.store.Free(e.Seg) // pinned since it was stashed: see pin
 			continue
 		}
 		released += int64(cap(v.Str()))
@@ -505,20 +552,45 @@ var noLoadCommands = map[string]bool{
 }
 
 func needsBytes(p *pending) bool {
-	if p.multi != nil {
+	return p.multi != nil || cmdNeedsBytes(p.cmd, p.args)
+}
+
+// cmdNeedsBytes: cmd with args reads the string bytes of its keys.
+func cmdNeedsBytes(cmd *Command, args [][]byte) bool {
+	if !noLoadCommands[cmd.Name] {
 		return true
 	}
-	if !noLoadCommands[p.cmd.Name] {
-		return true
-	}
-	if p.cmd.Name == "set" {
-		for _, a := range p.args[3:] {
+	if cmd.Name == "set" && len(args) > 3 {
+		for _, a := range args[3:] {
 			if strings.EqualFold(string(a), "get") {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// runQueued runs a command of EXEC or of a script on its shard. With
+// tiering, one that reads no string bytes runs with Find's loading off,
+// as in a batch (tierBefore); the values the others read were loaded
+// ahead (tierBefore for the whole EXEC or script, or tierPreload).
+func (x *Exec) runQueued(cmd *Command) {
+	set := tierNoLoad(x.S, cmd, x.Args)
+	x.run(cmd)
+	if set {
+		x.S.SetNoLoad(false)
+	}
+}
+
+// tierNoLoad turns Find's loading off for a command that reads no string
+// bytes, when tiering is on and it is not off already; true: the caller
+// turns it on again after the command.
+func tierNoLoad(s *shard.Shard, cmd *Command, args [][]byte) bool {
+	if s.Tier() == nil || s.NoLoad() || cmdNeedsBytes(cmd, args) {
+		return false
+	}
+	s.SetNoLoad(true)
+	return true
 }
 
 // tierKeyRef is a key of a command with its DB.
@@ -695,12 +767,14 @@ func (b *shardBatch) tierActive() bool { return b.tier.noLoad || len(b.tier.temp
 
 // tieredInfo writes INFO's tiered section, summed over the shards:
 // entries/entries_bytes: values offloaded now and their lengths;
-// allocated_bytes, file_size: the allocators' view of the files; reads:
+// allocated_bytes, file_size: the allocators' view of the files;
+// truncations: files shrunk to a free tail; reads:
 // ReadAt calls, shared_reads: reads that joined one in flight; read_serves:
 // read-only commands served from a read (value left offloaded); loads /
 // sync_loads: values loaded back into memory asynchronously / by Find's
-// blocking fallback; serializer_reads: blocking reads by SAVE, BGSAVE and
-// DEBUG RELOAD; writes, written_bytes: write jobs done; pending_*: I/O in
+// blocking fallback; serializer_reads: reads by SAVE, BGSAVE, full syncs
+// and DEBUG RELOAD, serializer_sync_reads: those of them that blocked
+// (tierView); writes, written_bytes: write jobs done; pending_*: I/O in
 // flight; read_errors, write_errors: failures (a write error or a full
 // file leaves the values in memory); max_step_us: the longest offload step
 // (wall time, so it includes time the goroutine was descheduled).
@@ -714,6 +788,7 @@ func (s *Server) tieredInfo(field func(string, any)) {
 		st                                tiered.Stats
 		entries, bytes, file, alloc, step int64
 		loads, syncLoads, serves, serial  uint64
+		serialSync                        uint64
 	}
 	all := make([]stats, len(ts.shards))
 	s.OnEachShard(func(sh *shard.Shard) {
@@ -721,7 +796,7 @@ func (s *Server) tieredInfo(field func(string, any)) {
 		a := t.store.Allocator()
 		all[sh.ID] = stats{st: t.store.Stats, entries: t.entries, bytes: t.bytes, file: a.FileSize(),
 			alloc: a.Bytes, step: t.stepNanos, loads: t.loads, syncLoads: t.syncLoads, serves: t.readServes,
-			serial: t.serialReads}
+			serial: t.serialReads, serialSync: t.serialSync}
 	})
 	var sum stats
 	for _, x := range all {
@@ -734,6 +809,7 @@ func (s *Server) tieredInfo(field func(string, any)) {
 		sum.syncLoads += x.syncLoads
 		sum.serves += x.serves
 		sum.serial += x.serial
+		sum.serialSync += x.serialSync
 		sum.st.Reads += x.st.Reads
 		sum.st.SharedReads += x.st.SharedReads
 		sum.st.Writes += x.st.Writes
@@ -742,18 +818,21 @@ func (s *Server) tieredInfo(field func(string, any)) {
 		sum.st.WriteErrors += x.st.WriteErrors
 		sum.st.PendingReads += x.st.PendingReads
 		sum.st.PendingWrite += x.st.PendingWrite
+		sum.st.Truncations += x.st.Truncations
 	}
 	field("tiered_enabled", 1)
 	field("tiered_entries", sum.entries)
 	field("tiered_entries_bytes", sum.bytes)
 	field("tiered_allocated_bytes", sum.alloc)
 	field("tiered_file_size", sum.file)
+	field("tiered_truncations", sum.st.Truncations)
 	field("tiered_reads", sum.st.Reads)
 	field("tiered_shared_reads", sum.st.SharedReads)
 	field("tiered_read_serves", sum.serves)
 	field("tiered_loads", sum.loads)
 	field("tiered_sync_loads", sum.syncLoads)
 	field("tiered_serializer_reads", sum.serial)
+	field("tiered_serializer_sync_reads", sum.serialSync)
 	field("tiered_writes", sum.st.Writes)
 	field("tiered_written_bytes", sum.st.WrittenBytes)
 	field("tiered_pending_reads", sum.st.PendingReads)
@@ -763,22 +842,53 @@ func (s *Server) tieredInfo(field func(string, any)) {
 	field("tiered_max_step_us", sum.step/1000)
 }
 
+// tierDBKey is a key of a coordinated command with its database.
+type tierDBKey struct {
+	db  int
+	key string // a copy: unpin runs after the command's arguments are reused
+}
+
 // tierPreload loads the offloaded values of a coordinated command's keys
-// into memory before it runs: each shard issues the reads and stores the
-// bytes when they arrive; the coordinator waits (never a shard).
-func (x *Coord) tierPreload() {
+// into memory before it runs: each shard pins the keys (see pin), issues
+// the reads and stores the bytes when they arrive; the coordinator waits
+// (never a shard). The keys of EXEC are those of its queued commands
+// (nested commands of EXEC and scripts run inTx and preload nothing: the
+// outer command did). It returns the pinned keys by shard, for tierUnpin
+// once the command is done.
+func (x *Coord) tierPreload() [][]tierDBKey {
 	ts := x.Srv.tiered
-	if ts == nil || x.local != nil || x.inTx || noLoadCommands[x.cmd.Name] {
-		return
+	if ts == nil || x.local != nil || x.inTx {
+		return nil
 	}
-	pos := x.cmd.keys(nil, x.Args)
-	if len(pos) == 0 {
-		return
+	var keys [][]tierDBKey
+	var pos []int
+	add := func(db int, cmd *Command, args [][]byte) {
+		if !cmdNeedsBytes(cmd, args) {
+			return
+		}
+		pos = cmd.keys(pos[:0], args)
+		for _, i := range pos {
+			if keys == nil {
+				keys = make([][]tierDBKey, len(ts.shards))
+			}
+			sid := x.Srv.ShardOf(args[i])
+			keys[sid] = append(keys[sid], tierDBKey{db, string(args[i])})
+		}
 	}
-	keys := make([][][]byte, len(ts.shards))
-	for _, i := range pos {
-		sid := x.Srv.ShardOf(x.Args[i])
-		keys[sid] = append(keys[sid], x.Args[i])
+	if x.cmd.Name == "exec" {
+		// The connection's loop waits for EXEC: its state is ours.
+		if m := x.Conn.multi; m != nil && !m.dirty {
+			for _, q := range m.cmds {
+				if q.cmd.Local == nil {
+					add(q.db, q.cmd, q.args)
+				}
+			}
+		}
+	} else {
+		add(x.DB, x.cmd, x.Args)
+	}
+	if keys == nil {
+		return nil
 	}
 	var wg sync.WaitGroup
 	for sid, ks := range keys {
@@ -787,21 +897,86 @@ func (x *Coord) tierPreload() {
 		}
 		wg.Add(1)
 		t := ts.shards[sid]
-		t.sh.Send(tierFunc(func() { t.preload(t.sh.DBs[x.DB], ks, wg.Done) }))
+		t.sh.Send(tierFunc(func() { t.preload(ks, wg.Done) }))
 	}
 	wg.Wait()
+	return keys
 }
 
-// preload reads the offloaded values among keys and loads them into
-// memory, then calls done (on the shard goroutine, possibly at once).
-func (t *tierShard) preload(db *shard.DB, keys [][]byte, done func()) {
+// tierUnpin unpins what tierPreload pinned. The command is done: every
+// step of its transactions ran (Tx.Run and Finish wait for them), so each
+// shard unpins after the command's last read there.
+func (x *Coord) tierUnpin(keys [][]tierDBKey) {
+	for sid, ks := range keys {
+		if len(ks) == 0 {
+			continue
+		}
+		t := x.Srv.tiered.shards[sid]
+		t.sh.Send(tierFunc(func() { t.unpin(ks) }))
+	}
+}
+
+// pin keeps the values of keys in memory until unpin: the offload walk
+// skips pinned keys and a write job finishing for one frees its space
+// instead of making the value external (Run, written). That, and nothing
+// else making a value external (tierAfter only restores values it made
+// in-memory within one command), is the invariant that lets a coordinated
+// command whose values preload loaded find them all in memory in its
+// transaction's steps, with no blocking load (DB.Find's fallback).
+func (t *tierShard) pin(keys []tierDBKey) {
+	for _, k := range keys {
+		t.pins[tierKey(k)]++
+	}
+}
+
+func (t *tierShard) unpin(keys []tierDBKey) {
+	for _, k := range keys {
+		tk := tierKey(k)
+		if t.pins[tk]--; t.pins[tk] <= 0 {
+			delete(t.pins, tk)
+		}
+	}
+	t.unpins++ // the walk may have passed over them: not idle
+}
+
+// preload pins keys and loads them (load).
+func (t *tierShard) preload(keys []tierDBKey, done func()) {
+	t.pin(keys)
+	t.load(keys, done)
+}
+
+// applyLoad: a replica about to apply a command of its master that reads
+// the string bytes of offloaded values loads them first, like tierPreload.
+// It reports whether it issued reads; then done runs once they are loaded
+// (on the shard goroutine, in the same message, so they are still in
+// memory when done applies the command).
+func (t *tierShard) applyLoad(s *shard.Shard, cmd *Command, db int, args [][]byte, done func()) bool {
+	if t.entries == 0 || !cmdNeedsBytes(cmd, args) {
+		return false
+	}
+	var keys []tierDBKey
+	for _, i := range cmd.keys(nil, args) {
+		if v := s.DBs[db].Peek(args[i]); v != nil && v.IsExternal() {
+			keys = append(keys, tierDBKey{db, string(args[i])})
+		}
+	}
+	if len(keys) == 0 {
+		return false
+	}
+	t.load(keys, done)
+	return true
+}
+
+// load reads the offloaded values among keys and loads them into memory,
+// then calls done (on the shard goroutine, possibly at once).
+func (t *tierShard) load(keys []tierDBKey, done func()) {
 	if t.entries == 0 {
 		done()
 		return
 	}
 	var segs []tiered.Segment
 	for _, k := range keys {
-		if v := db.Peek(k); v != nil && v.IsExternal() {
+		if v := t.sh.DBs[k.db].Peek(unsafe.Slice(unsafe.StringData(k.key), len(k.key))); v != nil && v.IsExternal() {
 			segs = append(segs, segOf(v))
 		}
 	}
@@ -814,7 +989,7 @@ func (t *tierShard) preload(db *shard.DB, keys [][]byte, done func()) {
 	waiting := 0
 	finish := func() {
 		for _, k := range keys {
-			v := db.Peek(k)
+			v := t.sh.DBs[k.db].Peek(unsafe.Slice(unsafe.StringData(k.key), len(k.key)))
 			if v == nil || !v.IsExternal() {
 				continue
 			}

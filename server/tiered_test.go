@@ -285,3 +285,92 @@ func TestTieredFlushDuringSnapshot(t *testing.T) {
 		}
 	})
 }
+
+// TestTieredPinnedStaysInMemory: a value a coordinated command preloaded
+// is not offloaded again until the command unpins it — neither by the
+// offload walk nor by a write job that stashed it before the pin.
+func TestTieredPinnedStaysInMemory(t *testing.T) {
+	srv, ts, _ := tierServer(t)
+	val := bytes.Repeat([]byte("p"), 700)
+	srv.OnShard(0, func(s *shard.Shard) {
+		s.DBs[0].Insert([]byte("a"), shard.NewString(val))
+		s.DBs[0].Insert([]byte("b"), shard.NewString(val))
+	})
+	offload(t, srv, ts)
+	pinA := []tierDBKey{{0, "a"}}
+	done := make(chan struct{})
+	srv.OnShard(0, func(*shard.Shard) { ts.preload(pinA, func() { close(done) }) })
+	<-done
+	// c: stashed and its write in flight when it is pinned.
+	pinC := []tierDBKey{{0, "c"}}
+	srv.OnShard(0, func(s *shard.Shard) {
+		s.DBs[0].Insert([]byte("c"), shard.NewString(val))
+		ts.backoff, ts.idle = time.Time{}, false
+		ts.budget.Store(1 << 30)
+		ts.Run(s)
+		if _, ok := ts.stashed[tierKey{0, "c"}]; !ok {
+			t.Error("c not stashed")
+		}
+		ts.pin(pinC)
+	})
+	offload(t, srv, ts)
+	check := func(key string, external bool) {
+		t.Helper()
+		srv.OnShard(0, func(s *shard.Shard) {
+			v := s.DBs[0].Peek([]byte(key))
+			if v.IsExternal() != external {
+				t.Errorf("%s: external %v, want %v", key, v.IsExternal(), external)
+			}
+			if !v.IsExternal() && !bytes.Equal(v.Str(), val) {
+				t.Errorf("%s: wrong bytes", key)
+			}
+		})
+	}
+	check("a", false)
+	check("b", true)
+	check("c", false)
+	srv.OnShard(0, func(*shard.Shard) {
+		if ts.entries != 1 || ts.store.Allocator().Segments != 1 || ts.syncLoads != 0 {
+			t.Errorf("entries %d segments %d sync loads %d, want 1, 1, 0", ts.entries,
+				ts.store.Allocator().Segments, ts.syncLoads)
+		}
+		ts.unpin(pinA)
+		ts.unpin(pinC)
+		if len(ts.pins) != 0 {
+			t.Errorf("pins left: %v", ts.pins)
+		}
+	})
+	offload(t, srv, ts)
+	check("a", true)
+	check("c", true)
+}
+
+// TestTieredSkippedValueKeepsWalkAwake: a pass that skips a value whose
+// write is in flight does not put the walk to sleep, so when the write
+// finds the value changed (and leaves it in memory) a later step still
+// offloads it.
+func TestTieredSkippedValueKeepsWalkAwake(t *testing.T) {
+	srv, ts, f := tierServer(t)
+	srv.OnShard(0, func(s *shard.Shard) {
+		s.DBs[0].Insert([]byte("a"), shard.NewString(bytes.Repeat([]byte("x"), 500)))
+		ts.backoff, ts.idle = time.Time{}, false
+		ts.budget.Store(1 << 30)
+	})
+	f.mu.Lock() // hold the write job
+	srv.OnShard(0, func(s *shard.Shard) {
+		ts.Run(s) // stashes a: its write is in flight
+		it, _ := s.DBs[0].Find([]byte("a"))
+		p := s.DBs[0].Mutate(it)
+		p.SetStr(append(p.Str(), 'z'))
+		ts.Run(s) // a whole pass that skips a
+	})
+	f.mu.Unlock()
+	waitWrites(t, srv, ts) // finds a changed: a stays in memory
+	srv.OnShard(0, func(s *shard.Shard) { ts.Run(s) })
+	waitWrites(t, srv, ts)
+	srv.OnShard(0, func(s *shard.Shard) {
+		if v := s.DBs[0].Peek([]byte("a")); !v.IsExternal() {
+			t.Errorf("a left in memory: the walk went idle (idle %v)", ts.idle)
+		}
+	})
+}

@@ -7,8 +7,8 @@ package shard
 // replaced, deleted, expired or flushed, and loads them when a caller
 // looks one up with Find. The server loads values ahead of the commands
 // that read them, asynchronously, so Find's blocking load is only the
-// fallback of paths that were not loaded ahead (multi-shard transactions,
-// SORT BY patterns).
+// fallback of the few paths that were not loaded ahead (listed in
+// server/tiered.go).
 //
 // Without tiering, the cost is one test of a flag the value's cache line
 // already holds, in Find, Set and erase.
@@ -27,7 +27,7 @@ type Tier interface {
 	// goroutine. v's file space is not reused before cb returns, even if
 	// v is deleted or replaced meanwhile, so cb gets the bytes v had when
 	// Read was called. data is shared with other readers: copy to keep
-	// it. For the snapshot's DelayedPending buckets.
+	// it. For the snapshot's DelayedPending buckets and SORT's patterns.
 	Read(v *Value, cb func(data []byte, err error))
 }
 
@@ -42,6 +42,9 @@ func (s *Shard) Tier() Tier { return s.tier }
 // commands that do not read string bytes (SET, DEL, EXISTS, TTL ...). The
 // caller clears it after the command.
 func (s *Shard) SetNoLoad(on bool) { s.noLoad = on }
+
+// NoLoad reports SetNoLoad's setting.
+func (s *Shard) NoLoad() bool { return s.noLoad }
 
 // loadExternal is Find's fallback: it loads v into memory and frees its
 // file space. On a read error v stays offloaded (the Tier reports it).

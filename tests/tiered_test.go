@@ -7,6 +7,7 @@ package tests
 import (
 	"fmt"
 	"math/rand"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -523,7 +524,8 @@ func TestTieredSnapshotEquality(t *testing.T) {
 // on offloaded values without reading them, and deleting frees the space.
 func TestTieredMetaCommandsDoNotRead(t *testing.T) {
 	needDfly(t)
-	srv := startTiered(t, t.TempDir())
+	dir := t.TempDir()
+	srv := startTiered(t, dir)
 	c := srv.Raw(t)
 	var keys []string
 	for i := 0; i < 20; i++ {
@@ -555,6 +557,17 @@ func TestTieredMetaCommandsDoNotRead(t *testing.T) {
 	if in["tiered_reads"] != 0 || in["tiered_entries"] != 0 || in["tiered_allocated_bytes"] != 0 {
 		t.Fatalf("DEL read values or left space allocated: %v", in)
 	}
+	// The backing files shrink to nothing (truncated on the I/O pool).
+	waitUntil(t, 10*time.Second, "backing files truncated", func() bool {
+		files, _ := filepath.Glob(filepath.Join(dir, "tier-*"))
+		var size int64
+		for _, f := range files {
+			if fi, err := os.Stat(f); err == nil {
+				size += fi.Size()
+			}
+		}
+		return len(files) > 0 && size == 0
+	})
 }
 
 // TestTieredDflyFormat: SAVE in the dfly format (a file per shard) writes
@@ -562,23 +575,10 @@ func TestTieredMetaCommandsDoNotRead(t *testing.T) {
 func TestTieredDflyFormat(t *testing.T) {
 	needDfly(t)
 	dir := t.TempDir()
-	srv := startTiered(t, dir, "--dbformat", "dfly")
-	c := srv.Raw(t)
-	r := rand.New(rand.NewSource(2))
-	want := map[string]string{}
-	for i := 0; i < 100; i++ {
-		k := "d" + strconv.Itoa(i)
-		want[k] = randValue(r)
-		mustOK(t, c.Do("SET", k, want[k]), "set")
-	}
-	waitOffloaded(t, c, 30)
-	mustOK(t, c.Do("SAVE"), "save")
-	if in := tieredInfo(t, c); in["tiered_serializer_reads"] == 0 {
-		t.Fatalf("SAVE read no offloaded value: %v", in)
-	}
+	srv, c, want := saveOffloaded(t, dir, "--dbformat", "dfly")
 	// BGSAVE (the snapshot reads offloaded values asynchronously).
-	want["d0"] = "changed after SAVE"
-	mustOK(t, c.Do("SET", "d0", want["d0"]), "set")
+	want["s0"] = "changed after SAVE"
+	mustOK(t, c.Do("SET", "s0", want["s0"]), "set")
 	waitOffloaded(t, c, 30)
 	mustOK(t, c.Do("BGSAVE"), "bgsave")
 	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(c.Do("INFO", "persistence").Str, "rdb_bgsave_in_progress:0"); {
@@ -588,10 +588,243 @@ func TestTieredDflyFormat(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	srv.Terminate(10 * time.Second)
-	c2 := startTiered(t, dir, "--dbformat", "dfly").Raw(t)
+	checkValues(t, startTiered(t, dir, "--dbformat", "dfly").Raw(t), want)
+}
+
+// saveOffloaded starts a tiered server in dir, sets 200 keys to random
+// values (randValue, fixed seed), waits for offloading and SAVEs, which
+// must read offloaded values without blocking a shard goroutine.
+func saveOffloaded(t *testing.T, dir string, flags ...string) (*Server, *RawConn, map[string]string) {
+	t.Helper()
+	srv := startTiered(t, dir, flags...)
+	c := srv.Raw(t)
+	r := rand.New(rand.NewSource(2))
+	want := map[string]string{}
+	for i := 0; i < 200; i++ {
+		k := "s" + strconv.Itoa(i)
+		want[k] = randValue(r)
+		mustOK(t, c.Do("SET", k, want[k]), "set")
+	}
+	waitOffloaded(t, c, 50)
+	mustOK(t, c.Do("SAVE"), "save")
+	in := tieredInfo(t, c)
+	if in["tiered_serializer_reads"] == 0 || in["tiered_serializer_sync_reads"] != 0 || in["tiered_sync_loads"] != 0 {
+		t.Fatalf("SAVE read no offloaded value, or read one blocking the shard: %v", in)
+	}
+	return srv, c, want
+}
+
+// checkValues checks every key of want after a restart.
+func checkValues(t *testing.T, c *RawConn, want map[string]string) {
+	t.Helper()
 	for k, v := range want {
-		if got := c2.Do("GET", k); got.Str != v {
+		if got := c.Do("GET", k); got.Str != v {
 			t.Fatalf("%s: %d bytes after restart, want %d", k, len(got.Str), len(v))
 		}
+	}
+}
+
+// TestTieredNoSyncLoads: every path that reads offloaded values reads
+// them asynchronously — multi-shard commands, EXEC (multi-shard, with
+// WATCH, and commands that read no bytes), scripts (on a coordinator and
+// confined to a shard), SORT BY/GET patterns — so DB.Find's blocking load
+// (tiered_sync_loads) never runs, and the replies are right. With no
+// maxmemory every value is offloaded again as soon as it is in memory, so
+// each round meets offloaded values, and the offloader races the gap
+// between a coordinator's preload and its transaction.
+func TestTieredNoSyncLoads(t *testing.T) {
+	needDfly(t)
+	srv := startTiered(t, t.TempDir(), "--shards", "4")
+	c := srv.Raw(t)
+	val := func(k string, round int) string { return strings.Repeat(k+strconv.Itoa(round)+".", 40) }
+	// setAll sets keys to their values of round and waits until all of
+	// them (and nothing else) are offloaded.
+	setAll := func(t *testing.T, keys []string, round int) {
+		t.Helper()
+		for _, k := range keys {
+			mustOK(t, c.Do("SET", k, val(k, round)), "set")
+		}
+		waitOffloaded(t, c, int64(len(keys)))
+	}
+	keys := []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"}
+	const rounds = 15
+	paths := []struct {
+		name string
+		run  func(t *testing.T, round int)
+	}{
+		{"mget", func(t *testing.T, round int) {
+			setAll(t, keys, round)
+			r := c.Do(append([]string{"MGET"}, keys...)...)
+			for i, k := range keys {
+				if r.Elems[i].Str != val(k, round) {
+					t.Fatalf("MGET %s = %q", k, r.Elems[i].Str)
+				}
+			}
+		}},
+		{"exec", func(t *testing.T, round int) {
+			setAll(t, keys, round)
+			mustOK(t, c.Do("WATCH", "k7"), "watch")
+			mustOK(t, c.Do("MULTI"), "multi")
+			c.Do("GET", "k0")
+			c.Do("APPEND", "k1", "!")
+			c.Do("GETRANGE", "k2", "0", "3")
+			c.Do("MGET", "k3", "k4")
+			c.Do("STRLEN", "k5")
+			c.Do("EXISTS", "k6")
+			c.Do("SET", "k7", "new")
+			r := c.Do("EXEC")
+			if len(r.Elems) != 7 || r.Elems[0].Str != val("k0", round) || r.Elems[1].Int != int64(len(val("k1", round))+1) ||
+				r.Elems[2].Str != val("k2", round)[:4] || r.Elems[3].Elems[0].Str != val("k3", round) ||
+				r.Elems[3].Elems[1].Str != val("k4", round) || r.Elems[4].Int != int64(len(val("k5", round))) ||
+				r.Elems[5].Int != 1 {
+				t.Fatalf("EXEC = %v", r)
+			}
+			if got := c.Do("GET", "k1").Str; got != val("k1", round)+"!" {
+				t.Fatalf("APPEND in EXEC left %q", got)
+			}
+		}},
+		{"exec on one shard", func(t *testing.T, round int) {
+			ks := []string{"{e}a", "{e}b", "{e}c"}
+			setAll(t, ks, round)
+			mustOK(t, c.Do("WATCH", ks[2]), "watch")
+			mustOK(t, c.Do("MULTI"), "multi")
+			c.Do("GET", ks[0])
+			c.Do("APPEND", ks[1], "!")
+			c.Do("STRLEN", ks[2])
+			r := c.Do("EXEC")
+			if len(r.Elems) != 3 || r.Elems[0].Str != val(ks[0], round) ||
+				r.Elems[1].Int != int64(len(val(ks[1], round))+1) || r.Elems[2].Int != int64(len(val(ks[2], round))) {
+				t.Fatalf("EXEC = %v", r)
+			}
+		}},
+		{"eval", func(t *testing.T, round int) {
+			setAll(t, keys, round)
+			r := c.Do("EVAL", "local t = {} for i, k in ipairs(KEYS) do t[i] = redis.call('GET', k) end "+
+				"redis.call('APPEND', KEYS[1], '!') return t", "4", "k0", "k3", "k5", "k6")
+			for i, k := range []string{"k0", "k3", "k5", "k6"} {
+				if r.Elems[i].Str != val(k, round) {
+					t.Fatalf("EVAL %s = %v", k, r)
+				}
+			}
+		}},
+		{"eval on one shard", func(t *testing.T, round int) {
+			ks := []string{"{h}a", "{h}b"}
+			setAll(t, ks, round)
+			r := c.Do("EVAL", "return {redis.call('GET', KEYS[1]), redis.call('GETRANGE', KEYS[2], 0, 2)}", "2", ks[0], ks[1])
+			if r.Elems[0].Str != val(ks[0], round) || r.Elems[1].Str != val(ks[1], round)[:3] {
+				t.Fatalf("EVAL = %v", r)
+			}
+		}},
+		{"sort", func(t *testing.T, round int) {
+			// Weights and values offloaded on any shard; the list is not.
+			c.Do("DEL", "list")
+			var ks []string
+			for i := 0; i < 6; i++ {
+				e := strconv.Itoa(i)
+				c.Do("RPUSH", "list", e)
+				ks = append(ks, "w_"+e, "v_"+e)
+			}
+			for _, k := range ks {
+				w := val(k, round)
+				if strings.HasPrefix(k, "w_") {
+					// Descending weight by element, padded past the size threshold.
+					w = strings.Repeat("0", 80) + strconv.Itoa(100-int(k[2]-'0'))
+				}
+				mustOK(t, c.Do("SET", k, w), "set")
+			}
+			waitOffloaded(t, c, int64(len(ks)))
+			r := c.Do("SORT", "list", "BY", "w_*", "GET", "#", "GET", "v_*")
+			if len(r.Elems) != 12 {
+				t.Fatalf("SORT = %v", r)
+			}
+			for i := 0; i < 6; i++ {
+				e := strconv.Itoa(5 - i)
+				if r.Elems[2*i].Str != e || r.Elems[2*i+1].Str != val("v_"+e, round) {
+					t.Fatalf("SORT row %d = %q %q", i, r.Elems[2*i].Str, r.Elems[2*i+1].Str)
+				}
+			}
+			waitOffloaded(t, c, int64(len(ks)))
+			if n := c.Do("SORT", "list", "BY", "w_*", "GET", "v_*", "STORE", "dst").Int; n != 6 {
+				t.Fatalf("SORT STORE = %d", n)
+			}
+			if got := c.Do("LINDEX", "dst", "0").Str; got != val("v_5", round) {
+				t.Fatalf("SORT STORE first = %q", got)
+			}
+		}},
+	}
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			c.Do("FLUSHALL")
+			before := tieredInfo(t, c)
+			for round := 0; round < rounds; round++ {
+				p.run(t, round)
+			}
+			after := tieredInfo(t, c)
+			if n := after["tiered_sync_loads"] - before["tiered_sync_loads"]; n != 0 {
+				t.Fatalf("%d blocking loads: %v", n, after)
+			}
+			if after["tiered_reads"] == before["tiered_reads"] {
+				t.Fatalf("no offloaded value was read: %v", after)
+			}
+		})
+	}
+}
+
+// TestTieredSaveReadsAsynchronously: SAVE in the RDB format reads
+// offloaded values through the snapshot's asynchronous path (no blocking
+// read on a shard goroutine), and the file loads back equal.
+func TestTieredSaveReadsAsynchronously(t *testing.T) {
+	needDfly(t)
+	dir := t.TempDir()
+	srv, _, want := saveOffloaded(t, dir, "--shards", "2")
+	srv.Terminate(10 * time.Second)
+	checkValues(t, startTiered(t, dir).Raw(t), want)
+}
+
+// TestTieredReplicaApply: a tiered replica applies its master's commands
+// that read offloaded values (APPEND, SETRANGE) after loading them
+// asynchronously, and those that read none (SET, DEL) without loading: no
+// blocking load, and the replica converges.
+func TestTieredReplicaApply(t *testing.T) {
+	needDfly(t)
+	master := StartServer(t, "--shards", "2")
+	rep := startTiered(t, t.TempDir(), "--shards", "3")
+	mc, rc := master.Raw(t), rep.Raw(t)
+	replicaOf(t, rep, master.Addr)
+	waitReplicaLinkUp(t, rep, 30*time.Second)
+	var keys []string
+	for i := 0; i < 12; i++ {
+		keys = append(keys, "r"+strconv.Itoa(i))
+	}
+	for round := 0; round < 5; round++ {
+		for _, k := range keys {
+			mustOK(t, mc.Do("SET", k, strings.Repeat(k+strconv.Itoa(round), 30)), "set")
+		}
+		waitUntil(t, 10*time.Second, "replica offloaded the values", func() bool {
+			in := tieredInfo(t, rc)
+			return in["tiered_entries"] == int64(len(keys)) && in["tiered_pending_writes"] == 0
+		})
+		for i, k := range keys {
+			switch i % 3 {
+			case 0:
+				mc.Do("APPEND", k, "!")
+			case 1:
+				mc.Do("SETRANGE", k, "2", "xyz")
+			default:
+				mustOK(t, mc.Do("SET", k, strings.Repeat("n", 100)), "set")
+			}
+		}
+		waitUntil(t, 10*time.Second, "replica converged", func() bool {
+			for _, k := range keys {
+				if rc.Do("GET", k).Str != mc.Do("GET", k).Str {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	in := tieredInfo(t, rc)
+	if in["tiered_sync_loads"] != 0 || in["tiered_loads"] == 0 {
+		t.Fatalf("the replica loaded offloaded values blocking, or never loaded one: %v", in)
 	}
 }

@@ -20,6 +20,10 @@ func (s Segment) End() int64 { return s.Off + int64(s.Len) }
 // ErrFull: the allocator reached its size limit (treated like ENOSPC).
 var ErrFull = errors.New("tiered: backing file size limit reached")
 
+// ErrBusy: the file is being truncated and cannot grow until that is done
+// (Store.shrink); not a failure, try again later.
+var ErrBusy = errors.New("tiered: backing file being truncated")
+
 // classes are the slot sizes of small pages: multiples of 8 (offsets stay
 // 8-aligned, see shard.Value), each close to PageSize/k so a page wastes
 // little. A value above the largest class takes whole pages.
@@ -58,7 +62,9 @@ type Allocator struct {
 	freePgs  int64
 	hint     int64 // where the next single-page search starts
 	small    map[int64]*smallPage
-	partial  [len(classes)][]int64 // pages with a free slot (may hold stale entries)
+	// fixed: the file may not grow (a truncation is in flight).
+	fixed   bool
+	partial [len(classes)][]int64 // pages with a free slot (may hold stale entries)
 	// Bytes is the sum of the lengths of allocated segments.
 	Bytes int64
 	// Segments counts allocated segments.
@@ -181,6 +187,12 @@ func (a *Allocator) freePages(p, n int64) {
 	if p < a.hint {
 		a.hint = p
 	}
+	// Free pages at the end leave the file: FileSize shrinks and the
+	// store truncates the file to it.
+	for a.npages > 0 && !a.isUsed(a.npages-1) {
+		a.npages--
+		a.freePgs--
+	}
 }
 
 // allocPages finds n contiguous free pages, first fit, or grows the file.
@@ -197,6 +209,9 @@ func (a *Allocator) allocPages(n int64) (int64, error) {
 	}
 	if a.npages+n > a.maxPages {
 		return 0, ErrFull
+	}
+	if a.fixed {
+		return 0, ErrBusy
 	}
 	p := a.npages
 	a.npages += n

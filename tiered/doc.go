@@ -19,6 +19,10 @@
 //     callback gets the same bytes, which they must not modify).
 //   - A failed write frees its segments and reports the error; the caller
 //     keeps its values in memory, so nothing is lost.
+//   - The file shrinks when pages at its end are free: the allocator's
+//     size drops at once and the store truncates the file on the pool,
+//     the file not growing meanwhile (Store.shrink); free space inside the
+//     file is reused, not punched out.
 //   - The allocator is plain state driven by method calls, without I/O, so
 //     tests drive it step by step.
 package tiered

@@ -57,6 +57,7 @@ type Stats struct {
 	WriteErrors  uint64
 	PendingReads int64 // reads in flight
 	PendingWrite int64 // write jobs in flight
+	Truncations  uint64
 }
 
 // pin is the state of a segment being read or retained.
@@ -100,7 +101,48 @@ type Store struct {
 	entries []Entry
 	bufs    [][]byte     // free write buffers
 	free    [11][][]byte // free read buffers by size class (Recycle)
-	Stats   Stats
+	// size: the file's size as far as the store knows (the pages of its
+	// writes, or what it was truncated to); truncating: a truncation is
+	// in flight (shrink).
+	size       int64
+	truncating bool
+	Stats      Stats
+}
+
+// truncater is a File that can shrink (*os.File).
+type truncater interface{ Truncate(size int64) error }
+
+// shrinkMin is how much free space at the end of the file makes the store
+// truncate it (all of it, when nothing is left).
+var shrinkMin int64 = 1 << 20
+
+// shrink truncates the file to the allocator's size once enough of its
+// tail is free. Invariant: while a truncation to T is in flight nothing
+// can reach past T — the allocator does not grow the file (fixed: Stash
+// gets ErrBusy), and every page past T is free, which the allocator only
+// makes a page once no read of it is pending and no holder retains it
+// (Free, unpin) — so the truncation removes nothing any I/O needs.
+func (s *Store) shrink() {
+	target := s.alloc.FileSize()
+	if s.truncating || s.size <= target || (s.size-target < shrinkMin && target > 0) {
+		return
+	}
+	tr, ok := s.f.(truncater)
+	if !ok {
+		return
+	}
+	s.truncating, s.alloc.fixed = true, true
+	s.pool.jobs <- func() {
+		err := tr.Truncate(target)
+		s.post(func() {
+			s.truncating, s.alloc.fixed = false, false
+			if err == nil {
+				s.size = target
+				s.Stats.Truncations++
+				s.shrink() // freed meanwhile
+			}
+		})
+	}
 }
 
 // NewStore makes a store on f. post runs a function on the owner
@@ -120,6 +162,9 @@ func (s *Store) Close() error { return s.f.Close() }
 // owner's until Commit's callback reports the write done.
 func (s *Store) Stash(db int, key string, data []byte) error {
 	seg, err := s.alloc.Alloc(uint32(len(data)))
+	if err == ErrBusy {
+		return err
+	}
 	if err != nil {
 		s.Stats.WriteErrors++
 		return err
@@ -182,6 +227,7 @@ func (s *Store) Commit(done func(entries []Entry, err error)) {
 	}
 	runs, entries := s.runs, s.entries
 	s.runs, s.entries = nil, nil
+	s.size = max(s.size, s.alloc.FileSize())
 	s.Stats.PendingWrite++
 	s.pool.jobs <- func() {
 		var err error
@@ -198,6 +244,7 @@ func (s *Store) Commit(done func(entries []Entry, err error)) {
 				for _, e := range entries {
 					s.alloc.Free(e.Seg)
 				}
+				s.shrink()
 			} else {
 				s.Stats.Writes++
 				for _, r := range runs {
@@ -351,6 +398,7 @@ func (s *Store) unpin(seg Segment) {
 	delete(s.pins, seg.Off)
 	if p.freed {
 		s.alloc.Free(seg)
+		s.shrink()
 	}
 }
 
@@ -362,6 +410,7 @@ func (s *Store) Free(seg Segment) {
 		return
 	}
 	s.alloc.Free(seg)
+	s.shrink()
 }
 
 // Pinned reports whether seg has a pending read or a holder.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -128,9 +129,39 @@ func TestAllocatorRandom(t *testing.T) {
 	for _, s := range live {
 		a.Free(s)
 	}
-	if a.Segments != 0 || a.Bytes != 0 || len(a.small) != 0 || a.freePgs != a.npages {
+	if a.Segments != 0 || a.Bytes != 0 || len(a.small) != 0 || a.freePgs != 0 || a.FileSize() != 0 {
 		t.Fatalf("seed %d: after freeing all: %d segments %d bytes %d small pages, %d/%d pages free",
 			seed, a.Segments, a.Bytes, len(a.small), a.freePgs, a.npages)
+	}
+}
+
+// TestAllocatorTailShrinks: free pages at the end of the file leave it;
+// a hole inside stays (and is reused).
+func TestAllocatorTailShrinks(t *testing.T) {
+	a := NewAllocator(0)
+	x, _ := a.Alloc(2 * PageSize) // pages 0-1
+	y, _ := a.Alloc(100)          // page 2
+	z, _ := a.Alloc(3 * PageSize) // pages 3-5
+	a.Free(y)
+	if a.FileSize() != 6*PageSize {
+		t.Fatalf("a hole shrank the file: %d", a.FileSize())
+	}
+	a.Free(z) // pages 2-5 are free: the file ends after x
+	if a.FileSize() != 2*PageSize || a.freePgs != 0 {
+		t.Fatalf("size %d free pages %d, want 2 pages and 0", a.FileSize(), a.freePgs)
+	}
+	w, _ := a.Alloc(PageSize)
+	if w.Off != 2*PageSize {
+		t.Fatalf("the file grew from %d, want 2 pages", w.Off)
+	}
+	a.fixed = true
+	if _, err := a.Alloc(PageSize); err != ErrBusy {
+		t.Fatalf("growth while fixed: %v", err)
+	}
+	a.Free(w)
+	a.Free(x)
+	if a.FileSize() != 0 {
+		t.Fatalf("size %d after freeing all", a.FileSize())
 	}
 }
 
@@ -400,5 +431,72 @@ func TestStoreRecyclesReadBuffers(t *testing.T) {
 	second := <-got
 	if &first[0] != &second[0] || string(second) != string(bytes.Repeat([]byte("b"), 1000)) {
 		t.Fatal("recycled buffer not reused, or reused with wrong contents")
+	}
+}
+
+// truncFile is a memFile that can shrink; truncations wait for gate.
+type truncFile struct {
+	memFile
+	tgate chan struct{}
+	sizes chan int64
+}
+
+func (f *truncFile) Truncate(size int64) error {
+	<-f.tgate
+	f.mu.Lock()
+	if int64(len(f.data)) > size {
+		f.data = f.data[:size]
+	}
+	f.mu.Unlock()
+	f.sizes <- size
+	return nil
+}
+
+// TestStoreShrinksFile: freeing the values at the end of the file
+// truncates it; while the truncation is in flight the file does not grow
+// (Stash reports ErrBusy, not a write error), and values still held are
+// read back intact after it.
+func TestStoreShrinksFile(t *testing.T) {
+	defer func(old int64) { shrinkMin = old }(shrinkMin)
+	shrinkMin = 2 * PageSize
+	f := &truncFile{tgate: make(chan struct{}), sizes: make(chan int64, 4)}
+	s, o := newTestStore(t, f)
+	keep := bytes.Repeat([]byte("k"), 3000)
+	segs, err := write(t, s, o, keep, bytes.Repeat([]byte("t"), 4*PageSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.do(func() {
+		s.Free(segs[1]) // 4 free pages at the end: a truncation starts
+		if !s.truncating {
+			t.Error("no truncation started")
+		}
+		if err := s.Stash(0, "x", bytes.Repeat([]byte("x"), 2*PageSize)); err != ErrBusy {
+			t.Errorf("Stash during the truncation: %v, want ErrBusy", err)
+		}
+		if s.Stats.WriteErrors != 0 {
+			t.Error("ErrBusy counted as a write error")
+		}
+	})
+	close(f.tgate)
+	if size := <-f.sizes; size != PageSize {
+		t.Fatalf("truncated to %d, want one page", size)
+	}
+	for busy := true; busy; { // until the truncation's callback has run on the owner
+		o.do(func() { busy = s.truncating })
+		runtime.Gosched()
+	}
+	got := make(chan []byte, 1)
+	o.do(func() {
+		if s.truncating || s.Stats.Truncations != 1 {
+			t.Errorf("truncating %v, %d truncations", s.truncating, s.Stats.Truncations)
+		}
+		s.Read(segs[0], func(d []byte, err error) { got <- bytes.Clone(d) })
+	})
+	if d := <-got; !bytes.Equal(d, keep) {
+		t.Fatal("the value kept was damaged by the truncation")
+	}
+	if _, err := write(t, s, o, bytes.Repeat([]byte("y"), 2*PageSize)); err != nil {
+		t.Fatalf("write after the truncation: %v", err)
 	}
 }
