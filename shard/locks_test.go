@@ -204,3 +204,43 @@ func (r *resumeHook) Resume(s *Shard) {
 	r.recorder.Resume(s)
 	r.onResume()
 }
+
+// giveBack is a waiter that takes its locks on resume and gives them back
+// at once (a lazy transaction refusing its lock step), releasing inside
+// the shard's wake-up of waiters.
+type giveBack struct{ recorder }
+
+func (g *giveBack) Resume(s *Shard) {
+	s.Acquire(g.keys, g.all)
+	*g.log = append(*g.log, g.name)
+	s.Release(g.keys, g.all)
+}
+
+// A waiter that releases locks while waiters are being resumed must not
+// let a later waiter take keys that an earlier one, already picked to run,
+// is about to take.
+func TestReleaseInsideResume(t *testing.T) {
+	s := New(0, 1)
+	var log []string
+	s.Acquire(excl("a", "b"), false)
+	w1 := &giveBack{recorder{name: "w1", keys: excl("a"), log: &log}}
+	w2 := &recorder{name: "w2", keys: excl("b"), hold: true, log: &log}
+	w3 := &recorder{name: "w3", keys: excl("b"), hold: true, log: &log}
+	for _, w := range []Waiter{w1, w2, w3} {
+		if s.TryLock(w) {
+			t.Fatal("a waiter got a held key")
+		}
+	}
+	s.Release(excl("a", "b"), false)
+	if fmt.Sprint(log) != "[w1 w2]" {
+		t.Fatalf("resumed %v, want [w1 w2] (w3 waits for w2's b)", log)
+	}
+	s.Release(excl("b"), false) // w2 done
+	if fmt.Sprint(log) != "[w1 w2 w3]" {
+		t.Fatalf("resumed %v after w2 released, want w3 too", log)
+	}
+	s.Release(excl("b"), false)
+	if s.Locks.active != 0 {
+		t.Fatalf("%d locks left", s.Locks.active)
+	}
+}

@@ -87,6 +87,7 @@ type Shard struct {
 	quit        chan struct{}
 	done        chan struct{}
 	started     bool // Start ran (Stop waits for the goroutine only then)
+	waking      bool // wakeWaiters is resuming waiters (Release defers to it)
 	block       blockState
 	watch       watchState
 	// tier and noLoad: tiered storage, nil when off (tier.go).
@@ -362,17 +363,27 @@ func (s *Shard) Acquire(keys []KeyLock, all bool) { s.Locks.acquire(keys, all) }
 // Release gives keys back and resumes parked waiters that can now run.
 func (s *Shard) Release(keys []KeyLock, all bool) {
 	s.Locks.release(keys, all)
-	s.wakeWaiters()
 	for _, k := range keys {
 		s.signal(k.DB, k.Key) // a key changed under the lock may serve clients now
 	}
+	if s.waking {
+		// A waiter resumed by wakeWaiters gave locks back (a lazy
+		// transaction refusing its lock step). Resuming others here would
+		// let one take keys that a waiter the running loop already picked
+		// (and reserved them for) is about to take; the loop looks at the
+		// queue again after its list instead.
+		return
+	}
+	s.wakeWaiters()
 	s.serveReady()
 }
 
 // wakeWaiters resumes ready waiters until none is ready. It loops because a
 // resumed batch takes no lock, so a waiter it was reserved against may now
-// run too.
+// run too, and because a resumed waiter may release locks (see Release).
 func (s *Shard) wakeWaiters() {
+	s.waking = true
+	defer func() { s.waking = false }()
 	for {
 		ws := s.Locks.ready()
 		if len(ws) == 0 {
