@@ -198,10 +198,6 @@ func (s *Server) Serve() error {
 		gnet.WithReuseAddr(true),
 		gnet.WithLoadBalancing(gnet.LeastConnections),
 		gnet.WithTicker(true),
-		// A loop owns its shards: locked to one OS thread, its thread's CPU
-		// clock measures the shards' work alone (snapshot stalls), and no
-		// other goroutine is run between its tasks on that thread.
-		gnet.WithLockOSThread(true),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithTCPKeepAlive(5*time.Minute),
 		gnet.WithLogger(s.log.gnetLogger()),

@@ -62,9 +62,8 @@
 //     So writers wait only when the consumer falls behind the writes
 //     themselves, not whenever the walk outruns it.
 //   - Stall measure (stats.go): thread CPU time of each step and hook
-//     capture, read with CLOCK_THREAD_CPUTIME_ID. It is the goroutine's
-//     own because the server locks each event loop to its OS thread
-//     (gnet.WithLockOSThread); a stretch that changed threads counts its
+//     capture, read with CLOCK_THREAD_CPUTIME_ID. A stretch that changed
+//     threads (its goroutine lost its processor in a syscall) counts its
 //     wall time. Resuming parked writers at the start of a step runs their
 //     commands and is not counted.
 //   - Output framing: tagged (dfly files, replication): each producer has

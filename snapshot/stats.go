@@ -77,11 +77,11 @@ func startStall() stallTimer {
 	return stallTimer{wall: time.Now(), cpu: cpu, tid: tid}
 }
 
-// done records the stretch. The CPU time is the thread's, which is the
-// goroutine's own only while no other goroutine ran on that thread: the
-// server locks each event loop (which owns its shards) to its thread. A
-// goroutine that moved to another thread meanwhile (an unlocked shard, in
-// tests) reads as its wall time.
+// done records the stretch. The CPU time is the thread's: the goroutine's
+// own unless it was descheduled meanwhile (a step does not block; a
+// preemption after 10 ms could let another goroutine run on the thread).
+// A goroutine that moved to another thread (it lost its processor in a
+// syscall) reads as its wall time.
 func (t stallTimer) done() {
 	wall := time.Since(t.wall)
 	cpu, tid := threadCPU()
