@@ -267,13 +267,7 @@ func TestDflyFlowMasterRestart(t *testing.T) {
 	rc := rep.Raw(t)
 	mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
 	waitLinkUp(t, rc)
-	sd := &seeder{addr: master.Addr, seed: seed, keys: 200, bigEvery: 300}
-	stop := make(chan struct{})
-	wg := sd.run(t, 2, stop)
-	time.Sleep(500 * time.Millisecond)
-	close(stop)
-	wg.Wait()
-	sd.check(t)
+	seedFor(t, &seeder{addr: master.Addr, seed: seed, keys: 200, bigEvery: 300}, 500*time.Millisecond)
 	oldID := infoField(mc, "replication", "master_replid")
 	mustOK(t, mc.Do("SAVE"), "save")
 	// Writes after the save die with the master.
@@ -292,13 +286,7 @@ func TestDflyFlowMasterRestart(t *testing.T) {
 	waitFor(t, 30*time.Second, "the replica to drop the lost write", func() bool {
 		return rc.Do("EXISTS", "lost:after-save").Int == 0 && infoField(rc, "replication", "master_link_status") == "up"
 	})
-	sd2 := &seeder{addr: master.Addr, seed: seed + 1, keys: 200, bigEvery: 300, shortTTL: true}
-	stop2 := make(chan struct{})
-	wg2 := sd2.run(t, 2, stop2)
-	time.Sleep(700 * time.Millisecond)
-	close(stop2)
-	wg2.Wait()
-	sd2.check(t)
+	seedFor(t, &seeder{addr: master.Addr, seed: seed + 1, keys: 200, bigEvery: 300, shortTTL: true}, 700*time.Millisecond)
 	time.Sleep(1500 * time.Millisecond) // short TTLs pass; their DELs follow
 	waitDigestsEqual(t, mc, rc)
 	if v := infoField(rc, "replication", "master_replid"); v == oldID {
@@ -339,4 +327,15 @@ func TestDflyFlowAuth(t *testing.T) {
 	if v := infoField(mc, "replication", "dfly_flow_syncs_full"); v != "1" {
 		t.Fatalf("dfly_flow_syncs_full = %q: the replica did not sync over flows", v)
 	}
+}
+
+// seedFor runs sd with two clients for d, then checks it met no errors.
+func seedFor(t *testing.T, sd *seeder, d time.Duration) {
+	t.Helper()
+	stop := make(chan struct{})
+	wg := sd.run(t, 2, stop)
+	time.Sleep(d)
+	close(stop)
+	wg.Wait()
+	sd.check(t)
 }
