@@ -13,7 +13,11 @@
 // dataset at the cut. NonPIT (replication only): mutations serialize
 // nothing; the walk writes every bucket it visits, OnMoved writes again a
 // bucket an item jumped into from behind the walk's position, and the
-// journal fills in the rest.
+// journal fills in the rest. Known gap (open, issue 8): a command that
+// reads or moves a key the walk has not reached into a key it has passed
+// (RENAME a b, SMOVE, LMOVE, *STORE) journals before a's baseline, so the
+// replica cannot apply it and b is not sent again; the fix is to capture
+// the pending buckets of every key of a multi-key command before it runs.
 //
 // The bucket state machine, per snapshot (seed §1): NotVisited →
 // Serializing → DelayedPending → Covered. Capturing a bucket encodes its
