@@ -62,9 +62,7 @@ func runPIT(t *testing.T, seed uint64) {
 		}
 	}
 	out := make(chan Chunk, 1<<16)
-	saved := stepBudget
-	stepBudget = 0 // one bucket position per step
-	defer func() { stepBudget = saved }()
+	stepOnePosition(t)
 	sl := Start(sh, Options{Encode: encodeString, Out: out})
 
 	next := 0
@@ -129,4 +127,12 @@ func runPIT(t *testing.T, seed uint64) {
 		t.Fatalf("Keys = %d, want %d", sl.Keys, len(want))
 	}
 	t.Logf("seed %d: %d steps, %d inserts during the walk", seed, steps, next)
+}
+
+// stepOnePosition makes every step visit one bucket position (a zero
+// budget) for the rest of the test.
+func stepOnePosition(t *testing.T) {
+	saved := stepBudget
+	stepBudget = 0
+	t.Cleanup(func() { stepBudget = saved })
 }

@@ -17,9 +17,7 @@ import (
 // key's bucket is Serializing (its first pieces are out, the rest due).
 func bigSetup(t *testing.T, ttl time.Duration) (*harness, string) {
 	h := newHarness(t, 1)
-	saved := stepBudget
-	stepBudget = 0
-	t.Cleanup(func() { stepBudget = saved })
+	stepOnePosition(t)
 	db := h.sh.DBs[0]
 	for i := 0; i < 2000; i++ {
 		db.Set([]byte(fmt.Sprintf("k%d", i)), shard.NewString([]byte(fmt.Sprintf("v%d", i))), false)
@@ -188,9 +186,7 @@ func (r expiryRecorder) OnExpire(db *shard.DB, it shard.Iterator, key string) {
 // (OnMoved); without it they would be missing from the replica.
 func TestSplitDuringWalkNonPIT(t *testing.T) {
 	h := newHarness(t, 1)
-	saved := stepBudget
-	stepBudget = 0
-	defer func() { stepBudget = saved }()
+	stepOnePosition(t)
 	for i := 0; i < 5000; i++ {
 		h.sh.DBs[0].Set([]byte(fmt.Sprintf("k%d", i)), shard.NewString([]byte("v")), false)
 	}
@@ -217,9 +213,7 @@ func TestSplitDuringWalkNonPIT(t *testing.T) {
 // splits, so the baseline is the dataset at the cut, every key once.
 func TestSplitDuringWalkPIT(t *testing.T) {
 	h := newHarness(t, 1)
-	saved := stepBudget
-	stepBudget = 0
-	defer func() { stepBudget = saved }()
+	stepOnePosition(t)
 	for i := 0; i < 5000; i++ {
 		h.sh.DBs[0].Set([]byte(fmt.Sprintf("k%d", i)), shard.NewString([]byte("v")), false)
 	}
@@ -244,9 +238,7 @@ func TestSplitDuringWalkPIT(t *testing.T) {
 // baseline are parked (not the shard), and resume once it drains.
 func TestBackpressureParksWriters(t *testing.T) {
 	h := newHarness(t, 1)
-	saved := stepBudget
-	stepBudget = 0
-	defer func() { stepBudget = saved }()
+	stepOnePosition(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	val := func() string { // incompressible, unlike a repeated letter
 		b := make([]byte, 100)
@@ -344,9 +336,7 @@ func TestBackpressureParksWriters(t *testing.T) {
 // baseline, once from the journal).
 func TestNonPITWaitsForTransactionCommit(t *testing.T) {
 	h := newHarness(t, 1)
-	saved := stepBudget
-	stepBudget = 0
-	defer func() { stepBudget = saved }()
+	stepOnePosition(t)
 	db := h.sh.DBs[0]
 	for i := 0; i < 3000; i++ {
 		db.Set([]byte(fmt.Sprintf("k%d", i)), shard.NewString([]byte("0")), false)

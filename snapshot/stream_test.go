@@ -427,9 +427,7 @@ func runStream(t *testing.T, mode Mode, seed uint64) {
 func runStreamOpt(t *testing.T, mode Mode, seed uint64, expiring bool) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	h := newHarness(t, 2)
-	saved := stepBudget
-	stepBudget = 0
-	defer func() { stepBudget = saved }()
+	stepOnePosition(t)
 	for db := 0; db < 2; db++ {
 		for i := 0; i < 3000; i++ {
 			v := fmt.Sprintf("v0-%d-%d", db, i)
