@@ -294,6 +294,22 @@ func (e *Encoder) String(key, val []byte, m Meta) {
 	e.maybeFlush()
 }
 
+// StringHeader writes a string record up to its value; StringValue
+// appends the value, possibly in another encoder and later (a snapshot
+// hands string values out by reference and its consumer encodes them off
+// the shard: snapshot.Options.Defer). It reports false after an error.
+func (e *Encoder) StringHeader(key []byte, m Meta) bool {
+	return e.keyHeader(typeString, key, m)
+}
+
+// StringValue appends val as the value of a string record begun by
+// StringHeader: integer, LZF or raw, as String would write it.
+func (e *Encoder) StringValue(val []byte) {
+	if e.err == nil {
+		e.appendString(val)
+	}
+}
+
 // BeginString starts a string value of exactly n bytes that arrives in
 // parts (StringPart), for values too big to hold twice: it is written raw,
 // without integer or LZF encoding.

@@ -10,9 +10,11 @@ import (
 
 // Config is the server's configuration: flags at start, CONFIG SET later.
 type Config struct {
-	Port         int
-	Bind         string
-	Shards       int
+	Port   int
+	Bind   string
+	Shards int
+	// Loops is the number of event loops (0: GOMAXPROCS at start).
+	Loops        int
 	Requirepass  string
 	MaxClients   int
 	Dir          string

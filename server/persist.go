@@ -172,6 +172,7 @@ func (s *Server) bgsave() {
 	}
 	chunks, free, writes := s.snapshotCut()
 	go func() {
+		defer snapshot.BackgroundThread()() // the file writer yields to the shards
 		err := s.writeSnapshotStream(chunks, free, writes)
 		s.persist.setSlices(nil)
 		p.mu.Unlock()

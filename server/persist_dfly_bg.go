@@ -40,7 +40,7 @@ func (s *Server) bgsaveDfly(done func(error)) {
 	t.Finish(func(sh *shard.Shard) {
 		writes[sh.ID] = sh.Stats.Writes
 		ref.take(sh)
-		slices[sh.ID] = snapshot.Start(sh, snapshot.Options{Tagged: true, Encode: encodeForSnapshot, NoLZF: true,
+		slices[sh.ID] = snapshot.Deferred(sh, snapshot.Options{Tagged: true, Encode: encodeForSnapshot, NoLZF: true,
 			Out: outs[sh.ID], Free: frees[sh.ID], MaxChunk: s.serializationChunk(), Load: tierLoader(sh)}) // tiered.go
 	})
 	s.persist.setSlices(slices)
@@ -52,6 +52,7 @@ func (s *Server) bgsaveDfly(done func(error)) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				defer snapshot.BackgroundThread()() // the file writer yields to the shards
 				files[i] = writeShardStream(outs[i], frees[i], dir, shardFileName(base, i))
 			}()
 		}

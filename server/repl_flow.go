@@ -204,7 +204,7 @@ func (s *Server) startSession(sess *flowSession) {
 		} else {
 			f.fullAt = sh.Journal.LSN()
 			f.out = make(chan snapshot.Chunk, 16)
-			f.slice = snapshot.Start(sh, snapshot.Options{Mode: sess.mode, Tagged: true, Journal: true,
+			f.slice = snapshot.Deferred(sh, snapshot.Options{Mode: sess.mode, Tagged: true, Journal: true,
 				FullSyncCut: true, Encode: encodeForSnapshot, Out: f.out, MaxChunk: chunk, Load: tierLoader(sh)}) // tiered.go
 		}
 		f.subID, _ = sh.Journal.Subscribe(f.onEntry)

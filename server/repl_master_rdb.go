@@ -35,7 +35,7 @@ func (s *Server) replicationCut(also func(*shard.Shard)) ([]chan snapshot.Chunk,
 	chunk := s.serializationChunk()
 	t.Finish(func(sh *shard.Shard) {
 		also(sh)
-		snapshot.Start(sh, snapshot.Options{Encode: encodeForSnapshot, Out: outs[sh.ID], Free: free, MaxChunk: chunk,
+		snapshot.Deferred(sh, snapshot.Options{Encode: encodeForSnapshot, Out: outs[sh.ID], Free: free, MaxChunk: chunk,
 			Load: tierLoader(sh)}) // tiered.go
 	})
 	return outs, free

@@ -84,6 +84,11 @@ func New(cfg *Config, log *Logger) *Server {
 	if cfg.Shards <= 0 {
 		cfg.Shards = runtime.GOMAXPROCS(0)
 	}
+	if cfg.Loops <= 0 {
+		// Fixed now: snapshots add Ps for their background threads
+		// (snapshot.BackgroundThread), which are not loops.
+		cfg.Loops = runtime.GOMAXPROCS(0)
+	}
 	if cfg.SnapshotStep > 0 {
 		snapshot.SetStepBudget(cfg.SnapshotStep)
 	}
@@ -182,6 +187,11 @@ func (s *Server) Addrs() []string {
 	return addrs
 }
 
+// loopCount is the number of event loops the server runs.
+func (s *Server) loopCount() int {
+	return s.cfg.Loops
+}
+
 // Serve starts the shards and the event loops and blocks until Shutdown.
 func (s *Server) Serve() error {
 	defer func() {
@@ -190,7 +200,7 @@ func (s *Server) Serve() error {
 		}
 		close(s.done)
 	}()
-	loops := runtime.GOMAXPROCS(0)
+	loops := s.loopCount()
 	err := gnet.Rotate(s, s.Addrs(),
 		gnet.WithMulticore(true),
 		gnet.WithNumEventLoop(loops),
@@ -268,7 +278,7 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	}
 	s.discoverStarted = true
 	go func() {
-		if err := s.discoverLoops(runtime.GOMAXPROCS(0)); err != nil {
+		if err := s.discoverLoops(s.loopCount()); err != nil {
 			s.log.Warnf("event loop discovery failed: %v", err)
 			go s.Shutdown()
 			return

@@ -19,7 +19,8 @@ type Func func(s *Shard)
 func (f Func) Run(s *Shard) { f(s) }
 
 // ChangeHook is told about every mutation of a DB before it happens, on the
-// shard goroutine (DESIGN §4: OnDbChange). A hook must not mutate the DB.
+// shard goroutine (DESIGN §4: OnDbChange). A hook must not mutate the DB
+// (it may give a value an equal copy of its bytes: snapshot copy-on-write).
 type ChangeHook interface {
 	// PreUpdate: the value at it is about to change in place.
 	PreUpdate(db *DB, it Iterator)

@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"os"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -15,4 +17,14 @@ func threadCPU() (time.Duration, int) {
 		return 0, -1
 	}
 	return time.Duration(ts.Nano()), unix.Gettid()
+}
+
+// setThreadNice lowers the calling thread's priority to nice n.
+func setThreadNice(n int) {
+	if v, err := strconv.Atoi(os.Getenv("DFLY_BG_NICE")); err == nil {
+		n = v // a development aid for measurements
+	}
+	if n > 0 {
+		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), n)
+	}
 }

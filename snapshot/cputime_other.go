@@ -6,3 +6,6 @@ import "time"
 
 // threadCPU is unknown here: stalls are measured in wall time only.
 func threadCPU() (time.Duration, int) { return 0, -1 }
+
+// setThreadNice: thread priorities are Linux only here.
+func setThreadNice(int) {}

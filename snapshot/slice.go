@@ -3,6 +3,7 @@ package snapshot
 import (
 	"errors"
 	"iter"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -69,6 +70,11 @@ type Chunk struct {
 	// Open (untagged only): the chunk ends inside a big value; the
 	// consumer must take this shard's next chunk before any other shard's.
 	Open bool
+	// deferred: records whose string values Data does not hold yet
+	// (Options.Defer); a Materializer completes Data.
+	deferred *deferred
+	size     int // bytes counted against the Slice's pending output
+	refs     int // of which bytes of referenced values (Options.Defer)
 }
 
 // JournalEntry is one encoded journal entry offered to a snapshot that
@@ -98,7 +104,7 @@ type Options struct {
 	Encode   EncodeFunc
 	Out      chan<- Chunk
 	// Free hands back consumed chunk buffers to write into again (nil: none).
-	Free <-chan []byte
+	Free chan []byte
 	// Journal: the output carries the shard's journal (a replication
 	// flow): entries arrive through Slice.Journal.
 	Journal bool
@@ -109,6 +115,10 @@ type Options struct {
 	// NoLZF writes strings without LZF: the consumer compresses whole
 	// chunks off the shard (dfly files), so the shard does less work.
 	NoLZF bool
+	// Defer hands small string values out by reference (deferred.go):
+	// the consumer must pass every chunk through a Materializer (or read
+	// Materialized) before it uses Data.
+	Defer bool
 }
 
 const (
@@ -124,6 +134,11 @@ const (
 	// change hooks and a writer is delayed only when the consumer falls
 	// behind the writes themselves, not behind the walk.
 	walkPending = chunkSize
+	// maxRetained: old values kept alive for deferred records (replaced,
+	// copied or deleted while referenced, Options.Defer) before writers
+	// are held back. A reference costs memory only then, so this bounds
+	// the extra memory of a Defer snapshot, not its output.
+	maxRetained = 64 << 20
 	// maxBusy bounds the buckets the walk leaves Serializing at once.
 	maxBusy = 4
 )
@@ -191,9 +206,25 @@ type Slice struct {
 	mainDB int // database of the records in main; -1: next needs SELECTDB
 	wire   []byte
 	spare  [][]byte
+	// Options.Defer: references of the main stream's string values, and
+	// the deferred cuts of main the wire owes its next chunk.
+	splices           []splice
+	spliceBytes       int
+	wireDeferred      []deferredMain
+	wireDeferredBytes int           // with the values
+	wireDeferredRefs  int           // the values
+	outstanding       atomic.Int64  // deferred cuts not yet materialized
+	seq               uint64        // deferred cuts made
+	materialized      atomic.Uint64 // the last deferred cut materialized (they go in order)
+	retainQ           []retention
+	retained          int
 	// Output the consumer's channel did not take yet.
 	pending      []Chunk
 	pendingBytes int
+	// pendingRefs: bytes of values the pending output references
+	// (Options.Defer): they pace the walk with the other output, but hold
+	// writers back only once replaced (retained, deferred.go).
+	pendingRefs int
 	// lastCommands: the shard's command count at the last step (budget).
 	lastCommands uint64
 
@@ -234,6 +265,10 @@ func Start(sh *shard.Shard, opt Options) *Slice {
 		main: rdb.NewEncoder(nil), mainDB: -1, dbs: make([]dbState, len(sh.DBs)),
 		byKey: map[keyRef]*bucket{}, nextStream: firstBucket}
 	sl.main.SetCompression(!opt.NoLZF)
+	// The consumer checksums what it writes; a checksum of the chunks
+	// here would only spend the shard's time (it was a third of a save's
+	// CPU on the loops).
+	sl.main.SetChecksum(false)
 	sh.AddHook(sl)
 	sh.AddExpiryHook(sl)
 	sh.AddGate(sl)
@@ -392,7 +427,12 @@ func (sl *Slice) track(bk *bucket) {
 func (sl *Slice) encodeSmall(db int, key string, v *shard.Value, at int64) {
 	sl.selectMain(db)
 	// The encoder copies the key: a view of it is enough.
-	sl.opt.Encode(sl.main, unsafe.Slice(unsafe.StringData(key), len(key)), v, at)
+	kb := unsafe.Slice(unsafe.StringData(key), len(key))
+	if sl.opt.Defer && v.Type == shard.TypeString && !v.IsExternal() {
+		sl.deferString(kb, v, at)
+	} else {
+		sl.opt.Encode(sl.main, kb, v, at)
+	}
 	sl.maybeCutMain()
 }
 
@@ -405,7 +445,7 @@ func (sl *Slice) selectMain(db int) {
 }
 
 func (sl *Slice) maybeCutMain() {
-	if sl.main.Len() >= chunkSize {
+	if sl.main.Len()+sl.spliceBytes >= chunkSize {
 		sl.cutMain()
 	}
 }
@@ -437,6 +477,7 @@ func (sl *Slice) startBig(db int, key string, v shard.Value, at int64) *item {
 		e := rdb.NewEncoder(x.w)
 		e.SetFlushSize(max)
 		e.SetCompression(!sl.opt.NoLZF)
+		e.SetChecksum(false)
 		enc(e, unsafe.Slice(unsafe.StringData(key), len(key)), &x.v, at)
 		if e.Err() != nil && e.Err() != errStopped {
 			sl.fail(e.Err())
@@ -491,6 +532,12 @@ func (sl *Slice) cutMain() {
 	if sl.main.Len() == 0 || (!sl.opt.Tagged && sl.open != nil) {
 		return
 	}
+	if len(sl.splices) > 0 {
+		sl.deferMain()
+		sl.mainDB = -1
+		sl.cutWire(false)
+		return
+	}
 	b := sl.main.SwapBytes(sl.spareBuf())
 	if sl.opt.Tagged {
 		sl.wire = rdb.AppendChunk(sl.wire, rdb.OpChunkEnd, MainStream, b)
@@ -520,13 +567,29 @@ func (sl *Slice) spareBuf() []byte {
 	return make([]byte, 0, chunkSize+chunkSize/4)
 }
 
+// takeWire completes c with the wire's bytes and deferred cuts, counted
+// as pending output.
+func (sl *Slice) takeWire(c Chunk) Chunk {
+	c.Data = sl.wire
+	c.size = len(sl.wire) + sl.wireDeferredBytes
+	c.refs = sl.wireDeferredRefs
+	if len(sl.wireDeferred) > 0 {
+		c.deferred = &deferred{mains: sl.wireDeferred, tagged: sl.opt.Tagged, outstanding: &sl.outstanding,
+			materialized: &sl.materialized}
+		sl.wireDeferred, sl.wireDeferredBytes, sl.wireDeferredRefs = nil, 0, 0
+	}
+	sl.pendingBytes += c.size - c.refs
+	sl.pendingRefs += c.refs
+	return c
+}
+
 // cutWire hands the wire bytes out as a chunk once there are enough.
 func (sl *Slice) cutWire(force bool) {
-	if len(sl.wire) == 0 || (!force && len(sl.wire) < chunkSize) {
+	size := len(sl.wire) + sl.wireDeferredBytes
+	if size == 0 || (!force && size < chunkSize) {
 		return
 	}
-	sl.pending = append(sl.pending, Chunk{Shard: sl.sh.ID, Data: sl.wire, Open: !sl.opt.Tagged && sl.open != nil})
-	sl.pendingBytes += len(sl.wire)
+	sl.pending = append(sl.pending, sl.takeWire(Chunk{Shard: sl.sh.ID, Open: !sl.opt.Tagged && sl.open != nil}))
 	sl.wire = sl.spareBuf()
 }
 
@@ -739,6 +802,7 @@ func (sl *Slice) PreUpdate(db *shard.DB, it shard.Iterator) {
 		sl.serializeBucket(db.Index, db.Table, db.Expire, db.Table.BucketOf(it))
 	}
 	sl.finishKey(db.Index, db.Table.Key(it))
+	sl.cow(db.Table.Value(it)) // after the capture above, which may reference it
 }
 
 // PreDelete: PIT serializes the buckets an erase may change; a value
@@ -749,6 +813,7 @@ func (sl *Slice) PreDelete(db *shard.DB, it shard.Iterator) {
 	}
 	sl.serializeErase(db, it)
 	sl.finishKey(db.Index, db.Table.Key(it))
+	sl.dropped(db.Table.Value(it))
 }
 
 // serializeErase (PIT) captures the buckets an erase of it may change.
@@ -847,7 +912,7 @@ func (sl *Slice) Admit(db *shard.DB, key string) {
 		return
 	}
 	it := db.Table.Find(key)
-	congested := sl.pendingBytes >= maxPending
+	congested := sl.pendingBytes >= maxPending || sl.retainedNow() >= maxRetained
 	if it.Valid() {
 		b := db.Table.BucketOf(it)
 		if db.Table.Version(b) >= sl.version {
@@ -890,7 +955,8 @@ func (sl *Slice) push() bool {
 	for len(sl.pending) > 0 {
 		select {
 		case sl.opt.Out <- sl.pending[0]:
-			sl.pendingBytes -= len(sl.pending[0].Data)
+			sl.pendingBytes -= sl.pending[0].size - sl.pending[0].refs
+			sl.pendingRefs -= sl.pending[0].refs
 			sl.pending[0] = Chunk{}
 			sl.pending = sl.pending[1:]
 		default:
@@ -916,7 +982,7 @@ func (sl *Slice) release(s *shard.Shard) {
 		sl.unpins = nil
 		s.Release(u, false)
 	}
-	if len(sl.congestion) > 0 && sl.pendingBytes < maxPending/2 {
+	if len(sl.congestion) > 0 && sl.pendingBytes < maxPending/2 && sl.retainedNow() < maxRetained/2 {
 		c := sl.congestion
 		sl.congestion = nil
 		s.Release(c, false)
@@ -939,7 +1005,7 @@ func (sl *Slice) Run(s *shard.Shard) {
 	defer startStall().done()
 	sl.inRun = true
 	defer func() { sl.inRun = false }()
-	if sl.pendingBytes >= walkPending {
+	if sl.pendingBytes+sl.pendingRefs >= walkPending {
 		sl.later(s) // backpressure: the consumer is behind
 		return
 	}
@@ -965,7 +1031,7 @@ func (sl *Slice) Run(s *shard.Shard) {
 		clear(busy)
 		sl.scratchBusy = busy[:0]
 		sl.push()
-		if sl.pendingBytes >= walkPending {
+		if sl.pendingBytes+sl.pendingRefs >= walkPending {
 			sl.later(s)
 			return
 		}
@@ -1079,6 +1145,7 @@ func (sl *Slice) finish(s *shard.Shard) {
 		sl.wire = rdb.AppendChunk(sl.wire, rdb.OpFullSyncCut, JournalStream, nil)
 	}
 	s.RemoveHook(sl)
+	sl.keepCOW(s)
 	s.RemoveExpiryHook(sl)
 	s.RemoveGate(sl)
 	if sl.opt.Mode == NonPIT {
@@ -1090,7 +1157,7 @@ func (sl *Slice) finish(s *shard.Shard) {
 		s.Release(sl.congestion, false)
 		sl.congestion = nil
 	}
-	sl.pending = append(sl.pending, Chunk{Shard: s.ID, Data: sl.wire, Last: true, Err: sl.errOr()})
+	sl.pending = append(sl.pending, sl.takeWire(Chunk{Shard: s.ID, Last: true, Err: sl.errOr()}))
 	sl.wire = nil
 	stats.finished.Add(1)
 	if !sl.push() {

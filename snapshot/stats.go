@@ -18,6 +18,7 @@ var stats struct {
 	movedSaved              atomic.Int64 // non-PIT buckets written again on OnMoved
 	drains                  atomic.Int64 // mutations that had to finish a big value inline
 	delayedLoads            atomic.Int64 // values read from disk for a snapshot
+	deferredCopies          atomic.Int64 // values copied before a change (Defer's copy-on-write)
 	maxStall                atomic.Int64 // longest step or hook serialization, thread CPU ns
 	maxStallWall            atomic.Int64 // the same in wall time (includes being descheduled)
 }
@@ -34,6 +35,7 @@ type Stats struct {
 	MovedSaved              int64
 	InlineDrains            int64
 	DelayedLoads            int64
+	DeferredCopies          int64
 	// MaxStall is the longest step or hook serialization in CPU time of
 	// the shard's thread: the work the snapshot made the shard do at once.
 	// MaxStallWall is the same in wall time, which on a busy machine also
@@ -54,6 +56,7 @@ func ReadStats() Stats {
 		MovedSaved:              stats.movedSaved.Load(),
 		InlineDrains:            stats.drains.Load(),
 		DelayedLoads:            stats.delayedLoads.Load(),
+		DeferredCopies:          stats.deferredCopies.Load(),
 		MaxStall:                time.Duration(stats.maxStall.Load()),
 		MaxStallWall:            time.Duration(stats.maxStallWall.Load()),
 	}

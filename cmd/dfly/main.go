@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	_ "net/http/pprof" // served only when DFLY_PPROF is set
 	"os"
 	"os/signal"
 	"runtime"
@@ -48,6 +50,10 @@ func run(args []string, stderr io.Writer) int {
 		if err == nil && pprof.StartCPUProfile(f) == nil {
 			defer func() { pprof.StopCPUProfile(); f.Close() }()
 		}
+	}
+	if addr := os.Getenv("DFLY_PPROF"); addr != "" {
+		// A development aid: /debug/pprof (profiles, execution traces) on addr.
+		go func() { _ = http.ListenAndServe(addr, nil) }()
 	}
 	tuneGC(cfg)
 	srv := server.New(cfg, log)

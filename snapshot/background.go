@@ -1,0 +1,54 @@
+package snapshot
+
+import (
+	"runtime"
+	"sync"
+)
+
+// BackgroundNice is the nice value of the threads that encode and write a
+// snapshot's output (BackgroundThread).
+var BackgroundNice = 5
+
+// Background threads. A snapshot's consumers (Complete's encoding, the
+// file writers) compete with the event loops for the CPU, and with the
+// loops alone only the loops' latency matters: a consumer that waits
+// costs a slower save, a loop that waits costs every client on it.
+//
+// Two things make a consumer lose to the loops:
+//   - its own OS thread at a lower priority, so the kernel runs a loop's
+//     thread first whenever both want a CPU;
+//   - a processor (P) of its own: the Go scheduler knows nothing of
+//     thread priorities, and a consumer holding one of the loops' Ps
+//     while its thread waits for the CPU would make a loop wait for the
+//     P. So each background thread adds a P while it lives
+//     (GOMAXPROCS = loops + background threads), and the Ps go back when
+//     the save ends; spare Ps all the time would cost the loops 20-30% of
+//     their throughput in spinning threads (measured, SET/GET -c 50).
+var background struct {
+	mu    sync.Mutex
+	n     int
+	procs int // GOMAXPROCS without background threads
+}
+
+// BackgroundThread moves the calling goroutine, which must be one started
+// for the purpose, to an OS thread of its own at nice BackgroundNice,
+// with a P of its own. Call the returned func when the goroutine is done.
+func BackgroundThread() (done func()) {
+	runtime.LockOSThread()
+	setThreadNice(BackgroundNice)
+	background.mu.Lock()
+	if background.n == 0 {
+		background.procs = runtime.GOMAXPROCS(0)
+	}
+	background.n++
+	runtime.GOMAXPROCS(background.procs + background.n)
+	background.mu.Unlock()
+	return func() {
+		background.mu.Lock()
+		background.n--
+		runtime.GOMAXPROCS(background.procs + background.n)
+		background.mu.Unlock()
+		// The thread ends with the goroutine (still locked), so its
+		// priority goes with it.
+	}
+}

@@ -1,0 +1,260 @@
+package snapshot
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/shard"
+)
+
+// Deferred string values (Options.Defer). Copying and compressing values
+// was most of a save's work on the shard: a 1 KiB value costs a walk of
+// its cache lines and an LZF pass, and that CPU time on the event loop's
+// thread is what the kernel charges the loop for, so clients waited
+// behind the scheduler, not behind the steps. With Defer the walk writes
+// a string record up to its value (the key, the expiry) and keeps a
+// reference to the value's bytes; the consumer encodes the values
+// (Materializer), on its own thread.
+//
+// Invariant (copy-on-write): bytes a deferred record references are never
+// changed. Every in-place change of a value goes through DB.Mutate, whose
+// PreUpdate hook gives the value a fresh copy first while any deferred
+// record of this Slice is outstanding (Slice.cow); replacing, deleting,
+// expiring or offloading a value leaves the old bytes alone, and the
+// reference keeps them alive for the collector. A record is outstanding
+// from its capture until a Materializer has encoded its batch, which may
+// be after the walk ended and the Slice removed its hooks: a cowHook
+// stays until then (keepCOW). Replacing a value's bytes by an equal copy
+// is the one change a hook makes to a DB; no reader can tell.
+
+// splice is a string value whose encoding belongs at off in its batch.
+type splice struct {
+	off int
+	val []byte
+}
+
+// deferredMain is a cut of the main stream whose string values are still
+// references: its records belong at pos of the chunk's Data.
+type deferredMain struct {
+	seq     uint64
+	pos     int
+	main    []byte
+	splices []splice
+}
+
+// deferred is what a chunk still owes its Data.
+type deferred struct {
+	mains        []deferredMain
+	tagged       bool
+	outstanding  *atomic.Int64
+	materialized *atomic.Uint64
+}
+
+// retention: bytes of old values that deferred cuts up to seq keep alive.
+type retention struct {
+	seq   uint64
+	bytes int
+}
+
+// retain counts n bytes of an old value kept alive by the deferred
+// records made so far (the current cut's too): released once the last of
+// them is materialized.
+func (sl *Slice) retain(n int) {
+	seq := sl.seq
+	if len(sl.splices) > 0 {
+		seq++ // the cut being gathered
+	}
+	if q := len(sl.retainQ); q > 0 && sl.retainQ[q-1].seq == seq {
+		sl.retainQ[q-1].bytes += n
+	} else {
+		sl.retainQ = append(sl.retainQ, retention{seq, n})
+	}
+	sl.retained += n
+}
+
+// retainedNow is the memory old values still take for deferred records.
+func (sl *Slice) retainedNow() int {
+	done := sl.materialized.Load()
+	i := 0
+	for ; i < len(sl.retainQ) && sl.retainQ[i].seq <= done; i++ {
+		sl.retained -= sl.retainQ[i].bytes
+	}
+	if i > 0 {
+		sl.retainQ = append(sl.retainQ[:0], sl.retainQ[i:]...)
+	}
+	return sl.retained
+}
+
+// referencing reports whether deferred records may reference values.
+func (sl *Slice) referencing() bool {
+	return sl.opt.Defer && (len(sl.splices) > 0 || sl.outstanding.Load() > 0)
+}
+
+// deferString writes a string record whose value is encoded later.
+func (sl *Slice) deferString(key []byte, v *shard.Value, at int64) {
+	if !sl.main.StringHeader(key, rdb.Meta{ExpireAt: at}) {
+		return
+	}
+	s := v.Str()
+	sl.splices = append(sl.splices, splice{off: sl.main.Len(), val: s})
+	sl.spliceBytes += len(s)
+}
+
+// deferMain moves the main stream's records, with their references, to
+// the wire's position.
+func (sl *Slice) deferMain() {
+	b := sl.main.SwapBytes(sl.spareBuf())
+	sl.outstanding.Add(1)
+	sl.seq++
+	sl.wireDeferred = append(sl.wireDeferred, deferredMain{seq: sl.seq, pos: len(sl.wire), main: b, splices: sl.splices})
+	sl.wireDeferredBytes += len(b) + sl.spliceBytes
+	sl.wireDeferredRefs += sl.spliceBytes
+	sl.splices, sl.spliceBytes = nil, 0
+}
+
+// cow (PreUpdate) gives a string value about to change in place its own
+// bytes while a deferred record may still reference the old ones.
+func (sl *Slice) cow(v *shard.Value) {
+	if v.Type != shard.TypeString || v.IsExternal() || !sl.referencing() {
+		return
+	}
+	old := v.Str()
+	v.SetStr(append(make([]byte, 0, cap(old)), old...))
+	sl.retain(cap(old))
+	stats.deferredCopies.Add(1)
+}
+
+// dropped (PreDelete) counts a deleted string value as retained: a
+// deferred record may reference it (over-counted when none does).
+func (sl *Slice) dropped(v *shard.Value) {
+	if v.Type == shard.TypeString && !v.IsExternal() && sl.referencing() {
+		sl.retain(cap(v.Str()))
+	}
+}
+
+// Materializer encodes the deferred records of chunks (Options.Defer).
+// One belongs to one consumer goroutine.
+type Materializer struct {
+	enc  *rdb.Encoder
+	out  []byte
+	free chan<- []byte
+}
+
+// NewMaterializer encodes values with LZF when compress is set (the
+// Slice's NoLZF unset); emptied batch buffers go back to free (a Slice's
+// Options.Free; nil: none).
+func NewMaterializer(compress bool, free chan<- []byte) *Materializer {
+	e := rdb.NewEncoder(nil)
+	e.SetCompression(compress)
+	e.SetChecksum(false)
+	return &Materializer{enc: e, free: free}
+}
+
+// Materialize makes c.Data the complete output: the deferred records
+// encoded at their positions. A chunk without them is left as it is.
+func (m *Materializer) Materialize(c *Chunk) {
+	d := c.deferred
+	if d == nil {
+		return
+	}
+	c.deferred = nil
+	out := m.out[:0]
+	prev := 0
+	for _, dm := range d.mains {
+		out = append(out, c.Data[prev:dm.pos]...)
+		prev = dm.pos
+		at := 0
+		for _, s := range dm.splices {
+			m.enc.Raw(dm.main[at:s.off])
+			m.enc.StringValue(s.val)
+			at = s.off
+		}
+		m.enc.Raw(dm.main[at:])
+		recs := m.enc.SwapBytes(dm.main[:0])
+		if d.tagged {
+			out = rdb.AppendChunk(out, rdb.OpChunkEnd, MainStream, recs)
+		} else {
+			out = append(out, recs...)
+		}
+		m.recycle(recs)
+		d.materialized.Store(dm.seq)
+		d.outstanding.Add(-1)
+	}
+	out = append(out, c.Data[prev:]...)
+	m.out, c.Data = c.Data[:0], out
+}
+
+func (m *Materializer) recycle(b []byte) {
+	if m.free == nil {
+		return
+	}
+	select {
+	case m.free <- b[:0]:
+	default:
+	}
+}
+
+// Complete forwards a Slice's chunks from in to out, their deferred
+// records encoded, on a goroutine of its own that runs at a lower
+// priority than the shards (BackgroundThread): the encoding competes with
+// the event loops for the CPU, and losing to them is what keeps clients'
+// latency during a save. It ends after the Last chunk.
+func Complete(in <-chan Chunk, out chan<- Chunk, compress bool, free chan<- []byte) {
+	go func() {
+		defer BackgroundThread()()
+		m := NewMaterializer(compress, free)
+		for {
+			c := <-in
+			m.Materialize(&c)
+			out <- c
+			if c.Last {
+				return
+			}
+		}
+	}()
+}
+
+// Deferred starts a Slice with Options.Defer whose complete chunks arrive
+// on opt.Out: the Slice writes to a channel of its own, and Complete
+// encodes the values between the two.
+func Deferred(sh *shard.Shard, opt Options) *Slice {
+	out := opt.Out
+	in := make(chan Chunk, cap(out))
+	opt.Out, opt.Defer = in, true
+	Complete(in, out, !opt.NoLZF, opt.Free)
+	return Start(sh, opt)
+}
+
+// cowHook keeps copy-on-write after the Slice finished and removed its
+// hooks, until the last deferred cut is materialized: the consumer may
+// still be encoding values the walk referenced.
+type cowHook struct{ sl *Slice }
+
+func (h cowHook) PreUpdate(db *shard.DB, it shard.Iterator) { h.sl.cow(db.Table.Value(it)) }
+func (cowHook) PreDelete(*shard.DB, shard.Iterator)         {}
+func (cowHook) PreInsert(*shard.DB, string)                 {}
+func (cowHook) PreFlush(*shard.DB)                          {}
+
+// keepCOW (finish) registers the cowHook while deferred cuts are
+// outstanding and removes it once none is, checking every millisecond.
+func (sl *Slice) keepCOW(s *shard.Shard) {
+	if !sl.opt.Defer || sl.outstanding.Load() == 0 {
+		return
+	}
+	h := cowHook{sl}
+	s.AddHook(h)
+	var check func()
+	check = func() {
+		time.AfterFunc(time.Millisecond, func() {
+			s.Send(shard.Func(func(s *shard.Shard) {
+				if sl.outstanding.Load() > 0 {
+					check()
+					return
+				}
+				s.RemoveHook(h)
+			}))
+		})
+	}
+	check()
+}
