@@ -440,12 +440,19 @@ func (b *shardBatch) Run(s *shard.Shard) {
 func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 	for b.pos < len(b.idx) {
 		p := &b.c.cmds[b.idx[b.pos]]
-		if !resumed && !s.Idle() {
-			b.x.keys = b.lockKeys(p, b.x.keys[:0])
-			if !s.Available(b.x.keys) {
-				b.inline = false // resumed later from another message
-				s.Park(b)
-				return
+		if resumed || !s.Idle() {
+			if !resumed {
+				b.x.keys = b.lockKeys(p, b.x.keys[:0])
+				if !s.Available(b.x.keys) {
+					b.inline = false // resumed later from another message
+					s.Park(b)
+					return
+				}
+			}
+			if len(b.x.keys) > 1 {
+				// A multi-key command (or single-shard EXEC, or script):
+				// a snapshot writes its keys' baselines first.
+				s.Capture(b.x.keys)
 			}
 		}
 		resumed = false

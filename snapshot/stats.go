@@ -16,6 +16,7 @@ var stats struct {
 	deferredDeletions       atomic.Int64 // expiry deletes deferred to a bucket's Covered
 	journalWhileSerializing atomic.Int64 // journal entries met while a bucket was busy
 	movedSaved              atomic.Int64 // non-PIT buckets written again on OnMoved
+	captured                atomic.Int64 // buckets written ahead for a multi-key command (Capture)
 	drains                  atomic.Int64 // mutations that had to finish a big value inline
 	delayedLoads            atomic.Int64 // values read from disk for a snapshot
 	maxStall                atomic.Int64 // longest step or hook serialization, thread CPU ns
@@ -32,6 +33,7 @@ type Stats struct {
 	DeferredDeletions       int64
 	JournalWhileSerializing int64
 	MovedSaved              int64
+	MultiKeyCaptures        int64
 	InlineDrains            int64
 	DelayedLoads            int64
 	// MaxStall is the longest step or hook serialization in CPU time of
@@ -52,6 +54,7 @@ func ReadStats() Stats {
 		DeferredDeletions:       stats.deferredDeletions.Load(),
 		JournalWhileSerializing: stats.journalWhileSerializing.Load(),
 		MovedSaved:              stats.movedSaved.Load(),
+		MultiKeyCaptures:        stats.captured.Load(),
 		InlineDrains:            stats.drains.Load(),
 		DelayedLoads:            stats.delayedLoads.Load(),
 		MaxStall:                time.Duration(stats.maxStall.Load()),
