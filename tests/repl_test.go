@@ -94,12 +94,18 @@ var replDBs = []int{0, 3}
 // digest describes every key of the databases: type, value and TTL class.
 func digest(t *testing.T, c *RawConn) map[string]string {
 	t.Helper()
+	return digestMatch(t, c, "*")
+}
+
+// digestMatch is digest of the keys that match pattern (SCAN MATCH).
+func digestMatch(t *testing.T, c *RawConn, pattern string) map[string]string {
+	t.Helper()
 	out := map[string]string{}
 	for _, db := range replDBs {
 		mustOK(t, c.Do("SELECT", strconv.Itoa(db)), "select")
 		cursor := "0"
 		for {
-			r := c.Do("SCAN", cursor, "COUNT", "1000")
+			r := c.Do("SCAN", cursor, "MATCH", pattern, "COUNT", "1000")
 			if r.IsError() {
 				t.Fatalf("SCAN: %s", r.Str)
 			}
