@@ -11,12 +11,12 @@ import (
 
 // A full sync (non-PIT, then PIT) while clients run commands that read or
 // move one key into another (RENAME, SMOVE, LMOVE, BLMOVE, SUNIONSTORE,
-// ZUNIONSTORE, COPY, BITOP, PFMERGE, MULTI/EXEC, a script), between keys
-// of one shard (hash tags) and of different shards. Non-PIT mutations
-// serialize nothing, so without snapshot.Capture a command whose source
-// the walk has not reached and whose destination it has passed reaches
-// the replica before the source, fails there, and the destination is
-// never sent again. PIT has the same hazard for a key that is only read
+// ZUNIONSTORE, COPY, BITOP, PFMERGE, SORT BY/GET STORE, MULTI/EXEC, a
+// script), between keys of one shard (hash tags) and of different shards.
+// Non-PIT mutations serialize nothing, so without snapshot.Capture a
+// command whose source the walk has not reached and whose destination it
+// has passed reaches the replica before the source, fails there, and the
+// destination is never sent again. PIT has the same hazard for a key that is only read
 // (the source of SUNIONSTORE, COPY, PFMERGE ...): its hooks capture what
 // a command writes, not what it reads. Filler keys in the same database
 // keep the walk busy (one bucket position per step) while the commands
@@ -125,6 +125,10 @@ func (l *multiKeyLoad) preload(t *testing.T, c *RawConn) {
 		c.Send("PFADD", key("hll"), key("hll"))
 		n += 5
 	})
+	for i := 0; i < 50; i++ {
+		c.Send("RPUSH", "mk:sortsrc", strconv.Itoa(i))
+		n++
+	}
 	for i := 0; i < n; i++ {
 		if r := c.MustRead(); r.IsError() {
 			t.Fatalf("preload: %s", r.Str)
@@ -157,7 +161,7 @@ func (l *multiKeyLoad) run(t *testing.T, workers int, stop <-chan struct{}) *syn
 func (l *multiKeyLoad) step(c *RawConn, r *rand.Rand) {
 	v := "v" + strconv.Itoa(r.IntN(1000))
 	replies := 1
-	switch r.IntN(14) {
+	switch r.IntN(15) {
 	case 0:
 		k := l.keys(r, "s", 2)
 		c.Send("RENAME", k[0], k[1])
@@ -201,6 +205,9 @@ func (l *multiKeyLoad) step(c *RawConn, r *rand.Rand) {
 		k := l.keys(r, "s", 2)
 		c.Send("EVAL", "local v = redis.call('GET', KEYS[1]); if v then redis.call('SET', KEYS[2], v .. ARGV[1]) end; return 1",
 			"2", k[0], k[1], "+")
+	case 12:
+		// SORT reading keys through BY and GET patterns (mk:s:0..49).
+		c.Send("SORT", "mk:sortsrc", "BY", "mk:s:*", "ALPHA", "GET", "mk:s:*", "STORE", l.keys(r, "l", 1)[0])
 	default:
 		// Refill the sources, so the moves keep finding something.
 		k := l.keys(r, "s", 1)[0]
