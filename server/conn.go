@@ -510,13 +510,17 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 }
 
 func (b *shardBatch) lockKeys(p *pending, dst []shard.KeyLock) []shard.KeyLock {
+	ndb := b.c.srv.cfg.Databases
 	if p.multi != nil {
-		return execLockKeys(p.multi, p.watch, dst)
+		return execLockKeys(p.multi, p.watch, ndb, dst)
 	}
 	excl := p.cmd.Flags&FlagWrite != 0
 	pos := p.cmd.keys(nil, p.args)
 	for _, i := range pos {
 		dst = append(dst, shard.KeyLock{DB: p.db, Key: string(p.args[i]), Excl: excl})
+	}
+	if k, ok := p.cmd.otherDBLock(p.args, ndb); ok {
+		dst = append(dst, k)
 	}
 	return dst
 }

@@ -930,7 +930,7 @@ func (sl *Slice) Capture(keys []shard.KeyLock) {
 	}
 	caps := sl.captures[:0]
 	for _, k := range keys {
-		if sl.dbs[k.DB].flushed || sl.byKey[keyRef{k.DB, k.Key}] != nil {
+		if k.DB >= len(sl.dbs) || sl.dbs[k.DB].flushed || sl.byKey[keyRef{k.DB, k.Key}] != nil {
 			continue
 		}
 		t := sl.sh.DBs[k.DB].Table
@@ -953,7 +953,9 @@ func (sl *Slice) Capture(keys []shard.KeyLock) {
 	sl.capturing = false
 	sl.captures = caps[:0]
 	for _, k := range keys {
-		sl.finishKey(k.DB, k.Key)
+		if k.DB < len(sl.dbs) {
+			sl.finishKey(k.DB, k.Key)
+		}
 	}
 }
 

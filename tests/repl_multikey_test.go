@@ -11,8 +11,9 @@ import (
 
 // A full sync (non-PIT, then PIT) while clients run commands that read or
 // move one key into another (RENAME, SMOVE, LMOVE, BLMOVE, SUNIONSTORE,
-// ZUNIONSTORE, COPY, BITOP, PFMERGE, SORT BY/GET STORE, MULTI/EXEC, a
-// script), between keys of one shard (hash tags) and of different shards.
+// ZUNIONSTORE, COPY, BITOP, PFMERGE, SORT BY/GET STORE, MOVE, MULTI/EXEC,
+// a script), between keys of one shard (hash tags) and of different
+// shards.
 // Non-PIT mutations serialize nothing, so without snapshot.Capture a
 // command whose source the walk has not reached and whose destination it
 // has passed reaches the replica before the source, fails there, and the
@@ -129,6 +130,12 @@ func (l *multiKeyLoad) preload(t *testing.T, c *RawConn) {
 		c.Send("RPUSH", "mk:sortsrc", strconv.Itoa(i))
 		n++
 	}
+	c.Send("SELECT", "3")
+	for i := 0; i < mkKeys; i++ {
+		c.Send("SET", mkKey("m", -1, i), "m")
+	}
+	c.Send("SELECT", "0")
+	n += mkKeys + 2
 	for i := 0; i < n; i++ {
 		if r := c.MustRead(); r.IsError() {
 			t.Fatalf("preload: %s", r.Str)
@@ -161,7 +168,7 @@ func (l *multiKeyLoad) run(t *testing.T, workers int, stop <-chan struct{}) *syn
 func (l *multiKeyLoad) step(c *RawConn, r *rand.Rand) {
 	v := "v" + strconv.Itoa(r.IntN(1000))
 	replies := 1
-	switch r.IntN(15) {
+	switch r.IntN(16) {
 	case 0:
 		k := l.keys(r, "s", 2)
 		c.Send("RENAME", k[0], k[1])
@@ -208,6 +215,16 @@ func (l *multiKeyLoad) step(c *RawConn, r *rand.Rand) {
 	case 12:
 		// SORT reading keys through BY and GET patterns (mk:s:0..49).
 		c.Send("SORT", "mk:sortsrc", "BY", "mk:s:*", "ALPHA", "GET", "mk:s:*", "STORE", l.keys(r, "l", 1)[0])
+	case 13:
+		// MOVE between databases, mostly from 3 (walked after 0) into 0.
+		from, to := "3", "0"
+		if r.IntN(4) == 0 {
+			from, to = to, from
+		}
+		c.Send("SELECT", from)
+		c.Send("MOVE", mkKey("m", -1, r.IntN(mkKeys)), to)
+		c.Send("SELECT", "0")
+		replies = 3
 	default:
 		// Refill the sources, so the moves keep finding something.
 		k := l.keys(r, "s", 1)[0]
