@@ -53,7 +53,7 @@ func multiKeySync(t *testing.T, pit bool) {
 	time.Sleep(300 * time.Millisecond) // and some stable sync
 	close(stop)
 	wg.Wait()
-	mk.check(t)
+	mk.tally.check(t, "load")
 	waitDigestsEqualMatch(t, mc, rc, "mk:*")
 	if m, r := mc.Do("DBSIZE").Int, rc.Do("DBSIZE").Int; m != r {
 		t.Fatalf("DBSIZE: master %d, replica %d", m, r)
@@ -68,11 +68,9 @@ func multiKeySync(t *testing.T, pit bool) {
 // multiKeyLoad drives the multi-key commands; keys are "mk:<family>:<n>",
 // or "mk:{g<group>}<family>:<n>" for pairs confined to one shard.
 type multiKeyLoad struct {
-	addr string
-	seed uint64
-	mu   sync.Mutex
-	ops  int64
-	errs []string
+	addr  string
+	seed  uint64
+	tally loadTally
 }
 
 const (
@@ -144,25 +142,7 @@ func (l *multiKeyLoad) preload(t *testing.T, c *RawConn) {
 }
 
 func (l *multiKeyLoad) run(t *testing.T, workers int, stop <-chan struct{}) *sync.WaitGroup {
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		c := DialRaw(t, l.addr)
-		r := rand.New(rand.NewPCG(l.seed, uint64(w)))
-		go func() {
-			defer wg.Done()
-			defer c.Close()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				l.step(c, r)
-			}
-		}()
-	}
-	return &wg
+	return runLoad(t, l.addr, l.seed, workers, stop, l.step)
 }
 
 func (l *multiKeyLoad) step(c *RawConn, r *rand.Rand) {
@@ -233,23 +213,5 @@ func (l *multiKeyLoad) step(c *RawConn, r *rand.Rand) {
 		c.Send("RPUSH", mkKey("l", -1, r.IntN(mkKeys)), v)
 		replies = 3
 	}
-	for i := 0; i < replies; i++ {
-		if _, err := c.Read(); err != nil {
-			l.mu.Lock()
-			l.errs = append(l.errs, err.Error())
-			l.mu.Unlock()
-			return
-		}
-	}
-	l.mu.Lock()
-	l.ops++
-	l.mu.Unlock()
-}
-
-func (l *multiKeyLoad) check(t *testing.T) {
-	t.Helper()
-	if len(l.errs) > 0 {
-		t.Fatalf("load connection errors: %v", l.errs[:min(5, len(l.errs))])
-	}
-	t.Logf("load: %d commands", l.ops)
+	l.tally.read(c, replies)
 }
