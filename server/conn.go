@@ -449,9 +449,8 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 					return
 				}
 			}
-			if len(b.x.keys) > 1 {
-				// A multi-key command (or single-shard EXEC, or script):
-				// a snapshot writes its keys' baselines first.
+			if multiKeyWrite(b.x.keys) {
+				// A snapshot writes the keys' baselines first.
 				s.Capture(b.x.keys)
 			}
 		}
@@ -523,6 +522,22 @@ func (b *shardBatch) lockKeys(p *pending, dst []shard.KeyLock) []shard.KeyLock {
 		dst = append(dst, k)
 	}
 	return dst
+}
+
+// multiKeyWrite reports whether a command (a single-shard EXEC or script)
+// with keys must show them to the shard's gates before it runs
+// (shard.Capture): it has more than one key and writes one of them. One
+// that writes nothing journals nothing.
+func multiKeyWrite(keys []shard.KeyLock) bool {
+	if len(keys) < 2 {
+		return false
+	}
+	for _, k := range keys {
+		if k.Excl {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *shardBatch) LockKeys() ([]shard.KeyLock, bool) { return b.x.keys, false }

@@ -46,8 +46,8 @@ type MoveHook interface {
 // full (DESIGN §4). It must not mutate the DB.
 type Gate interface {
 	Admit(db *DB, key string)
-	// Capture runs before a command with more than one key (see
-	// Shard.Capture) with its keys on this shard, read and written.
+	// Capture runs before a multi-key write (see Shard.Capture) with its
+	// keys on this shard, read and written.
 	Capture(keys []KeyLock)
 }
 
@@ -330,7 +330,7 @@ func (s *Shard) Available(keys []KeyLock) bool {
 
 // Capture tells the gates that a command with more than one key, counted
 // over every shard it touches (a transaction's or a script's whole key
-// set), is about to run with keys on this shard, read and written. A
+// set), that writes one of them, is about to run with keys on this shard, read and written. A
 // snapshot streaming with its journal writes their baselines now, so that
 // none follows the command's journal entry (package snapshot: Capture).
 // Every path that runs such a command calls it once the keys are
@@ -357,7 +357,8 @@ func (s *Shard) Park(w Waiter) { s.Locks.park(w) }
 
 // TryLock takes w's keys now if they are available, else parks w; w.Resume
 // runs when it gets them (and must then call Capture if multi, and
-// Acquire). multi: w's command has more than one key (see Capture).
+// Acquire). multi: w's command has more than one key and writes one (see
+// Capture).
 func (s *Shard) TryLock(w Waiter, multi bool) bool {
 	keys, all := w.LockKeys()
 	if all {

@@ -55,8 +55,8 @@
 //     b is never sent again; so would SMOVE, LMOVE, SUNIONSTORE, COPY,
 //     MOVE, EXEC or a script (PIT too, for a key only read: the hooks see
 //     what a command writes). So before such a command runs — more than
-//     one key over all its shards; a transaction's or script's whole key
-//     set — every path that runs it calls shard.Capture with its keys on
+//     one key over all its shards, one written; a transaction's or
+//     script's whole key set — every path that runs it calls shard.Capture with its keys on
 //     each shard, read and written, once they are available and before
 //     they are taken: a connection's batch (single-shard commands, EXEC
 //     and scripts: server/conn.go), a transaction's lock step on each
@@ -70,7 +70,8 @@
 //     exclusively (it may have applied writes it has not journaled yet:
 //     skip), which the walk writes after the commit. A single-key command
 //     needs none of this: its key's later baseline replaces whatever its
-//     entry did on the replica.
+//     entry did on the replica; nor does one that writes no key (it has
+//     no entry).
 //   - Ordering (for every key K, K's complete baseline precedes any
 //     journal entry of K): a journal entry is emitted after the main
 //     stream is cut, so every baseline captured before it precedes it;

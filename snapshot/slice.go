@@ -907,16 +907,18 @@ func (sl *Slice) Admit(db *shard.DB, key string) {
 
 // Capture (the shard's gate) runs before a command with more than one
 // key — counted over all its shards; a transaction's or script's whole
-// key set — runs with keys on this shard, read and written; none of them
-// is held exclusively by another transaction (shard.Capture). The rule
-// it keeps, with a journal in the output (a replication flow): every key
-// such a command reads or moves has its complete baseline in the stream
-// before the command's journal entry. A single-key command needs nothing:
-// whatever its entry does to a key the replica lacks, the key's baseline,
-// written later by the walk, replaces. But RENAME a b with a's bucket not
-// walked yet and b's walked would reach the replica before a exists
-// there, and b would never be sent again; so would SUNIONSTORE, SMOVE,
-// LMOVE, COPY, an EXEC or a script reading one key and writing another.
+// key set — that writes one runs with keys on this shard, read and
+// written; none of them is held exclusively by another transaction
+// (shard.Capture). The rule it keeps, with a journal in the output (a
+// replication flow): every key such a command reads or moves has its
+// complete baseline in the stream before the command's journal entry. A
+// single-key command needs nothing (nor does one that writes nothing: it
+// has no entry): whatever its entry does to a key the replica lacks, the
+// key's baseline, written later by the walk, replaces. But RENAME a b
+// with a's bucket not walked yet and b's walked would reach the replica
+// before a exists there, and b would never be sent again; so would
+// SUNIONSTORE, SMOVE, LMOVE, COPY, MOVE, an EXEC or a script reading one
+// key and writing another.
 //
 // So every bucket holding one of keys whose baseline is still due is
 // written now: PIT, a bucket below the snapshot version (stamped, the walk

@@ -46,8 +46,9 @@ type Tx struct {
 	// lazy: locks are taken shard by shard as Run first needs each (see
 	// LockLazily); held tells which parts hold theirs.
 	lazy bool
-	// multi: more than one key over all parts; each shard's gates see its
-	// keys before they are taken (shard.Capture). Set by Lock.
+	// multi: more than one key over all parts, one written; each shard's
+	// gates see its keys before they are taken (shard.Capture). Set by
+	// Lock.
 	multi bool
 
 	// Journaling (package journal), decided once the locks are held.
@@ -366,14 +367,18 @@ func (t *Tx) LockLazily() {
 
 // countKeys sets multi. A command or transaction with more than one key
 // may read or move one key into another, so a snapshot streaming with its
-// journal must see every key before any is taken (see shard.Capture);
-// a single key needs nothing.
+// journal must see every key before any is taken (see shard.Capture); a
+// single key needs nothing, nor does one that writes no key (it journals
+// nothing).
 func (t *Tx) countKeys() {
-	n := 0
+	n, writes := 0, false
 	for _, p := range t.parts {
 		n += len(p.keys)
+		for _, k := range p.keys {
+			writes = writes || k.Excl
+		}
 	}
-	t.multi = n > 1
+	t.multi = n > 1 && writes
 }
 
 // lockBelow takes, in ascending order, the locks of every part below

@@ -236,7 +236,7 @@ func (g *captureGate) Capture(keys []shard.KeyLock) {
 // A transaction with more than one key shows each shard its keys, read and
 // written, before it takes them: whether it locks at once (one round or
 // shard by shard), or parks behind a holder and is resumed. One with a
-// single key shows nothing.
+// single key, or writing none, shows nothing.
 func TestCaptureBeforeLock(t *testing.T) {
 	shards := startShards(t, 2)
 	gates := make([]*captureGate, len(shards))
@@ -260,6 +260,14 @@ func TestCaptureBeforeLock(t *testing.T) {
 	one.Finish(nil)
 	if got, _ := seen(); len(got[0])+len(got[1]) != 0 {
 		t.Fatalf("a single-key transaction was captured: %v", got)
+	}
+	reads := New(shards) // journals nothing
+	reads.Add(0, 0, "a", false)
+	reads.Add(1, 0, "b", false)
+	reads.Lock()
+	reads.Finish(nil)
+	if got, _ := seen(); len(got[0])+len(got[1]) != 0 {
+		t.Fatalf("a read-only transaction was captured: %v", got)
 	}
 
 	two := New(shards) // tryLockAll: both shards in one round
