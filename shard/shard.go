@@ -330,9 +330,10 @@ func (s *Shard) Available(keys []KeyLock) bool {
 
 // Capture tells the gates that a command with more than one key, counted
 // over every shard it touches (a transaction's or a script's whole key
-// set), that writes one of them, is about to run with keys on this shard, read and written. A
-// snapshot streaming with its journal writes their baselines now, so that
-// none follows the command's journal entry (package snapshot: Capture).
+// set), that writes one of them, is about to run with keys on this shard,
+// read and written. A snapshot streaming with its journal writes their
+// baselines now, so that none follows the command's journal entry
+// (package snapshot: Capture).
 // Every path that runs such a command calls it once the keys are
 // available (Available, or resumed from Park) and before it takes them:
 // no other transaction then holds one of them exclusively. With no gate
