@@ -66,7 +66,8 @@
 //     bucket of those keys whose baseline is still due (PIT: below the
 //     snapshot version, then stamped; non-PIT: not passed by the walk,
 //     written again when it gets there) and finishes a value still in
-//     pieces. Non-PIT leaves out keys another transaction holds
+//     pieces (not one still being read from disk, which cannot be hurried:
+//     a gap left with tiered storage). Non-PIT leaves out keys another transaction holds
 //     exclusively (it may have applied writes it has not journaled yet:
 //     skip), which the walk writes after the commit. A single-key command
 //     needs none of this: its key's later baseline replaces whatever its
