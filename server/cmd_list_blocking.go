@@ -182,6 +182,11 @@ func (x *Coord) blmove(timeout time.Duration, fromLeft, toLeft bool) {
 			if !claim() {
 				return false
 			}
+			if !s.Idle() {
+				// Served on wake, outside any lock step: a snapshot
+				// writes both keys' baselines before the move's entry.
+				s.Capture([]shard.KeyLock{{DB: db.Index, Key: string(src)}, {DB: db.Index, Key: string(dst)}})
+			}
 			x.W.Bulk(listMove(db, src, dst, fromLeft, toLeft))
 			recordServed(s, db.Index, nonBlockingMove(x.Args)...)
 			*wrote = true

@@ -712,6 +712,15 @@ func sortReply(x *Coord, t *tx.Tx, ds int, j *sortJob) {
 		return
 	}
 	dst := j.o.store
+	if j.o.by != nil || len(j.o.gets) > 0 {
+		// Journaled by its effect: the keys BY and GET reach are read
+		// outside the lock step, so no snapshot saw them first
+		// (shard.Capture), and a replica may not have them yet.
+		x.Propagate([]byte("DEL"), dst)
+		if len(j.rows) > 0 {
+			x.Propagate(append([][]byte{[]byte("RPUSH"), dst}, j.rows...)...)
+		}
+	}
 	t.Run(ds, func(s *shard.Shard) { storeList(s.DBs[x.DB], dst, j.rows) })
 	t.Finish(nil)
 	x.W.Int(int64(len(j.rows)))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/types/num"
 )
 
 // Flags describe a command, in Redis's COMMAND vocabulary.
@@ -109,6 +110,22 @@ func (cmd *Command) keys(dst []int, args [][]byte) []int {
 		dst = append(dst, i)
 	}
 	return dst
+}
+
+// otherDBLock is the lock of the key a command writes in a database other
+// than its own — MOVE's key in the destination — for the lock steps: no
+// transaction on that key interleaves, and a snapshot sees the command as
+// one with two keys (shard.Capture; MOVE from a bucket the walk has not
+// reached into a database it has passed is RENAME across databases).
+func (cmd *Command) otherDBLock(args [][]byte, ndb int) (shard.KeyLock, bool) {
+	if cmd.Name != "move" || len(args) != 3 {
+		return shard.KeyLock{}, false
+	}
+	n, ok := num.ParseInt(args[2])
+	if !ok || n < 0 || n >= int64(ndb) {
+		return shard.KeyLock{}, false
+	}
+	return shard.KeyLock{DB: int(n), Key: string(args[1]), Excl: true}, true
 }
 
 func (cmd *Command) arityOK(n int) bool {

@@ -440,12 +440,18 @@ func (b *shardBatch) Run(s *shard.Shard) {
 func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 	for b.pos < len(b.idx) {
 		p := &b.c.cmds[b.idx[b.pos]]
-		if !resumed && !s.Idle() {
-			b.x.keys = b.lockKeys(p, b.x.keys[:0])
-			if !s.Available(b.x.keys) {
-				b.inline = false // resumed later from another message
-				s.Park(b)
-				return
+		if resumed || !s.Idle() {
+			if !resumed {
+				b.x.keys = b.lockKeys(p, b.x.keys[:0])
+				if !s.Available(b.x.keys) {
+					b.inline = false // resumed later from another message
+					s.Park(b)
+					return
+				}
+			}
+			if multiKeyWrite(b.x.keys) {
+				// A snapshot writes the keys' baselines first.
+				s.Capture(b.x.keys)
 			}
 		}
 		resumed = false
@@ -503,15 +509,35 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 }
 
 func (b *shardBatch) lockKeys(p *pending, dst []shard.KeyLock) []shard.KeyLock {
+	ndb := b.c.srv.cfg.Databases
 	if p.multi != nil {
-		return execLockKeys(p.multi, p.watch, dst)
+		return execLockKeys(p.multi, p.watch, ndb, dst)
 	}
 	excl := p.cmd.Flags&FlagWrite != 0
 	pos := p.cmd.keys(nil, p.args)
 	for _, i := range pos {
 		dst = append(dst, shard.KeyLock{DB: p.db, Key: string(p.args[i]), Excl: excl})
 	}
+	if k, ok := p.cmd.otherDBLock(p.args, ndb); ok {
+		dst = append(dst, k)
+	}
 	return dst
+}
+
+// multiKeyWrite reports whether a command (a single-shard EXEC or script)
+// with keys must show them to the shard's gates before it runs
+// (shard.Capture): it has more than one key and writes one of them. One
+// that writes nothing journals nothing.
+func multiKeyWrite(keys []shard.KeyLock) bool {
+	if len(keys) < 2 {
+		return false
+	}
+	for _, k := range keys {
+		if k.Excl {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *shardBatch) LockKeys() ([]shard.KeyLock, bool) { return b.x.keys, false }

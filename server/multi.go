@@ -194,6 +194,9 @@ func cmdExec(x *Coord) {
 		for _, i := range pos {
 			t.Add(x.ShardOf(q.args[i]), q.db, string(q.args[i]), excl)
 		}
+		if k, ok := q.cmd.otherDBLock(q.args, x.Srv.cfg.Databases); ok {
+			t.Add(x.ShardOf(q.args[1]), k.DB, k.Key, true)
+		}
 	}
 	if ws != nil {
 		for _, k := range ws.keys {
@@ -355,7 +358,7 @@ func (c *Conn) execShard() int {
 }
 
 // execLockKeys are the keys a single-shard EXEC checks before it runs.
-func execLockKeys(m *multiState, w *watchState, dst []shard.KeyLock) []shard.KeyLock {
+func execLockKeys(m *multiState, w *watchState, ndb int, dst []shard.KeyLock) []shard.KeyLock {
 	var pos []int
 	for _, q := range m.cmds {
 		if q.cmd.Local != nil {
@@ -365,6 +368,9 @@ func execLockKeys(m *multiState, w *watchState, dst []shard.KeyLock) []shard.Key
 		pos = q.cmd.keys(pos[:0], q.args)
 		for _, i := range pos {
 			dst = append(dst, shard.KeyLock{DB: q.db, Key: string(q.args[i]), Excl: excl})
+		}
+		if k, ok := q.cmd.otherDBLock(q.args, ndb); ok {
+			dst = append(dst, k)
 		}
 	}
 	if w != nil {

@@ -103,7 +103,9 @@ func (c *Conn) startHopExec(p *pending) bool {
 	}
 	// Step 1: the local locks, now or never. A journal cannot start
 	// recording on a shard while its keys are locked (recording starts in
-	// a step holding every shard), so it stays off for this EXEC here.
+	// a step holding every shard), so it stays off for this EXEC here;
+	// hence no snapshot streaming with a journal needs to see its keys
+	// first either (shard.Capture).
 	for n, sid := range h.local {
 		s := c.srv.shards[sid]
 		if s.Journal.Active() || s.Tier() != nil || !s.Available(h.keys[sid]) {

@@ -603,7 +603,7 @@ type tierKeyRef struct {
 func (b *shardBatch) tierKeys(s *shard.Shard, p *pending) []tierKeyRef {
 	keys := b.tier.keys[:0]
 	if p.multi != nil {
-		b.tier.locks = execLockKeys(p.multi, p.watch, b.tier.locks[:0])
+		b.tier.locks = execLockKeys(p.multi, p.watch, b.c.srv.cfg.Databases, b.tier.locks[:0])
 		for _, k := range b.tier.locks {
 			keys = append(keys, tierKeyRef{s.DBs[k.DB], unsafe.Slice(unsafe.StringData(k.Key), len(k.Key))})
 		}

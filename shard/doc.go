@@ -16,6 +16,11 @@
 //   - Every mutation goes through DB's mutation methods, which call the
 //     change hooks before the table changes, so a snapshot can serialize the
 //     buckets first (OnDbChange) and a journal can record the change after.
+//   - A command with more than one key (over all its shards) that writes
+//     one shows its keys, read and written, to the gates (Capture) once
+//     they are available and before it takes or uses them: TryLock and a
+//     waiter's Resume do it for transactions, a connection's batch for its
+//     commands.
 //   - A replica hides a logically expired key from readers until its
 //     master's DEL, but writes that replace a value (Set, Load) still see
 //     it in the table and replace it in place (DB.Set); Insert and

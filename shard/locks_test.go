@@ -44,7 +44,7 @@ func TestLocksFIFOPerKey(t *testing.T) {
 	s := New(0, 1)
 	var log []string
 	holder := &recorder{name: "holder", keys: excl("a"), hold: true, log: &log}
-	if !s.TryLock(holder) {
+	if !s.TryLock(holder, false) {
 		t.Fatal("free key not granted")
 	}
 	// w1 waits for a; w2 needs b (free) and a: it must queue behind w1;
@@ -53,7 +53,7 @@ func TestLocksFIFOPerKey(t *testing.T) {
 	w2 := &recorder{name: "w2", keys: excl("a", "b"), hold: true, log: &log}
 	w3 := &recorder{name: "w3", keys: shared("b"), log: &log}
 	for _, w := range []*recorder{w1, w2, w3} {
-		if s.TryLock(w) {
+		if s.TryLock(w, false) {
 			t.Fatalf("%s granted while a is held", w.name)
 		}
 	}
@@ -82,15 +82,15 @@ func TestLocksSharedReaders(t *testing.T) {
 	var log []string
 	r1 := &recorder{name: "r1", keys: shared("k"), hold: true, log: &log}
 	r2 := &recorder{name: "r2", keys: shared("k"), hold: true, log: &log}
-	if !s.TryLock(r1) || !s.TryLock(r2) {
+	if !s.TryLock(r1, false) || !s.TryLock(r2, false) {
 		t.Fatal("shared locks must not conflict")
 	}
 	w := &recorder{name: "w", keys: excl("k"), hold: true, log: &log}
-	if s.TryLock(w) {
+	if s.TryLock(w, false) {
 		t.Fatal("writer granted while readers hold")
 	}
 	r3 := &recorder{name: "r3", keys: shared("k"), hold: true, log: &log}
-	if s.TryLock(r3) {
+	if s.TryLock(r3, false) {
 		t.Fatal("reader must queue behind a parked writer")
 	}
 	s.Release(r1.keys, false)
@@ -108,13 +108,13 @@ func TestLocksWholeShard(t *testing.T) {
 	s := New(0, 1)
 	var log []string
 	k := &recorder{name: "k", keys: excl("x"), hold: true, log: &log}
-	s.TryLock(k)
+	s.TryLock(k, false)
 	all := &recorder{name: "all", all: true, hold: true, log: &log}
-	if s.TryLock(all) {
+	if s.TryLock(all, false) {
 		t.Fatal("shard lock granted while a key is held")
 	}
 	later := &recorder{name: "later", keys: excl("y"), log: &log}
-	if s.TryLock(later) {
+	if s.TryLock(later, false) {
 		t.Fatal("a key taken while a shard lock is parked")
 	}
 	s.Release(k.keys, false)
@@ -177,7 +177,7 @@ func TestLocksRandomized(t *testing.T) {
 			total++
 			r := &recorder{name: fmt.Sprint(total), keys: keys, hold: true, log: &log}
 			w := &resumeHook{recorder: r, onResume: func() { take(r, true); holding = append(holding, r); check() }}
-			if s.TryLock(w) {
+			if s.TryLock(w, false) {
 				take(r, true)
 				holding = append(holding, r)
 				check()
@@ -227,7 +227,7 @@ func TestReleaseInsideResume(t *testing.T) {
 	w2 := &recorder{name: "w2", keys: excl("b"), hold: true, log: &log}
 	w3 := &recorder{name: "w3", keys: excl("b"), hold: true, log: &log}
 	for _, w := range []Waiter{w1, w2, w3} {
-		if s.TryLock(w) {
+		if s.TryLock(w, false) {
 			t.Fatal("a waiter got a held key")
 		}
 	}

@@ -47,6 +47,9 @@ type MoveHook interface {
 // full (DESIGN §4). It must not mutate the DB.
 type Gate interface {
 	Admit(db *DB, key string)
+	// Capture runs before a multi-key write (see Shard.Capture) with its
+	// keys on this shard, read and written.
+	Capture(keys []KeyLock)
 }
 
 // ExpiryHook is told about deletions that bypass the change hooks (expiry,
@@ -326,6 +329,22 @@ func (s *Shard) Available(keys []KeyLock) bool {
 	return true
 }
 
+// Capture tells the gates that a command with more than one key, counted
+// over every shard it touches (a transaction's or a script's whole key
+// set), that writes one of them, is about to run with keys on this shard,
+// read and written. A snapshot streaming with its journal writes their
+// baselines now, so that none follows the command's journal entry
+// (package snapshot: Capture).
+// Every path that runs such a command calls it once the keys are
+// available (Available, or resumed from Park) and before it takes them:
+// no other transaction then holds one of them exclusively. With no gate
+// it costs one comparison.
+func (s *Shard) Capture(keys []KeyLock) {
+	for _, g := range s.gates {
+		g.Capture(keys)
+	}
+}
+
 // ExclLocked reports whether a transaction holds key exclusively.
 func (s *Shard) ExclLocked(db int, key string) bool {
 	if s.Locks.active == 0 {
@@ -339,11 +358,16 @@ func (s *Shard) ExclLocked(db int, key string) bool {
 func (s *Shard) Park(w Waiter) { s.Locks.park(w) }
 
 // TryLock takes w's keys now if they are available, else parks w; w.Resume
-// runs when it gets them (and must then call Acquire).
-func (s *Shard) TryLock(w Waiter) bool {
+// runs when it gets them (and must then call Capture if multi, and
+// Acquire). multi: w's command has more than one key and writes one (see
+// Capture).
+func (s *Shard) TryLock(w Waiter, multi bool) bool {
 	keys, all := w.LockKeys()
 	if all {
 		if s.Locks.active == 0 {
+			if multi {
+				s.Capture(keys)
+			}
 			s.Locks.acquire(nil, true)
 			return true
 		}
@@ -351,6 +375,9 @@ func (s *Shard) TryLock(w Waiter) bool {
 		return false
 	}
 	if s.Available(keys) {
+		if multi {
+			s.Capture(keys)
+		}
 		s.Locks.acquire(keys, false)
 		return true
 	}

@@ -10,14 +10,11 @@
 // baseline has been emitted.
 //
 // Modes. PIT (backups; replication by default): the output is exactly the
-// dataset at the cut. NonPIT (replication only): mutations serialize
-// nothing; the walk writes every bucket it visits, OnMoved writes again a
-// bucket an item jumped into from behind the walk's position, and the
-// journal fills in the rest. Known gap (open, issue 8): a command that
-// reads or moves a key the walk has not reached into a key it has passed
-// (RENAME a b, SMOVE, LMOVE, *STORE) journals before a's baseline, so the
-// replica cannot apply it and b is not sent again; the fix is to capture
-// the pending buckets of every key of a multi-key command before it runs.
+// dataset at the cut. NonPIT (replication only): single-key mutations
+// serialize nothing; the walk writes every bucket it visits, OnMoved
+// writes again a bucket an item jumped into from behind the walk's
+// position, the journal fills in the rest, and commands with several keys
+// have theirs captured first (Capture, below).
 //
 // The bucket state machine, per snapshot (seed §1): NotVisited →
 // Serializing → DelayedPending → Covered. Capturing a bucket encodes its
@@ -50,6 +47,32 @@
 //     mutation that reaches a half-written value anyway (a path that does
 //     not declare its key) finishes it inline first (drain): slower, never
 //     wrong.
+//   - Multi-key commands (Capture, the gate's other half): with a journal
+//     in the output, every key a command with more than one key reads or
+//     moves has its complete baseline in the stream before the command's
+//     journal entry. Otherwise RENAME a b, a's bucket not walked yet and
+//     b's walked, reaches the replica before a exists there, fails, and
+//     b is never sent again; so would SMOVE, LMOVE, SUNIONSTORE, COPY,
+//     MOVE, EXEC or a script (PIT too, for a key only read: the hooks see
+//     what a command writes). So before such a command runs — more than
+//     one key over all its shards, one written; a transaction's or
+//     script's whole key set — every path that runs it calls shard.Capture with its keys on
+//     each shard, read and written, once they are available and before
+//     they are taken: a connection's batch (single-shard commands, EXEC
+//     and scripts: server/conn.go), a transaction's lock step on each
+//     shard (package tx, so every coordinator command, EXEC and script),
+//     and BLMOVE served on wake (server/cmd_list_blocking.go); EXEC's hop
+//     path never runs while a journal records. Capture writes each
+//     bucket of those keys whose baseline is still due (PIT: below the
+//     snapshot version, then stamped; non-PIT: not passed by the walk,
+//     written again when it gets there) and finishes a value still in
+//     pieces (not one still being read from disk, which cannot be hurried:
+//     a gap left with tiered storage). Non-PIT leaves out keys another transaction holds
+//     exclusively (it may have applied writes it has not journaled yet:
+//     skip), which the walk writes after the commit. A single-key command
+//     needs none of this: its key's later baseline replaces whatever its
+//     entry did on the replica; nor does one that writes no key (it has
+//     no entry).
 //   - Ordering (for every key K, K's complete baseline precedes any
 //     journal entry of K): a journal entry is emitted after the main
 //     stream is cut, so every baseline captured before it precedes it;

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"errors"
 	"iter"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -156,6 +157,11 @@ type keyRef struct {
 	key string
 }
 
+type bucketRef struct {
+	db int
+	b  dash.Cursor
+}
+
 // item is a captured value that is written apart from the walk's main
 // stream: too big for one chunk, or still being loaded.
 type item struct {
@@ -249,6 +255,11 @@ type Slice struct {
 	scratchBusy []*bucket
 	err         error
 	inRun       bool // in a step: the step's own timer covers the work
+
+	// capturing: Capture is writing buckets; non-PIT leaves out keys that
+	// are busy or held exclusively (see skip).
+	capturing bool
+	captures  []bucketRef
 
 	// Keys counts the keys written.
 	Keys uint64
@@ -377,6 +388,9 @@ func (sl *Slice) serializeBucket(db int, t *dash.Table[shard.Value], exp *dash.T
 			return
 		}
 		key := t.Key(it)
+		if sl.skip(db, key) {
+			return
+		}
 		v := t.Value(it)
 		sl.Keys++
 		var x *item
@@ -401,9 +415,24 @@ func (sl *Slice) serializeBucket(db int, t *dash.Table[shard.Value], exp *dash.T
 		}
 	})
 	if bk != nil {
-		t.ForEach(b, func(it dash.Iterator) { bk.keys = append(bk.keys, keyRef{db, t.Key(it)}) })
+		t.ForEach(b, func(it dash.Iterator) {
+			if key := t.Key(it); !sl.skip(db, key) {
+				bk.keys = append(bk.keys, keyRef{db, key})
+			}
+		})
 		sl.track(bk)
 	}
+}
+
+// skip (non-PIT Capture) leaves out of a bucket a key that is being
+// written already (its earlier capture is still in pieces) or held
+// exclusively by a transaction: that one may have applied writes it has
+// not journaled yet, which a baseline taken now would hold, and the
+// replica would then apply them twice. The walk, which has not passed the
+// bucket, writes such a key after the commit (inFlight). PIT never skips:
+// a bucket below the snapshot version holds no change at all.
+func (sl *Slice) skip(db int, key string) bool {
+	return sl.capturing && (sl.byKey[keyRef{db, key}] != nil || sl.sh.ExclLocked(db, key))
 }
 
 // track makes bk a busy bucket: its own stream, its keys pinned (writers
@@ -937,6 +966,62 @@ func (sl *Slice) Admit(db *shard.DB, key string) {
 				sl.congest(db.Index, key)
 				return
 			}
+		}
+	}
+}
+
+// Capture (the shard's gate) runs before a command with more than one
+// key — counted over all its shards; a transaction's or script's whole
+// key set — that writes one runs with keys on this shard, read and
+// written; none of them is held exclusively by another transaction
+// (shard.Capture). The rule it keeps, with a journal in the output (a
+// replication flow): every key such a command reads or moves has its
+// complete baseline in the stream before the command's journal entry. A
+// single-key command needs nothing (nor does one that writes nothing: it
+// has no entry): whatever its entry does to a key the replica lacks, the
+// key's baseline, written later by the walk, replaces. But RENAME a b
+// with a's bucket not walked yet and b's walked would reach the replica
+// before a exists there, and b would never be sent again; so would
+// SUNIONSTORE, SMOVE, LMOVE, COPY, MOVE, an EXEC or a script reading one
+// key and writing another.
+//
+// So every bucket holding one of keys whose baseline is still due is
+// written now: PIT, a bucket below the snapshot version (stamped, the walk
+// skips it); non-PIT, a bucket the walk has not passed (written again when
+// it gets there; keys of other transactions in flight are left to the
+// walk: see skip). And a value still being written in pieces is finished
+// (drain), as a reader's journal entry must not overtake it either.
+func (sl *Slice) Capture(keys []shard.KeyLock) {
+	if sl.done || !sl.opt.Journal {
+		return
+	}
+	caps := sl.captures[:0]
+	for _, k := range keys {
+		if k.DB >= len(sl.dbs) || sl.dbs[k.DB].flushed || sl.byKey[keyRef{k.DB, k.Key}] != nil {
+			continue
+		}
+		t := sl.sh.DBs[k.DB].Table
+		it := t.Find(k.Key)
+		if !it.Valid() {
+			continue
+		}
+		r := bucketRef{k.DB, t.BucketOf(it)}
+		if sl.visited(r.db, r.b) || slices.Contains(caps, r) {
+			continue
+		}
+		caps = append(caps, r)
+	}
+	sl.capturing = sl.opt.Mode == NonPIT
+	for _, r := range caps {
+		db := sl.sh.DBs[r.db]
+		sl.serializeBucket(r.db, db.Table, db.Expire, r.b)
+		stats.captured.Add(1)
+	}
+	sl.capturing = false
+	sl.captures = caps[:0]
+	for _, k := range keys {
+		if k.DB < len(sl.dbs) {
+			sl.finishKey(k.DB, k.Key)
 		}
 	}
 }

@@ -16,6 +16,7 @@ var stats struct {
 	deferredDeletions       atomic.Int64 // expiry deletes deferred to a bucket's Covered
 	journalWhileSerializing atomic.Int64 // journal entries met while a bucket was busy
 	movedSaved              atomic.Int64 // non-PIT buckets written again on OnMoved
+	captured                atomic.Int64 // buckets written ahead for a multi-key command (Capture)
 	drains                  atomic.Int64 // mutations that had to finish a big value inline
 	delayedLoads            atomic.Int64 // values read from disk for a snapshot
 	deferredCopies          atomic.Int64 // values copied before a change (Defer's copy-on-write)
@@ -33,6 +34,7 @@ type Stats struct {
 	DeferredDeletions       int64
 	JournalWhileSerializing int64
 	MovedSaved              int64
+	MultiKeyCaptures        int64
 	InlineDrains            int64
 	DelayedLoads            int64
 	DeferredCopies          int64
@@ -54,6 +56,7 @@ func ReadStats() Stats {
 		DeferredDeletions:       stats.deferredDeletions.Load(),
 		JournalWhileSerializing: stats.journalWhileSerializing.Load(),
 		MovedSaved:              stats.movedSaved.Load(),
+		MultiKeyCaptures:        stats.captured.Load(),
 		InlineDrains:            stats.drains.Load(),
 		DelayedLoads:            stats.delayedLoads.Load(),
 		DeferredCopies:          stats.deferredCopies.Load(),

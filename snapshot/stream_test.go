@@ -22,7 +22,10 @@ import (
 // shard's goroutine, the shard's messages land in a queue it runs one at
 // a time, and "commands" are closures that pass the shard's gate like a
 // connection's batch does (parking when a key is pinned). Journal entries
-// are text: "S<db>|key|value", "D<db>|key", "F<db>".
+// are text: "S<db>|key|value", "D<db>|key", "F<db>", and two that read a
+// key: "R<db>|from|to" (RENAME; nothing happens when from is missing) and
+// "C<db>|dst|src" (a store from src, like SUNIONSTORE of one set: dst
+// becomes src's value, or goes when src is missing).
 
 // encodeTest writes strings; big ones in parts, as the server does.
 func encodeTest(e *rdb.Encoder, key []byte, v *shard.Value, at int64) {
@@ -131,7 +134,57 @@ type command struct {
 }
 
 func (c *command) LockKeys() ([]shard.KeyLock, bool) { return c.keys, false }
-func (c *command) Resume(s *shard.Shard)             { c.h.parked--; c.fn(s) }
+func (c *command) Resume(s *shard.Shard) {
+	c.h.parked--
+	if len(c.keys) > 1 {
+		s.Capture(c.keys)
+	}
+	c.fn(s)
+}
+
+// multi runs fn, a command with several keys, as a connection's batch
+// does: parked while a key is busy, and its keys shown to the gate's
+// Capture before it runs.
+func (h *harness) multi(keys []shard.KeyLock, fn func(s *shard.Shard)) {
+	c := &command{keys: keys, fn: fn, h: h}
+	if !h.sh.Idle() {
+		if !h.sh.Available(keys) {
+			h.parked++
+			h.sh.Park(c)
+			return
+		}
+		h.sh.Capture(keys)
+	}
+	fn(h.sh)
+}
+
+// rename moves from's value to to (RENAME), journaled as an R entry.
+func (h *harness) rename(db int, from, to string) {
+	h.multi([]shard.KeyLock{{DB: db, Key: from, Excl: true}, {DB: db, Key: to, Excl: true}}, func(s *shard.Shard) {
+		d := s.DBs[db]
+		it, v := d.Find([]byte(from))
+		if v == nil {
+			return
+		}
+		val := string(v.Str())
+		d.Delete(it)
+		d.Set([]byte(to), shard.NewString([]byte(val)), false)
+		h.journal(fmt.Sprintf("R%d|%s|%s", db, from, to))
+	})
+}
+
+// store makes dst a copy of src, which it only reads (a C entry).
+func (h *harness) store(db int, dst, src string) {
+	h.multi([]shard.KeyLock{{DB: db, Key: dst, Excl: true}, {DB: db, Key: src}}, func(s *shard.Shard) {
+		d := s.DBs[db]
+		if _, v := d.Find([]byte(src)); v != nil {
+			d.Set([]byte(dst), shard.NewString(append([]byte(nil), v.Str()...)), false)
+		} else if it, v := d.Find([]byte(dst)); v != nil {
+			d.Delete(it)
+		}
+		h.journal(fmt.Sprintf("C%d|%s|%s", db, dst, src))
+	})
+}
 
 func (h *harness) write(db int, key string, fn func(s *shard.Shard)) {
 	c := &command{keys: []shard.KeyLock{{DB: db, Key: key, Excl: true}}, fn: fn, h: h}
@@ -317,6 +370,23 @@ func checkStream(t *testing.T, data []byte) *streamCheck {
 				k := db + "/" + f[1]
 				sc.entries[k] = append(sc.entries[k], pos)
 				delete(sc.replay, k)
+			case 'R', 'C':
+				from, to := db+"/"+f[1], db+"/"+f[2]
+				if e[0] == 'C' {
+					from, to = to, from // C<db>|dst|src
+				}
+				sc.entries[from] = append(sc.entries[from], pos)
+				sc.entries[to] = append(sc.entries[to], pos)
+				v, ok := sc.replay[from]
+				switch {
+				case ok:
+					sc.replay[to] = v
+				case e[0] == 'C':
+					delete(sc.replay, to)
+				}
+				if ok && e[0] == 'R' {
+					delete(sc.replay, from)
+				}
 			case 'F':
 				for k := range sc.replay {
 					if strings.HasPrefix(k, db+"/") {
@@ -403,7 +473,8 @@ func testSeed(t *testing.T, def uint64) uint64 {
 }
 
 // TestStreamRandomized runs a random workload of small and big values,
-// deletes, inserts that split segments, and a flush, between the steps of
+// deletes, inserts that split segments, renames and stores from other
+// keys (Capture), and a flush, between the steps of
 // a tagged snapshot that carries the journal. In every mode the replay of
 // baseline then journal must equal the final dataset; in PIT mode the
 // baseline must also equal the dataset at the cut, every key once, and
@@ -460,7 +531,15 @@ func runStreamOpt(t *testing.T, mode Mode, seed uint64, expiring bool) {
 				h.setPX(db, fmt.Sprintf("t%d", rng.IntN(500)), "short", 1+int64(rng.IntN(3)))
 				continue
 			}
-			switch r := rng.IntN(10); {
+			switch r := rng.IntN(12); {
+			case r >= 10:
+				// Commands that read or move one key into another.
+				other := fmt.Sprintf("k%d", rng.IntN(3000))
+				if r == 10 {
+					h.rename(db, k, other)
+				} else {
+					h.store(db, k, other)
+				}
 			case r < 2:
 				h.del(db, k)
 			case r < 4:

@@ -98,9 +98,15 @@ func splitAddr(t *testing.T, addr string) (string, string) {
 // waitDigestsEqual polls until master and replica digests agree.
 func waitDigestsEqual(t *testing.T, mc, rc *RawConn) {
 	t.Helper()
+	waitDigestsEqualMatch(t, mc, rc, "*")
+}
+
+// waitDigestsEqualMatch is waitDigestsEqual over the keys matching pattern.
+func waitDigestsEqualMatch(t *testing.T, mc, rc *RawConn, pattern string) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		m, r := digest(t, mc), digest(t, rc)
+		m, r := digestMatch(t, mc, pattern), digestMatch(t, rc, pattern)
 		diff := digestDiff(m, r)
 		if len(diff) == 0 {
 			if len(m) == 0 {

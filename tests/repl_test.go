@@ -94,12 +94,18 @@ var replDBs = []int{0, 3}
 // digest describes every key of the databases: type, value and TTL class.
 func digest(t *testing.T, c *RawConn) map[string]string {
 	t.Helper()
+	return digestMatch(t, c, "*")
+}
+
+// digestMatch is digest of the keys that match pattern (SCAN MATCH).
+func digestMatch(t *testing.T, c *RawConn, pattern string) map[string]string {
+	t.Helper()
 	out := map[string]string{}
 	for _, db := range replDBs {
 		mustOK(t, c.Do("SELECT", strconv.Itoa(db)), "select")
 		cursor := "0"
 		for {
-			r := c.Do("SCAN", cursor, "COUNT", "1000")
+			r := c.Do("SCAN", cursor, "MATCH", pattern, "COUNT", "1000")
 			if r.IsError() {
 				t.Fatalf("SCAN: %s", r.Str)
 			}
@@ -211,17 +217,21 @@ type seeder struct {
 	bigEvery int
 	// shortTTL: also write keys that expire within a second.
 	shortTTL bool
-	ops      int64
-	mu       sync.Mutex
-	errs     []string
+	tally    loadTally
 }
 
 func (s *seeder) run(t *testing.T, workers int, stop <-chan struct{}) *sync.WaitGroup {
+	return runLoad(t, s.addr, s.seed, workers, stop, s.step)
+}
+
+// runLoad runs step over and over on each of workers connections to addr
+// (each with its own random source from seed) until stop is closed.
+func runLoad(t *testing.T, addr string, seed uint64, workers int, stop <-chan struct{}, step func(c *RawConn, r *rand.Rand)) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
-		c := DialRaw(t, s.addr)
-		r := rand.New(rand.NewPCG(s.seed, uint64(w)))
+		c := DialRaw(t, addr)
+		r := rand.New(rand.NewPCG(seed, uint64(w)))
 		go func() {
 			defer wg.Done()
 			defer c.Close()
@@ -231,11 +241,44 @@ func (s *seeder) run(t *testing.T, workers int, stop <-chan struct{}) *sync.Wait
 					return
 				default:
 				}
-				s.step(c, r)
+				step(c, r)
 			}
 		}()
 	}
 	return &wg
+}
+
+// loadTally counts the units of work a load completed and the connection
+// errors it met.
+type loadTally struct {
+	mu   sync.Mutex
+	ops  int64
+	errs []string
+}
+
+// read reads the n replies of one unit of work and counts it; a
+// connection error is recorded instead.
+func (l *loadTally) read(c *RawConn, n int) {
+	for i := 0; i < n; i++ {
+		if _, err := c.Read(); err != nil {
+			l.mu.Lock()
+			l.errs = append(l.errs, err.Error())
+			l.mu.Unlock()
+			return
+		}
+	}
+	l.mu.Lock()
+	l.ops++
+	l.mu.Unlock()
+}
+
+// check fails the test if the load met connection errors.
+func (l *loadTally) check(t *testing.T, what string) {
+	t.Helper()
+	if len(l.errs) > 0 {
+		t.Fatalf("%s connection errors: %v", what, l.errs[:min(5, len(l.errs))])
+	}
+	t.Logf("%s: %d commands", what, l.ops)
 }
 
 func (s *seeder) step(c *RawConn, r *rand.Rand) {
@@ -326,25 +369,12 @@ func (s *seeder) step(c *RawConn, r *rand.Rand) {
 	if args[0] == "EXEC" {
 		n = 7
 	}
-	for i := 0; i < n; i++ {
-		if _, err := c.Read(); err != nil {
-			s.mu.Lock()
-			s.errs = append(s.errs, err.Error())
-			s.mu.Unlock()
-			return
-		}
-	}
-	s.mu.Lock()
-	s.ops++
-	s.mu.Unlock()
+	s.tally.read(c, n)
 }
 
 func (s *seeder) check(t *testing.T) {
 	t.Helper()
-	if len(s.errs) > 0 {
-		t.Fatalf("seeder connection errors: %v", s.errs[:min(5, len(s.errs))])
-	}
-	t.Logf("seeder: %d commands", s.ops)
+	s.tally.check(t, "seeder")
 }
 
 // preload writes a baseline of every type, with big values.

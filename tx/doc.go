@@ -19,4 +19,9 @@
 //     (DESIGN §8.2). With Lock all locks are held before any part runs;
 //     with LockLazily a step may run before a later shard is locked, which
 //     is still atomic because nothing it changed is visible before Finish.
+//   - A transaction with more than one key, one written, shows each shard
+//     its keys (read and written) in the step that takes them, before
+//     taking them (shard.Capture): a snapshot streaming with its journal
+//     writes their pending baselines before any of the transaction's
+//     entries.
 package tx

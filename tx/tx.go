@@ -46,6 +46,10 @@ type Tx struct {
 	// lazy: locks are taken shard by shard as Run first needs each (see
 	// LockLazily); held tells which parts hold theirs.
 	lazy bool
+	// multi: more than one key over all parts, one written; each shard's
+	// gates see its keys before they are taken (shard.Capture). Set by
+	// Lock.
+	multi bool
 
 	// Journaling (package journal), decided once the locks are held.
 	// parent: the enclosing transaction of a nested one, which owns the
@@ -217,6 +221,9 @@ func (t *Tx) Shards() []int {
 func (p *part) LockKeys() ([]shard.KeyLock, bool) { return p.keys, p.all }
 
 func (p *part) Resume(s *shard.Shard) {
+	if p.tx.multi {
+		s.Capture(p.keys)
+	}
 	s.Acquire(p.keys, p.all)
 	if p.tx.lazy {
 		p.lazyLocked(s)
@@ -244,7 +251,7 @@ func (p *part) lazyLocked(s *shard.Shard) {
 func (p *part) Run(s *shard.Shard) {
 	switch p.step {
 	case stepLock, stepLockRun:
-		if s.TryLock(p) {
+		if s.TryLock(p, p.tx.multi) {
 			if p.tx.lazy {
 				p.lazyLocked(s)
 			}
@@ -253,6 +260,9 @@ func (p *part) Run(s *shard.Shard) {
 		return
 	case stepTryLock:
 		if s.Available(p.keys) && (!p.all || s.Locks.Idle()) {
+			if p.tx.multi {
+				s.Capture(p.keys)
+			}
 			s.Acquire(p.keys, p.all)
 			p.granted = true
 		}
@@ -314,6 +324,7 @@ func (t *Tx) Lock() {
 		t.locked = true
 		return
 	}
+	t.countKeys()
 	sort.Slice(t.parts, func(i, j int) bool { return t.parts[i].sh.ID < t.parts[j].sh.ID })
 	if len(t.parts) > 1 && t.tryLockAll() {
 		t.locked = true
@@ -350,7 +361,24 @@ func (t *Tx) LockLazily() {
 		}
 	}
 	sort.Slice(t.parts, func(i, j int) bool { return t.parts[i].sh.ID < t.parts[j].sh.ID })
+	t.countKeys()
 	t.lazy, t.locked = true, true
+}
+
+// countKeys sets multi. A command or transaction with more than one key
+// may read or move one key into another, so a snapshot streaming with its
+// journal must see every key before any is taken (see shard.Capture); a
+// single key needs nothing, nor does one that writes no key (it journals
+// nothing).
+func (t *Tx) countKeys() {
+	n, writes := 0, false
+	for _, p := range t.parts {
+		n += len(p.keys)
+		for _, k := range p.keys {
+			writes = writes || k.Excl
+		}
+	}
+	t.multi = n > 1 && writes
 }
 
 // lockBelow takes, in ascending order, the locks of every part below

@@ -214,3 +214,99 @@ func TestLazyWaitsForHolder(t *testing.T) {
 		t.Fatalf("the lazy step read %d, want the holder's 7", v)
 	}
 }
+
+// captureGate records the keys shown to Capture, and whether any of them
+// was already held exclusively (taken before it was shown: too late for a
+// snapshot to write its baseline safely).
+type captureGate struct {
+	s    *shard.Shard
+	keys []string
+	held bool
+}
+
+func (g *captureGate) Admit(*shard.DB, string) {}
+
+func (g *captureGate) Capture(keys []shard.KeyLock) {
+	for _, k := range keys {
+		g.keys = append(g.keys, k.Key)
+		g.held = g.held || g.s.ExclLocked(k.DB, k.Key)
+	}
+}
+
+// A transaction with more than one key shows each shard its keys, read and
+// written, before it takes them: whether it locks at once (one round or
+// shard by shard), or parks behind a holder and is resumed. One with a
+// single key, or writing none, shows nothing.
+func TestCaptureBeforeLock(t *testing.T) {
+	shards := startShards(t, 2)
+	gates := make([]*captureGate, len(shards))
+	for i, s := range shards {
+		gates[i] = &captureGate{s: s}
+		run(s, func(s *shard.Shard) { s.AddGate(gates[i]) })
+	}
+	seen := func() (out [2][]string, held bool) {
+		for i, s := range shards {
+			run(s, func(*shard.Shard) {
+				out[i], gates[i].keys = gates[i].keys, nil
+				held = held || gates[i].held
+			})
+		}
+		return out, held
+	}
+
+	one := New(shards)
+	one.Add(0, 0, "a", true)
+	one.Lock()
+	one.Finish(nil)
+	if got, _ := seen(); len(got[0])+len(got[1]) != 0 {
+		t.Fatalf("a single-key transaction was captured: %v", got)
+	}
+	reads := New(shards) // journals nothing
+	reads.Add(0, 0, "a", false)
+	reads.Add(1, 0, "b", false)
+	reads.Lock()
+	reads.Finish(nil)
+	if got, _ := seen(); len(got[0])+len(got[1]) != 0 {
+		t.Fatalf("a read-only transaction was captured: %v", got)
+	}
+
+	two := New(shards) // tryLockAll: both shards in one round
+	two.Add(0, 0, "src", false)
+	two.Add(1, 0, "dst", true)
+	two.Lock()
+	two.Finish(nil)
+	got, held := seen()
+	if len(got[0]) != 1 || got[0][0] != "src" || len(got[1]) != 1 || got[1][0] != "dst" || held {
+		t.Fatalf("shards saw %v (held %v), want [src] [dst] before locking", got, held)
+	}
+
+	// A holder of dst: the transaction parks on shard 1, then resumes.
+	holder := []shard.KeyLock{{DB: 0, Key: "dst", Excl: true}}
+	run(shards[1], func(s *shard.Shard) { s.Acquire(holder, false) })
+	done := make(chan struct{})
+	go func() {
+		tr := New(shards)
+		tr.Add(0, 0, "src", true)
+		tr.Add(1, 0, "dst", true)
+		tr.Lock()
+		tr.Finish(nil)
+		close(done)
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if got, _ := seen(); len(got[1]) != 0 {
+		t.Fatalf("shard 1 captured %v while another transaction held dst", got[1])
+	}
+	run(shards[1], func(s *shard.Shard) { s.Release(holder, false) })
+	<-done
+	got, held = seen()
+	if len(got[1]) == 0 || got[1][len(got[1])-1] != "dst" || held {
+		t.Fatalf("the resumed transaction showed shard 1 %v (held %v), want dst before locking", got[1], held)
+	}
+}
+
+// run runs fn on s and waits.
+func run(s *shard.Shard, fn func(*shard.Shard)) {
+	done := make(chan struct{})
+	s.Send(shard.Func(func(s *shard.Shard) { fn(s); close(done) }))
+	<-done
+}

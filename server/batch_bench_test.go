@@ -1,0 +1,56 @@
+package server
+
+import (
+	"io"
+	"strconv"
+	"testing"
+
+	"github.com/dfly/dfly/shard"
+)
+
+// BenchmarkBatchGetSet runs a connection's pipelined batch of SET and GET
+// on its shard (shardBatch.exec, the request path without the network):
+// with no snapshot (no gate: the key check is skipped) and with a gate
+// registered (each command's keys are checked; only multi-key commands
+// would be captured).
+func BenchmarkBatchGetSet(b *testing.B) {
+	for _, gated := range []bool{false, true} {
+		b.Run("gated="+strconv.FormatBool(gated), func(b *testing.B) {
+			cfg := DefaultConfig()
+			cfg.Shards = 1
+			srv := New(cfg, NewLogger(io.Discard, "warning"))
+			s := srv.shards[0]
+			if gated {
+				s.AddGate(nopGate{})
+			}
+			c := &Conn{srv: srv, proto: 2, authed: true}
+			bt := &shardBatch{c: c}
+			set, get := srv.table.lookup([]byte("set")), srv.table.lookup([]byte("get"))
+			const depth = 16
+			c.cmds = make([]pending, depth)
+			for i := range c.cmds {
+				k := "key:" + strconv.Itoa(i)
+				if i%2 == 0 {
+					c.cmds[i] = pending{args: benchArgs("SET", k, "value"), cmd: set}
+				} else {
+					c.cmds[i] = pending{args: benchArgs("GET", k), cmd: get}
+				}
+			}
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				for j := range c.cmds {
+					c.cmds[j].reply.Reset()
+					bt.idx = append(bt.idx, int32(j))
+				}
+				c.inflight.Store(1)
+				bt.inline = true
+				s.Exec(bt)
+			}
+		})
+	}
+}
+
+type nopGate struct{}
+
+func (nopGate) Admit(*shard.DB, string) {}
+func (nopGate) Capture([]shard.KeyLock) {}
