@@ -224,6 +224,8 @@ type Slice struct {
 	materialized      atomic.Uint64 // the last deferred cut materialized (they go in order)
 	retainQ           []retention
 	retained          int
+	timing            bool       // a hook's captures are being timed
+	hookTimer         stallTimer // since the first of them
 	// Output the consumer's channel did not take yet.
 	pending      []Chunk
 	pendingBytes int
@@ -374,8 +376,11 @@ func (sl *Slice) serializeBucket(db int, t *dash.Table[shard.Value], exp *dash.T
 		}
 		t.SetVersion(b, sl.version)
 	}
-	if !sl.inRun {
-		defer startStall().done()
+	if !sl.inRun && !sl.timing {
+		// A hook's captures are timed as one stretch (endTiming): the
+		// thread clock is a system call, and an insert may capture a
+		// whole segment.
+		sl.timing, sl.hookTimer = true, startStall()
 	}
 	var bk *bucket
 	now := sl.cutMs
@@ -433,6 +438,14 @@ func (sl *Slice) serializeBucket(db int, t *dash.Table[shard.Value], exp *dash.T
 // a bucket below the snapshot version holds no change at all.
 func (sl *Slice) skip(db int, key string) bool {
 	return sl.capturing && (sl.byKey[keyRef{db, key}] != nil || sl.sh.ExclLocked(db, key))
+}
+
+// endTiming ends the stretch of a hook's captures (serializeBucket).
+func (sl *Slice) endTiming() {
+	if sl.timing {
+		sl.timing = false
+		sl.hookTimer.done()
+	}
 }
 
 // track makes bk a busy bucket: its own stream, its keys pinned (writers
@@ -824,6 +837,7 @@ func (sl *Slice) Journal(e JournalEntry) {
 // PreUpdate (OnDbChange): PIT serializes the item's bucket; in both modes
 // a value still being written is completed before it changes.
 func (sl *Slice) PreUpdate(db *shard.DB, it shard.Iterator) {
+	defer sl.endTiming()
 	if sl.dbs[db.Index].flushed {
 		return
 	}
@@ -837,6 +851,7 @@ func (sl *Slice) PreUpdate(db *shard.DB, it shard.Iterator) {
 // PreDelete: PIT serializes the buckets an erase may change; a value
 // still being written is completed before its DEL.
 func (sl *Slice) PreDelete(db *shard.DB, it shard.Iterator) {
+	defer sl.endTiming()
 	if sl.dbs[db.Index].flushed {
 		return
 	}
@@ -858,6 +873,7 @@ func (sl *Slice) serializeErase(db *shard.DB, it shard.Iterator) {
 // PreInsert: PIT serializes every bucket the insert may change, a whole
 // segment before a split included (dash's InsertChanges).
 func (sl *Slice) PreInsert(db *shard.DB, key string) {
+	defer sl.endTiming()
 	if sl.opt.Mode != PIT || sl.dbs[db.Index].flushed {
 		return
 	}
@@ -894,6 +910,7 @@ func (sl *Slice) PreFlush(db *shard.DB) {
 // OnExpire: an expiry erases like a delete, but may not wait: on a busy
 // bucket its journal DEL is deferred until the bucket is Covered (Journal).
 func (sl *Slice) OnExpire(db *shard.DB, it shard.Iterator, key string) {
+	defer sl.endTiming()
 	if sl.dbs[db.Index].flushed {
 		return
 	}
@@ -907,6 +924,7 @@ func (sl *Slice) OnExpire(db *shard.DB, it shard.Iterator, key string) {
 // reached to one it has passed would be missed; its new bucket is
 // written again.
 func (sl *Slice) OnMoved(db *shard.DB, moves []dash.Move) {
+	defer sl.endTiming()
 	if sl.dbs[db.Index].flushed || db.Index != sl.db || sl.walkDone {
 		return
 	}
@@ -925,6 +943,7 @@ func (sl *Slice) OnMoved(db *shard.DB, moves []dash.Move) {
 // about to be changed is captured here, so the writer waits for its
 // pieces instead of the shard stalling on them.
 func (sl *Slice) Admit(db *shard.DB, key string) {
+	defer sl.endTiming()
 	if sl.done || sl.dbs[db.Index].flushed {
 		return
 	}
@@ -992,6 +1011,7 @@ func (sl *Slice) Admit(db *shard.DB, key string) {
 // walk: see skip). And a value still being written in pieces is finished
 // (drain), as a reader's journal entry must not overtake it either.
 func (sl *Slice) Capture(keys []shard.KeyLock) {
+	defer sl.endTiming()
 	if sl.done || !sl.opt.Journal {
 		return
 	}
