@@ -58,6 +58,7 @@ type flow struct {
 
 	slice *snapshot.Slice
 	out   chan snapshot.Chunk
+	free  chan []byte // chunk buffers back to the Slice (snapshot.Options.Free)
 	subID int
 
 	mu     sync.Mutex
@@ -204,8 +205,9 @@ func (s *Server) startSession(sess *flowSession) {
 		} else {
 			f.fullAt = sh.Journal.LSN()
 			f.out = make(chan snapshot.Chunk, 16)
+			f.free = make(chan []byte, 32)
 			f.slice = snapshot.Deferred(sh, snapshot.Options{Mode: sess.mode, Tagged: true, Journal: true,
-				FullSyncCut: true, Encode: encodeForSnapshot, Out: f.out, MaxChunk: chunk, Load: tierLoader(sh)}) // tiered.go
+				FullSyncCut: true, Encode: encodeForSnapshot, Out: f.out, Free: f.free, MaxChunk: chunk, Load: tierLoader(sh)}) // tiered.go
 		}
 		f.subID, _ = sh.Journal.Subscribe(f.onEntry)
 	})
@@ -284,6 +286,10 @@ func (f *flow) serve(partial bool) {
 			}
 			if c.Last {
 				break
+			}
+			select {
+			case f.free <- c.Data[:0]: // bw copied it
+			default:
 			}
 		}
 		f.synced.Store(true)

@@ -37,8 +37,16 @@ type splice struct {
 // deferredMain is a cut of the main stream whose string values are still
 // references: its records belong at pos of the chunk's Data.
 type deferredMain struct {
-	seq     uint64
-	pos     int
+	seq uint64
+	pos int
+	*batch
+}
+
+// batch is a deferred cut's records and references. The Materializer
+// hands batches back (Slice.batches) for the next cuts: per cut, a new
+// one would be garbage the size of a save's keys, which the heap grows
+// by before the collector runs.
+type batch struct {
 	main    []byte
 	splices []splice
 }
@@ -49,6 +57,7 @@ type deferred struct {
 	tagged       bool
 	outstanding  *atomic.Int64
 	materialized *atomic.Uint64
+	batches      chan *batch
 }
 
 // retention: bytes of old values that deferred cuts up to seq keep alive.
@@ -104,13 +113,25 @@ func (sl *Slice) deferString(key []byte, v *shard.Value, at int64) {
 // deferMain moves the main stream's records, with their references, to
 // the wire's position.
 func (sl *Slice) deferMain() {
-	b := sl.main.SwapBytes(sl.spareBuf())
+	// The records without their values are a few dozen bytes per key: a
+	// copy of that size, not the encoder's chunk-sized buffer, waits for
+	// the consumer (thousands of cuts may wait while hooks capture).
+	buf := sl.main.SwapBytes(sl.mainSpare)
+	var bt *batch
+	select {
+	case bt = <-sl.batches:
+	default:
+		bt = &batch{}
+	}
+	bt.main = append(bt.main[:0], buf...)
+	sl.mainSpare = buf[:0]
+	bt.splices, sl.splices = sl.splices, bt.splices[:0]
 	sl.outstanding.Add(1)
 	sl.seq++
-	sl.wireDeferred = append(sl.wireDeferred, deferredMain{seq: sl.seq, pos: len(sl.wire), main: b, splices: sl.splices})
-	sl.wireDeferredBytes += len(b) + sl.spliceBytes
+	sl.wireDeferred = append(sl.wireDeferred, deferredMain{seq: sl.seq, pos: len(sl.wire), batch: bt})
+	sl.wireDeferredBytes += len(bt.main) + sl.spliceBytes
 	sl.wireDeferredRefs += sl.spliceBytes
-	sl.splices, sl.spliceBytes = nil, 0
+	sl.spliceBytes = 0
 }
 
 // cow (PreUpdate) gives a string value about to change in place its own
@@ -136,15 +157,19 @@ func (sl *Slice) dropped(v *shard.Value) {
 // Materializer encodes the deferred records of chunks (Options.Defer).
 // One belongs to one consumer goroutine.
 type Materializer struct {
-	enc  *rdb.Encoder
-	out  []byte
-	free chan<- []byte
+	enc   *rdb.Encoder
+	out   []byte
+	spare []byte // the encoder's other buffer
+	// free: buffers the consumer is done with (the Slice's Options.Free).
+	// A complete chunk is as big as the values it holds, so its buffer
+	// comes from there when one is back: a new one per chunk would be a
+	// save's worth of garbage, which the heap grows by before a GC.
+	free chan []byte
 }
 
 // NewMaterializer encodes values with LZF when compress is set (the
-// Slice's NoLZF unset); emptied batch buffers go back to free (a Slice's
-// Options.Free; nil: none).
-func NewMaterializer(compress bool, free chan<- []byte) *Materializer {
+// Slice's NoLZF unset); it takes buffers from free (nil: none).
+func NewMaterializer(compress bool, free chan []byte) *Materializer {
 	e := rdb.NewEncoder(nil)
 	e.SetCompression(compress)
 	e.SetChecksum(false)
@@ -159,7 +184,15 @@ func (m *Materializer) Materialize(c *Chunk) {
 		return
 	}
 	c.deferred = nil
-	out := m.out[:0]
+	out := m.out[:0] // the buffer of the last chunk's wire
+	if cap(out) == 0 {
+		select {
+		case b := <-m.free:
+			out = b[:0]
+		default:
+			out = make([]byte, 0, chunkSize+chunkSize/4)
+		}
+	}
 	prev := 0
 	for _, dm := range d.mains {
 		out = append(out, c.Data[prev:dm.pos]...)
@@ -171,13 +204,19 @@ func (m *Materializer) Materialize(c *Chunk) {
 			at = s.off
 		}
 		m.enc.Raw(dm.main[at:])
-		recs := m.enc.SwapBytes(dm.main[:0])
+		recs := m.enc.SwapBytes(m.spare)
 		if d.tagged {
 			out = rdb.AppendChunk(out, rdb.OpChunkEnd, MainStream, recs)
 		} else {
 			out = append(out, recs...)
 		}
-		m.recycle(recs)
+		m.spare = recs[:0]
+		clear(dm.splices) // the values may go
+		dm.splices = dm.splices[:0]
+		select {
+		case d.batches <- dm.batch:
+		default:
+		}
 		d.materialized.Store(dm.seq)
 		d.outstanding.Add(-1)
 	}
@@ -185,22 +224,12 @@ func (m *Materializer) Materialize(c *Chunk) {
 	m.out, c.Data = c.Data[:0], out
 }
 
-func (m *Materializer) recycle(b []byte) {
-	if m.free == nil {
-		return
-	}
-	select {
-	case m.free <- b[:0]:
-	default:
-	}
-}
-
 // Complete forwards a Slice's chunks from in to out, their deferred
 // records encoded, on a goroutine of its own that runs at a lower
 // priority than the shards (BackgroundThread): the encoding competes with
 // the event loops for the CPU, and losing to them is what keeps clients'
 // latency during a save. It ends after the Last chunk.
-func Complete(in <-chan Chunk, out chan<- Chunk, compress bool, free chan<- []byte) {
+func Complete(in <-chan Chunk, out chan<- Chunk, compress bool, free chan []byte) {
 	go func() {
 		defer BackgroundThread()()
 		m := NewMaterializer(compress, free)

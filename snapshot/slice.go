@@ -139,7 +139,7 @@ const (
 	// copied or deleted while referenced, Options.Defer) before writers
 	// are held back. A reference costs memory only then, so this bounds
 	// the extra memory of a Defer snapshot, not its output.
-	maxRetained = 64 << 20
+	maxRetained = 16 << 20
 	// maxBusy bounds the buckets the walk leaves Serializing at once.
 	maxBusy = 4
 )
@@ -214,6 +214,8 @@ type Slice struct {
 	spare  [][]byte
 	// Options.Defer: references of the main stream's string values, and
 	// the deferred cuts of main the wire owes its next chunk.
+	mainSpare         []byte // main's other buffer while a cut waits (deferMain)
+	batches           chan *batch
 	splices           []splice
 	spliceBytes       int
 	wireDeferred      []deferredMain
@@ -278,6 +280,9 @@ func Start(sh *shard.Shard, opt Options) *Slice {
 		main: rdb.NewEncoder(nil), mainDB: -1, dbs: make([]dbState, len(sh.DBs)),
 		byKey: map[keyRef]*bucket{}, nextStream: firstBucket}
 	sl.main.SetCompression(!opt.NoLZF)
+	if opt.Defer {
+		sl.batches = make(chan *batch, 256)
+	}
 	// The consumer checksums what it writes; a checksum of the chunks
 	// here would only spend the shard's time (it was a third of a save's
 	// CPU on the loops).
@@ -612,12 +617,16 @@ func (sl *Slice) spareBuf() []byte {
 // takeWire completes c with the wire's bytes and deferred cuts, counted
 // as pending output.
 func (sl *Slice) takeWire(c Chunk) Chunk {
-	c.Data = sl.wire
 	c.size = len(sl.wire) + sl.wireDeferredBytes
+	if len(sl.wire) > 0 {
+		// A chunk of deferred cuts alone leaves the wire's buffer here:
+		// its Data is the Materializer's.
+		c.Data, sl.wire = sl.wire, nil
+	}
 	c.refs = sl.wireDeferredRefs
 	if len(sl.wireDeferred) > 0 {
 		c.deferred = &deferred{mains: sl.wireDeferred, tagged: sl.opt.Tagged, outstanding: &sl.outstanding,
-			materialized: &sl.materialized}
+			materialized: &sl.materialized, batches: sl.batches}
 		sl.wireDeferred, sl.wireDeferredBytes, sl.wireDeferredRefs = nil, 0, 0
 	}
 	sl.pendingBytes += c.size - c.refs
@@ -632,7 +641,9 @@ func (sl *Slice) cutWire(force bool) {
 		return
 	}
 	sl.pending = append(sl.pending, sl.takeWire(Chunk{Shard: sl.sh.ID, Open: !sl.opt.Tagged && sl.open != nil}))
-	sl.wire = sl.spareBuf()
+	if sl.wire == nil {
+		sl.wire = sl.spareBuf()
+	}
 }
 
 // emitPiece writes one piece of a big value.

@@ -48,7 +48,7 @@ for b in "${bins[@]}"; do
 		line+=$(awk -v pb="$pb" -v ps="$ps" -v rb="$(field "$work/base.csv" 2)" -v rs="$(field "$work/save.csv" 2)" -v t0="$t0" -v t1="$t1" \
 			'BEGIN { printf " | p99 %s -> %s ms (%.2fx), rps %d -> %d, save %.1f s", pb, ps, ps / pb, rb, rs, t1 - t0 }')
 	done
-	[[ $b != redis ]] && line+=" | max stall $(redis-cli -p "$port" info persistence | tr -d '\r' | awk -F: '$1 ~ /snapshot_max_stall_usec|snapshot_parked|snapshot_congested/ { printf "%s=%s ", $1, $2 }') us"
+	[[ $b != redis ]] && line+=" | max stall $(redis-cli -p "$port" info persistence | tr -d '\r' | awk -F: '$1 ~ /snapshot_max_stall_usec|snapshot_parked|snapshot_congested|snapshot_copied/ { printf "%s=%s ", $1, $2 }') us"
 	echo "$line"
 	redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
 	wait "$pid" 2>/dev/null || true

@@ -8,7 +8,8 @@
 #     beginning, against the same run without one;
 #   - dfly's longest shard stall during the save (INFO snapshot_max_stall_usec).
 # Rows: redis, dfly writing .rdb, dfly writing its own per-shard files (dfs).
-# Env: KEYS (default 1000000), SIZE (value bytes, default 1024), N (requests, default 300000).
+# Env: KEYS (default 1000000), SIZE (value bytes, default 1024), N (requests, default 300000),
+# DFLY_BIN (a dfly binary to run instead of a fresh build of ./cmd/dfly).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 KEYS=${KEYS:-1000000}
@@ -18,7 +19,11 @@ work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
-(cd "$here/../.." && go build -o "$work/dfly" ./cmd/dfly)
+if [[ -n ${DFLY_BIN:-} ]]; then
+	cp "$DFLY_BIN" "$work/dfly" # another build, to compare
+else
+	(cd "$here/../.." && go build -o "$work/dfly" ./cmd/dfly)
+fi
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 start() {
 	PORT=$(free_port)
