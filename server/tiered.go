@@ -88,10 +88,14 @@ const (
 	tierMinTTL      = 60 * 1000
 	tierPrefetchCmd = 64 // commands of a batch whose reads are issued together
 	tierErrBackoff  = time.Second
-	// tierMaxValue: bigger strings stay in memory, since stashing copies
-	// a value in one step (4 MiB is about a millisecond); copying bigger
-	// ones across steps is left to do.
-	tierMaxValue = 4 << 20
+	// tierBigValue: a bigger string is written a part of this size per
+	// step (tierBig) and loaded back without a copy (private reads), so
+	// no step copies more than this much of one value.
+	tierBigValue = tierStepBytes
+	// tierBigParts: parts of a big value in flight at once; tierMinPart:
+	// the smallest part but the last.
+	tierBigParts = 2
+	tierMinPart  = 64 << 10
 )
 
 // tieredState is the server's tiered storage, nil when off.
@@ -126,6 +130,7 @@ type tierShard struct {
 	idle        bool
 	idleWrites  uint64
 	writes      int              // jobs in flight
+	big         *tierBig         // the big value being written in parts
 	later       []tiered.Segment // space of flushed values, freed after the snapshot
 	hasLater    atomic.Bool
 	stashed     map[tierKey]struct{}
@@ -377,7 +382,11 @@ func tierLoader(sh *shard.Shard) snapshot.Loader {
 		t.serialReads++
 		t.Read(v, func(data []byte, err error) {
 			if err == nil {
-				c.SetStr(bytes.Clone(data)) // data is shared with other readers
+				// Not copied: bytes of a shared read are never modified
+				// (tiered.Store.Read; only private reads' bytes are taken
+				// over) nor recycled (Recycle takes only bytes that went to
+				// a single ReadOwned callback, and this one is not).
+				c.SetStr(data)
 			} else {
 				t.logErr(err)
 			}
@@ -397,7 +406,7 @@ func (t *tierShard) Run(s *shard.Shard) {
 	if t.writes >= tierMaxWrites || time.Now().Before(t.backoff) {
 		return
 	}
-	if t.idle {
+	if t.idle && t.big == nil {
 		if t.changes() == t.idleWrites {
 			return
 		}
@@ -408,6 +417,9 @@ func (t *tierShard) Run(s *shard.Shard) {
 	minSize := t.srv.cfg.TieredMinValueSize
 	now := s.Now()
 	var staged int64
+	if t.big != nil {
+		staged = t.advanceBig(budget)
+	}
 	var full error
 	visits := 0
 	for staged < budget && full == nil {
@@ -418,7 +430,7 @@ func (t *tierShard) Run(s *shard.Shard) {
 		if db.Len() > 0 {
 			t.cursor = db.Table.Traverse(t.cursor, func(it shard.Iterator) {
 				v := db.Table.Value(it)
-				if full != nil || v.Type != shard.TypeString || v.IsExternal() || v.StrLen() < minSize || v.StrLen() > tierMaxValue {
+				if full != nil || v.Type != shard.TypeString || v.IsExternal() || v.StrLen() < minSize {
 					return
 				}
 				if v.HasExpire {
@@ -438,6 +450,20 @@ func (t *tierShard) Run(s *shard.Shard) {
 				if len(t.pins) > 0 && t.pins[k] > 0 {
 					t.passSkipped = true
 					return // see pin
+				}
+				if v.StrLen() > tierBigValue {
+					if t.big != nil {
+						t.passSkipped = true // one big value at a time
+						return
+					}
+					k.key = strings.Clone(k.key)
+					if err := t.startBig(k, v); err != nil {
+						full = err
+						t.passSkipped = true
+						return
+					}
+					t.passStaged++
+					return
 				}
 				k.key = strings.Clone(k.key)
 				if err := t.store.Stash(db.Index, k.key, v.Str()); err != nil {
@@ -471,6 +497,9 @@ func (t *tierShard) Run(s *shard.Shard) {
 			break
 		}
 	}
+	if t.big != nil && staged < budget {
+		staged += t.advanceBig(budget - staged) // started by the walk
+	}
 	if full != nil && full != tiered.ErrBusy { // busy: the file is being truncated, go on next step
 		t.logErr(full)
 		t.backoff = time.Now().Add(tierErrBackoff)
@@ -482,6 +511,106 @@ func (t *tierShard) Run(s *shard.Shard) {
 	if d := time.Since(start).Nanoseconds(); d > t.stepNanos {
 		t.stepNanos = d
 	}
+}
+
+// tierBig is a string too big to copy in one step, written a part per
+// step (tiered.BigWrite). Its value is marked (shard.Value.Mark) when the
+// write starts: while it is still marked and holds the same bytes (ptr,
+// length) it has not changed since, so the parts written so far are its
+// bytes. Invariant: the value becomes external only if it is unchanged
+// and unpinned when the last part is written; otherwise the space is
+// given back once no part is in flight (BigWrite.Abort).
+type tierBig struct {
+	w   *tiered.BigWrite
+	k   tierKey
+	ptr *byte
+}
+
+// startBig reserves space for v at k and marks it; advanceBig writes it.
+func (t *tierShard) startBig(k tierKey, v *shard.Value) error {
+	w, err := t.store.Reserve(uint32(v.StrLen()))
+	if err != nil {
+		return err
+	}
+	v.Mark()
+	t.big = &tierBig{w: w, k: k, ptr: unsafe.SliceData(v.Str())}
+	t.stashed[k] = struct{}{}
+	return nil
+}
+
+// bigValue is the value t.big writes, nil when it changed or is gone.
+func (t *tierShard) bigValue() *shard.Value {
+	b := t.big
+	v := t.sh.DBs[b.k.db].Peek(unsafe.Slice(unsafe.StringData(b.k.key), len(b.k.key)))
+	if v == nil || v.Type != shard.TypeString || v.IsExternal() || !v.Marked() ||
+		v.StrLen() != int(b.w.Seg.Len) || unsafe.SliceData(v.Str()) != b.ptr {
+		return nil
+	}
+	return v
+}
+
+// advanceBig hands up to budget bytes of the big value to the writer (at
+// most tierBigParts parts in flight), or ends the write when the value
+// changed, is pinned or a part failed. It returns the bytes copied.
+func (t *tierShard) advanceBig(budget int64) int64 {
+	b := t.big
+	v := t.bigValue()
+	if v == nil || b.w.Err != nil || (len(t.pins) > 0 && t.pins[b.k] > 0) {
+		t.endBig(nil)
+		return 0
+	}
+	var copied int64
+	for copied < budget && !b.w.Copied() && b.w.Pending() < tierBigParts {
+		// A step copies at most budget (below tierBigValue) and a small
+		// part past it.
+		n := min(b.w.Remaining(), max(budget-copied, tierMinPart))
+		off := int64(b.w.Seg.Len) - b.w.Remaining()
+		t.writes++
+		t.store.WritePart(b.w, v.Str()[off:off+n], func() { t.bigPartDone(b) })
+		copied += n
+	}
+	return copied
+}
+
+// bigPartDone runs when a part of b is written: it ends the write once
+// every part is, or queues the next step to copy more.
+func (t *tierShard) bigPartDone(b *tierBig) {
+	t.writes--
+	if t.big != b {
+		return // ended already
+	}
+	if b.w.Err != nil {
+		t.logErr(b.w.Err)
+		t.backoff = time.Now().Add(tierErrBackoff)
+		t.endBig(nil)
+		return
+	}
+	if b.w.Copied() {
+		if b.w.Pending() == 0 {
+			t.endBig(t.bigValue())
+		}
+		return
+	}
+	// More to copy: the next step need not wait for the ticker.
+	if t.budget.Load() > 0 && !t.queued.Swap(true) {
+		t.sh.Send(t)
+	}
+}
+
+// endBig ends t.big: v, the value fully written and unchanged, becomes
+// external unless pinned since (see pin); otherwise the space is freed.
+func (t *tierShard) endBig(v *shard.Value) {
+	b := t.big
+	t.big = nil
+	delete(t.stashed, b.k)
+	if v == nil || (len(t.pins) > 0 && t.pins[b.k] > 0) {
+		t.store.Abort(b.w)
+		return
+	}
+	t.srv.tiered.offloadedSinceGC.Add(int64(cap(v.Str())))
+	v.SetExternal(b.w.Seg.Off, b.w.Seg.Len)
+	t.entries++
+	t.bytes += int64(b.w.Seg.Len)
 }
 
 // changes counts what can make a value worth offloading: writes, and
@@ -523,14 +652,27 @@ func (t *tierShard) written(entries []tiered.Entry, err error) {
 
 // tierBatch is a shard batch's tiered state (in shardBatch).
 type tierBatch struct {
-	waiting int              // reads in flight
-	segs    []tiered.Segment // segments read and retained for the resume
-	owned   [][]byte         // bytes read for this batch alone (recycled)
-	temps   []tierTemp       // values a read-only command runs on in place
-	noLoad  bool             // the command runs with Find's loading off
+	waiting int           // reads in flight
+	segs    []tierSegRead // segments read and retained for the resume
+	owned   [][]byte      // bytes read for this batch alone (recycled)
+	mine    []tierMine    // bytes of private reads (takeMine)
+	temps   []tierTemp    // values a read-only command runs on in place
+	noLoad  bool          // the command runs with Find's loading off
 	pos     []int
 	locks   []shard.KeyLock
 	keys    []tierKeyRef
+}
+
+// tierSegRead is a read a parked batch issued.
+type tierSegRead struct {
+	seg     tiered.Segment
+	private bool
+}
+
+// tierMine is the bytes of a private read of seg at off.
+type tierMine struct {
+	off  int64
+	data []byte
 }
 
 // tierTemp: a value made in-memory for one read-only command, offloaded
@@ -642,7 +784,7 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 		b.tier.noLoad = true
 		return false, false
 	}
-	readOnly := p.multi == nil && p.cmd.Flags&FlagReadonly != 0
+	readOnly := readsOnly(p)
 	missing := false
 	for _, k := range keys {
 		v := k.db.Peek(k.key)
@@ -650,6 +792,21 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 			continue
 		}
 		seg := segOf(v)
+		if !readOnly && seg.Len > tierBigValue {
+			// Loaded without a copy: only bytes of a private read of this
+			// batch (mine) may become the value.
+			if data := b.takeMine(seg); data != nil {
+				t.loads++
+				t.Free(v) // deferred: the batch retains seg until it is done
+				v.SetStr(data)
+				continue
+			}
+			if t.failed[seg.Off] {
+				failed = true
+			}
+			missing = true
+			continue
+		}
 		data, ok := t.ready[seg.Off]
 		if !ok || len(data) != int(seg.Len) {
 			if t.failed[seg.Off] {
@@ -677,15 +834,18 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 		return false, false
 	}
 	b.tierAfter(s)
+	b.dropMine() // read for the previous resume; its segments are released
 	// Issue the reads of this command and of the next ones in the batch.
 	for i := b.pos; i < len(b.idx) && i < b.pos+tierPrefetchCmd; i++ {
 		q := &b.c.cmds[b.idx[i]]
 		if i > b.pos && !needsBytes(q) {
 			continue
 		}
+		ro := readsOnly(q)
 		for _, k := range b.tierKeys(s, q) {
 			if v := k.db.Peek(k.key); v != nil && v.IsExternal() {
-				b.tierRead(s, t, segOf(v))
+				seg := segOf(v)
+				b.tierRead(s, t, seg, !ro && seg.Len > tierBigValue)
 			}
 		}
 	}
@@ -693,20 +853,32 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 	return true, false
 }
 
-// tierRead reads seg for the parked batch, once per segment.
-func (b *shardBatch) tierRead(s *shard.Shard, t *tierShard, seg tiered.Segment) {
+// readsOnly: p is a read-only command (not EXEC), which runs on the bytes
+// read in place. PFCOUNT is flagged read-only but writes its cache into
+// the value's bytes (after DB.Mutate): it loads the value instead, so the
+// bytes of a shared read are never modified (see tierLoader).
+func readsOnly(p *pending) bool {
+	return p.multi == nil && p.cmd.Flags&FlagReadonly != 0 && p.cmd.Name != "pfcount"
+}
+
+// tierRead reads seg for the parked batch, once per segment and kind:
+// private (a big value a command loads into memory, which takes the bytes
+// over: tiered.Store.ReadPrivate) or shared with other readers.
+func (b *shardBatch) tierRead(s *shard.Shard, t *tierShard, seg tiered.Segment, private bool) {
 	for _, g := range b.tier.segs {
-		if g.Off == seg.Off {
+		if g.seg.Off == seg.Off && g.private == private {
 			return
 		}
 	}
-	b.tier.segs = append(b.tier.segs, seg)
+	b.tier.segs = append(b.tier.segs, tierSegRead{seg, private})
 	b.tier.waiting++
 	t.store.Retain(seg)
-	t.store.ReadOwned(seg, func(data []byte, shared bool, err error) {
+	done := func(data []byte, shared bool, err error) {
 		if err != nil {
 			t.logErr(err)
 			t.failed[seg.Off] = true
+		} else if private {
+			b.tier.mine = append(b.tier.mine, tierMine{seg.Off, data})
 		} else {
 			t.ready[seg.Off] = data
 			if !shared {
@@ -723,16 +895,45 @@ func (b *shardBatch) tierRead(s *shard.Shard, t *tierShard, seg tiered.Segment) 
 		// connection at once: only locals are used after it.
 		b.exec(s, false)
 		for _, g := range segs {
-			delete(t.ready, g.Off) // a batch that still waits for g reads it again
-			delete(t.failed, g.Off)
-			t.store.Release(g)
+			delete(t.ready, g.seg.Off) // a batch that still waits for g reads it again
+			delete(t.failed, g.seg.Off)
+			t.store.Release(g.seg)
 		}
 		// Nothing holds the bytes only this batch was given: temporary
 		// values were made external again, loaded ones and replies copied.
 		for _, data := range owned {
 			t.store.Recycle(data)
 		}
-	})
+	}
+	if private {
+		t.store.ReadPrivate(seg, func(data []byte, err error) { done(data, false, err) })
+	} else {
+		t.store.ReadOwned(seg, done)
+	}
+}
+
+// takeMine takes over the bytes of seg that a private read of this batch
+// brought (nil if none). They are valid while the batch retains seg: mine
+// is emptied before the batch parks again (dropMine) and when it
+// completes, and the resume that filled it releases its segments only
+// after it ran (tierRead), so the bytes found are those of the value
+// still at seg.
+func (b *shardBatch) takeMine(seg tiered.Segment) []byte {
+	for i, m := range b.tier.mine {
+		if m.off == seg.Off && len(m.data) == int(seg.Len) {
+			b.tier.mine = append(b.tier.mine[:i], b.tier.mine[i+1:]...)
+			return m.data
+		}
+	}
+	return nil
+}
+
+// dropMine forgets the private bytes not taken over.
+func (b *shardBatch) dropMine() {
+	if len(b.tier.mine) > 0 {
+		clear(b.tier.mine)
+		b.tier.mine = b.tier.mine[:0]
+	}
 }
 
 // tierAfter runs after a command that tierBefore prepared: values a
@@ -996,7 +1197,10 @@ func (t *tierShard) load(keys []tierDBKey, done func()) {
 			if b, ok := data[segOf(v).Off]; ok && len(b) == v.StrLen() {
 				t.loads++
 				t.Free(v) // deferred until the Release below
-				v.SetStr(bytes.Clone(b))
+				if len(b) <= tierBigValue {
+					b = bytes.Clone(b) // shared with other readers
+				}
+				v.SetStr(b) // a big value's bytes are a private read's
 			}
 		}
 		for _, g := range read {
@@ -1012,7 +1216,7 @@ func (t *tierShard) load(keys []tierDBKey, done func()) {
 		read = append(read, g)
 		waiting++
 		t.store.Retain(g)
-		t.store.Read(g, func(b []byte, err error) {
+		cb := func(b []byte, err error) {
 			if err != nil {
 				t.logErr(err)
 				delete(data, g.Off)
@@ -1022,6 +1226,11 @@ func (t *tierShard) load(keys []tierDBKey, done func()) {
 			if waiting--; waiting == 0 {
 				finish()
 			}
-		})
+		}
+		if g.Len > tierBigValue {
+			t.store.ReadPrivate(g, cb) // taken over by finish, not copied
+		} else {
+			t.store.Read(g, cb)
+		}
 	}
 }

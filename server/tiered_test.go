@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math/rand"
 	"strconv"
 	"sync"
 	"syscall"
@@ -373,4 +374,101 @@ func TestTieredSkippedValueKeepsWalkAwake(t *testing.T) {
 			t.Errorf("a left in memory: the walk went idle (idle %v)", ts.idle)
 		}
 	})
+}
+
+// bigVal is a string of n pseudo-random bytes.
+func bigVal(n int, seed int64) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewSource(seed))
+	r.Read(b)
+	return b
+}
+
+// TestTieredBigValueInParts: a string bigger than a step's budget is
+// written a part per step (never more than tierBigValue copied in a step)
+// and becomes external once every part is written. One changed in place,
+// replaced or deleted meanwhile is not made external with the bytes it
+// had (its space is freed and the new bytes written anew); one pinned
+// meanwhile stays in memory.
+func TestTieredBigValueInParts(t *testing.T) {
+	srv, ts, f := tierServer(t)
+	val, val2 := bigVal(5<<20+3, 1), bigVal(5<<20+3, 2)
+	step := func() (copied int64) {
+		srv.OnShard(0, func(s *shard.Shard) {
+			ts.backoff, ts.idle = time.Time{}, false
+			ts.budget.Store(1 << 30)
+			before := ts.big
+			var rem int64
+			if before != nil {
+				rem = before.w.Remaining()
+			}
+			ts.Run(s)
+			if ts.big != nil {
+				if ts.big != before {
+					rem = int64(ts.big.w.Seg.Len)
+				}
+				copied = rem - ts.big.w.Remaining()
+			}
+		})
+		return copied
+	}
+	for _, change := range []string{"none", "setrange", "replace", "delete", "pin"} {
+		want := val
+		srv.OnShard(0, func(s *shard.Shard) {
+			s.DBs[0].Flush()
+			s.DBs[0].Insert([]byte("big"), shard.NewString(val))
+		})
+		if n := step(); n <= 0 || n > tierBigValue {
+			t.Fatalf("%s: first step copied %d bytes, want 1..%d", change, n, tierBigValue)
+		}
+		srv.OnShard(0, func(s *shard.Shard) {
+			db := s.DBs[0]
+			switch change {
+			case "setrange": // an in-place edit of bytes already written
+				it, _ := db.Find([]byte("big"))
+				db.Mutate(it).Str()[0] ^= 0xff
+				want = append([]byte{val[0] ^ 0xff}, val[1:]...)
+			case "replace":
+				db.Set([]byte("big"), shard.NewString(val2), false)
+				want = val2
+			case "delete":
+				db.Delete(db.Table.Find("big"))
+			case "pin":
+				ts.pin([]tierDBKey{{0, "big"}})
+			}
+		})
+		for i := 0; i < 30; i++ {
+			if n := step(); n > tierBigValue {
+				t.Fatalf("%s: a step copied %d bytes", change, n)
+			}
+			waitWrites(t, srv, ts)
+		}
+		srv.OnShard(0, func(s *shard.Shard) {
+			v := s.DBs[0].Peek([]byte("big"))
+			a := ts.store.Allocator()
+			switch change {
+			case "delete":
+				if v != nil || a.Segments != 0 || ts.big != nil {
+					t.Errorf("delete: value %v segments %d", v, a.Segments)
+				}
+			case "pin":
+				if v.IsExternal() || a.Segments != 0 || !bytes.Equal(v.Str(), val) {
+					t.Errorf("pin: external %v, %d segments", v.IsExternal(), a.Segments)
+				}
+				ts.unpin([]tierDBKey{{0, "big"}})
+			default:
+				off, n := v.External()
+				f.mu.Lock()
+				ok := v.IsExternal() && bytes.Equal(f.data[off:off+int64(n)], want)
+				f.mu.Unlock()
+				if !ok || ts.entries != 1 || a.Segments != 1 {
+					t.Errorf("%s: external %v (file holds the value: %v), entries %d segments %d",
+						change, v.IsExternal(), ok, ts.entries, a.Segments)
+				}
+			}
+			if ts.store.Stats.WriteErrors != 0 {
+				t.Errorf("%s: write errors %d", change, ts.store.Stats.WriteErrors)
+			}
+		})
+	}
 }
