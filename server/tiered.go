@@ -10,8 +10,12 @@ package server
 //     values leave) above maxmemory (always, when maxmemory is 0), each
 //     shard runs a bounded step (~0.5 ms CPU, 1 MiB) that walks its
 //     tables and stashes strings of at least tiered_min_value_size bytes
-//     and at most 4 MiB (keys with a TTL under a minute are skipped) into
-//     a write job. The live heap is the one at the last GC minus the
+//     (keys with a TTL under a minute are skipped) into a write job. A
+//     string over 1 MiB (tierBigValue) is written a part per step instead,
+//     one such value at a time (tierBig), so no step copies more than
+//     about 1 MiB; the value is marked (shard.Value.Mark) and becomes
+//     external only if nothing changed it before its last part was
+//     written. The live heap is the one at the last GC minus the
 //     bytes offloaded since. With tiering the GC runs at GOGC 100 and a
 //     memory limit of 2 × maxmemory (cmd/dfly); free heap is returned to
 //     the OS after offloading. Values are not promoted back into memory
@@ -31,7 +35,11 @@ package server
 //     shard.Send). A read-only command then runs on the bytes in place and
 //     the value becomes external again afterwards (GET does not undo the
 //     offloading); any other command keeps the value in memory and frees
-//     its space. Commands that need no bytes (SET, DEL, EXISTS, TTL,
+//     its space, with a copy of the bytes (shared with other readers),
+//     but for a value over 1 MiB: that one is read by a private read of
+//     the batch (tiered.Store.ReadPrivate) whose bytes become the value,
+//     so no step copies a big value (nor allocates its buffer: the I/O
+//     pool does). Commands that need no bytes (SET, DEL, EXISTS, TTL,
 //     EXPIRE, STRLEN ...) run on the external value as it is.
 //   - Ordering: a read pins its segment (tiered.Store), and the batch
 //     retains the segments it read until it resumed, so space is reused

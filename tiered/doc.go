@@ -16,7 +16,12 @@
 //     is pending and no holder retains it (Retain/Release): a read never
 //     returns bytes of another value.
 //   - Concurrent reads of one segment share one I/O (one ReadAt, every
-//     callback gets the same bytes, which they must not modify).
+//     callback gets the same bytes, which they must not modify), except
+//     ReadPrivate's: its I/O is its caller's alone, so the caller may
+//     keep and modify the bytes (a big value loaded back without a copy).
+//   - A value too big to copy at once is written in parts (Reserve,
+//     WritePart, BigWrite): the owner copies a part per step, and its
+//     space is given back (Abort) only once no part is in flight.
 //   - A failed write frees its segments and reports the error; the caller
 //     keeps its values in memory, so nothing is lost.
 //   - The file shrinks when pages at its end are free: the allocator's
