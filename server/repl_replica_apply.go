@@ -231,12 +231,39 @@ func setMasterApply(on bool) func(*shard.Shard) {
 // applyCoord runs a command whose keys span shards (or that works on all
 // of them) with every shard locked, as one step of the history.
 func (a *replApplier) applyCoord(op *replica.Op, cmd *Command) {
+	pins := a.tierPreload(applyOp{cmd: cmd, db: op.DB, args: op.Args})
 	t := tx.New(a.s.shards)
 	t.AddAllShards()
 	t.Lock()
 	t.RunAll(setMasterApply(true))
 	a.runCoord(t, op.DB, op.Args, cmd)
 	t.Finish(setMasterApply(false))
+	if pins != nil {
+		pins.unpin()
+	}
+}
+
+// tierPreload (tiered.go): the offloaded values that the commands of a
+// multi-shard step read are loaded into memory first and pinned until
+// unpin (tierPins), the applier's goroutine waiting, so the shards find
+// them in memory under the step's locks. A read that failed leaves its
+// value offloaded: DB.Find's blocking load then tries again, since the
+// master's command must be applied. nil when there is nothing to load.
+func (a *replApplier) tierPreload(cmds ...applyOp) *tierPins {
+	if a.s.tiered == nil {
+		return nil
+	}
+	p := &tierPins{srv: a.s}
+	for _, c := range cmds {
+		if c.cmd.Local == nil {
+			p.add(c.db, c.cmd, c.args)
+		}
+	}
+	if p.keys == nil {
+		return nil
+	}
+	p.load()
+	return p
 }
 
 // runCoord runs one command inside t, which holds every shard.
@@ -308,6 +335,9 @@ func (a *replApplier) applyTx(ops []replica.Op) {
 	}
 	if len(cmds) == 0 {
 		return
+	}
+	if pins := a.tierPreload(cmds...); pins != nil {
+		defer pins.unpin()
 	}
 	t := tx.New(a.s.shards)
 	if parallel {

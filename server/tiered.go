@@ -48,29 +48,41 @@ package server
 //     seen (a value no longer at the segment read is read anew).
 //   - A multi-shard command (coordinator) first has the offloaded values
 //     of its keys loaded into memory by their shards, asynchronously, and
-//     waits for that on its own goroutine (tierPreload); the keys stay
-//     pinned, never offloaded again, until the command is done (pin). For
-//     EXEC the keys are those of the queued commands, for a script its
-//     declared keys (the only ones it may touch); their nested commands
-//     then find every value in memory, and those that read no bytes run
-//     with Find's loading off (runQueued). A script or EXEC confined to
-//     one shard runs inside a batch, which loads all its keys first
+//     waits for that on its own goroutine (tierPreload, tierPins); the
+//     keys stay pinned, never offloaded again, until the command is done
+//     (pin). For EXEC the keys are those of the queued commands, for a
+//     script its declared keys (the only ones it may touch); their nested
+//     commands then find every value in memory, and those that read no
+//     bytes run with Find's loading off (runQueued). A read that fails
+//     fails the command (errTierRead), as in a batch, instead of leaving
+//     the value to Find's blocking load. A script or EXEC confined to one
+//     shard runs inside a batch, which loads all its keys first
 //     (tierBefore). SORT reads offloaded BY/GET pattern values
-//     asynchronously between its steps (cmd_sort.go).
+//     asynchronously between its steps (cmd_sort.go); inside a script
+//     confined to a shard, whose goroutine cannot wait, it stops the
+//     script if it has not written yet, which then runs again on a
+//     coordinator (scriptRun.demote).
 //   - A replica applying its master's single-shard commands loads the
 //     values a command reads first, parking its apply batch (applyLoad);
-//     commands that read no bytes run with Find's loading off.
-//   - DB.Find's blocking load (tiered_sync_loads) is left to: SORT with
-//     patterns inside a script confined to a shard (it runs on the shard
-//     goroutine, which cannot wait), a preload whose read failed (Find
-//     tries again), and the multi-shard transactions a replica applies
-//     (under locks of whole shards, from the replication goroutine).
+//     its multi-shard commands and transactions are preloaded and pinned
+//     like a coordinator's, the applier's goroutine waiting
+//     (replApplier.tierPreload). Commands that read no bytes run with
+//     Find's loading off.
+//   - DB.Find's blocking load (tiered_sync_loads) is left to paths that
+//     cannot wait nor fail: SORT with offloaded patterns in a script
+//     confined to a shard that has written already (or runs inside EXEC,
+//     so cannot move to a coordinator); and a replica's apply whose read
+//     failed (the master's command must be applied: Find tries again).
 //   - Snapshots: BGSAVE and SAVE (both formats) and full syncs read
 //     offloaded strings asynchronously through the snapshot's Loader
-//     (tierLoader; the bucket waits DelayedPending); DEBUG RELOAD and
-//     --debug_snapshot_reference read them synchronously on the shard
-//     goroutine (tierView, which says why).
-
+//     (tierLoader; the bucket waits DelayedPending). Two debugging aids
+//     read them synchronously on the shard goroutine (tierView): DEBUG
+//     RELOAD, which saves and loads under one lock of every shard so that
+//     nothing changes between the two (an asynchronous save would serve
+//     commands meanwhile, whose writes the load would then undo); and
+//     --debug_snapshot_reference, the dataset at a BGSAVE's cut, copied
+//     within the cut's step (to check the snapshot against), so it must
+//     be read at that instant.
 import (
 	"bytes"
 	"fmt"
@@ -835,7 +847,7 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 	}
 	if failed {
 		b.tierAfter(s) // undo the in-place values of this command
-		p.reply.Error("ERR tiered storage: failed to read an offloaded value")
+		p.reply.Error(errTierRead)
 		return false, true
 	}
 	if !missing {
@@ -1057,72 +1069,105 @@ type tierDBKey struct {
 	key string // a copy: unpin runs after the command's arguments are reused
 }
 
+// tierPins are the keys whose string bytes a coordinated command reads,
+// by shard: load loads their offloaded values into memory and pins them
+// (see pin) until unpin, each shard issuing the reads and storing the
+// bytes when they arrive while the caller waits on its own goroutine
+// (never a shard's).
+type tierPins struct {
+	srv    *Server
+	keys   [][]tierDBKey
+	pos    []int
+	failed atomic.Bool // a read failed: the value stays offloaded
+}
+
+// add adds the keys cmd reads the bytes of.
+func (p *tierPins) add(db int, cmd *Command, args [][]byte) {
+	if !cmdNeedsBytes(cmd, args) {
+		return
+	}
+	p.pos = cmd.keys(p.pos[:0], args)
+	for _, i := range p.pos {
+		if p.keys == nil {
+			p.keys = make([][]tierDBKey, len(p.srv.shards))
+		}
+		sid := p.srv.ShardOf(args[i])
+		p.keys[sid] = append(p.keys[sid], tierDBKey{db, string(args[i])})
+	}
+}
+
+// load pins the keys and loads their values, waiting until they are in
+// memory; false when a read failed (the command must then not run: its
+// value is still offloaded, and only a blocking load would read it).
+func (p *tierPins) load() bool {
+	var wg sync.WaitGroup
+	for sid, ks := range p.keys {
+		if len(ks) == 0 {
+			continue
+		}
+		wg.Add(1)
+		t := p.srv.tiered.shards[sid]
+		t.sh.Send(tierFunc(func() {
+			t.preload(ks, func(failed bool) {
+				if failed {
+					p.failed.Store(true)
+				}
+				wg.Done()
+			})
+		}))
+	}
+	wg.Wait()
+	return !p.failed.Load()
+}
+
+// unpin unpins what load pinned. The command is done: every step of its
+// transactions ran (Tx.Run and Finish wait for them), so each shard
+// unpins after the command's last read there.
+func (p *tierPins) unpin() {
+	for sid, ks := range p.keys {
+		if len(ks) == 0 {
+			continue
+		}
+		t := p.srv.tiered.shards[sid]
+		t.sh.Send(tierFunc(func() { t.unpin(ks) }))
+	}
+}
+
+// errTierRead is the reply of a command whose offloaded value could not
+// be read.
+const errTierRead = "ERR tiered storage: failed to read an offloaded value"
+
 // tierPreload loads the offloaded values of a coordinated command's keys
-// into memory before it runs: each shard pins the keys (see pin), issues
-// the reads and stores the bytes when they arrive; the coordinator waits
-// (never a shard). The keys of EXEC are those of its queued commands
-// (nested commands of EXEC and scripts run inTx and preload nothing: the
-// outer command did). It returns the pinned keys by shard, for tierUnpin
-// once the command is done.
-func (x *Coord) tierPreload() [][]tierDBKey {
-	ts := x.Srv.tiered
-	if ts == nil || x.local != nil || x.inTx {
-		return nil
+// into memory before it runs (tierPins). The keys of EXEC are those of its
+// queued commands (nested commands of EXEC and scripts run inTx and
+// preload nothing: the outer command did). It returns the pinned keys, for
+// unpin once the command is done, nil when none; ok=false when a read
+// failed (the error is written, the command must not run).
+func (x *Coord) tierPreload() (pins *tierPins, ok bool) {
+	if x.Srv.tiered == nil || x.local != nil || x.inTx {
+		return nil, true
 	}
-	var keys [][]tierDBKey
-	var pos []int
-	add := func(db int, cmd *Command, args [][]byte) {
-		if !cmdNeedsBytes(cmd, args) {
-			return
-		}
-		pos = cmd.keys(pos[:0], args)
-		for _, i := range pos {
-			if keys == nil {
-				keys = make([][]tierDBKey, len(ts.shards))
-			}
-			sid := x.Srv.ShardOf(args[i])
-			keys[sid] = append(keys[sid], tierDBKey{db, string(args[i])})
-		}
-	}
+	p := &tierPins{srv: x.Srv}
 	if x.cmd.Name == "exec" {
 		// The connection's loop waits for EXEC: its state is ours.
 		if m := x.Conn.multi; m != nil && !m.dirty {
 			for _, q := range m.cmds {
 				if q.cmd.Local == nil {
-					add(q.db, q.cmd, q.args)
+					p.add(q.db, q.cmd, q.args)
 				}
 			}
 		}
 	} else {
-		add(x.DB, x.cmd, x.Args)
+		p.add(x.DB, x.cmd, x.Args)
 	}
-	if keys == nil {
-		return nil
+	if p.keys == nil {
+		return nil, true
 	}
-	var wg sync.WaitGroup
-	for sid, ks := range keys {
-		if len(ks) == 0 {
-			continue
-		}
-		wg.Add(1)
-		t := ts.shards[sid]
-		t.sh.Send(tierFunc(func() { t.preload(ks, wg.Done) }))
+	if !p.load() {
+		x.W.Error(errTierRead)
+		return p, false
 	}
-	wg.Wait()
-	return keys
-}
-
-// tierUnpin unpins what tierPreload pinned. The command is done: every
-// step of its transactions ran (Tx.Run and Finish wait for them), so each
-// shard unpins after the command's last read there.
-func (x *Coord) tierUnpin(keys [][]tierDBKey) {
-	for sid, ks := range keys {
-		if len(ks) == 0 {
-			continue
-		}
-		t := x.Srv.tiered.shards[sid]
-		t.sh.Send(tierFunc(func() { t.unpin(ks) }))
-	}
+	return p, true
 }
 
 // pin keeps the values of keys in memory until unpin: the offload walk
@@ -1149,7 +1194,7 @@ func (t *tierShard) unpin(keys []tierDBKey) {
 }
 
 // preload pins keys and loads them (load).
-func (t *tierShard) preload(keys []tierDBKey, done func()) {
+func (t *tierShard) preload(keys []tierDBKey, done func(failed bool)) {
 	t.pin(keys)
 	t.load(keys, done)
 }
@@ -1172,15 +1217,16 @@ func (t *tierShard) applyLoad(s *shard.Shard, cmd *Command, db int, args [][]byt
 	if len(keys) == 0 {
 		return false
 	}
-	t.load(keys, done)
+	t.load(keys, func(bool) { done() })
 	return true
 }
 
 // load reads the offloaded values among keys and loads them into memory,
-// then calls done (on the shard goroutine, possibly at once).
-func (t *tierShard) load(keys []tierDBKey, done func()) {
+// then calls done (on the shard goroutine, possibly at once); failed: a
+// value is still offloaded because its read failed.
+func (t *tierShard) load(keys []tierDBKey, done func(failed bool)) {
 	if t.entries == 0 {
-		done()
+		done(false)
 		return
 	}
 	var segs []tiered.Segment
@@ -1190,19 +1236,24 @@ func (t *tierShard) load(keys []tierDBKey, done func()) {
 		}
 	}
 	if len(segs) == 0 {
-		done()
+		done(false)
 		return
 	}
 	data := make(map[int64][]byte, len(segs))
 	var read []tiered.Segment // each segment once (a key may be named twice)
 	waiting := 0
+	failed := false
 	finish := func() {
 		for _, k := range keys {
 			v := t.sh.DBs[k.db].Peek(unsafe.Slice(unsafe.StringData(k.key), len(k.key)))
 			if v == nil || !v.IsExternal() {
 				continue
 			}
-			if b, ok := data[segOf(v).Off]; ok && len(b) == v.StrLen() {
+			// Not read: its read failed (a key of a preload is pinned, so
+			// it cannot be offloaded again at another segment meanwhile).
+			b, ok := data[segOf(v).Off]
+			failed = failed || !ok
+			if ok && len(b) == v.StrLen() {
 				t.loads++
 				t.Free(v) // deferred until the Release below
 				if len(b) <= tierBigValue {
@@ -1214,7 +1265,7 @@ func (t *tierShard) load(keys []tierDBKey, done func()) {
 		for _, g := range read {
 			t.store.Release(g)
 		}
-		done()
+		done(failed)
 	}
 	for _, g := range segs {
 		if _, dup := data[g.Off]; dup {

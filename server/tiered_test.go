@@ -300,7 +300,7 @@ func TestTieredPinnedStaysInMemory(t *testing.T) {
 	offload(t, srv, ts)
 	pinA := []tierDBKey{{0, "a"}}
 	done := make(chan struct{})
-	srv.OnShard(0, func(*shard.Shard) { ts.preload(pinA, func() { close(done) }) })
+	srv.OnShard(0, func(*shard.Shard) { ts.preload(pinA, func(bool) { close(done) }) })
 	<-done
 	// c: stashed and its write in flight when it is pinned.
 	pinC := []tierDBKey{{0, "c"}}
@@ -468,6 +468,42 @@ func TestTieredBigValueInParts(t *testing.T) {
 			}
 			if ts.store.Stats.WriteErrors != 0 {
 				t.Errorf("%s: write errors %d", change, ts.store.Stats.WriteErrors)
+			}
+		})
+	}
+}
+
+// TestTieredPreloadReadError: a coordinated command whose preload read
+// fails is not run (tierPins.load reports it; the coordinator replies an
+// error) rather than left to DB.Find's blocking load; the value stays
+// offloaded, and reads again once the disk recovers.
+func TestTieredPreloadReadError(t *testing.T) {
+	srv, ts, f := tierServer(t)
+	want := bytes.Repeat([]byte("r"), 900)
+	srv.OnShard(0, func(s *shard.Shard) { s.DBs[0].Insert([]byte("k"), shard.NewString(want)) })
+	offload(t, srv, ts)
+	appendCmd := srv.table.lookup([]byte("append"))
+	args := [][]byte{[]byte("append"), []byte("k"), []byte("!")}
+	for _, readErr := range []error{syscall.EIO, nil} {
+		f.set(nil, readErr)
+		p := &tierPins{srv: srv}
+		p.add(0, appendCmd, args)
+		if ok := p.load(); ok != (readErr == nil) {
+			t.Fatalf("read error %v: load reported ok=%v", readErr, ok)
+		}
+		srv.OnShard(0, func(s *shard.Shard) {
+			v := s.DBs[0].Peek([]byte("k"))
+			if v.IsExternal() != (readErr != nil) || ts.syncLoads != 0 || ts.pins[tierKey{0, "k"}] != 1 {
+				t.Errorf("read error %v: external %v, sync loads %d, pins %v", readErr, v.IsExternal(), ts.syncLoads, ts.pins)
+			}
+			if readErr == nil && !bytes.Equal(v.Str(), want) {
+				t.Error("loaded other bytes")
+			}
+		})
+		p.unpin()
+		srv.OnShard(0, func(*shard.Shard) {
+			if len(ts.pins) != 0 {
+				t.Errorf("pins left: %v", ts.pins)
 			}
 		})
 	}

@@ -655,6 +655,8 @@ func TestTieredNoSyncLoads(t *testing.T) {
 		waitOffloaded(t, c, int64(len(keys)))
 	}
 	keys := []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"}
+	var master *Server // of the last path
+	var mc *RawConn
 	const rounds = 15
 	paths := []struct {
 		name string
@@ -758,6 +760,74 @@ func TestTieredNoSyncLoads(t *testing.T) {
 			if got := c.Do("LINDEX", "dst", "0").Str; got != val("v_5", round) {
 				t.Fatalf("SORT STORE first = %q", got)
 			}
+		}},
+		{"sort in a script on one shard", func(t *testing.T, round int) {
+			// SORT inline on the shard's goroutine cannot wait for a read:
+			// the script, which has not written yet, runs again on a
+			// coordinator (and writes there).
+			c.Do("DEL", "{s}list", "{s}dst")
+			var ks []string
+			for i := 0; i < 6; i++ {
+				e := strconv.Itoa(i)
+				c.Do("RPUSH", "{s}list", e)
+				ks = append(ks, "{s}w_"+e, "{s}v_"+e)
+			}
+			for _, k := range ks {
+				w := val(k, round)
+				if strings.HasPrefix(k, "{s}w_") {
+					w = strings.Repeat("0", 80) + strconv.Itoa(100-int(k[5]-'0'))
+				}
+				mustOK(t, c.Do("SET", k, w), "set")
+			}
+			waitOffloaded(t, c, int64(len(ks)))
+			r := c.Do("EVAL", "local r = redis.call('SORT', KEYS[1], 'BY', '{s}w_*', 'GET', '#', 'GET', '{s}v_*') "+
+				"redis.call('SET', KEYS[2], #r) return r", "2", "{s}list", "{s}dst")
+			if len(r.Elems) != 12 {
+				t.Fatalf("EVAL SORT = %v", r)
+			}
+			for i := 0; i < 6; i++ {
+				e := strconv.Itoa(5 - i)
+				if r.Elems[2*i].Str != e || r.Elems[2*i+1].Str != val("{s}v_"+e, round) {
+					t.Fatalf("EVAL SORT row %d = %q %q", i, r.Elems[2*i].Str, r.Elems[2*i+1].Str)
+				}
+			}
+			if got := c.Do("GET", "{s}dst").Str; got != "12" {
+				t.Fatalf("the script's write after SORT: %q", got)
+			}
+		}},
+		{"replica multi-shard", func(t *testing.T, round int) {
+			// This server replicates a master's transactions and
+			// multi-shard commands that read offloaded values.
+			if round == 0 {
+				master = StartServer(t, "--shards", "3")
+				mc = master.Raw(t)
+				replicaOf(t, srv, master.Addr)
+				waitReplicaLinkUp(t, srv, 30*time.Second)
+			}
+			for _, k := range keys {
+				mustOK(t, mc.Do("SET", k, val(k, round)), "set")
+			}
+			waitUntil(t, 10*time.Second, "replica offloaded the values", func() bool {
+				in := tieredInfo(t, c)
+				return in["tiered_entries"] >= int64(len(keys)) && in["tiered_pending_writes"] == 0
+			})
+			mustOK(t, mc.Do("MULTI"), "multi")
+			mc.Do("APPEND", "k0", "!")
+			mc.Do("SETRANGE", "k1", "1", "xy")
+			mc.Do("APPEND", "k2", "?")
+			mc.Do("MSET", "k3", "plain", "k4", "plain")
+			if r := mc.Do("EXEC"); len(r.Elems) != 4 {
+				t.Fatalf("EXEC = %v", r)
+			}
+			mc.Do("BITOP", "OR", "k5", "k6", "k7") // a multi-shard command reading bytes
+			waitUntil(t, 10*time.Second, "replica converged", func() bool {
+				for _, k := range keys {
+					if c.Do("GET", k).Str != mc.Do("GET", k).Str {
+						return false
+					}
+				}
+				return true
+			})
 		}},
 	}
 	for _, p := range paths {
