@@ -654,6 +654,36 @@ func TestTieredNoSyncLoads(t *testing.T) {
 		}
 		waitOffloaded(t, c, int64(len(keys)))
 	}
+	// sortFixture makes list PREFIXlist of 0..5, weights PREFIXw_E
+	// descending by element and values PREFIXv_E, all offloaded but the
+	// list; checkSort checks SORT list BY w_* GET # GET v_*.
+	sortFixture := func(t *testing.T, prefix string, round int) []string {
+		t.Helper()
+		c.Do("DEL", prefix+"list", prefix+"dst")
+		var ks []string
+		for i := 0; i < 6; i++ {
+			e := strconv.Itoa(i)
+			c.Do("RPUSH", prefix+"list", e)
+			// Padded past the size threshold.
+			mustOK(t, c.Do("SET", prefix+"w_"+e, strings.Repeat("0", 80)+strconv.Itoa(100-i)), "set")
+			mustOK(t, c.Do("SET", prefix+"v_"+e, val(prefix+"v_"+e, round)), "set")
+			ks = append(ks, prefix+"w_"+e, prefix+"v_"+e)
+		}
+		waitOffloaded(t, c, int64(len(ks)))
+		return ks
+	}
+	checkSort := func(t *testing.T, r Reply, prefix string, round int) {
+		t.Helper()
+		if len(r.Elems) != 12 {
+			t.Fatalf("SORT = %v", r)
+		}
+		for i := 0; i < 6; i++ {
+			e := strconv.Itoa(5 - i)
+			if r.Elems[2*i].Str != e || r.Elems[2*i+1].Str != val(prefix+"v_"+e, round) {
+				t.Fatalf("SORT row %d = %q %q", i, r.Elems[2*i].Str, r.Elems[2*i+1].Str)
+			}
+		}
+	}
 	keys := []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"}
 	var master *Server // of the last path
 	var mc *RawConn
@@ -727,32 +757,8 @@ func TestTieredNoSyncLoads(t *testing.T) {
 		}},
 		{"sort", func(t *testing.T, round int) {
 			// Weights and values offloaded on any shard; the list is not.
-			c.Do("DEL", "list")
-			var ks []string
-			for i := 0; i < 6; i++ {
-				e := strconv.Itoa(i)
-				c.Do("RPUSH", "list", e)
-				ks = append(ks, "w_"+e, "v_"+e)
-			}
-			for _, k := range ks {
-				w := val(k, round)
-				if strings.HasPrefix(k, "w_") {
-					// Descending weight by element, padded past the size threshold.
-					w = strings.Repeat("0", 80) + strconv.Itoa(100-int(k[2]-'0'))
-				}
-				mustOK(t, c.Do("SET", k, w), "set")
-			}
-			waitOffloaded(t, c, int64(len(ks)))
-			r := c.Do("SORT", "list", "BY", "w_*", "GET", "#", "GET", "v_*")
-			if len(r.Elems) != 12 {
-				t.Fatalf("SORT = %v", r)
-			}
-			for i := 0; i < 6; i++ {
-				e := strconv.Itoa(5 - i)
-				if r.Elems[2*i].Str != e || r.Elems[2*i+1].Str != val("v_"+e, round) {
-					t.Fatalf("SORT row %d = %q %q", i, r.Elems[2*i].Str, r.Elems[2*i+1].Str)
-				}
-			}
+			ks := sortFixture(t, "", round)
+			checkSort(t, c.Do("SORT", "list", "BY", "w_*", "GET", "#", "GET", "v_*"), "", round)
 			waitOffloaded(t, c, int64(len(ks)))
 			if n := c.Do("SORT", "list", "BY", "w_*", "GET", "v_*", "STORE", "dst").Int; n != 6 {
 				t.Fatalf("SORT STORE = %d", n)
@@ -765,32 +771,10 @@ func TestTieredNoSyncLoads(t *testing.T) {
 			// SORT inline on the shard's goroutine cannot wait for a read:
 			// the script, which has not written yet, runs again on a
 			// coordinator (and writes there).
-			c.Do("DEL", "{s}list", "{s}dst")
-			var ks []string
-			for i := 0; i < 6; i++ {
-				e := strconv.Itoa(i)
-				c.Do("RPUSH", "{s}list", e)
-				ks = append(ks, "{s}w_"+e, "{s}v_"+e)
-			}
-			for _, k := range ks {
-				w := val(k, round)
-				if strings.HasPrefix(k, "{s}w_") {
-					w = strings.Repeat("0", 80) + strconv.Itoa(100-int(k[5]-'0'))
-				}
-				mustOK(t, c.Do("SET", k, w), "set")
-			}
-			waitOffloaded(t, c, int64(len(ks)))
+			sortFixture(t, "{s}", round)
 			r := c.Do("EVAL", "local r = redis.call('SORT', KEYS[1], 'BY', '{s}w_*', 'GET', '#', 'GET', '{s}v_*') "+
 				"redis.call('SET', KEYS[2], #r) return r", "2", "{s}list", "{s}dst")
-			if len(r.Elems) != 12 {
-				t.Fatalf("EVAL SORT = %v", r)
-			}
-			for i := 0; i < 6; i++ {
-				e := strconv.Itoa(5 - i)
-				if r.Elems[2*i].Str != e || r.Elems[2*i+1].Str != val("{s}v_"+e, round) {
-					t.Fatalf("EVAL SORT row %d = %q %q", i, r.Elems[2*i].Str, r.Elems[2*i+1].Str)
-				}
-			}
+			checkSort(t, r, "{s}", round)
 			if got := c.Do("GET", "{s}dst").Str; got != "12" {
 				t.Fatalf("the script's write after SORT: %q", got)
 			}
