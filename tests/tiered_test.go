@@ -1004,6 +1004,18 @@ func TestTieredBigValues(t *testing.T) {
 	lon, loff := StartServer(t, "--dir", dirOn), StartServer(t, "--dir", dirOff)
 	a, b := lon.Raw(t), loff.Raw(t)
 	a.Timeout, b.Timeout = 60*time.Second, 60*time.Second
-	compareDatasets(t, dataset(t, b, []int{0}), dataset(t, a, []int{0}), "tiered BGSAVE vs in-memory BGSAVE")
+	want := dataset(t, b, []int{0})
+	compareDatasets(t, want, dataset(t, a, []int{0}), "tiered BGSAVE vs in-memory BGSAVE")
+	// A full sync from the tiered server sends the same data.
+	rep := StartServer(t, "--shards", "3")
+	replicaOf(t, rep, on.Addr)
+	waitReplicaLinkUp(t, rep, 60*time.Second)
+	rc := rep.Raw(t)
+	rc.Timeout = 60 * time.Second
+	compareDatasets(t, want, dataset(t, rc, []int{0}), "full sync of the tiered server vs in-memory BGSAVE")
+	in = tieredInfo(t, con)
+	if in["tiered_serializer_sync_reads"] != 0 || in["tiered_sync_loads"] != 0 {
+		t.Fatalf("the full sync read blocking: %v", in)
+	}
 	t.Logf("tiered: %v", in)
 }
