@@ -27,9 +27,15 @@ func needDfly(t *testing.T) {
 // tieredInfo is INFO tiered as a map.
 func tieredInfo(t *testing.T, c *RawConn) map[string]int64 {
 	t.Helper()
-	r := c.Do("INFO", "tiered")
+	return infoSection(t, c, "tiered")
+}
+
+// infoSection is INFO section's numeric fields as a map.
+func infoSection(t *testing.T, c *RawConn, section string) map[string]int64 {
+	t.Helper()
+	r := c.Do("INFO", section)
 	if r.IsError() {
-		t.Fatalf("INFO tiered: %s", r.Str)
+		t.Fatalf("INFO %s: %s", section, r.Str)
 	}
 	out := map[string]int64{}
 	for _, line := range strings.Split(r.Str, "\n") {
@@ -990,7 +996,10 @@ func TestTieredBigValues(t *testing.T) {
 			t.Fatalf("GET %s: %d bytes, want %d", k, len(r.Str), n)
 		}
 	}
-	// BGSAVE: the files load to the same dataset.
+	// BGSAVE: the files load to the same dataset. The snapshot reads the
+	// big values while their buckets wait (DelayedPending) and writes them
+	// a chunk per step.
+	chunks := infoSection(t, con, "persistence")["snapshot_big_value_chunks"]
 	for _, c := range []*RawConn{con, coff} {
 		mustOK(t, c.Do("BGSAVE"), "bgsave")
 		waitUntil(t, 60*time.Second, "BGSAVE done", func() bool {
@@ -1001,6 +1010,12 @@ func TestTieredBigValues(t *testing.T) {
 	if in["tiered_serializer_sync_reads"] != 0 || in["tiered_sync_loads"] != 0 || in["tiered_entries"] != 53 {
 		t.Fatalf("BGSAVE read blocking or loaded values back: %v", in)
 	}
+	chunk, _ := strconv.ParseInt(con.Do("CONFIG", "GET", "serialization_max_chunk_size").Elems[1].Str, 10, 64)
+	persist := infoSection(t, con, "persistence")
+	if n := persist["snapshot_big_value_chunks"] - chunks; n < bytesOf()/chunk {
+		t.Fatalf("BGSAVE wrote the big values in %d chunks, want at least %d of %d bytes", n, bytesOf()/chunk, chunk)
+	}
+	t.Logf("BGSAVE: snapshot_max_stall_usec %d (wall %d)", persist["snapshot_max_stall_usec"], persist["snapshot_max_stall_wall_usec"])
 	lon, loff := StartServer(t, "--dir", dirOn), StartServer(t, "--dir", dirOff)
 	a, b := lon.Raw(t), loff.Raw(t)
 	a.Timeout, b.Timeout = 60*time.Second, 60*time.Second
