@@ -75,14 +75,15 @@ package server
 //     failed (the master's command must be applied: Find tries again).
 //   - Snapshots: BGSAVE and SAVE (both formats) and full syncs read
 //     offloaded strings asynchronously through the snapshot's Loader
-//     (tierLoader; the bucket waits DelayedPending). Two debugging aids
-//     read them synchronously on the shard goroutine (tierView): DEBUG
-//     RELOAD, which saves and loads under one lock of every shard so that
-//     nothing changes between the two (an asynchronous save would serve
-//     commands meanwhile, whose writes the load would then undo); and
+//     (tierLoader; the bucket waits DelayedPending). DEBUG RELOAD, which
+//     saves and loads under one lock of every shard, reads them ahead in
+//     rounds its coordinator waits for (serializeAsync). One debugging
+//     aid reads them synchronously on the shard goroutine (tierView):
 //     --debug_snapshot_reference, the dataset at a BGSAVE's cut, copied
 //     within the cut's step (to check the snapshot against), so it must
-//     be read at that instant.
+//     be read at that instant; waiting for reads would let commands
+//     change the dataset first.
+
 import (
 	"bytes"
 	"fmt"
@@ -99,6 +100,7 @@ import (
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tiered"
+	"github.com/dfly/dfly/tx"
 )
 
 const (
@@ -360,12 +362,11 @@ func (t *tierShard) logErr(err error) {
 
 // tierView is v with its bytes in memory: v itself, or for an offloaded
 // string a copy read synchronously: a blocking read on the shard
-// goroutine, for DEBUG RELOAD (which saves and loads under one lock of
-// every shard, so the dataset cannot change in between: the snapshot's
-// asynchronous path serves commands meanwhile) and
-// --debug_snapshot_reference (a debugging aid, taken inside the cut's
-// step). SAVE takes the asynchronous path (saveAtCut). A read error fails
-// e, so no file is written with a wrong value.
+// goroutine, for --debug_snapshot_reference (a debugging aid, taken
+// inside the cut's step) and serializeAsync's retry of a failed read.
+// SAVE and DEBUG RELOAD take asynchronous paths (saveAtCut,
+// serializeAsync). A read error fails e, so no file is written with a
+// wrong value.
 func tierView(sh *shard.Shard, e *rdb.Encoder, v *shard.Value) *shard.Value {
 	if !v.IsExternal() {
 		return v
@@ -1292,4 +1293,138 @@ func (t *tierShard) load(keys []tierDBKey, done func(failed bool)) {
 			t.store.Read(g, cb)
 		}
 	}
+}
+
+// tierPrefetchBytes bounds the offloaded bytes a shard reads ahead for
+// serializeAsync in one round.
+const tierPrefetchBytes = 8 << 20
+
+// serializeAsync is serialize (DEBUG RELOAD) with tiering, run by a
+// caller that may wait (not a shard goroutine) while t holds every shard:
+// in rounds, each shard encodes buckets until it meets one holding
+// offloaded strings not read yet, issues the reads of those and of the
+// next buckets' (up to tierPrefetchBytes), and the caller waits for them
+// before the next round; no shard goroutine blocks on a read. The bytes
+// are read as the values are when read: t keeps commands out, and a
+// value offloaded (or expired) between rounds is read then (or skipped).
+func (s *Server) serializeAsync(t *tx.Tx) []shardSnapshot {
+	ws := make([]*tierEncoder, len(s.shards))
+	t.RunAll(func(sh *shard.Shard) { ws[sh.ID] = newTierEncoder(sh) })
+	for {
+		var wg sync.WaitGroup
+		var more atomic.Bool
+		t.RunAll(func(sh *shard.Shard) {
+			if ws[sh.ID].round(&wg) {
+				more.Store(true)
+			}
+		})
+		wg.Wait()
+		if !more.Load() {
+			break
+		}
+	}
+	snap := make([]shardSnapshot, len(s.shards))
+	t.RunAll(func(sh *shard.Shard) { snap[sh.ID] = ws[sh.ID].finish() })
+	return snap
+}
+
+// tierEncoder is a shardEncoder whose offloaded strings are read ahead.
+type tierEncoder struct {
+	w     *shardEncoder
+	t     *tierShard
+	ready map[int64][]byte // bytes read, by offset; retained until used
+	segs  []tiered.Segment // segments retained
+}
+
+func newTierEncoder(sh *shard.Shard) *tierEncoder {
+	x := &tierEncoder{w: newShardEncoder(sh), t: sh.Tier().(*tierShard), ready: map[int64][]byte{}}
+	x.w.view = x.view
+	return x
+}
+
+// view is v with its bytes: those read ahead, else read blocking (the
+// read failed: tierView fails the encoder).
+func (x *tierEncoder) view(v *shard.Value) *shard.Value {
+	if !v.IsExternal() {
+		return v
+	}
+	seg := segOf(v)
+	if data, ok := x.ready[seg.Off]; ok && len(data) == int(seg.Len) {
+		delete(x.ready, seg.Off)
+		c := *v
+		c.SetStr(data) // a shared read's bytes, never modified
+		return &c
+	}
+	return tierView(x.w.sh, x.w.e, v)
+}
+
+// missing reports whether the next bucket holds an offloaded string not
+// read yet.
+func (x *tierEncoder) missing(db *shard.DB) bool {
+	found := false
+	db.Table.Traverse(x.w.cursor, func(it shard.Iterator) {
+		if v := db.Table.Value(it); v.IsExternal() {
+			if _, ok := x.ready[segOf(v).Off]; !ok {
+				found = true
+			}
+		}
+	})
+	return found
+}
+
+// round encodes buckets until one needs reads, issues them (wg is done
+// when they are back) and reports true; false when the shard is encoded.
+func (x *tierEncoder) round(wg *sync.WaitGroup) bool {
+	for {
+		db := x.w.current()
+		if db == nil {
+			return false
+		}
+		if x.missing(db) {
+			x.fetch(db, wg)
+			return true
+		}
+		x.w.bucket()
+	}
+}
+
+// fetch reads the offloaded strings of the next buckets of db, up to
+// tierPrefetchBytes (at least those of the next bucket).
+func (x *tierEncoder) fetch(db *shard.DB, wg *sync.WaitGroup) {
+	var n int64
+	for cursor := x.w.cursor; ; {
+		cursor = db.Table.Traverse(cursor, func(it shard.Iterator) {
+			v := db.Table.Value(it)
+			if !v.IsExternal() {
+				return
+			}
+			seg := segOf(v)
+			if _, ok := x.ready[seg.Off]; ok {
+				return
+			}
+			x.ready[seg.Off] = nil // being read
+			n += int64(seg.Len)
+			x.segs = append(x.segs, seg)
+			x.t.store.Retain(seg) // until finish: space not reused while read ahead
+			x.t.serialReads++
+			wg.Add(1)
+			x.t.store.Read(seg, func(data []byte, err error) {
+				if err == nil {
+					x.ready[seg.Off] = data
+				} // else left nil, not read again here: view reads it blocking, and fails
+				wg.Done()
+			})
+		})
+		if cursor == 0 || n >= tierPrefetchBytes {
+			return
+		}
+	}
+}
+
+// finish releases the segments read ahead and returns the records.
+func (x *tierEncoder) finish() shardSnapshot {
+	for _, g := range x.segs {
+		x.t.store.Release(g)
+	}
+	return x.w.ss
 }

@@ -785,6 +785,21 @@ func TestTieredNoSyncLoads(t *testing.T) {
 				t.Fatalf("the script's write after SORT: %q", got)
 			}
 		}},
+		{"debug reload", func(t *testing.T, round int) {
+			// Every offloaded value is read for the save, in rounds between
+			// which the caller waits (serializeAsync), none blocking.
+			setAll(t, keys, round)
+			before := tieredInfo(t, c)["tiered_serializer_sync_reads"]
+			mustOK(t, c.Do("DEBUG", "RELOAD"), "debug reload")
+			for _, k := range keys {
+				if got := c.Do("GET", k).Str; got != val(k, round) {
+					t.Fatalf("after DEBUG RELOAD %s = %q", k, got)
+				}
+			}
+			if in := tieredInfo(t, c); in["tiered_serializer_sync_reads"] != before {
+				t.Fatalf("DEBUG RELOAD read blocking: %v", in)
+			}
+		}},
 		{"replica multi-shard", func(t *testing.T, round int) {
 			// This server replicates a master's transactions and
 			// multi-shard commands that read offloaded values.
@@ -1028,9 +1043,12 @@ func TestTieredBigValues(t *testing.T) {
 	rc := rep.Raw(t)
 	rc.Timeout = 60 * time.Second
 	compareDatasets(t, want, dataset(t, rc, []int{0}), "full sync of the tiered server vs in-memory BGSAVE")
+	// DEBUG RELOAD reads the big values ahead, in rounds.
+	mustOK(t, con.Do("DEBUG", "RELOAD"), "debug reload")
+	compareDatasets(t, want, dataset(t, con, []int{0}), "tiered server after DEBUG RELOAD vs in-memory BGSAVE")
 	in = tieredInfo(t, con)
 	if in["tiered_serializer_sync_reads"] != 0 || in["tiered_sync_loads"] != 0 {
-		t.Fatalf("the full sync read blocking: %v", in)
+		t.Fatalf("the full sync or DEBUG RELOAD read blocking: %v", in)
 	}
 	t.Logf("tiered: %v", in)
 }

@@ -8,8 +8,8 @@
 // returns at once. File I/O happens on pool goroutines, whose results are
 // posted back to the owner (the post function, shard.Send in the server)
 // so callbacks run on the owner too. ReadSync is the one blocking read, for
-// callers that cannot wait (DEBUG RELOAD, the fallback of the few paths
-// that were not loaded ahead: see server/tiered.go).
+// callers that cannot wait (--debug_snapshot_reference, the fallback of
+// the few paths that were not loaded ahead: see server/tiered.go).
 //
 // Invariants:
 //   - A segment's space is reused only after it is freed and no read of it

@@ -389,7 +389,8 @@ func (s *Store) Recycle(b []byte) {
 const maxFree = 1024
 
 // ReadSync reads seg now, blocking the caller: only for paths that cannot
-// wait (DEBUG RELOAD, the fallback for values not loaded ahead).
+// wait (--debug_snapshot_reference, the fallback for values not loaded
+// ahead).
 // The caller is the owner goroutine, so seg cannot be freed meanwhile.
 func (s *Store) ReadSync(seg Segment) ([]byte, error) {
 	s.Stats.Reads++
