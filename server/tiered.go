@@ -66,13 +66,13 @@ package server
 //     values a command reads first, parking its apply batch (applyLoad);
 //     its multi-shard commands and transactions are preloaded and pinned
 //     like a coordinator's, the applier's goroutine waiting
-//     (replApplier.tierPreload). Commands that read no bytes run with
-//     Find's loading off.
-//   - DB.Find's blocking load (tiered_sync_loads) is left to paths that
-//     cannot wait nor fail: SORT with offloaded patterns in a script
+//     (replApplier.tierPreload). A failed read is tried again later
+//     (tierRetry), the apply waiting: the master's command cannot fail.
+//     Commands that read no bytes run with Find's loading off.
+//   - DB.Find's blocking load (tiered_sync_loads) is left to one path that
+//     can neither wait nor fail: SORT with offloaded patterns in a script
 //     confined to a shard that has written already (or runs inside EXEC,
-//     so cannot move to a coordinator); and a replica's apply whose read
-//     failed (the master's command must be applied: Find tries again).
+//     so cannot move to a coordinator).
 //   - Snapshots: BGSAVE and SAVE (both formats) and full syncs read
 //     offloaded strings asynchronously through the snapshot's Loader
 //     (tierLoader; the bucket waits DelayedPending). DEBUG RELOAD, which
@@ -1079,7 +1079,14 @@ type tierPins struct {
 	srv    *Server
 	keys   [][]tierDBKey
 	pos    []int
+	pinned bool        // load pinned the keys
 	failed atomic.Bool // a read failed: the value stays offloaded
+}
+
+// tierRetry is how long a replica waits before loading again values whose
+// read failed (the retries-th time).
+func tierRetry(retries int) time.Duration {
+	return min(time.Duration(retries)*100*time.Millisecond, time.Second)
 }
 
 // add adds the keys cmd reads the bytes of.
@@ -1097,11 +1104,15 @@ func (p *tierPins) add(db int, cmd *Command, args [][]byte) {
 	}
 }
 
-// load pins the keys and loads their values, waiting until they are in
-// memory; false when a read failed (the command must then not run: its
-// value is still offloaded, and only a blocking load would read it).
+// load pins the keys (on its first call) and loads their values, waiting
+// until they are in memory; false when a read failed (the command must
+// then not run: its value is still offloaded, and only a blocking load
+// would read it). It may be called again.
 func (p *tierPins) load() bool {
 	var wg sync.WaitGroup
+	pin := !p.pinned
+	p.pinned = true
+	p.failed.Store(false)
 	for sid, ks := range p.keys {
 		if len(ks) == 0 {
 			continue
@@ -1109,7 +1120,10 @@ func (p *tierPins) load() bool {
 		wg.Add(1)
 		t := p.srv.tiered.shards[sid]
 		t.sh.Send(tierFunc(func() {
-			t.preload(ks, func(failed bool) {
+			if pin {
+				t.pin(ks)
+			}
+			t.load(ks, func(failed bool) {
 				if failed {
 					p.failed.Store(true)
 				}
@@ -1194,18 +1208,12 @@ func (t *tierShard) unpin(keys []tierDBKey) {
 	t.unpins++ // the walk may have passed over them: not idle
 }
 
-// preload pins keys and loads them (load).
-func (t *tierShard) preload(keys []tierDBKey, done func(failed bool)) {
-	t.pin(keys)
-	t.load(keys, done)
-}
-
 // applyLoad: a replica about to apply a command of its master that reads
 // the string bytes of offloaded values loads them first, like tierPreload.
 // It reports whether it issued reads; then done runs once they are loaded
 // (on the shard goroutine, in the same message, so they are still in
-// memory when done applies the command).
-func (t *tierShard) applyLoad(s *shard.Shard, cmd *Command, db int, args [][]byte, done func()) bool {
+// memory when done applies the command), failed when one is not.
+func (t *tierShard) applyLoad(s *shard.Shard, cmd *Command, db int, args [][]byte, done func(failed bool)) bool {
 	if t.entries == 0 || !cmdNeedsBytes(cmd, args) {
 		return false
 	}
@@ -1218,7 +1226,7 @@ func (t *tierShard) applyLoad(s *shard.Shard, cmd *Command, db int, args [][]byt
 	if len(keys) == 0 {
 		return false
 	}
-	t.load(keys, func(bool) { done() })
+	t.load(keys, done)
 	return true
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tiered"
 )
@@ -300,7 +301,7 @@ func TestTieredPinnedStaysInMemory(t *testing.T) {
 	offload(t, srv, ts)
 	pinA := []tierDBKey{{0, "a"}}
 	done := make(chan struct{})
-	srv.OnShard(0, func(*shard.Shard) { ts.preload(pinA, func(bool) { close(done) }) })
+	srv.OnShard(0, func(*shard.Shard) { ts.pin(pinA); ts.load(pinA, func(bool) { close(done) }) })
 	<-done
 	// c: stashed and its write in flight when it is pinned.
 	pinC := []tierDBKey{{0, "c"}}
@@ -504,6 +505,63 @@ func TestTieredPreloadReadError(t *testing.T) {
 		srv.OnShard(0, func(*shard.Shard) {
 			if len(ts.pins) != 0 {
 				t.Errorf("pins left: %v", ts.pins)
+			}
+		})
+	}
+}
+
+// TestTieredReplicaRetriesFailedRead: a replica applying its master's
+// command (alone, or in a block) that reads an offloaded value it fails to
+// read waits and reads it again, rather than running the command on a
+// value still offloaded or loading it blocking; once the disk recovers the
+// command is applied.
+func TestTieredReplicaRetriesFailedRead(t *testing.T) {
+	srv, ts, f := tierServer(t)
+	want := bytes.Repeat([]byte("r"), 900)
+	a := newReplApplier(srv)
+	op := func(args ...string) replica.Op {
+		o := replica.Op{DB: 0}
+		for _, x := range args {
+			o.Args = append(o.Args, []byte(x))
+		}
+		return o
+	}
+	for _, block := range []bool{false, true} {
+		srv.OnShard(0, func(s *shard.Shard) {
+			s.DBs[0].Flush()
+			s.DBs[0].Insert([]byte("k"), shard.NewString(want))
+		})
+		offload(t, srv, ts)
+		f.set(nil, syscall.EIO)
+		ops := []replica.Op{op("append", "k", "!")}
+		if block {
+			ops = []replica.Op{{Tx: []replica.Op{op("append", "k", "!"), op("set", "other", "x")}}}
+		}
+		applied := make(chan struct{})
+		go func() { a.Apply(ops); close(applied) }()
+		time.Sleep(300 * time.Millisecond) // a few failed reads
+		select {
+		case <-applied:
+			t.Fatalf("block %v: applied with the value unread", block)
+		default:
+		}
+		srv.OnShard(0, func(s *shard.Shard) {
+			if v := s.DBs[0].Peek([]byte("k")); !v.IsExternal() || ts.syncLoads != 0 || ts.store.Stats.ReadErrors < 2 {
+				t.Errorf("block %v: external %v, sync loads %d, read errors %d", block, v.IsExternal(), ts.syncLoads, ts.store.Stats.ReadErrors)
+			}
+		})
+		f.set(nil, nil)
+		select {
+		case <-applied:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("block %v: not applied after the disk recovered", block)
+		}
+		srv.OnShard(0, func(s *shard.Shard) {
+			if v := s.DBs[0].Peek([]byte("k")); v.IsExternal() || !bytes.Equal(v.Str(), append(want, '!')) {
+				t.Errorf("block %v: APPEND applied on other bytes", block)
+			}
+			if len(ts.pins) != 0 {
+				t.Errorf("block %v: pins left %v", block, ts.pins)
 			}
 		})
 	}
