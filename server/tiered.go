@@ -71,8 +71,9 @@ package server
 //     Commands that read no bytes run with Find's loading off.
 //   - DB.Find's blocking load (tiered_sync_loads) is left to one path that
 //     can neither wait nor fail: SORT with offloaded patterns in a script
-//     confined to a shard that has written already (or runs inside EXEC,
-//     so cannot move to a coordinator).
+//     confined to a shard that has written already, or that runs inside
+//     an EXEC confined to the shard (which cannot hand the script to a
+//     coordinator).
 //   - Snapshots: BGSAVE and SAVE (both formats) and full syncs read
 //     offloaded strings asynchronously through the snapshot's Loader
 //     (tierLoader; the bucket waits DelayedPending). DEBUG RELOAD, which
