@@ -62,6 +62,10 @@ func init() { typeFamilies = append(typeFamilies, sortCommands) }
 
 const errSortScore = "ERR One or more scores can't be converted into double"
 
+// errSortDemoted: a SORT inline in a script stopped it to run it again
+// on a coordinator (resolve); nobody sees this reply.
+const errSortDemoted = "ERR SORT: script moved to a coordinator"
+
 func sortCommands() []*Command {
 	return []*Command{
 		{Name: "sort", Arity: -2, Flags: FlagWrite | FlagDenyOOM, KeyPositions: sortKeys,
@@ -196,15 +200,27 @@ func isHashSign(pat []byte) bool {
 // With tiering and r not nil, an offloaded string is read asynchronously
 // (shard.Tier.Read: the bytes it has now, whatever happens to it later)
 // and resolve reports true; ref.val is set when r.wg is done, which the
-// coordinator waits for before it uses the value. With r nil (a SORT run
-// inline on a shard goroutine, inside a script confined to a shard, which
-// cannot wait for a read) Find loads it, blocking: the one synchronous
-// path left here.
+// coordinator waits for before it uses the value. A SORT run inline on a
+// shard goroutine (inside a script confined to a shard) cannot wait for a
+// read: it stops the script, which runs again on a coordinator (r.inline,
+// scriptRun.demote), or, when the script has written already (or r is
+// nil), Find loads the value, blocking: the one synchronous path left.
 func (ref *patternRef) resolve(s *shard.Shard, db *shard.DB, r *sortReads) (async bool) {
 	ref.done = true
 	var v *shard.Value
 	if r != nil {
 		_, v = db.FindMeta(ref.key)
+		if v != nil && v.IsExternal() && r.inline {
+			if r.demoted.Load() || r.demote() {
+				r.demoted.Store(true) // the result is not used
+				return false
+			}
+			_, v = db.Find(ref.key)
+			if v != nil && v.IsExternal() {
+				r.failed.Store(true) // its load failed; inline, nothing is read asynchronously
+				return false
+			}
+		}
 	} else {
 		_, v = db.Find(ref.key)
 	}
@@ -247,9 +263,13 @@ type sortReads struct {
 	wg     sync.WaitGroup
 	failed atomic.Bool // a read failed: the command fails
 	issued int         // reads issued by the key's shard's steps (read between steps)
+	// inline: the SORT runs on a shard goroutine, in a script that may
+	// still be demoted (demote, the script's scriptRun.demote); demoted:
+	// it was, the SORT stops.
+	inline  bool
+	demote  func() bool
+	demoted atomic.Bool
 }
-
-const errSortTierRead = "ERR tiered storage: failed to read an offloaded value"
 
 type sortItem struct {
 	elem  []byte
@@ -630,6 +650,8 @@ func sortCommand(x *Coord, readonly bool) {
 	var r *sortReads
 	if x.Srv.tiered != nil && x.local == nil {
 		r = &sortReads{}
+	} else if x.Srv.tiered != nil && x.script != nil {
+		r = &sortReads{inline: true, demote: x.script.demote}
 	}
 	done, loaded := false, false
 	for {
@@ -656,9 +678,14 @@ func sortCommand(x *Coord, readonly bool) {
 		}
 		r.wg.Wait()
 	}
+	if r != nil && r.demoted.Load() {
+		t.Finish(nil)
+		x.W.Error(errSortDemoted) // discarded: the script runs again on a coordinator
+		return
+	}
 	if r != nil && r.failed.Load() {
 		t.Finish(nil)
-		x.W.Error(errSortTierRead)
+		x.W.Error(errTierRead)
 		return
 	}
 	if j.errText != "" {
@@ -672,7 +699,11 @@ func sortCommand(x *Coord, readonly bool) {
 		t.Finish(nil)
 		j.advance(remoteResolver(x, r))
 		if r != nil && r.failed.Load() {
-			x.W.Error(errSortTierRead)
+			x.W.Error(errTierRead)
+			return
+		}
+		if r != nil && r.demoted.Load() {
+			x.W.Error(errSortDemoted)
 			return
 		}
 		if o.store != nil && !j.convErr {

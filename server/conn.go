@@ -503,6 +503,7 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 	}
 	b.idx = b.idx[:0]
 	b.pos = 0
+	b.dropMine() // tiered.go
 	inline := b.inline
 	b.inline = false
 	b.c.complete(inline)

@@ -26,6 +26,10 @@ type Coord struct {
 	// canRetry: an inline script may hand itself over to a coordinator
 	// (see cmdEvalShard); demoted: it did.
 	canRetry, demoted bool
+	// script: the inline run (on local's goroutine) of the script this
+	// command belongs to, which may still hand itself over to a
+	// coordinator (scriptRun.demote); nil otherwise.
+	script *scriptRun
 	// outer: the transaction an inTx command runs within (EXEC's, a
 	// script's), whose journal parts its steps record into.
 	outer *tx.Tx
@@ -40,10 +44,12 @@ func (x *Coord) run(c *Conn) {
 	} else {
 		// tiered.go: offloaded values it reads are loaded first, and stay
 		// in memory until it is done.
-		pinned := x.tierPreload()
-		x.cmd.Multi(x)
+		pinned, ok := x.tierPreload()
+		if ok {
+			x.cmd.Multi(x)
+		}
 		if pinned != nil {
-			x.tierUnpin(pinned)
+			pinned.unpin()
 		}
 	}
 	c.complete(false)

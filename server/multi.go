@@ -296,7 +296,8 @@ func (x *Coord) execQueued(t *tx.Tx, q queued) {
 			e.runQueued(cmd)
 		})
 	case cmd.Multi != nil:
-		inner := &Coord{Srv: x.Srv, Conn: c, DB: q.db, Args: q.args, W: x.W, cmd: cmd, inTx: true, local: x.local, outer: t}
+		inner := &Coord{Srv: x.Srv, Conn: c, DB: q.db, Args: q.args, W: x.W, cmd: cmd, inTx: true, local: x.local, outer: t,
+			script: x.script}
 		cmd.Multi(inner)
 	default:
 		x.W.Error("CROSSSLOT Keys in request don't hash to the same slot")

@@ -215,40 +215,71 @@ func (s *Server) serialize(t *tx.Tx) []shardSnapshot {
 }
 
 func serializeShard(sh *shard.Shard) shardSnapshot {
-	ss := shardSnapshot{dbs: make([][]byte, len(sh.DBs)), keys: make([]uint64, len(sh.DBs)),
-		expires: make([]uint64, len(sh.DBs)), writes: sh.Stats.Writes}
-	e := rdb.NewEncoder(nil)
-	now := sh.Now()
-	for i, db := range sh.DBs {
-		if db.Len() == 0 {
-			continue
-		}
-		var cursor uint64
-		for {
-			cursor = db.Table.Traverse(cursor, func(it shard.Iterator) {
-				var m rdb.Meta
-				if at, ok := db.ExpireAt(it); ok {
-					if at <= now {
-						return // logically expired, not yet swept
-					}
-					m.ExpireAt = at
-					ss.expires[i]++
-				}
-				ss.keys[i]++
-				// tierView: offloaded strings read synchronously (tiered.go).
-				encodeValue(e, []byte(db.Table.Key(it)), tierView(sh, e, db.Table.Value(it)), m)
-			})
-			if cursor == 0 {
-				break
-			}
-		}
-		if err := e.Err(); err != nil {
-			ss.err = err
-			return ss
-		}
-		ss.dbs[i] = e.TakeBytes()
+	w := newShardEncoder(sh)
+	w.view = func(v *shard.Value) *shard.Value { return tierView(sh, w.e, v) }
+	for w.bucket() {
 	}
-	return ss
+	return w.ss
+}
+
+// shardEncoder encodes a shard's databases a bucket at a time.
+type shardEncoder struct {
+	sh     *shard.Shard
+	ss     shardSnapshot
+	e      *rdb.Encoder
+	now    int64
+	db     int    // the database being encoded
+	cursor uint64 // its next bucket
+	// view is v with its bytes in memory (offloaded strings).
+	view func(v *shard.Value) *shard.Value
+}
+
+func newShardEncoder(sh *shard.Shard) *shardEncoder {
+	return &shardEncoder{sh: sh, e: rdb.NewEncoder(nil), now: sh.Now(),
+		ss: shardSnapshot{dbs: make([][]byte, len(sh.DBs)), keys: make([]uint64, len(sh.DBs)),
+			expires: make([]uint64, len(sh.DBs)), writes: sh.Stats.Writes}}
+}
+
+// current is the database whose bucket comes next, nil when all are done
+// (or encoding failed).
+func (w *shardEncoder) current() *shard.DB {
+	for w.ss.err == nil && w.db < len(w.sh.DBs) {
+		if db := w.sh.DBs[w.db]; db.Len() > 0 {
+			return db
+		}
+		w.db++
+	}
+	return nil
+}
+
+// bucket encodes the next bucket; false when there was none left.
+func (w *shardEncoder) bucket() bool {
+	db := w.current()
+	if db == nil {
+		return false
+	}
+	i := w.db
+	w.cursor = db.Table.Traverse(w.cursor, func(it shard.Iterator) {
+		var m rdb.Meta
+		if at, ok := db.ExpireAt(it); ok {
+			if at <= w.now {
+				return // logically expired, not yet swept
+			}
+			m.ExpireAt = at
+			w.ss.expires[i]++
+		}
+		w.ss.keys[i]++
+		encodeValue(w.e, []byte(db.Table.Key(it)), w.view(db.Table.Value(it)), m)
+	})
+	if w.cursor == 0 {
+		if err := w.e.Err(); err != nil {
+			w.ss.err = err
+			return false
+		}
+		w.ss.dbs[i] = w.e.TakeBytes()
+		w.db++
+	}
+	return true
 }
 
 // writeSnapshot writes the file: header, AUX fields, then database by
@@ -451,7 +482,13 @@ func debugReload(x *Coord) {
 	t := x.Tx()
 	t.AddAllShards()
 	t.Lock()
-	err := s.writeSnapshot(s.serialize(t))
+	var snap []shardSnapshot
+	if s.tiered != nil && x.local == nil {
+		snap = s.serializeAsync(t) // offloaded strings read without blocking a shard (tiered.go)
+	} else {
+		snap = s.serialize(t)
+	}
+	err := s.writeSnapshot(snap)
 	if err != nil {
 		t.Finish(nil)
 		x.W.Error("ERR Error trying to save the DB: " + err.Error())

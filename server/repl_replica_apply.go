@@ -231,12 +231,41 @@ func setMasterApply(on bool) func(*shard.Shard) {
 // applyCoord runs a command whose keys span shards (or that works on all
 // of them) with every shard locked, as one step of the history.
 func (a *replApplier) applyCoord(op *replica.Op, cmd *Command) {
+	pins := a.tierPreload(applyOp{cmd: cmd, db: op.DB, args: op.Args})
 	t := tx.New(a.s.shards)
 	t.AddAllShards()
 	t.Lock()
 	t.RunAll(setMasterApply(true))
 	a.runCoord(t, op.DB, op.Args, cmd)
 	t.Finish(setMasterApply(false))
+	if pins != nil {
+		pins.unpin()
+	}
+}
+
+// tierPreload (tiered.go): the offloaded values that the commands of a
+// multi-shard step read are loaded into memory first and pinned until
+// unpin (tierPins), the applier's goroutine waiting, so the shards find
+// them in memory under the step's locks. A failed read is tried again
+// (tierRetry) until it succeeds, as in loadDone. nil when there is
+// nothing to load.
+func (a *replApplier) tierPreload(cmds ...applyOp) *tierPins {
+	if a.s.tiered == nil {
+		return nil
+	}
+	p := &tierPins{srv: a.s}
+	for _, c := range cmds {
+		if c.cmd.Local == nil {
+			p.add(c.db, c.cmd, c.args)
+		}
+	}
+	if p.keys == nil {
+		return nil
+	}
+	for retries := 1; !p.load(); retries++ {
+		time.Sleep(tierRetry(retries))
+	}
+	return p
 }
 
 // runCoord runs one command inside t, which holds every shard.
@@ -309,6 +338,9 @@ func (a *replApplier) applyTx(ops []replica.Op) {
 	if len(cmds) == 0 {
 		return
 	}
+	if pins := a.tierPreload(cmds...); pins != nil {
+		defer pins.unpin()
+	}
 	t := tx.New(a.s.shards)
 	if parallel {
 		var pos []int
@@ -360,8 +392,10 @@ type applyBatch struct {
 	pos  int
 	w    resp.Writer
 	keys []shard.KeyLock
-	// loaded: the values of the command at pos were loaded (tiered.go).
-	loaded bool
+	// loaded: the values of the command at pos were loaded (tiered.go);
+	// retries: failed loads of them so far (loadDone).
+	loaded  bool
+	retries int
 }
 
 func (b *applyBatch) Run(s *shard.Shard) { b.exec(s, false) }
@@ -386,15 +420,14 @@ func (b *applyBatch) exec(s *shard.Shard, resumed bool) {
 		}
 		resumed = false
 		if t, ok := s.Tier().(*tierShard); ok && !b.loaded &&
-			t.applyLoad(s, op.cmd, op.db, op.args, func() { b.exec(s, false) }) {
+			t.applyLoad(s, op.cmd, op.db, op.args, func(failed bool) { b.loadDone(s, failed) }) {
 			// tiered.go: resumed (from this command, the locks checked
-			// again) once the offloaded values it reads are in memory;
-			// once only, so a failed read is not retried forever.
+			// again) once the offloaded values it reads are in memory.
 			b.loaded = true
 			s.MasterApply = false
 			return
 		}
-		b.loaded = false
+		b.loaded, b.retries = false, 0
 		e := Exec{S: s, DB: s.DBs[op.db], Args: op.args, W: &b.w, Srv: b.a.s, Conn: b.a.conn}
 		set := tierNoLoad(s, op.cmd, op.args) // tiered.go: SET, DEL ... leave offloaded values so
 		op.cmd.Shard(&e)
@@ -410,6 +443,22 @@ func (b *applyBatch) exec(s *shard.Shard, resumed bool) {
 	clear(b.ops)
 	b.ops, b.pos = b.ops[:0], 0
 	b.a.wg.Done()
+}
+
+// loadDone resumes the batch once the values of the command at pos are
+// loaded. When a read failed it loads them again later (tierRetry)
+// instead: the master's command must be applied, and on the value's bytes
+// (DB.Find's blocking load would leave a value it fails to read offloaded,
+// and the command would run on no bytes). The batch, and the applier
+// behind it, wait meanwhile.
+func (b *applyBatch) loadDone(s *shard.Shard, failed bool) {
+	if !failed {
+		b.exec(s, false)
+		return
+	}
+	b.loaded = false
+	b.retries++
+	time.AfterFunc(tierRetry(b.retries), func() { s.Send(tierFunc(func() { b.exec(s, false) })) })
 }
 
 func (b *applyBatch) LockKeys() ([]shard.KeyLock, bool) { return b.keys, false }

@@ -192,6 +192,23 @@ func (r *scriptRun) overBudget() {
 	r.cancel()
 }
 
+// demote stops an inline run that has not written, to run it again on a
+// coordinator, as overBudget does but without marking the script slow:
+// for a command that would otherwise block the shard's goroutine (SORT
+// meeting offloaded pattern values, cmd_sort.go). false when the run is
+// not inline or has written: the command must then go on inline.
+func (r *scriptRun) demote() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.active || !r.budgeted || r.wrote || r.killed.Load() {
+		return r.demoted.Load()
+	}
+	r.demoted.Store(true)
+	r.killed.Store(true)
+	r.cancel()
+	return true
+}
+
 // beginWrite records that the script is about to write; false when it has
 // been killed and must stop instead.
 func (r *scriptRun) beginWrite() bool {
@@ -411,6 +428,10 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 	// changed nothing — and run again on a coordinator (as are its later
 	// runs), where it holds only its keys.
 	run.begin(sha, x.local != nil && x.canRetry)
+	if x.local != nil && x.canRetry {
+		x.script = run // its commands may demote it (scriptRun.demote)
+		defer func() { x.script = nil }()
+	}
 	replyStart := len(x.W.Buf)
 	e.runMu.Lock()
 	e.running[run] = struct{}{}

@@ -673,7 +673,9 @@ func (vm *luaVM) call(L *lua.LState, raise bool) int {
 	if len(vm.pos) == 0 && write && sc.keyed && cmd.Local == nil {
 		return vm.fail(L, raise, errKeylessCall)
 	}
-	if write && !sc.run.beginWrite() {
+	// SORT without STORE (one key) writes nothing: not the script's first
+	// write, so the run may still be stopped (SCRIPT KILL, demote).
+	if write && !(cmd.Name == "sort" && len(vm.pos) == 1) && !sc.run.beginWrite() {
 		L.Error(vm.errorTable(msgScriptKill[len("ERR "):]), 1)
 	}
 	vm.exec(cmd, args)

@@ -10,8 +10,12 @@ package server
 //     values leave) above maxmemory (always, when maxmemory is 0), each
 //     shard runs a bounded step (~0.5 ms CPU, 1 MiB) that walks its
 //     tables and stashes strings of at least tiered_min_value_size bytes
-//     and at most 4 MiB (keys with a TTL under a minute are skipped) into
-//     a write job. The live heap is the one at the last GC minus the
+//     (keys with a TTL under a minute are skipped) into a write job. A
+//     string over 1 MiB (tierBigValue) is written a part per step instead,
+//     one such value at a time (tierBig), so no step copies more than
+//     about 1 MiB; the value is marked (shard.Value.Mark) and becomes
+//     external only if nothing changed it before its last part was
+//     written. The live heap is the one at the last GC minus the
 //     bytes offloaded since. With tiering the GC runs at GOGC 100 and a
 //     memory limit of 2 × maxmemory (cmd/dfly); free heap is returned to
 //     the OS after offloading. Values are not promoted back into memory
@@ -31,7 +35,11 @@ package server
 //     shard.Send). A read-only command then runs on the bytes in place and
 //     the value becomes external again afterwards (GET does not undo the
 //     offloading); any other command keeps the value in memory and frees
-//     its space. Commands that need no bytes (SET, DEL, EXISTS, TTL,
+//     its space, with a copy of the bytes (shared with other readers),
+//     but for a value over 1 MiB: that one is read by a private read of
+//     the batch (tiered.Store.ReadPrivate) whose bytes become the value,
+//     so no step copies a big value (nor allocates its buffer: the I/O
+//     pool does). Commands that need no bytes (SET, DEL, EXISTS, TTL,
 //     EXPIRE, STRLEN ...) run on the external value as it is.
 //   - Ordering: a read pins its segment (tiered.Store), and the batch
 //     retains the segments it read until it resumed, so space is reused
@@ -40,28 +48,42 @@ package server
 //     seen (a value no longer at the segment read is read anew).
 //   - A multi-shard command (coordinator) first has the offloaded values
 //     of its keys loaded into memory by their shards, asynchronously, and
-//     waits for that on its own goroutine (tierPreload); the keys stay
-//     pinned, never offloaded again, until the command is done (pin). For
-//     EXEC the keys are those of the queued commands, for a script its
-//     declared keys (the only ones it may touch); their nested commands
-//     then find every value in memory, and those that read no bytes run
-//     with Find's loading off (runQueued). A script or EXEC confined to
-//     one shard runs inside a batch, which loads all its keys first
+//     waits for that on its own goroutine (tierPreload, tierPins); the
+//     keys stay pinned, never offloaded again, until the command is done
+//     (pin). For EXEC the keys are those of the queued commands, for a
+//     script its declared keys (the only ones it may touch); their nested
+//     commands then find every value in memory, and those that read no
+//     bytes run with Find's loading off (runQueued). A read that fails
+//     fails the command (errTierRead), as in a batch, instead of leaving
+//     the value to Find's blocking load. A script or EXEC confined to one
+//     shard runs inside a batch, which loads all its keys first
 //     (tierBefore). SORT reads offloaded BY/GET pattern values
-//     asynchronously between its steps (cmd_sort.go).
+//     asynchronously between its steps (cmd_sort.go); inside a script
+//     confined to a shard, whose goroutine cannot wait, it stops the
+//     script if it has not written yet, which then runs again on a
+//     coordinator (scriptRun.demote).
 //   - A replica applying its master's single-shard commands loads the
 //     values a command reads first, parking its apply batch (applyLoad);
-//     commands that read no bytes run with Find's loading off.
-//   - DB.Find's blocking load (tiered_sync_loads) is left to: SORT with
-//     patterns inside a script confined to a shard (it runs on the shard
-//     goroutine, which cannot wait), a preload whose read failed (Find
-//     tries again), and the multi-shard transactions a replica applies
-//     (under locks of whole shards, from the replication goroutine).
+//     its multi-shard commands and transactions are preloaded and pinned
+//     like a coordinator's, the applier's goroutine waiting
+//     (replApplier.tierPreload). A failed read is tried again later
+//     (tierRetry), the apply waiting: the master's command cannot fail.
+//     Commands that read no bytes run with Find's loading off.
+//   - DB.Find's blocking load (tiered_sync_loads) is left to one path that
+//     can neither wait nor fail: SORT with offloaded patterns in a script
+//     confined to a shard that has written already, or that runs inside
+//     an EXEC confined to the shard (which cannot hand the script to a
+//     coordinator).
 //   - Snapshots: BGSAVE and SAVE (both formats) and full syncs read
 //     offloaded strings asynchronously through the snapshot's Loader
-//     (tierLoader; the bucket waits DelayedPending); DEBUG RELOAD and
-//     --debug_snapshot_reference read them synchronously on the shard
-//     goroutine (tierView, which says why).
+//     (tierLoader; the bucket waits DelayedPending). DEBUG RELOAD, which
+//     saves and loads under one lock of every shard, reads them ahead in
+//     rounds its coordinator waits for (serializeAsync). One debugging
+//     aid reads them synchronously on the shard goroutine (tierView):
+//     --debug_snapshot_reference, the dataset at a BGSAVE's cut, copied
+//     within the cut's step (to check the snapshot against), so it must
+//     be read at that instant; waiting for reads would let commands
+//     change the dataset first.
 
 import (
 	"bytes"
@@ -79,6 +101,7 @@ import (
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tiered"
+	"github.com/dfly/dfly/tx"
 )
 
 const (
@@ -88,10 +111,14 @@ const (
 	tierMinTTL      = 60 * 1000
 	tierPrefetchCmd = 64 // commands of a batch whose reads are issued together
 	tierErrBackoff  = time.Second
-	// tierMaxValue: bigger strings stay in memory, since stashing copies
-	// a value in one step (4 MiB is about a millisecond); copying bigger
-	// ones across steps is left to do.
-	tierMaxValue = 4 << 20
+	// tierBigValue: a bigger string is written a part of this size per
+	// step (tierBig) and loaded back without a copy (private reads), so
+	// no step copies more than this much of one value.
+	tierBigValue = tierStepBytes
+	// tierBigParts: parts of a big value in flight at once; tierMinPart:
+	// the smallest part but the last.
+	tierBigParts = 2
+	tierMinPart  = 64 << 10
 )
 
 // tieredState is the server's tiered storage, nil when off.
@@ -126,6 +153,7 @@ type tierShard struct {
 	idle        bool
 	idleWrites  uint64
 	writes      int              // jobs in flight
+	big         *tierBig         // the big value being written in parts
 	later       []tiered.Segment // space of flushed values, freed after the snapshot
 	hasLater    atomic.Bool
 	stashed     map[tierKey]struct{}
@@ -335,12 +363,11 @@ func (t *tierShard) logErr(err error) {
 
 // tierView is v with its bytes in memory: v itself, or for an offloaded
 // string a copy read synchronously: a blocking read on the shard
-// goroutine, for DEBUG RELOAD (which saves and loads under one lock of
-// every shard, so the dataset cannot change in between: the snapshot's
-// asynchronous path serves commands meanwhile) and
-// --debug_snapshot_reference (a debugging aid, taken inside the cut's
-// step). SAVE takes the asynchronous path (saveAtCut). A read error fails
-// e, so no file is written with a wrong value.
+// goroutine, for --debug_snapshot_reference (a debugging aid, taken
+// inside the cut's step) and serializeAsync's retry of a failed read.
+// SAVE and DEBUG RELOAD take asynchronous paths (saveAtCut,
+// serializeAsync). A read error fails e, so no file is written with a
+// wrong value.
 func tierView(sh *shard.Shard, e *rdb.Encoder, v *shard.Value) *shard.Value {
 	if !v.IsExternal() {
 		return v
@@ -377,7 +404,11 @@ func tierLoader(sh *shard.Shard) snapshot.Loader {
 		t.serialReads++
 		t.Read(v, func(data []byte, err error) {
 			if err == nil {
-				c.SetStr(bytes.Clone(data)) // data is shared with other readers
+				// Not copied: bytes of a shared read are never modified
+				// (tiered.Store.Read; only private reads' bytes are taken
+				// over) nor recycled (Recycle takes only bytes that went to
+				// a single ReadOwned callback, and this one is not).
+				c.SetStr(data)
 			} else {
 				t.logErr(err)
 			}
@@ -397,7 +428,7 @@ func (t *tierShard) Run(s *shard.Shard) {
 	if t.writes >= tierMaxWrites || time.Now().Before(t.backoff) {
 		return
 	}
-	if t.idle {
+	if t.idle && t.big == nil {
 		if t.changes() == t.idleWrites {
 			return
 		}
@@ -408,6 +439,9 @@ func (t *tierShard) Run(s *shard.Shard) {
 	minSize := t.srv.cfg.TieredMinValueSize
 	now := s.Now()
 	var staged int64
+	if t.big != nil {
+		staged = t.advanceBig(budget)
+	}
 	var full error
 	visits := 0
 	for staged < budget && full == nil {
@@ -418,7 +452,7 @@ func (t *tierShard) Run(s *shard.Shard) {
 		if db.Len() > 0 {
 			t.cursor = db.Table.Traverse(t.cursor, func(it shard.Iterator) {
 				v := db.Table.Value(it)
-				if full != nil || v.Type != shard.TypeString || v.IsExternal() || v.StrLen() < minSize || v.StrLen() > tierMaxValue {
+				if full != nil || v.Type != shard.TypeString || v.IsExternal() || v.StrLen() < minSize {
 					return
 				}
 				if v.HasExpire {
@@ -438,6 +472,20 @@ func (t *tierShard) Run(s *shard.Shard) {
 				if len(t.pins) > 0 && t.pins[k] > 0 {
 					t.passSkipped = true
 					return // see pin
+				}
+				if v.StrLen() > tierBigValue {
+					if t.big != nil {
+						t.passSkipped = true // one big value at a time
+						return
+					}
+					k.key = strings.Clone(k.key)
+					if err := t.startBig(k, v); err != nil {
+						full = err
+						t.passSkipped = true
+						return
+					}
+					t.passStaged++
+					return
 				}
 				k.key = strings.Clone(k.key)
 				if err := t.store.Stash(db.Index, k.key, v.Str()); err != nil {
@@ -471,6 +519,9 @@ func (t *tierShard) Run(s *shard.Shard) {
 			break
 		}
 	}
+	if t.big != nil && staged < budget {
+		staged += t.advanceBig(budget - staged) // started by the walk
+	}
 	if full != nil && full != tiered.ErrBusy { // busy: the file is being truncated, go on next step
 		t.logErr(full)
 		t.backoff = time.Now().Add(tierErrBackoff)
@@ -482,6 +533,106 @@ func (t *tierShard) Run(s *shard.Shard) {
 	if d := time.Since(start).Nanoseconds(); d > t.stepNanos {
 		t.stepNanos = d
 	}
+}
+
+// tierBig is a string too big to copy in one step, written a part per
+// step (tiered.BigWrite). Its value is marked (shard.Value.Mark) when the
+// write starts: while it is still marked and holds the same bytes (ptr,
+// length) it has not changed since, so the parts written so far are its
+// bytes. Invariant: the value becomes external only if it is unchanged
+// and unpinned when the last part is written; otherwise the space is
+// given back once no part is in flight (BigWrite.Abort).
+type tierBig struct {
+	w   *tiered.BigWrite
+	k   tierKey
+	ptr *byte
+}
+
+// startBig reserves space for v at k and marks it; advanceBig writes it.
+func (t *tierShard) startBig(k tierKey, v *shard.Value) error {
+	w, err := t.store.Reserve(uint32(v.StrLen()))
+	if err != nil {
+		return err
+	}
+	v.Mark()
+	t.big = &tierBig{w: w, k: k, ptr: unsafe.SliceData(v.Str())}
+	t.stashed[k] = struct{}{}
+	return nil
+}
+
+// bigValue is the value t.big writes, nil when it changed or is gone.
+func (t *tierShard) bigValue() *shard.Value {
+	b := t.big
+	v := t.sh.DBs[b.k.db].Peek(unsafe.Slice(unsafe.StringData(b.k.key), len(b.k.key)))
+	if v == nil || v.Type != shard.TypeString || v.IsExternal() || !v.Marked() ||
+		v.StrLen() != int(b.w.Seg.Len) || unsafe.SliceData(v.Str()) != b.ptr {
+		return nil
+	}
+	return v
+}
+
+// advanceBig hands up to budget bytes of the big value to the writer (at
+// most tierBigParts parts in flight), or ends the write when the value
+// changed, is pinned or a part failed. It returns the bytes copied.
+func (t *tierShard) advanceBig(budget int64) int64 {
+	b := t.big
+	v := t.bigValue()
+	if v == nil || b.w.Err != nil || (len(t.pins) > 0 && t.pins[b.k] > 0) {
+		t.endBig(nil)
+		return 0
+	}
+	var copied int64
+	for copied < budget && !b.w.Copied() && b.w.Pending() < tierBigParts {
+		// A step copies at most budget (below tierBigValue) and a small
+		// part past it.
+		n := min(b.w.Remaining(), max(budget-copied, tierMinPart))
+		off := int64(b.w.Seg.Len) - b.w.Remaining()
+		t.writes++
+		t.store.WritePart(b.w, v.Str()[off:off+n], func() { t.bigPartDone(b) })
+		copied += n
+	}
+	return copied
+}
+
+// bigPartDone runs when a part of b is written: it ends the write once
+// every part is, or queues the next step to copy more.
+func (t *tierShard) bigPartDone(b *tierBig) {
+	t.writes--
+	if t.big != b {
+		return // ended already
+	}
+	if b.w.Err != nil {
+		t.logErr(b.w.Err)
+		t.backoff = time.Now().Add(tierErrBackoff)
+		t.endBig(nil)
+		return
+	}
+	if b.w.Copied() {
+		if b.w.Pending() == 0 {
+			t.endBig(t.bigValue())
+		}
+		return
+	}
+	// More to copy: the next step need not wait for the ticker.
+	if t.budget.Load() > 0 && !t.queued.Swap(true) {
+		t.sh.Send(t)
+	}
+}
+
+// endBig ends t.big: v, the value fully written and unchanged, becomes
+// external unless pinned since (see pin); otherwise the space is freed.
+func (t *tierShard) endBig(v *shard.Value) {
+	b := t.big
+	t.big = nil
+	delete(t.stashed, b.k)
+	if v == nil || (len(t.pins) > 0 && t.pins[b.k] > 0) {
+		t.store.Abort(b.w)
+		return
+	}
+	t.srv.tiered.offloadedSinceGC.Add(int64(cap(v.Str())))
+	v.SetExternal(b.w.Seg.Off, b.w.Seg.Len)
+	t.entries++
+	t.bytes += int64(b.w.Seg.Len)
 }
 
 // changes counts what can make a value worth offloading: writes, and
@@ -523,14 +674,27 @@ func (t *tierShard) written(entries []tiered.Entry, err error) {
 
 // tierBatch is a shard batch's tiered state (in shardBatch).
 type tierBatch struct {
-	waiting int              // reads in flight
-	segs    []tiered.Segment // segments read and retained for the resume
-	owned   [][]byte         // bytes read for this batch alone (recycled)
-	temps   []tierTemp       // values a read-only command runs on in place
-	noLoad  bool             // the command runs with Find's loading off
+	waiting int           // reads in flight
+	segs    []tierSegRead // segments read and retained for the resume
+	owned   [][]byte      // bytes read for this batch alone (recycled)
+	mine    []tierMine    // bytes of private reads (takeMine)
+	temps   []tierTemp    // values a read-only command runs on in place
+	noLoad  bool          // the command runs with Find's loading off
 	pos     []int
 	locks   []shard.KeyLock
 	keys    []tierKeyRef
+}
+
+// tierSegRead is a read a parked batch issued.
+type tierSegRead struct {
+	seg     tiered.Segment
+	private bool
+}
+
+// tierMine is the bytes of a private read of seg at off.
+type tierMine struct {
+	off  int64
+	data []byte
 }
 
 // tierTemp: a value made in-memory for one read-only command, offloaded
@@ -642,7 +806,7 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 		b.tier.noLoad = true
 		return false, false
 	}
-	readOnly := p.multi == nil && p.cmd.Flags&FlagReadonly != 0
+	readOnly := readsOnly(p)
 	missing := false
 	for _, k := range keys {
 		v := k.db.Peek(k.key)
@@ -650,6 +814,21 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 			continue
 		}
 		seg := segOf(v)
+		if !readOnly && seg.Len > tierBigValue {
+			// Loaded without a copy: only bytes of a private read of this
+			// batch (mine) may become the value.
+			if data := b.takeMine(seg); data != nil {
+				t.loads++
+				t.Free(v) // deferred: the batch retains seg until it is done
+				v.SetStr(data)
+				continue
+			}
+			if t.failed[seg.Off] {
+				failed = true
+			}
+			missing = true
+			continue
+		}
 		data, ok := t.ready[seg.Off]
 		if !ok || len(data) != int(seg.Len) {
 			if t.failed[seg.Off] {
@@ -670,22 +849,25 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 	}
 	if failed {
 		b.tierAfter(s) // undo the in-place values of this command
-		p.reply.Error("ERR tiered storage: failed to read an offloaded value")
+		p.reply.Error(errTierRead)
 		return false, true
 	}
 	if !missing {
 		return false, false
 	}
 	b.tierAfter(s)
+	b.dropMine() // read for the previous resume; its segments are released
 	// Issue the reads of this command and of the next ones in the batch.
 	for i := b.pos; i < len(b.idx) && i < b.pos+tierPrefetchCmd; i++ {
 		q := &b.c.cmds[b.idx[i]]
 		if i > b.pos && !needsBytes(q) {
 			continue
 		}
+		ro := readsOnly(q)
 		for _, k := range b.tierKeys(s, q) {
 			if v := k.db.Peek(k.key); v != nil && v.IsExternal() {
-				b.tierRead(s, t, segOf(v))
+				seg := segOf(v)
+				b.tierRead(s, t, seg, !ro && seg.Len > tierBigValue)
 			}
 		}
 	}
@@ -693,20 +875,32 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 	return true, false
 }
 
-// tierRead reads seg for the parked batch, once per segment.
-func (b *shardBatch) tierRead(s *shard.Shard, t *tierShard, seg tiered.Segment) {
+// readsOnly: p is a read-only command (not EXEC), which runs on the bytes
+// read in place. PFCOUNT is flagged read-only but writes its cache into
+// the value's bytes (after DB.Mutate): it loads the value instead, so the
+// bytes of a shared read are never modified (see tierLoader).
+func readsOnly(p *pending) bool {
+	return p.multi == nil && p.cmd.Flags&FlagReadonly != 0 && p.cmd.Name != "pfcount"
+}
+
+// tierRead reads seg for the parked batch, once per segment and kind:
+// private (a big value a command loads into memory, which takes the bytes
+// over: tiered.Store.ReadPrivate) or shared with other readers.
+func (b *shardBatch) tierRead(s *shard.Shard, t *tierShard, seg tiered.Segment, private bool) {
 	for _, g := range b.tier.segs {
-		if g.Off == seg.Off {
+		if g.seg.Off == seg.Off && g.private == private {
 			return
 		}
 	}
-	b.tier.segs = append(b.tier.segs, seg)
+	b.tier.segs = append(b.tier.segs, tierSegRead{seg, private})
 	b.tier.waiting++
 	t.store.Retain(seg)
-	t.store.ReadOwned(seg, func(data []byte, shared bool, err error) {
+	done := func(data []byte, shared bool, err error) {
 		if err != nil {
 			t.logErr(err)
 			t.failed[seg.Off] = true
+		} else if private {
+			b.tier.mine = append(b.tier.mine, tierMine{seg.Off, data})
 		} else {
 			t.ready[seg.Off] = data
 			if !shared {
@@ -723,16 +917,45 @@ func (b *shardBatch) tierRead(s *shard.Shard, t *tierShard, seg tiered.Segment) 
 		// connection at once: only locals are used after it.
 		b.exec(s, false)
 		for _, g := range segs {
-			delete(t.ready, g.Off) // a batch that still waits for g reads it again
-			delete(t.failed, g.Off)
-			t.store.Release(g)
+			delete(t.ready, g.seg.Off) // a batch that still waits for g reads it again
+			delete(t.failed, g.seg.Off)
+			t.store.Release(g.seg)
 		}
 		// Nothing holds the bytes only this batch was given: temporary
 		// values were made external again, loaded ones and replies copied.
 		for _, data := range owned {
 			t.store.Recycle(data)
 		}
-	})
+	}
+	if private {
+		t.store.ReadPrivate(seg, func(data []byte, err error) { done(data, false, err) })
+	} else {
+		t.store.ReadOwned(seg, done)
+	}
+}
+
+// takeMine takes over the bytes of seg that a private read of this batch
+// brought (nil if none). They are valid while the batch retains seg: mine
+// is emptied before the batch parks again (dropMine) and when it
+// completes, and the resume that filled it releases its segments only
+// after it ran (tierRead), so the bytes found are those of the value
+// still at seg.
+func (b *shardBatch) takeMine(seg tiered.Segment) []byte {
+	for i, m := range b.tier.mine {
+		if m.off == seg.Off && len(m.data) == int(seg.Len) {
+			b.tier.mine = append(b.tier.mine[:i], b.tier.mine[i+1:]...)
+			return m.data
+		}
+	}
+	return nil
+}
+
+// dropMine forgets the private bytes not taken over.
+func (b *shardBatch) dropMine() {
+	if len(b.tier.mine) > 0 {
+		clear(b.tier.mine)
+		b.tier.mine = b.tier.mine[:0]
+	}
 }
 
 // tierAfter runs after a command that tierBefore prepared: values a
@@ -848,72 +1071,119 @@ type tierDBKey struct {
 	key string // a copy: unpin runs after the command's arguments are reused
 }
 
-// tierPreload loads the offloaded values of a coordinated command's keys
-// into memory before it runs: each shard pins the keys (see pin), issues
-// the reads and stores the bytes when they arrive; the coordinator waits
-// (never a shard). The keys of EXEC are those of its queued commands
-// (nested commands of EXEC and scripts run inTx and preload nothing: the
-// outer command did). It returns the pinned keys by shard, for tierUnpin
-// once the command is done.
-func (x *Coord) tierPreload() [][]tierDBKey {
-	ts := x.Srv.tiered
-	if ts == nil || x.local != nil || x.inTx {
-		return nil
+// tierPins are the keys whose string bytes a coordinated command reads,
+// by shard: load loads their offloaded values into memory and pins them
+// (see pin) until unpin, each shard issuing the reads and storing the
+// bytes when they arrive while the caller waits on its own goroutine
+// (never a shard's).
+type tierPins struct {
+	srv    *Server
+	keys   [][]tierDBKey
+	pos    []int
+	pinned bool        // load pinned the keys
+	failed atomic.Bool // a read failed: the value stays offloaded
+}
+
+// tierRetry is how long a replica waits before loading again values whose
+// read failed (the retries-th time).
+func tierRetry(retries int) time.Duration {
+	return min(time.Duration(retries)*100*time.Millisecond, time.Second)
+}
+
+// add adds the keys cmd reads the bytes of.
+func (p *tierPins) add(db int, cmd *Command, args [][]byte) {
+	if !cmdNeedsBytes(cmd, args) {
+		return
 	}
-	var keys [][]tierDBKey
-	var pos []int
-	add := func(db int, cmd *Command, args [][]byte) {
-		if !cmdNeedsBytes(cmd, args) {
-			return
+	p.pos = cmd.keys(p.pos[:0], args)
+	for _, i := range p.pos {
+		if p.keys == nil {
+			p.keys = make([][]tierDBKey, len(p.srv.shards))
 		}
-		pos = cmd.keys(pos[:0], args)
-		for _, i := range pos {
-			if keys == nil {
-				keys = make([][]tierDBKey, len(ts.shards))
+		sid := p.srv.ShardOf(args[i])
+		p.keys[sid] = append(p.keys[sid], tierDBKey{db, string(args[i])})
+	}
+}
+
+// load pins the keys (on its first call) and loads their values, waiting
+// until they are in memory; false when a read failed (the command must
+// then not run: its value is still offloaded, and only a blocking load
+// would read it). It may be called again.
+func (p *tierPins) load() bool {
+	var wg sync.WaitGroup
+	pin := !p.pinned
+	p.pinned = true
+	p.failed.Store(false)
+	for sid, ks := range p.keys {
+		if len(ks) == 0 {
+			continue
+		}
+		wg.Add(1)
+		t := p.srv.tiered.shards[sid]
+		t.sh.Send(tierFunc(func() {
+			if pin {
+				t.pin(ks)
 			}
-			sid := x.Srv.ShardOf(args[i])
-			keys[sid] = append(keys[sid], tierDBKey{db, string(args[i])})
-		}
+			t.load(ks, func(failed bool) {
+				if failed {
+					p.failed.Store(true)
+				}
+				wg.Done()
+			})
+		}))
 	}
+	wg.Wait()
+	return !p.failed.Load()
+}
+
+// unpin unpins what load pinned. The command is done: every step of its
+// transactions ran (Tx.Run and Finish wait for them), so each shard
+// unpins after the command's last read there.
+func (p *tierPins) unpin() {
+	for sid, ks := range p.keys {
+		if len(ks) == 0 {
+			continue
+		}
+		t := p.srv.tiered.shards[sid]
+		t.sh.Send(tierFunc(func() { t.unpin(ks) }))
+	}
+}
+
+// errTierRead is the reply of a command whose offloaded value could not
+// be read.
+const errTierRead = "ERR tiered storage: failed to read an offloaded value"
+
+// tierPreload loads the offloaded values of a coordinated command's keys
+// into memory before it runs (tierPins). The keys of EXEC are those of its
+// queued commands (nested commands of EXEC and scripts run inTx and
+// preload nothing: the outer command did). It returns the pinned keys, for
+// unpin once the command is done, nil when none; ok=false when a read
+// failed (the error is written, the command must not run).
+func (x *Coord) tierPreload() (pins *tierPins, ok bool) {
+	if x.Srv.tiered == nil || x.local != nil || x.inTx {
+		return nil, true
+	}
+	p := &tierPins{srv: x.Srv}
 	if x.cmd.Name == "exec" {
 		// The connection's loop waits for EXEC: its state is ours.
 		if m := x.Conn.multi; m != nil && !m.dirty {
 			for _, q := range m.cmds {
 				if q.cmd.Local == nil {
-					add(q.db, q.cmd, q.args)
+					p.add(q.db, q.cmd, q.args)
 				}
 			}
 		}
 	} else {
-		add(x.DB, x.cmd, x.Args)
+		p.add(x.DB, x.cmd, x.Args)
 	}
-	if keys == nil {
-		return nil
+	if p.keys == nil {
+		return nil, true
 	}
-	var wg sync.WaitGroup
-	for sid, ks := range keys {
-		if len(ks) == 0 {
-			continue
-		}
-		wg.Add(1)
-		t := ts.shards[sid]
-		t.sh.Send(tierFunc(func() { t.preload(ks, wg.Done) }))
+	if !p.load() {
+		x.W.Error(errTierRead)
+		return p, false
 	}
-	wg.Wait()
-	return keys
-}
-
-// tierUnpin unpins what tierPreload pinned. The command is done: every
-// step of its transactions ran (Tx.Run and Finish wait for them), so each
-// shard unpins after the command's last read there.
-func (x *Coord) tierUnpin(keys [][]tierDBKey) {
-	for sid, ks := range keys {
-		if len(ks) == 0 {
-			continue
-		}
-		t := x.Srv.tiered.shards[sid]
-		t.sh.Send(tierFunc(func() { t.unpin(ks) }))
-	}
+	return p, true
 }
 
 // pin keeps the values of keys in memory until unpin: the offload walk
@@ -939,18 +1209,12 @@ func (t *tierShard) unpin(keys []tierDBKey) {
 	t.unpins++ // the walk may have passed over them: not idle
 }
 
-// preload pins keys and loads them (load).
-func (t *tierShard) preload(keys []tierDBKey, done func()) {
-	t.pin(keys)
-	t.load(keys, done)
-}
-
 // applyLoad: a replica about to apply a command of its master that reads
 // the string bytes of offloaded values loads them first, like tierPreload.
 // It reports whether it issued reads; then done runs once they are loaded
 // (on the shard goroutine, in the same message, so they are still in
-// memory when done applies the command).
-func (t *tierShard) applyLoad(s *shard.Shard, cmd *Command, db int, args [][]byte, done func()) bool {
+// memory when done applies the command), failed when one is not.
+func (t *tierShard) applyLoad(s *shard.Shard, cmd *Command, db int, args [][]byte, done func(failed bool)) bool {
 	if t.entries == 0 || !cmdNeedsBytes(cmd, args) {
 		return false
 	}
@@ -968,10 +1232,11 @@ func (t *tierShard) applyLoad(s *shard.Shard, cmd *Command, db int, args [][]byt
 }
 
 // load reads the offloaded values among keys and loads them into memory,
-// then calls done (on the shard goroutine, possibly at once).
-func (t *tierShard) load(keys []tierDBKey, done func()) {
+// then calls done (on the shard goroutine, possibly at once); failed: a
+// value is still offloaded because its read failed.
+func (t *tierShard) load(keys []tierDBKey, done func(failed bool)) {
 	if t.entries == 0 {
-		done()
+		done(false)
 		return
 	}
 	var segs []tiered.Segment
@@ -981,28 +1246,36 @@ func (t *tierShard) load(keys []tierDBKey, done func()) {
 		}
 	}
 	if len(segs) == 0 {
-		done()
+		done(false)
 		return
 	}
 	data := make(map[int64][]byte, len(segs))
 	var read []tiered.Segment // each segment once (a key may be named twice)
 	waiting := 0
+	failed := false
 	finish := func() {
 		for _, k := range keys {
 			v := t.sh.DBs[k.db].Peek(unsafe.Slice(unsafe.StringData(k.key), len(k.key)))
 			if v == nil || !v.IsExternal() {
 				continue
 			}
-			if b, ok := data[segOf(v).Off]; ok && len(b) == v.StrLen() {
+			// Not read: its read failed (a key of a preload is pinned, so
+			// it cannot be offloaded again at another segment meanwhile).
+			b, ok := data[segOf(v).Off]
+			failed = failed || !ok
+			if ok && len(b) == v.StrLen() {
 				t.loads++
 				t.Free(v) // deferred until the Release below
-				v.SetStr(bytes.Clone(b))
+				if len(b) <= tierBigValue {
+					b = bytes.Clone(b) // shared with other readers
+				}
+				v.SetStr(b) // a big value's bytes are a private read's
 			}
 		}
 		for _, g := range read {
 			t.store.Release(g)
 		}
-		done()
+		done(failed)
 	}
 	for _, g := range segs {
 		if _, dup := data[g.Off]; dup {
@@ -1012,7 +1285,7 @@ func (t *tierShard) load(keys []tierDBKey, done func()) {
 		read = append(read, g)
 		waiting++
 		t.store.Retain(g)
-		t.store.Read(g, func(b []byte, err error) {
+		cb := func(b []byte, err error) {
 			if err != nil {
 				t.logErr(err)
 				delete(data, g.Off)
@@ -1022,6 +1295,145 @@ func (t *tierShard) load(keys []tierDBKey, done func()) {
 			if waiting--; waiting == 0 {
 				finish()
 			}
-		})
+		}
+		if g.Len > tierBigValue {
+			t.store.ReadPrivate(g, cb) // taken over by finish, not copied
+		} else {
+			t.store.Read(g, cb)
+		}
 	}
+}
+
+// tierPrefetchBytes bounds the offloaded bytes a shard reads ahead for
+// serializeAsync in one round.
+const tierPrefetchBytes = 8 << 20
+
+// serializeAsync is serialize (DEBUG RELOAD) with tiering, run by a
+// caller that may wait (not a shard goroutine) while t holds every shard:
+// in rounds, each shard encodes buckets until it meets one holding
+// offloaded strings not read yet, issues the reads of those and of the
+// next buckets' (up to tierPrefetchBytes), and the caller waits for them
+// before the next round; no shard goroutine blocks on a read. The bytes
+// are read as the values are when read: t keeps commands out, and a
+// value offloaded (or expired) between rounds is read then (or skipped).
+func (s *Server) serializeAsync(t *tx.Tx) []shardSnapshot {
+	ws := make([]*tierEncoder, len(s.shards))
+	t.RunAll(func(sh *shard.Shard) { ws[sh.ID] = newTierEncoder(sh) })
+	for {
+		var wg sync.WaitGroup
+		var more atomic.Bool
+		t.RunAll(func(sh *shard.Shard) {
+			if ws[sh.ID].round(&wg) {
+				more.Store(true)
+			}
+		})
+		wg.Wait()
+		if !more.Load() {
+			break
+		}
+	}
+	snap := make([]shardSnapshot, len(s.shards))
+	t.RunAll(func(sh *shard.Shard) { snap[sh.ID] = ws[sh.ID].finish() })
+	return snap
+}
+
+// tierEncoder is a shardEncoder whose offloaded strings are read ahead.
+type tierEncoder struct {
+	w     *shardEncoder
+	t     *tierShard
+	ready map[int64][]byte // bytes read, by offset; retained until used
+	segs  []tiered.Segment // segments retained
+}
+
+func newTierEncoder(sh *shard.Shard) *tierEncoder {
+	x := &tierEncoder{w: newShardEncoder(sh), t: sh.Tier().(*tierShard), ready: map[int64][]byte{}}
+	x.w.view = x.view
+	return x
+}
+
+// view is v with its bytes: those read ahead, else read blocking (the
+// read failed: tierView fails the encoder).
+func (x *tierEncoder) view(v *shard.Value) *shard.Value {
+	if !v.IsExternal() {
+		return v
+	}
+	seg := segOf(v)
+	if data, ok := x.ready[seg.Off]; ok && len(data) == int(seg.Len) {
+		delete(x.ready, seg.Off)
+		c := *v
+		c.SetStr(data) // a shared read's bytes, never modified
+		return &c
+	}
+	return tierView(x.w.sh, x.w.e, v)
+}
+
+// missing reports whether the next bucket holds an offloaded string not
+// read yet.
+func (x *tierEncoder) missing(db *shard.DB) bool {
+	found := false
+	db.Table.Traverse(x.w.cursor, func(it shard.Iterator) {
+		if v := db.Table.Value(it); v.IsExternal() {
+			if _, ok := x.ready[segOf(v).Off]; !ok {
+				found = true
+			}
+		}
+	})
+	return found
+}
+
+// round encodes buckets until one needs reads, issues them (wg is done
+// when they are back) and reports true; false when the shard is encoded.
+func (x *tierEncoder) round(wg *sync.WaitGroup) bool {
+	for {
+		db := x.w.current()
+		if db == nil {
+			return false
+		}
+		if x.missing(db) {
+			x.fetch(db, wg)
+			return true
+		}
+		x.w.bucket()
+	}
+}
+
+// fetch reads the offloaded strings of the next buckets of db, up to
+// tierPrefetchBytes (at least those of the next bucket).
+func (x *tierEncoder) fetch(db *shard.DB, wg *sync.WaitGroup) {
+	var n int64
+	for cursor := x.w.cursor; ; {
+		cursor = db.Table.Traverse(cursor, func(it shard.Iterator) {
+			v := db.Table.Value(it)
+			if !v.IsExternal() {
+				return
+			}
+			seg := segOf(v)
+			if _, ok := x.ready[seg.Off]; ok {
+				return
+			}
+			x.ready[seg.Off] = nil // being read
+			n += int64(seg.Len)
+			x.segs = append(x.segs, seg)
+			x.t.store.Retain(seg) // until finish: space not reused while read ahead
+			x.t.serialReads++
+			wg.Add(1)
+			x.t.store.Read(seg, func(data []byte, err error) {
+				if err == nil {
+					x.ready[seg.Off] = data
+				} // else left nil, not read again here: view reads it blocking, and fails
+				wg.Done()
+			})
+		})
+		if cursor == 0 || n >= tierPrefetchBytes {
+			return
+		}
+	}
+}
+
+// finish releases the segments read ahead and returns the records.
+func (x *tierEncoder) finish() shardSnapshot {
+	for _, g := range x.segs {
+		x.t.store.Release(g)
+	}
+	return x.w.ss
 }

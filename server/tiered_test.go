@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math/rand"
 	"strconv"
 	"sync"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tiered"
 )
@@ -299,7 +301,7 @@ func TestTieredPinnedStaysInMemory(t *testing.T) {
 	offload(t, srv, ts)
 	pinA := []tierDBKey{{0, "a"}}
 	done := make(chan struct{})
-	srv.OnShard(0, func(*shard.Shard) { ts.preload(pinA, func() { close(done) }) })
+	srv.OnShard(0, func(*shard.Shard) { ts.pin(pinA); ts.load(pinA, func(bool) { close(done) }) })
 	<-done
 	// c: stashed and its write in flight when it is pinned.
 	pinC := []tierDBKey{{0, "c"}}
@@ -373,4 +375,194 @@ func TestTieredSkippedValueKeepsWalkAwake(t *testing.T) {
 			t.Errorf("a left in memory: the walk went idle (idle %v)", ts.idle)
 		}
 	})
+}
+
+// bigVal is a string of n pseudo-random bytes.
+func bigVal(n int, seed int64) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewSource(seed))
+	r.Read(b)
+	return b
+}
+
+// TestTieredBigValueInParts: a string bigger than a step's budget is
+// written a part per step (never more than tierBigValue copied in a step)
+// and becomes external once every part is written. One changed in place,
+// replaced or deleted meanwhile is not made external with the bytes it
+// had (its space is freed and the new bytes written anew); one pinned
+// meanwhile stays in memory.
+func TestTieredBigValueInParts(t *testing.T) {
+	srv, ts, f := tierServer(t)
+	val, val2 := bigVal(5<<20+3, 1), bigVal(5<<20+3, 2)
+	step := func() (copied int64) {
+		srv.OnShard(0, func(s *shard.Shard) {
+			ts.backoff, ts.idle = time.Time{}, false
+			ts.budget.Store(1 << 30)
+			before := ts.big
+			var rem int64
+			if before != nil {
+				rem = before.w.Remaining()
+			}
+			ts.Run(s)
+			if ts.big != nil {
+				if ts.big != before {
+					rem = int64(ts.big.w.Seg.Len)
+				}
+				copied = rem - ts.big.w.Remaining()
+			}
+		})
+		return copied
+	}
+	for _, change := range []string{"none", "setrange", "replace", "delete", "pin"} {
+		want := val
+		srv.OnShard(0, func(s *shard.Shard) {
+			s.DBs[0].Flush()
+			s.DBs[0].Insert([]byte("big"), shard.NewString(val))
+		})
+		if n := step(); n <= 0 || n > tierBigValue {
+			t.Fatalf("%s: first step copied %d bytes, want 1..%d", change, n, tierBigValue)
+		}
+		srv.OnShard(0, func(s *shard.Shard) {
+			db := s.DBs[0]
+			switch change {
+			case "setrange": // an in-place edit of bytes already written
+				it, _ := db.Find([]byte("big"))
+				db.Mutate(it).Str()[0] ^= 0xff
+				want = append([]byte{val[0] ^ 0xff}, val[1:]...)
+			case "replace":
+				db.Set([]byte("big"), shard.NewString(val2), false)
+				want = val2
+			case "delete":
+				db.Delete(db.Table.Find("big"))
+			case "pin":
+				ts.pin([]tierDBKey{{0, "big"}})
+			}
+		})
+		for i := 0; i < 30; i++ {
+			if n := step(); n > tierBigValue {
+				t.Fatalf("%s: a step copied %d bytes", change, n)
+			}
+			waitWrites(t, srv, ts)
+		}
+		srv.OnShard(0, func(s *shard.Shard) {
+			v := s.DBs[0].Peek([]byte("big"))
+			a := ts.store.Allocator()
+			switch change {
+			case "delete":
+				if v != nil || a.Segments != 0 || ts.big != nil {
+					t.Errorf("delete: value %v segments %d", v, a.Segments)
+				}
+			case "pin":
+				if v.IsExternal() || a.Segments != 0 || !bytes.Equal(v.Str(), val) {
+					t.Errorf("pin: external %v, %d segments", v.IsExternal(), a.Segments)
+				}
+				ts.unpin([]tierDBKey{{0, "big"}})
+			default:
+				off, n := v.External()
+				f.mu.Lock()
+				ok := v.IsExternal() && bytes.Equal(f.data[off:off+int64(n)], want)
+				f.mu.Unlock()
+				if !ok || ts.entries != 1 || a.Segments != 1 {
+					t.Errorf("%s: external %v (file holds the value: %v), entries %d segments %d",
+						change, v.IsExternal(), ok, ts.entries, a.Segments)
+				}
+			}
+			if ts.store.Stats.WriteErrors != 0 {
+				t.Errorf("%s: write errors %d", change, ts.store.Stats.WriteErrors)
+			}
+		})
+	}
+}
+
+// TestTieredPreloadReadError: a coordinated command whose preload read
+// fails is not run (tierPins.load reports it; the coordinator replies an
+// error) rather than left to DB.Find's blocking load; the value stays
+// offloaded, and reads again once the disk recovers.
+func TestTieredPreloadReadError(t *testing.T) {
+	srv, ts, f := tierServer(t)
+	want := bytes.Repeat([]byte("r"), 900)
+	srv.OnShard(0, func(s *shard.Shard) { s.DBs[0].Insert([]byte("k"), shard.NewString(want)) })
+	offload(t, srv, ts)
+	appendCmd := srv.table.lookup([]byte("append"))
+	args := [][]byte{[]byte("append"), []byte("k"), []byte("!")}
+	for _, readErr := range []error{syscall.EIO, nil} {
+		f.set(nil, readErr)
+		p := &tierPins{srv: srv}
+		p.add(0, appendCmd, args)
+		if ok := p.load(); ok != (readErr == nil) {
+			t.Fatalf("read error %v: load reported ok=%v", readErr, ok)
+		}
+		srv.OnShard(0, func(s *shard.Shard) {
+			v := s.DBs[0].Peek([]byte("k"))
+			if v.IsExternal() != (readErr != nil) || ts.syncLoads != 0 || ts.pins[tierKey{0, "k"}] != 1 {
+				t.Errorf("read error %v: external %v, sync loads %d, pins %v", readErr, v.IsExternal(), ts.syncLoads, ts.pins)
+			}
+			if readErr == nil && !bytes.Equal(v.Str(), want) {
+				t.Error("loaded other bytes")
+			}
+		})
+		p.unpin()
+		srv.OnShard(0, func(*shard.Shard) {
+			if len(ts.pins) != 0 {
+				t.Errorf("pins left: %v", ts.pins)
+			}
+		})
+	}
+}
+
+// TestTieredReplicaRetriesFailedRead: a replica applying its master's
+// command (alone, or in a block) that reads an offloaded value it fails to
+// read waits and reads it again, rather than running the command on a
+// value still offloaded or loading it blocking; once the disk recovers the
+// command is applied.
+func TestTieredReplicaRetriesFailedRead(t *testing.T) {
+	srv, ts, f := tierServer(t)
+	want := bytes.Repeat([]byte("r"), 900)
+	a := newReplApplier(srv)
+	op := func(args ...string) replica.Op {
+		o := replica.Op{DB: 0}
+		for _, x := range args {
+			o.Args = append(o.Args, []byte(x))
+		}
+		return o
+	}
+	for _, block := range []bool{false, true} {
+		srv.OnShard(0, func(s *shard.Shard) {
+			s.DBs[0].Flush()
+			s.DBs[0].Insert([]byte("k"), shard.NewString(want))
+		})
+		offload(t, srv, ts)
+		f.set(nil, syscall.EIO)
+		ops := []replica.Op{op("append", "k", "!")}
+		if block {
+			ops = []replica.Op{{Tx: []replica.Op{op("append", "k", "!"), op("set", "other", "x")}}}
+		}
+		applied := make(chan struct{})
+		go func() { a.Apply(ops); close(applied) }()
+		time.Sleep(300 * time.Millisecond) // a few failed reads
+		select {
+		case <-applied:
+			t.Fatalf("block %v: applied with the value unread", block)
+		default:
+		}
+		srv.OnShard(0, func(s *shard.Shard) {
+			if v := s.DBs[0].Peek([]byte("k")); !v.IsExternal() || ts.syncLoads != 0 || ts.store.Stats.ReadErrors < 2 {
+				t.Errorf("block %v: external %v, sync loads %d, read errors %d", block, v.IsExternal(), ts.syncLoads, ts.store.Stats.ReadErrors)
+			}
+		})
+		f.set(nil, nil)
+		select {
+		case <-applied:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("block %v: not applied after the disk recovered", block)
+		}
+		srv.OnShard(0, func(s *shard.Shard) {
+			if v := s.DBs[0].Peek([]byte("k")); v.IsExternal() || !bytes.Equal(v.Str(), append(want, '!')) {
+				t.Errorf("block %v: APPEND applied on other bytes", block)
+			}
+			if len(ts.pins) != 0 {
+				t.Errorf("block %v: pins left %v", block, ts.pins)
+			}
+		})
+	}
 }

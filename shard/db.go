@@ -114,7 +114,9 @@ func (db *DB) Mutate(it dash.Iterator) *Value {
 	s.Stats.Writes++
 	s.signal(db.Index, db.Table.Key(it))
 	s.touched(db.Index, db.Table.Key(it))
-	return db.Table.Value(it)
+	v := db.Table.Value(it)
+	v.mark = false // the caller may edit the bytes in place (Value.Mark)
+	return v
 }
 
 // Insert adds key, which must be absent from the table (not only hidden:

@@ -56,6 +56,10 @@ type Value struct {
 	// n its length and c its offset in the shard's backing file in 8-byte
 	// units. It fits in the struct's padding, so Value stays 24 bytes.
 	ext bool
+	// mark: set by Mark, cleared by anything that may change the bytes
+	// (DB.Mutate before an in-place edit, SetStr, SetObj, SetExternal);
+	// the last byte of padding.
+	mark bool
 }
 
 type box struct{ obj any }
@@ -103,7 +107,7 @@ func (v *Value) SetStr(b []byte) {
 	v.Type = TypeString
 	v.ptr = unsafe.Pointer(unsafe.SliceData(b))
 	v.n, v.c = uint32(len(b)), uint32(cap(b))
-	v.ext = false
+	v.ext, v.mark = false, false
 }
 
 // IsExternal reports whether v is a string offloaded to the shard's
@@ -123,8 +127,19 @@ func (v *Value) SetExternal(off int64, n uint32) {
 	v.Type = TypeString
 	v.ptr = nil
 	v.n, v.c = n, uint32(off/8)
-	v.ext = true
+	v.ext, v.mark = true, false
 }
+
+// Mark records that v's bytes are being copied across several steps
+// (tiered storage writes a big string a chunk at a time): Marked then
+// reports whether they may have changed since. Invariant: every in-place
+// edit of a string's bytes follows DB.Mutate (see Str), which clears the
+// mark, and every other change replaces the Value or its bytes (SetStr,
+// SetObj, SetExternal, DB.Set), which clear it too or drop v.
+func (v *Value) Mark() { v.mark = true }
+
+// Marked: Mark was called and nothing since may have changed the bytes.
+func (v *Value) Marked() bool { return v.mark }
 
 // StrLen is a string value's length, offloaded or not.
 func (v *Value) StrLen() int {
@@ -147,7 +162,7 @@ func (v *Value) Obj() any {
 func (v *Value) SetObj(o any) {
 	v.ptr = unsafe.Pointer(&box{o})
 	v.n, v.c = 0, 0
-	v.ext = false
+	v.ext, v.mark = false, false
 }
 
 // Cloner is implemented by collection representations so COPY can make an

@@ -27,9 +27,15 @@ func needDfly(t *testing.T) {
 // tieredInfo is INFO tiered as a map.
 func tieredInfo(t *testing.T, c *RawConn) map[string]int64 {
 	t.Helper()
-	r := c.Do("INFO", "tiered")
+	return infoSection(t, c, "tiered")
+}
+
+// infoSection is INFO section's numeric fields as a map.
+func infoSection(t *testing.T, c *RawConn, section string) map[string]int64 {
+	t.Helper()
+	r := c.Do("INFO", section)
 	if r.IsError() {
-		t.Fatalf("INFO tiered: %s", r.Str)
+		t.Fatalf("INFO %s: %s", section, r.Str)
 	}
 	out := map[string]int64{}
 	for _, line := range strings.Split(r.Str, "\n") {
@@ -147,7 +153,7 @@ func TestTieredModel(t *testing.T) {
 			}
 			k := key()
 			_, exists := m[k]
-			switch op := r.Intn(12); op {
+			switch op := r.Intn(13); op {
 			case 0, 1:
 				v := randValue(r)
 				if r.Intn(4) == 0 {
@@ -244,6 +250,14 @@ func TestTieredModel(t *testing.T) {
 						delete(m, k)
 						delete(ttl, k)
 					}
+				}
+			case 12:
+				// Now and then a value written in parts (over 1 MiB).
+				if r.Intn(8) == 0 {
+					v := bigString(1<<20+r.Intn(2<<20), r.Int63())
+					mustOK(t, c.Do("SET", k, v), "set big")
+					m[k] = v
+					delete(ttl, k)
 				}
 			case 11:
 				// A pipeline mixing reads and writes of the same keys.
@@ -646,7 +660,39 @@ func TestTieredNoSyncLoads(t *testing.T) {
 		}
 		waitOffloaded(t, c, int64(len(keys)))
 	}
+	// sortFixture makes list PREFIXlist of 0..5, weights PREFIXw_E
+	// descending by element and values PREFIXv_E, all offloaded but the
+	// list; checkSort checks SORT list BY w_* GET # GET v_*.
+	sortFixture := func(t *testing.T, prefix string, round int) []string {
+		t.Helper()
+		c.Do("DEL", prefix+"list", prefix+"dst")
+		var ks []string
+		for i := 0; i < 6; i++ {
+			e := strconv.Itoa(i)
+			c.Do("RPUSH", prefix+"list", e)
+			// Padded past the size threshold.
+			mustOK(t, c.Do("SET", prefix+"w_"+e, strings.Repeat("0", 80)+strconv.Itoa(100-i)), "set")
+			mustOK(t, c.Do("SET", prefix+"v_"+e, val(prefix+"v_"+e, round)), "set")
+			ks = append(ks, prefix+"w_"+e, prefix+"v_"+e)
+		}
+		waitOffloaded(t, c, int64(len(ks)))
+		return ks
+	}
+	checkSort := func(t *testing.T, r Reply, prefix string, round int) {
+		t.Helper()
+		if len(r.Elems) != 12 {
+			t.Fatalf("SORT = %v", r)
+		}
+		for i := 0; i < 6; i++ {
+			e := strconv.Itoa(5 - i)
+			if r.Elems[2*i].Str != e || r.Elems[2*i+1].Str != val(prefix+"v_"+e, round) {
+				t.Fatalf("SORT row %d = %q %q", i, r.Elems[2*i].Str, r.Elems[2*i+1].Str)
+			}
+		}
+	}
 	keys := []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"}
+	var master *Server // of the last path
+	var mc *RawConn
 	const rounds = 15
 	paths := []struct {
 		name string
@@ -717,32 +763,8 @@ func TestTieredNoSyncLoads(t *testing.T) {
 		}},
 		{"sort", func(t *testing.T, round int) {
 			// Weights and values offloaded on any shard; the list is not.
-			c.Do("DEL", "list")
-			var ks []string
-			for i := 0; i < 6; i++ {
-				e := strconv.Itoa(i)
-				c.Do("RPUSH", "list", e)
-				ks = append(ks, "w_"+e, "v_"+e)
-			}
-			for _, k := range ks {
-				w := val(k, round)
-				if strings.HasPrefix(k, "w_") {
-					// Descending weight by element, padded past the size threshold.
-					w = strings.Repeat("0", 80) + strconv.Itoa(100-int(k[2]-'0'))
-				}
-				mustOK(t, c.Do("SET", k, w), "set")
-			}
-			waitOffloaded(t, c, int64(len(ks)))
-			r := c.Do("SORT", "list", "BY", "w_*", "GET", "#", "GET", "v_*")
-			if len(r.Elems) != 12 {
-				t.Fatalf("SORT = %v", r)
-			}
-			for i := 0; i < 6; i++ {
-				e := strconv.Itoa(5 - i)
-				if r.Elems[2*i].Str != e || r.Elems[2*i+1].Str != val("v_"+e, round) {
-					t.Fatalf("SORT row %d = %q %q", i, r.Elems[2*i].Str, r.Elems[2*i+1].Str)
-				}
-			}
+			ks := sortFixture(t, "", round)
+			checkSort(t, c.Do("SORT", "list", "BY", "w_*", "GET", "#", "GET", "v_*"), "", round)
 			waitOffloaded(t, c, int64(len(ks)))
 			if n := c.Do("SORT", "list", "BY", "w_*", "GET", "v_*", "STORE", "dst").Int; n != 6 {
 				t.Fatalf("SORT STORE = %d", n)
@@ -750,6 +772,67 @@ func TestTieredNoSyncLoads(t *testing.T) {
 			if got := c.Do("LINDEX", "dst", "0").Str; got != val("v_5", round) {
 				t.Fatalf("SORT STORE first = %q", got)
 			}
+		}},
+		{"sort in a script on one shard", func(t *testing.T, round int) {
+			// SORT inline on the shard's goroutine cannot wait for a read:
+			// the script, which has not written yet, runs again on a
+			// coordinator (and writes there).
+			sortFixture(t, "{s}", round)
+			r := c.Do("EVAL", "local r = redis.call('SORT', KEYS[1], 'BY', '{s}w_*', 'GET', '#', 'GET', '{s}v_*') "+
+				"redis.call('SET', KEYS[2], #r) return r", "2", "{s}list", "{s}dst")
+			checkSort(t, r, "{s}", round)
+			if got := c.Do("GET", "{s}dst").Str; got != "12" {
+				t.Fatalf("the script's write after SORT: %q", got)
+			}
+		}},
+		{"debug reload", func(t *testing.T, round int) {
+			// Every offloaded value is read for the save, in rounds between
+			// which the caller waits (serializeAsync), none blocking.
+			setAll(t, keys, round)
+			before := tieredInfo(t, c)["tiered_serializer_sync_reads"]
+			mustOK(t, c.Do("DEBUG", "RELOAD"), "debug reload")
+			for _, k := range keys {
+				if got := c.Do("GET", k).Str; got != val(k, round) {
+					t.Fatalf("after DEBUG RELOAD %s = %q", k, got)
+				}
+			}
+			if in := tieredInfo(t, c); in["tiered_serializer_sync_reads"] != before {
+				t.Fatalf("DEBUG RELOAD read blocking: %v", in)
+			}
+		}},
+		{"replica multi-shard", func(t *testing.T, round int) {
+			// This server replicates a master's transactions and
+			// multi-shard commands that read offloaded values.
+			if round == 0 {
+				master = StartServer(t, "--shards", "3")
+				mc = master.Raw(t)
+				replicaOf(t, srv, master.Addr)
+				waitReplicaLinkUp(t, srv, 30*time.Second)
+			}
+			for _, k := range keys {
+				mustOK(t, mc.Do("SET", k, val(k, round)), "set")
+			}
+			waitUntil(t, 10*time.Second, "replica offloaded the values", func() bool {
+				in := tieredInfo(t, c)
+				return in["tiered_entries"] >= int64(len(keys)) && in["tiered_pending_writes"] == 0
+			})
+			mustOK(t, mc.Do("MULTI"), "multi")
+			mc.Do("APPEND", "k0", "!")
+			mc.Do("SETRANGE", "k1", "1", "xy")
+			mc.Do("APPEND", "k2", "?")
+			mc.Do("MSET", "k3", "plain", "k4", "plain")
+			if r := mc.Do("EXEC"); len(r.Elems) != 4 {
+				t.Fatalf("EXEC = %v", r)
+			}
+			mc.Do("BITOP", "OR", "k5", "k6", "k7") // a multi-shard command reading bytes
+			waitUntil(t, 10*time.Second, "replica converged", func() bool {
+				for _, k := range keys {
+					if c.Do("GET", k).Str != mc.Do("GET", k).Str {
+						return false
+					}
+				}
+				return true
+			})
 		}},
 	}
 	for _, p := range paths {
@@ -827,4 +910,145 @@ func TestTieredReplicaApply(t *testing.T) {
 	if in["tiered_sync_loads"] != 0 || in["tiered_loads"] == 0 {
 		t.Fatalf("the replica loaded offloaded values blocking, or never loaded one: %v", in)
 	}
+}
+
+// bigString is n pseudo-random letters.
+func bigString(n int, seed int64) string {
+	b := make([]byte, n)
+	rand.New(rand.NewSource(seed)).Read(b)
+	for i := range b {
+		b[i] = 'a' + b[i]%26
+	}
+	return string(b)
+}
+
+// TestTieredBigValues: strings of 8 to 32 MiB are offloaded (a part per
+// step) and read back by GET, GETRANGE, STRLEN and APPEND, deleted while
+// their write or a read is pending, and BGSAVE of the tiered dataset loads
+// to the same data as that of the same commands run in memory. Every
+// reply is compared with the in-memory server's.
+func TestTieredBigValues(t *testing.T) {
+	needDfly(t)
+	dirOn, dirOff := t.TempDir(), t.TempDir()
+	on := startTiered(t, dirOn, "--shards", "2")
+	off := StartServer(t, "--dir", dirOff, "--shards", "2")
+	con, coff := on.Raw(t), off.Raw(t)
+	for _, c := range []*RawConn{con, coff} {
+		c.Timeout = 60 * time.Second
+	}
+	do := func(args ...string) Reply {
+		t.Helper()
+		a, b := con.Do(args...), coff.Do(args...)
+		if a.String() != b.String() {
+			t.Fatalf("%s: tiered %.80s, in memory %.80s", strings.Join(args[:min(2, len(args))], " "), a.String(), b.String())
+		}
+		return a
+	}
+	sizes := map[string]int{"b8": 8 << 20, "b16": 16<<20 + 7, "b32": 32 << 20}
+	bytesOf := func() (n int64) {
+		for _, s := range sizes {
+			n += int64(s)
+		}
+		return n
+	}
+	for k, n := range sizes {
+		mustOK(t, do("SET", k, bigString(n, int64(n))), "set")
+	}
+	for i := 0; i < 50; i++ {
+		mustOK(t, do("SET", "s"+strconv.Itoa(i), strings.Repeat(strconv.Itoa(i), 100)), "set")
+	}
+	in := waitOffloaded(t, con, 53)
+	if in["tiered_entries_bytes"] < bytesOf() || in["tiered_sync_loads"] != 0 {
+		t.Fatalf("big values not offloaded: %v", in)
+	}
+	// Read-only commands run on the bytes read, leaving the values offloaded.
+	for k, n := range sizes {
+		if r := do("GET", k); len(r.Str) != n {
+			t.Fatalf("GET %s: %d bytes", k, len(r.Str))
+		}
+		do("GETRANGE", k, "1000000", "1000099")
+		do("GETRANGE", k, "-10", "-1")
+	}
+	before := tieredInfo(t, con)
+	for k := range sizes {
+		do("STRLEN", k) // needs no bytes
+	}
+	if after := tieredInfo(t, con); after["tiered_reads"] != before["tiered_reads"] || after["tiered_loads"] != 0 ||
+		after["tiered_entries"] != 53 {
+		t.Fatalf("STRLEN read values, or GET loaded them back: %v", after)
+	}
+	// Writes load the value (a private read taken over, no copy) and it is
+	// offloaded again.
+	do("APPEND", "b8", "tail")
+	do("SETRANGE", "b16", "3", "xyz")
+	sizes["b8"] += 4
+	do("GET", "b8")
+	waitOffloaded(t, con, 53)
+	do("GETRANGE", "b16", "0", "9")
+	// DEL while a read is pending: a GET from another connection is in
+	// flight when DEL runs; it gets the value or nothing, and the space is
+	// freed after the read.
+	waitOffloaded(t, con, 53)
+	other := DialRaw(t, on.Addr)
+	other.Timeout = 60 * time.Second
+	other.Send("GET", "b32")
+	do("DEL", "b32")
+	if r := other.MustRead(); r.Kind == KindBulk && len(r.Str) != sizes["b32"] {
+		t.Fatalf("GET racing DEL: %d bytes", len(r.Str))
+	}
+	delete(sizes, "b32")
+	// DEL while the write is pending: a new value deleted at once.
+	mustOK(t, do("SET", "w", bigString(24<<20, 5)), "set")
+	do("DEL", "w")
+	mustOK(t, do("SET", "b32", bigString(20<<20, 6)), "set")
+	sizes["b32"] = 20 << 20
+	in = waitOffloaded(t, con, 53)
+	if in["tiered_allocated_bytes"] != in["tiered_entries_bytes"] || in["tiered_entries_bytes"] < bytesOf() {
+		t.Fatalf("space of deleted values not freed: %v", in)
+	}
+	for k, n := range sizes {
+		if r := do("GET", k); len(r.Str) != n {
+			t.Fatalf("GET %s: %d bytes, want %d", k, len(r.Str), n)
+		}
+	}
+	// BGSAVE: the files load to the same dataset. The snapshot reads the
+	// big values while their buckets wait (DelayedPending) and writes them
+	// a chunk per step.
+	chunks := infoSection(t, con, "persistence")["snapshot_big_value_chunks"]
+	for _, c := range []*RawConn{con, coff} {
+		mustOK(t, c.Do("BGSAVE"), "bgsave")
+		waitUntil(t, 60*time.Second, "BGSAVE done", func() bool {
+			return strings.Contains(c.Do("INFO", "persistence").Str, "rdb_bgsave_in_progress:0")
+		})
+	}
+	in = tieredInfo(t, con)
+	if in["tiered_serializer_sync_reads"] != 0 || in["tiered_sync_loads"] != 0 || in["tiered_entries"] != 53 {
+		t.Fatalf("BGSAVE read blocking or loaded values back: %v", in)
+	}
+	chunk, _ := strconv.ParseInt(con.Do("CONFIG", "GET", "serialization_max_chunk_size").Elems[1].Str, 10, 64)
+	persist := infoSection(t, con, "persistence")
+	if n := persist["snapshot_big_value_chunks"] - chunks; n < bytesOf()/chunk {
+		t.Fatalf("BGSAVE wrote the big values in %d chunks, want at least %d of %d bytes", n, bytesOf()/chunk, chunk)
+	}
+	t.Logf("BGSAVE: snapshot_max_stall_usec %d (wall %d)", persist["snapshot_max_stall_usec"], persist["snapshot_max_stall_wall_usec"])
+	lon, loff := StartServer(t, "--dir", dirOn), StartServer(t, "--dir", dirOff)
+	a, b := lon.Raw(t), loff.Raw(t)
+	a.Timeout, b.Timeout = 60*time.Second, 60*time.Second
+	want := dataset(t, b, []int{0})
+	compareDatasets(t, want, dataset(t, a, []int{0}), "tiered BGSAVE vs in-memory BGSAVE")
+	// A full sync from the tiered server sends the same data.
+	rep := StartServer(t, "--shards", "3")
+	replicaOf(t, rep, on.Addr)
+	waitReplicaLinkUp(t, rep, 60*time.Second)
+	rc := rep.Raw(t)
+	rc.Timeout = 60 * time.Second
+	compareDatasets(t, want, dataset(t, rc, []int{0}), "full sync of the tiered server vs in-memory BGSAVE")
+	// DEBUG RELOAD reads the big values ahead, in rounds.
+	mustOK(t, con.Do("DEBUG", "RELOAD"), "debug reload")
+	compareDatasets(t, want, dataset(t, con, []int{0}), "tiered server after DEBUG RELOAD vs in-memory BGSAVE")
+	in = tieredInfo(t, con)
+	if in["tiered_serializer_sync_reads"] != 0 || in["tiered_sync_loads"] != 0 {
+		t.Fatalf("the full sync or DEBUG RELOAD read blocking: %v", in)
+	}
+	t.Logf("tiered: %v", in)
 }

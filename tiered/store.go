@@ -100,6 +100,7 @@ type Store struct {
 	runs    []run
 	entries []Entry
 	bufs    [][]byte     // free write buffers
+	parts   [][]byte     // free buffers of WritePart
 	free    [11][][]byte // free read buffers by size class (Recycle)
 	// size: the file's size as far as the store knows (the pages of its
 	// writes, or what it was truncated to); truncating: a truncation is
@@ -288,11 +289,42 @@ func (s *Store) read(seg Segment, cb readCB) {
 	s.Stats.PendingReads++
 	buf := s.readBuffer(int(seg.Len))
 	s.pool.jobs <- func() {
-		_, err := s.f.ReadAt(buf, seg.Off)
-		if err != nil {
-			err = fmt.Errorf("tiered: read %d bytes at %d: %w", seg.Len, seg.Off, err)
-		}
+		buf, err := readAt(s.f, buf, seg)
 		s.post(func() { s.readDone(seg, buf, err) })
+	}
+}
+
+// readAt reads seg into buf, or into a new buffer when buf is nil: a
+// buffer too big to recycle is allocated on the pool, so the owner never
+// pays for zeroing it.
+func readAt(f File, buf []byte, seg Segment) ([]byte, error) {
+	if buf == nil {
+		buf = make([]byte, seg.Len)
+	}
+	if _, err := f.ReadAt(buf, seg.Off); err != nil {
+		return buf, fmt.Errorf("tiered: read %d bytes at %d: %w", seg.Len, seg.Off, err)
+	}
+	return buf, nil
+}
+
+// ReadPrivate reads seg on the pool with an I/O of its own, shared with no
+// other read, and calls cb on the owner with bytes the caller owns: it may
+// keep and modify them (a big value loaded back into memory without a
+// copy). The segment is pinned until cb returns, as for Read.
+func (s *Store) ReadPrivate(seg Segment, cb func(data []byte, err error)) {
+	s.pin(seg)
+	s.Stats.Reads++
+	s.Stats.PendingReads++
+	s.pool.jobs <- func() {
+		buf, err := readAt(s.f, nil, seg)
+		s.post(func() {
+			s.Stats.PendingReads--
+			if err != nil {
+				s.Stats.ReadErrors++
+			}
+			cb(buf, err)
+			s.unpin(seg)
+		})
 	}
 }
 
@@ -315,7 +347,8 @@ func (s *Store) readDone(seg Segment, buf []byte, err error) {
 	}
 }
 
-// readBuffer is a buffer of n bytes for a read, recycled when possible.
+// readBuffer is a buffer of n bytes for a read, recycled when possible;
+// nil when n is too big to recycle (readAt allocates it on the pool).
 func (s *Store) readBuffer(n int) []byte {
 	if c := recycleClass(n); c >= 0 {
 		if k := len(s.free[c]); k > 0 {
@@ -325,7 +358,7 @@ func (s *Store) readBuffer(n int) []byte {
 		}
 		return make([]byte, n, 64<<c)
 	}
-	return make([]byte, n)
+	return nil
 }
 
 // recycleClass is the free list for buffers of n bytes: capacity 64<<c,
@@ -356,7 +389,8 @@ func (s *Store) Recycle(b []byte) {
 const maxFree = 1024
 
 // ReadSync reads seg now, blocking the caller: only for paths that cannot
-// wait (SAVE, DEBUG RELOAD, the fallback for values not loaded ahead).
+// wait (--debug_snapshot_reference, the fallback for values not loaded
+// ahead).
 // The caller is the owner goroutine, so seg cannot be freed meanwhile.
 func (s *Store) ReadSync(seg Segment) ([]byte, error) {
 	s.Stats.Reads++

@@ -173,6 +173,7 @@ type memFile struct {
 	writeErr error
 	readErr  error
 	gate     chan struct{} // when set, reads wait for it to close
+	wgate    chan struct{} // when set, writes wait for it to close
 }
 
 func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
@@ -192,6 +193,9 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.wgate != nil {
+		<-f.wgate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.writeErr != nil {
