@@ -115,7 +115,7 @@ func (db *DB) Mutate(it dash.Iterator) *Value {
 	s.signal(db.Index, db.Table.Key(it))
 	s.touched(db.Index, db.Table.Key(it))
 	v := db.Table.Value(it)
-	v.mark = false // the caller may edit the bytes in place (Value.Mark)
+	v.flags &^= flagMark // the caller may edit the bytes in place (Value.Mark)
 	return v
 }
 

@@ -56,11 +56,17 @@ type Value struct {
 	// n its length and c its offset in the shard's backing file in 8-byte
 	// units. It fits in the struct's padding, so Value stays 24 bytes.
 	ext bool
-	// mark: set by Mark, cleared by anything that may change the bytes
-	// (DB.Mutate before an in-place edit, SetStr, SetObj, SetExternal);
-	// the last byte of padding.
-	mark bool
+	// flags: flagMark, set by Mark, cleared by anything that may change
+	// the bytes (DB.Mutate before an in-place edit, SetStr, SetObj,
+	// SetExternal); flagShared, set by Share, cleared when the bytes are
+	// replaced. The last byte of padding.
+	flags uint8
 }
+
+const (
+	flagMark uint8 = 1 << iota
+	flagShared
+)
 
 type box struct{ obj any }
 
@@ -107,7 +113,7 @@ func (v *Value) SetStr(b []byte) {
 	v.Type = TypeString
 	v.ptr = unsafe.Pointer(unsafe.SliceData(b))
 	v.n, v.c = uint32(len(b)), uint32(cap(b))
-	v.ext, v.mark = false, false
+	v.ext, v.flags = false, 0
 }
 
 // IsExternal reports whether v is a string offloaded to the shard's
@@ -127,7 +133,7 @@ func (v *Value) SetExternal(off int64, n uint32) {
 	v.Type = TypeString
 	v.ptr = nil
 	v.n, v.c = n, uint32(off/8)
-	v.ext, v.mark = true, false
+	v.ext, v.flags = true, 0
 }
 
 // Mark records that v's bytes are being copied across several steps
@@ -136,10 +142,19 @@ func (v *Value) SetExternal(off int64, n uint32) {
 // edit of a string's bytes follows DB.Mutate (see Str), which clears the
 // mark, and every other change replaces the Value or its bytes (SetStr,
 // SetObj, SetExternal, DB.Set), which clear it too or drop v.
-func (v *Value) Mark() { v.mark = true }
+func (v *Value) Mark() { v.flags |= flagMark }
 
 // Marked: Mark was called and nothing since may have changed the bytes.
-func (v *Value) Marked() bool { return v.mark }
+func (v *Value) Marked() bool { return v.flags&flagMark != 0 }
+
+// Share records that something outside the table reads v's bytes later (a
+// snapshot's deferred record, snapshot/deferred.go): before an in-place
+// edit it gives v a copy of them. SetStr, SetObj and SetExternal clear it
+// (v no longer has those bytes); a stale mark costs one needless copy.
+func (v *Value) Share() { v.flags |= flagShared }
+
+// Shared: Share was called and v still has the same bytes.
+func (v *Value) Shared() bool { return v.flags&flagShared != 0 }
 
 // StrLen is a string value's length, offloaded or not.
 func (v *Value) StrLen() int {
@@ -162,7 +177,7 @@ func (v *Value) Obj() any {
 func (v *Value) SetObj(o any) {
 	v.ptr = unsafe.Pointer(&box{o})
 	v.n, v.c = 0, 0
-	v.ext, v.mark = false, false
+	v.ext, v.flags = false, 0
 }
 
 // Cloner is implemented by collection representations so COPY can make an

@@ -19,8 +19,9 @@ import (
 //
 // Invariant (copy-on-write): bytes a deferred record references are never
 // changed. Every in-place change of a value goes through DB.Mutate, whose
-// PreUpdate hook gives the value a fresh copy first while any deferred
-// record of this Slice is outstanding (Slice.cow); replacing, deleting,
+// PreUpdate hook gives the value a fresh copy first when its bytes were
+// handed out (Value.Share) and a deferred record of this Slice is
+// outstanding (Slice.cow); replacing, deleting,
 // expiring or offloading a value leaves the old bytes alone, and the
 // reference keeps them alive for the collector. A record is outstanding
 // from its capture until a Materializer has encoded its batch, which may
@@ -106,6 +107,7 @@ func (sl *Slice) deferString(key []byte, v *shard.Value, at int64) {
 		return
 	}
 	s := v.Str()
+	v.Share() // cow copies it before an in-place change
 	sl.splices = append(sl.splices, splice{off: sl.main.Len(), val: s})
 	sl.spliceBytes += len(s)
 }
@@ -137,7 +139,7 @@ func (sl *Slice) deferMain() {
 // cow (PreUpdate) gives a string value about to change in place its own
 // bytes while a deferred record may still reference the old ones.
 func (sl *Slice) cow(v *shard.Value) {
-	if v.Type != shard.TypeString || v.IsExternal() || !sl.referencing() {
+	if v.Type != shard.TypeString || v.IsExternal() || !v.Shared() || !sl.referencing() {
 		return
 	}
 	old := v.Str()
