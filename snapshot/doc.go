@@ -88,8 +88,18 @@
 //     maxPending, and only past it is a writer needing a baseline parked.
 //     So writers wait only when the consumer falls behind the writes
 //     themselves, not whenever the walk outruns it.
-//   - Stall measure (stats.go): thread CPU time of each step and hook
-//     capture, read with CLOCK_THREAD_CPUTIME_ID. A stretch that changed
+//   - Off the shard (Defer, deferred.go; every server consumer uses it):
+//     a small string is captured as its record's head and a reference to
+//     its bytes; the consumer's goroutine (Complete) encodes the values on
+//     a background thread (background.go: nice 5, a P of its own while it
+//     lives). Copy-on-write keeps a referenced value as it was: PreUpdate
+//     copies a shared value (Value.Share) before an in-place change while
+//     any deferred cut is outstanding, and a cowHook does so after the
+//     walk until the last cut is materialized. Writers are held back by
+//     the old values kept alive meanwhile (maxRetained), not by the
+//     references, which cost no memory.
+//   - Stall measure (stats.go): thread CPU time of each step and of a
+//     hook's captures, read with CLOCK_THREAD_CPUTIME_ID. A stretch that changed
 //     threads (its goroutine lost its processor in a syscall) counts its
 //     wall time. Resuming parked writers at the start of a step runs their
 //     commands and is not counted.

@@ -15,6 +15,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 KEYS=${KEYS:-1000000}
 SIZE=${SIZE:-1024}
 N=${N:-300000}
+# The SET load's key range (redis-benchmark -r). Its keys (key:000000012345) are not DEBUG
+# POPULATE's (key:12345), so a load over a range it has not filled grows the dataset while
+# the save runs, and a longer save then reads as a bigger peak. PREFILL SETs that many
+# random keys of the range first (pipelined), so the load overwrites instead: R=100000
+# PREFILL=500000 fills 99%. Default: R = KEYS and no prefill (the figures before session 4).
+R=${R:-$KEYS}
+PREFILL=${PREFILL:-0}
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
@@ -57,10 +64,13 @@ printf '%-6s %12s %12s %8s %8s %10s %10s %8s %8s %8s %9s\n' server steady_kB pea
 for server in redis dfly dfs; do
 	start "$server"
 	redis-cli -p "$PORT" debug populate "$KEYS" key "$SIZE" >/dev/null
+	if ((PREFILL > 0)); then
+		redis-benchmark -p "$PORT" -q -t set -r "$R" -d "$SIZE" -n "$PREFILL" -c 50 -P 16 >/dev/null
+	fi
 	sleep 1
 	# Steady state: the peak under the same write load without a save (the
 	# load alone moves memory: Redis's allocator, dfly's GC headroom).
-	redis-benchmark -p "$PORT" -q --csv -t set -r "$KEYS" -d "$SIZE" -n "$N" -c 50 >"$work/base.csv" &
+	redis-benchmark -p "$PORT" -q --csv -t set -r "$R" -d "$SIZE" -n "$N" -c 50 >"$work/base.csv" &
 	bench=$!
 	steady=$(pss "$PID")
 	while kill -0 "$bench" 2>/dev/null; do
@@ -72,7 +82,7 @@ for server in redis dfly dfs; do
 	base=$(p99 <"$work/base.csv")
 	base_rps=$(rps <"$work/base.csv")
 	redis-cli -p "$PORT" config resetstat >/dev/null
-	redis-benchmark -p "$PORT" -q --csv -t set -r "$KEYS" -d "$SIZE" -n "$N" -c 50 >"$work/load.csv" &
+	redis-benchmark -p "$PORT" -q --csv -t set -r "$R" -d "$SIZE" -n "$N" -c 50 >"$work/load.csv" &
 	bench=$!
 	sleep 0.2
 	t0=$(date +%s.%N)
