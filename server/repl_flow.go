@@ -276,6 +276,9 @@ func (f *flow) serve(partial bool) {
 	} else {
 		_, _ = fmt.Fprintf(bw, "+FULLSYNC %d\r\n", f.fullAt)
 		start := time.Now()
+		// Sending the baseline yields to the shards like a BGSAVE's file
+		// writer; the journal stream after it does not.
+		foreground := snapshot.BackgroundSection()
 		for {
 			c := <-f.out // read to the end even when the replica is gone
 			if !f.dead.Load() {
@@ -292,6 +295,7 @@ func (f *flow) serve(partial bool) {
 			default:
 			}
 		}
+		foreground()
 		f.synced.Store(true)
 		if !f.dead.Load() {
 			f.srv.log.Noticef("Replica flow %d: baseline sent in %.3f s", f.sid, time.Since(start).Seconds())

@@ -30,6 +30,21 @@ var background struct {
 	procs int // GOMAXPROCS without background threads
 }
 
+// BackgroundSection is BackgroundThread for a stretch of a goroutine that
+// goes on afterwards (a replication flow: its baseline is background
+// work, its stable sync is not): end restores the thread's priority and
+// lets the goroutine go, or, when the priority cannot be raised back
+// (no CAP_SYS_NICE), keeps it on the lowered thread.
+func BackgroundSection() (end func()) {
+	done := BackgroundThread()
+	return func() {
+		done()
+		if setThreadNice(0) {
+			runtime.UnlockOSThread()
+		}
+	}
+}
+
 // BackgroundThread moves the calling goroutine, which must be one started
 // for the purpose, to an OS thread of its own at nice BackgroundNice,
 // with a P of its own. Call the returned func when the goroutine is done.

@@ -19,12 +19,11 @@ func threadCPU() (time.Duration, int) {
 	return time.Duration(ts.Nano()), unix.Gettid()
 }
 
-// setThreadNice lowers the calling thread's priority to nice n.
-func setThreadNice(n int) {
-	if v, err := strconv.Atoi(os.Getenv("DFLY_BG_NICE")); err == nil {
+// setThreadNice sets the calling thread's nice value; 0 restores the
+// default. It reports whether the thread now has it.
+func setThreadNice(n int) bool {
+	if v, err := strconv.Atoi(os.Getenv("DFLY_BG_NICE")); err == nil && n > 0 {
 		n = v // a development aid for measurements
 	}
-	if n > 0 {
-		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), n)
-	}
+	return unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), n) == nil
 }
