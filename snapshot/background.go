@@ -24,10 +24,15 @@ var BackgroundNice = 5
 //     (GOMAXPROCS = loops + background threads), and the Ps go back when
 //     the save ends; spare Ps all the time would cost the loops 20-30% of
 //     their throughput in spinning threads (measured, SET/GET -c 50).
+//
+// Changing GOMAXPROCS stops the world, which is a stall on every loop: Ps
+// are added as threads start, but given back only when the last one ends
+// (once per save, not once per thread).
 var background struct {
 	mu    sync.Mutex
 	n     int
 	procs int // GOMAXPROCS without background threads
+	added int // Ps added since n was last 0
 }
 
 // BackgroundSection is BackgroundThread for a stretch of a goroutine that
@@ -52,16 +57,22 @@ func BackgroundThread() (done func()) {
 	runtime.LockOSThread()
 	setThreadNice(BackgroundNice)
 	background.mu.Lock()
-	if background.n == 0 {
+	if background.n == 0 && background.added == 0 {
 		background.procs = runtime.GOMAXPROCS(0)
 	}
 	background.n++
-	runtime.GOMAXPROCS(background.procs + background.n)
+	if background.n > background.added {
+		background.added = background.n
+		runtime.GOMAXPROCS(background.procs + background.added)
+	}
 	background.mu.Unlock()
 	return func() {
 		background.mu.Lock()
 		background.n--
-		runtime.GOMAXPROCS(background.procs + background.n)
+		if background.n == 0 {
+			background.added = 0
+			runtime.GOMAXPROCS(background.procs)
+		}
 		background.mu.Unlock()
 		// The thread ends with the goroutine (still locked), so its
 		// priority goes with it.
