@@ -71,8 +71,11 @@ type Conn struct {
 	used     []int // shards with commands in the current step
 	keyPos   []int
 
-	// hopping: the unit in flight is a hopExec (multi_hop.go).
-	hopping bool
+	// holdReplies: the work in flight answers soon (shard batches without
+	// a blocking command, an EXEC or a script, which never block), so the
+	// replies before it wait for it and go out in one write with its own,
+	// instead of one write per dispatch step.
+	holdReplies bool
 
 	sub   subState
 	multi *multiState // open MULTI, nil otherwise
@@ -145,15 +148,17 @@ func (c *Conn) serve() gnet.Action {
 		if c.inflight.Load() != 0 {
 			// Replies of connection commands that ran before the work in
 			// flight go out now (a SUBSCRIBE confirmation must precede
-			// the messages published to it) — unless the work is an EXEC
-			// that is only waiting for one hop (multi_hop.go) and comes
-			// back with the rest of the batch's replies: one write then.
+			// the messages published to it) — unless the work answers
+			// soon (holdReplies) and comes back with the rest of the
+			// batch's replies: one write then, as Redis writes a script's
+			// reply with those before it.
 			c.collectReplies(c.readyUpTo)
-			if !c.hopping || c.subscriptions() > 0 {
+			if !c.holdReplies || c.subscriptions() > 0 {
 				c.writeOut()
 			}
 			return gnet.None
 		}
+		c.holdReplies = false
 		c.collectReplies(c.next)
 		if c.next < len(c.cmds) {
 			c.dispatch()
@@ -276,6 +281,7 @@ func (c *Conn) parse() bool {
 // command (which goes alone, after the run completes).
 func (c *Conn) dispatch() {
 	c.used = c.used[:0]
+	c.holdReplies = true
 	for c.next < len(c.cmds) {
 		p := &c.cmds[c.next]
 		p.reply.Proto = c.proto
@@ -340,9 +346,13 @@ func (c *Conn) dispatch() {
 				return // multi_hop.go
 			}
 			c.inflight.Store(1)
+			c.holdReplies = answersSoon(cmd)
 			co := &Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: cmd}
 			go co.run(c)
 			return
+		}
+		if cmd.Flags&FlagBlocking != 0 {
+			c.holdReplies = false // it may wait long: answer those before it now
 		}
 		b := c.batches[p.sid]
 		if len(b.idx) == 0 {
@@ -369,6 +379,17 @@ func (c *Conn) dispatch() {
 		b.inline = true
 		c.srv.shards[local].Exec(b)
 	}
+}
+
+// answersSoon reports whether a coordinated command never blocks: EXEC
+// (blocking commands inside it do not block) and scripts (nor inside
+// them). Replies before it may wait for it (holdReplies).
+func answersSoon(cmd *Command) bool {
+	switch cmd.Name {
+	case "exec", "eval", "evalsha", "eval_ro", "evalsha_ro":
+		return true
+	}
+	return false
 }
 
 // prepare checks a command before it runs: known, right arity, allowed.

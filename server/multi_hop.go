@@ -121,7 +121,7 @@ func (c *Conn) startHopExec(p *pending) bool {
 		h.replies[i].Proto = c.proto
 	}
 	c.inflight.Store(1)
-	c.hopping = true
+	c.holdReplies = true
 	if h.remote < 0 {
 		h.ran = true
 		h.complete(true)
@@ -177,7 +177,7 @@ func (h *hopExec) runShard(s *shard.Shard) {
 // inline: called within the connection's serve.
 func (h *hopExec) complete(inline bool) {
 	c := h.c
-	c.hopping = false
+	c.holdReplies = false
 	if !h.ran {
 		for _, sid := range h.local {
 			c.srv.shards[sid].Release(h.keys[sid], false)
