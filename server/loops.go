@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 
 	"github.com/panjf2000/gnet/v2"
@@ -75,15 +76,65 @@ func (s *Server) discoverLoops(want int) error {
 		return fmt.Errorf("found %d of %d event loops", len(found), want)
 	}
 	s.loops = found
+	inboxes := make([]*loopInbox, len(found))
+	for i, el := range found {
+		inboxes[i] = &loopInbox{loop: el}
+	}
 	s.shardLoop = make([]int, len(s.shards))
 	for i, sh := range s.shards {
 		li := i % len(found)
 		s.shardLoop[i] = li
-		el, sh, w := found[li], sh, s.wakers[li]
-		sh.Attach(func(r shard.Runnable) { _ = el.Execute(context.Background(), shardTask{sh, r}) })
+		sh, w, in := sh, s.wakers[li], inboxes[li]
+		sh.Attach(func(r shard.Runnable) { in.post(shardTask{sh, r}) })
 		sh.AttachYield(func(r shard.Runnable) { w.yield(shardTask{sh, r}) })
 		sh.Start()
 	}
+	return nil
+}
+
+// loopInbox carries the shard messages for one loop. A message is a
+// shardTask appended to a slice; only the first message since the loop
+// last drained the inbox posts a gnet task (an allocation, and an eventfd
+// write when the loop sleeps), so a burst of hops costs one wake-up, not
+// one per message. Messages run in the order they were posted, and a
+// message posted before a sender's later gnet task (a Wake) runs before it:
+// the drain task that will run it is queued already or is queued now.
+type loopInbox struct {
+	loop         gnet.EventLoop
+	mu           sync.Mutex
+	queue, spare []shardTask
+	armed        bool // a drain task is queued and has not taken the queue yet
+}
+
+func (in *loopInbox) post(t shardTask) {
+	in.mu.Lock()
+	in.queue = append(in.queue, t)
+	if in.armed {
+		in.mu.Unlock()
+		return
+	}
+	in.armed = true
+	in.mu.Unlock()
+	_ = in.loop.Execute(context.Background(), in)
+}
+
+// Run drains the inbox on its loop; messages posted meanwhile queue a new
+// drain, which gnet runs before it polls again.
+func (in *loopInbox) Run(ctx context.Context) error {
+	in.mu.Lock()
+	q := in.queue
+	in.queue, in.spare = in.spare, nil
+	in.armed = false
+	in.mu.Unlock()
+	for i := range q {
+		_ = q[i].Run(ctx)
+		q[i] = shardTask{}
+	}
+	in.mu.Lock()
+	if in.spare == nil && cap(q) <= 4096 {
+		in.spare = q[:0]
+	}
+	in.mu.Unlock()
 	return nil
 }
 
