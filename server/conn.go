@@ -29,9 +29,12 @@ type pending struct {
 	reply resp.Writer
 	db    int
 	sid   int // owning shard for single-shard dispatch, -1 otherwise
-	// multi and watch: an EXEC running on one shard (execOnShard).
+	// multi and watch: an EXEC running on one shard (execOnShard), or in
+	// a hop group (hop; multi_hop.go).
 	multi *multiState
 	watch *watchState
+	hop   *hopExec
+	kind  pendingKind
 }
 
 // Conn is one client connection. Its fields are owned by the event loop
@@ -70,6 +73,12 @@ type Conn struct {
 	batches  []*shardBatch
 	used     []int // shards with commands in the current step
 	keyPos   []int
+
+	// gathered: the commands before it were gathered by dispatch once
+	// (pending.kind); group: the connection's hop group (multi_hop.go).
+	gathered int
+	group    *hopGroup
+	grouping bool // dispatch is gathering a hop group
 
 	// holdReplies: the work in flight answers soon (shard batches without
 	// a blocking command, an EXEC or a script, which never block), so the
@@ -216,7 +225,7 @@ func (c *Conn) collectReplies(upTo int) {
 
 func (c *Conn) resetBatch() {
 	for i := range c.cmds {
-		c.cmds[i].args = nil
+		c.cmds[i].args, c.cmds[i].kind = nil, kindNew
 	}
 	c.cmds = c.cmds[:0]
 	c.argBuf = c.argBuf[:0]
@@ -224,7 +233,7 @@ func (c *Conn) resetBatch() {
 		c.arena = nil
 	}
 	c.arena = c.arena[:0]
-	c.next, c.flushed, c.readyUpTo = 0, 0, 0
+	c.next, c.flushed, c.readyUpTo, c.gathered = 0, 0, 0, 0
 }
 
 // parse reads complete commands from the inbound buffer into the batch,
@@ -278,21 +287,44 @@ func (c *Conn) parse() bool {
 
 // dispatch runs connection commands inline and sends the following run of
 // single-shard commands to their shards, stopping before a coordinated
-// command (which goes alone, after the run completes).
+// command (which goes alone, after the run completes). An EXEC over the
+// loop's shards and one other joins the run as a hop group (multi_hop.go),
+// as do the single-shard commands after it.
 func (c *Conn) dispatch() {
 	c.used = c.used[:0]
 	c.holdReplies = true
+	var g *hopGroup
+	// groupOK: the commands gathered so far may precede a hop group (only
+	// remote ones that never wait but for their keys).
+	groupOK := true
+gather:
 	for c.next < len(c.cmds) {
 		p := &c.cmds[c.next]
+		if c.next < c.gathered {
+			// Gathered before, given back by a hop group (multi_hop.go).
+			switch p.kind {
+			case kindDone:
+				c.doneGathering()
+				continue
+			case kindCoord:
+				if len(c.used) > 0 {
+					break gather
+				}
+				c.next++
+				c.startCoord(p)
+				return
+			}
+			groupOK = false
+			c.addToBatch(p.sid, c.next)
+			c.next++
+			continue
+		}
 		p.reply.Proto = c.proto
 		if !c.prepare(p) {
 			if c.multi != nil {
 				c.multi.dirty = true // EXEC will answer EXECABORT
 			}
-			c.next++
-			if len(c.used) == 0 {
-				c.readyUpTo = c.next
-			}
+			c.doneGathering()
 			continue
 		}
 		cmd := p.cmd
@@ -304,10 +336,7 @@ func (c *Conn) dispatch() {
 			} else {
 				c.queue(p)
 			}
-			c.next++
-			if len(c.used) == 0 {
-				c.readyUpTo = c.next
-			}
+			c.doneGathering()
 			continue
 		}
 		c.lastCmd.Store(cmd)
@@ -317,10 +346,7 @@ func (c *Conn) dispatch() {
 			// their effect: SELECT, HELLO and AUTH apply in order).
 			cmd.calls.Add(1)
 			cmd.Local(c, p.args, &p.reply)
-			c.next++
-			if len(c.used) == 0 {
-				c.readyUpTo = c.next
-			}
+			c.doneGathering()
 			if c.closing {
 				c.cmds = c.cmds[:c.next] // nothing after QUIT runs
 				break
@@ -329,37 +355,65 @@ func (c *Conn) dispatch() {
 		}
 		p.db = c.db
 		p.sid = c.srv.singleShard(cmd, p.args, &c.keyPos)
+		hasKeys := len(c.keyPos) > 0
 		if cmd.Name == "exec" {
 			// A transaction confined to one shard runs there as one
 			// message (see execShard); the rest take the coordinator.
 			if sid := c.execShard(); sid >= 0 {
 				p.sid, p.multi, p.watch = sid, c.multi, c.watch
 				c.multi, c.watch = nil, nil
+				hasKeys = true
 			}
 		}
 		if p.sid < 0 {
-			if len(c.used) > 0 {
+			if cmd.Name == "exec" && groupOK && c.startsGroup(p, &g) {
+				c.next++
+				if p.hop.conn {
+					break
+				}
+				continue
+			}
+			if len(c.used) > 0 || g != nil {
 				break
 			}
 			c.next++
-			if cmd.Name == "exec" && c.startHopExec(p) {
-				return // multi_hop.go
-			}
 			c.inflight.Store(1)
 			c.holdReplies = answersSoon(cmd)
 			co := &Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: cmd}
 			go co.run(c)
+			c.gathered = c.next
 			return
+		}
+		if !hasKeys || !groupable(cmd) {
+			if g != nil {
+				break
+			}
+			groupOK = false
 		}
 		if cmd.Flags&FlagBlocking != 0 {
 			c.holdReplies = false // it may wait long: answer those before it now
 		}
-		b := c.batches[p.sid]
-		if len(b.idx) == 0 {
-			c.used = append(c.used, p.sid)
+		if g != nil {
+			if !g.addCommand(c.next, p) {
+				if p.multi != nil {
+					// Gathered again next time: give the transaction back.
+					c.multi, c.watch, p.multi, p.watch = p.multi, p.watch, nil, nil
+				}
+				break
+			}
+		} else {
+			groupOK = groupOK && c.srv.shardLoop[p.sid] != c.loop
+			c.addToBatch(p.sid, c.next)
 		}
-		b.idx = append(b.idx, int32(c.next))
+		p.kind = kindShard
 		c.next++
+	}
+	if c.next > c.gathered {
+		c.gathered = c.next
+	}
+	if g != nil {
+		g.start()
+		return
 	}
 	if len(c.used) == 0 {
 		return
@@ -379,6 +433,62 @@ func (c *Conn) dispatch() {
 		b.inline = true
 		c.srv.shards[local].Exec(b)
 	}
+}
+
+// doneGathering passes a command answered while gathered.
+func (c *Conn) doneGathering() {
+	c.cmds[c.next].kind = kindDone
+	c.next++
+	if len(c.used) == 0 && !c.grouping {
+		c.readyUpTo = c.next
+	}
+}
+
+// addToBatch queues command i for shard sid in this step.
+func (c *Conn) addToBatch(sid, i int) {
+	b := c.batches[sid]
+	if len(b.idx) == 0 {
+		c.used = append(c.used, sid)
+	}
+	b.idx = append(b.idx, int32(i))
+}
+
+// startsGroup adds the EXEC in p to the step's hop group, starting one if
+// *g is nil and the step so far allows it (nothing gathered but commands
+// for the EXEC's remote shard); false: p is not gathered.
+func (c *Conn) startsGroup(p *pending, g **hopGroup) bool {
+	h := c.hopExecOf(p)
+	if h == nil {
+		return false
+	}
+	if *g == nil {
+		switch {
+		case len(c.used) == 0:
+		case len(c.used) == 1 && (h.remote < 0 || h.remote == c.used[0]) && c.srv.shardLoop[c.used[0]] != c.loop:
+		default:
+			return false
+		}
+		ng := c.newGroup()
+		if len(c.used) == 1 {
+			ng.remote = c.used[0]
+		}
+		if !ng.addHop(c.next, p, h) {
+			return false
+		}
+		*g = ng
+		c.grouping = true
+		return true
+	}
+	return (*g).addHop(c.next, p, h)
+}
+
+// startCoord runs an EXEC a hop group gave back on a coordinator.
+func (c *Conn) startCoord(p *pending) {
+	c.inflight.Store(1)
+	c.holdReplies = true
+	co := &Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: p.cmd, multi: p.multi}
+	p.multi = nil
+	go co.run(c)
 }
 
 // answersSoon reports whether a coordinated command never blocks: EXEC
@@ -449,22 +559,39 @@ type shardBatch struct {
 	inline bool
 	// tier: loading offloaded values ahead of the commands (tiered.go).
 	tier tierBatch
+	// group: the batch is part of a hop group (multi_hop.go): on the
+	// group's remote shard a command whose keys are taken is refused, not
+	// parked; on a local shard the group holds the keys.
+	group *hopGroup
 }
 
 // Run executes the batch on the shard, parking at the first command whose
 // keys are locked; Resume continues from there.
 func (b *shardBatch) Run(s *shard.Shard) {
 	b.x.S, b.x.Srv, b.x.Conn = s, b.c.srv, b.c
+	if g := b.group; g != nil && g.remote != b.sid {
+		g.runLocal(b, s)
+		return
+	}
 	b.exec(s, false)
 }
 
 func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
+	g := b.group
 	for b.pos < len(b.idx) {
 		p := &b.c.cmds[b.idx[b.pos]]
+		if p.hop != nil && (s.Journal.Active() || s.Tier() != nil) {
+			g.refuse(b) // see hopGroup: the coordinator will run it
+			return
+		}
 		if resumed || !s.Idle() {
 			if !resumed {
 				b.x.keys = b.lockKeys(p, b.x.keys[:0])
 				if !s.Available(b.x.keys) {
+					if g != nil {
+						g.refuse(b) // a hop group never waits holding locks
+						return
+					}
 					b.inline = false // resumed later from another message
 					s.Park(b)
 					return
@@ -487,6 +614,11 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 				b.pos++
 				continue
 			}
+		}
+		if p.hop != nil {
+			p.hop.runShard(s, b.c)
+			b.pos++
+			continue
 		}
 		b.x.DB = s.DBs[p.db]
 		b.x.Args = p.args
@@ -522,6 +654,10 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 		b.c.srv.countShardCall(s.ID, p.cmd)
 		b.pos++
 	}
+	if g != nil {
+		g.remoteDone(b)
+		return
+	}
 	b.idx = b.idx[:0]
 	b.pos = 0
 	b.dropMine() // tiered.go
@@ -530,8 +666,28 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 	b.c.complete(inline)
 }
 
+// runOne runs p, whose keys are free for it, and counts it: a command of
+// a hop group on a local shard (no tiered storage, no script).
+func (b *shardBatch) runOne(s *shard.Shard, p *pending) {
+	b.x.DB = s.DBs[p.db]
+	b.x.Args = p.args
+	b.x.W = &p.reply
+	if p.multi != nil {
+		execOnShard(&b.x, b.c, p.multi, p.watch)
+		b.c.unwatchLater(p.watch)
+		p.multi, p.watch = nil, nil
+	} else {
+		b.x.run(p.cmd)
+	}
+	s.Stats.Commands++
+	b.c.srv.countShardCall(s.ID, p.cmd)
+}
+
 func (b *shardBatch) lockKeys(p *pending, dst []shard.KeyLock) []shard.KeyLock {
 	ndb := b.c.srv.cfg.Databases
+	if p.hop != nil {
+		return append(dst, p.hop.keys[b.sid]...)
+	}
 	if p.multi != nil {
 		return execLockKeys(p.multi, p.watch, ndb, dst)
 	}

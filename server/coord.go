@@ -33,6 +33,9 @@ type Coord struct {
 	// outer: the transaction an inTx command runs within (EXEC's, a
 	// script's), whose journal parts its steps record into.
 	outer *tx.Tx
+	// multi: the transaction of an EXEC a hop group gave back
+	// (multi_hop.go), taken from the connection when it was gathered.
+	multi *multiState
 	// prop: what the journal records instead of Args (see Propagate).
 	prop [][][]byte
 }

@@ -167,14 +167,15 @@ func (c *Conn) unwatchLater(ws *watchState) {
 
 func cmdExec(x *Coord) {
 	c := x.Conn
-	m := c.multi
+	m, ws := x.execState()
 	if m == nil {
 		x.W.Error("ERR EXEC without MULTI")
 		return
 	}
-	c.multi = nil
-	ws := c.watch
-	defer c.unwatch()
+	if x.multi == nil {
+		c.multi = nil
+		defer c.unwatch()
+	}
 	if m.dirty {
 		x.W.Error("EXECABORT Transaction discarded because of previous errors.")
 		return
@@ -224,6 +225,16 @@ func cmdExec(x *Coord) {
 		x.execQueued(t, q)
 	}
 	t.Finish(nil)
+}
+
+// execState is the transaction EXEC runs and its WATCH: the connection's
+// (the loop waits for EXEC, so its state is ours), or the one a hop group
+// gave back, which has no WATCH (the connection's may be a later one's).
+func (x *Coord) execState() (*multiState, *watchState) {
+	if x.multi != nil {
+		return x.multi, nil
+	}
+	return x.Conn.multi, x.Conn.watch
 }
 
 // execParallel runs a locked transaction whose commands each live on one

@@ -5,85 +5,119 @@ import (
 	"github.com/dfly/dfly/shard"
 )
 
-// hopExec is an EXEC run from the connection's own event loop, without a
-// coordinator goroutine, when each queued command lives on one shard and
-// the shards involved are those of the connection's loop ("local") plus at
-// most one other ("remote"). It costs one round trip to the remote shard
-// (none without one) instead of a coordinator's lock and run rounds:
+// A hop group runs a run of a connection's pipelined commands that touch
+// the shards of the connection's own event loop ("local") and at most one
+// other shard ("remote") — single-shard commands, and EXECs whose queued
+// commands each live on one of those shards — from the loop itself, with
+// one round trip to the remote shard for the whole run instead of one per
+// EXEC and a coordinator's lock and run rounds:
 //
-//  1. On the loop, in dispatch: take the local keys' locks if they are
-//     free now (try, never wait), else give up (the coordinator runs EXEC).
-//  2. One message to the remote shard: if its keys are free right now, run
-//     its commands and finish, all in that message; else do nothing. Then
-//     post step 3 to the local shard (the connection's loop).
-//  3. On the loop: if the remote part ran, run the local commands and
-//     connection commands, release the local locks and answer; else
-//     release them and hand EXEC to a coordinator, which takes every lock
-//     in shard order.
+//  1. On the loop, in dispatch: as each command of the run is gathered, the
+//     local keys of the run so far are locked if they are free now (try,
+//     never wait); a command whose keys are not free ends the run before it.
+//     The remote commands, and the remote parts of the EXECs, go into the
+//     remote shard's batch.
+//  2. One message to the remote shard: it runs the batch in order; a
+//     command whose keys are taken (or an EXEC part meeting a recording
+//     journal or tiered storage) is refused, not parked, and the batch
+//     stops there. Then it posts step 3 to the connection's loop.
+//  3. On the loop: the local commands and EXEC parts before the refused
+//     command run, in order, and the local locks are released; the EXECs
+//     are answered. The commands from the refused one on are dispatched
+//     again (pending.kind), an EXEC among them by a coordinator, which takes
+//     every lock in shard order.
 //
-// Atomicity (DESIGN §8.2): the local keys are locked from before the
-// remote part runs until after the local part ran, and the remote part
-// runs as one message, inside which nothing else runs on that shard. A
-// reader that saw a remote key's new value can only reach a local key
-// after the local part (it waits on the lock); a transaction that holds
-// both shards' keys at once holds them either before step 1 (step 2 then
-// finds its keys taken) or after step 3. With two or more remote shards
+// Atomicity (DESIGN §8.2): every local key of the run is locked from before
+// the remote message until after the local commands ran, and the remote
+// part runs as one message, inside which nothing else runs on that shard.
+// A reader that saw a remote key's new value can only reach a local key
+// after step 3 (it waits on the lock); a transaction that holds both
+// shards' keys at once holds them either before step 1 (step 2 then finds
+// its keys taken) or after step 3. So the run is one atomic unit, and each
+// EXEC in it too, in the connection's order. With two or more remote shards
 // their parts would become visible at different times with nothing held
-// between them, so such an EXEC takes the coordinator.
+// between them, so a second remote shard ends the run.
 //
-// No deadlock: the remote shard never waits (try, else refuse), so the
-// local locks are never held while waiting for another lock; a refusal
-// releases them before the coordinator takes locks in shard order.
+// No deadlock: nothing in a group waits for a lock while the group holds
+// one — the local locks are tried, never waited for; the remote shard
+// refuses instead of parking, so the local locks are never held while
+// waiting for another lock; a refusal releases them before anything waits.
+// A command that may wait in another way (blocking commands, scripts that
+// may hand themselves to a coordinator) is not part of a group.
 //
-// It does not apply (the coordinator runs EXEC) with WATCH, while a
-// journal records (its commit order needs the coordinator), with tiered
-// storage (values may need loading first), or when a command spans shards,
-// has no key, or needs a coordinator.
+// A journal cannot start recording on a shard while its keys are locked
+// (recording starts in a step holding every shard), so a local shard found
+// not recording in step 1 stays so for the group; hence no snapshot
+// streaming with a journal needs to see the local keys first either
+// (shard.Capture). Groups are not formed with WATCH (EXEC checks it), nor
+// on a local shard with tiered storage (values may need loading first).
+type hopGroup struct {
+	c      *Conn
+	remote int // -1: none (yet)
+	// keys: per shard id, the local keys the group holds (each once,
+	// exclusively if any command writes it); local: the shards with keys.
+	keys  [][]shard.KeyLock
+	local []int
+	// hops are the EXECs of the group (command indices).
+	hops []int32
+	// end: the first command after the group; stop: the first command that
+	// did not run (the refused one), end when all ran.
+	end, stop int
+}
+
+// hopExec is an EXEC in a hop group: its queued commands' shards and the
+// replies they write, assembled into EXEC's array in step 3.
 type hopExec struct {
-	c       *Conn
-	p       *pending // EXEC's slot: its reply
 	m       *multiState
 	sids    []int // per queued command: its shard, -1 for a connection command
 	replies []resp.Writer
-	local   []int             // the local shards involved
 	keys    [][]shard.KeyLock // per involved shard id (nil if not involved)
+	local   []int             // the local shards involved
 	remote  int               // -1: none
-	ran     bool              // the remote part ran
-	step    hopStep
+	// conn: it queued connection commands, which run when it is answered
+	// (step 3) and may change what the commands after it see (SELECT):
+	// the group ends after it.
+	conn bool
 }
 
-type hopStep uint8
+// pendingKind is what dispatch made of a command, so that the commands a
+// hop group gave back can be dispatched again without running their
+// connection commands (or queuing them in MULTI) twice.
+type pendingKind uint8
 
 const (
-	hopRemote hopStep = iota // step 2
-	hopFinish                // step 3
-	hopLocal                 // a local shard's part, within step 3
+	kindNew   pendingKind = iota
+	kindDone              // answered while gathered (connection command, queued, error)
+	kindShard             // single-shard work (pending.sid)
+	kindCoord             // an EXEC a hop group gave back: a coordinator runs pending.multi
 )
 
-// startHopExec tries to run the EXEC in p as a hopExec; false means the
-// coordinator must run it (nothing was done).
-func (c *Conn) startHopExec(p *pending) bool {
+// hopExecOf describes the EXEC in p as a hop group member, or returns nil
+// when it cannot be one: WATCH, a queuing error, a command spanning shards
+// or without keys or needing a coordinator, more than one remote shard, or
+// no local shard.
+func (c *Conn) hopExecOf(p *pending) *hopExec {
 	m := c.multi
 	if m == nil || m.dirty || c.watch != nil || c.loop < 0 || len(c.srv.shards) == 1 {
-		return false
+		return nil
 	}
-	h := &hopExec{c: c, p: p, m: m, remote: -1, sids: make([]int, len(m.cmds))}
+	h := &hopExec{m: m, remote: -1, sids: make([]int, len(m.cmds))}
 	for i, q := range m.cmds {
 		if q.cmd.Local != nil {
 			if q.cmd.Name == "exec" || q.cmd.Name == "multi" {
-				return false
+				return nil
 			}
-			h.sids[i] = -1
+			h.sids[i], h.conn = -1, true
 			continue
 		}
 		sid := c.srv.singleShard(q.cmd, q.args, &c.keyPos)
-		if sid < 0 || len(c.keyPos) == 0 {
-			return false
+		if sid < 0 || len(c.keyPos) == 0 || q.cmd.Flags&FlagBlocking != 0 {
+			return nil
 		}
 		h.sids[i] = sid
 		if c.srv.shardLoop[sid] != c.loop {
 			if h.remote >= 0 && h.remote != sid {
-				return false // two remote shards
+				return nil // two remote shards
 			}
 			h.remote = sid
 		}
@@ -99,36 +133,9 @@ func (c *Conn) startHopExec(p *pending) bool {
 		}
 	}
 	if len(h.local) == 0 {
-		return false
+		return nil
 	}
-	// Step 1: the local locks, now or never. A journal cannot start
-	// recording on a shard while its keys are locked (recording starts in
-	// a step holding every shard), so it stays off for this EXEC here;
-	// hence no snapshot streaming with a journal needs to see its keys
-	// first either (shard.Capture).
-	for n, sid := range h.local {
-		s := c.srv.shards[sid]
-		if s.Journal.Active() || s.Tier() != nil || !s.Available(h.keys[sid]) {
-			for _, held := range h.local[:n] {
-				c.srv.shards[held].Release(h.keys[held], false)
-			}
-			return false
-		}
-		s.Acquire(h.keys[sid], false)
-	}
-	h.replies = make([]resp.Writer, len(m.cmds))
-	for i := range h.replies {
-		h.replies[i].Proto = c.proto
-	}
-	c.inflight.Store(1)
-	c.holdReplies = true
-	if h.remote < 0 {
-		h.ran = true
-		h.complete(true)
-		return true
-	}
-	c.srv.shards[h.remote].Send(h)
-	return true
+	return h
 }
 
 // addKeyLock adds a key to a shard's lock list: a key named twice is
@@ -143,69 +150,234 @@ func addKeyLock(keys []shard.KeyLock, db int, key string, excl bool) []shard.Key
 	return append(keys, shard.KeyLock{DB: db, Key: key, Excl: excl})
 }
 
-func (h *hopExec) Run(s *shard.Shard) {
-	switch h.step {
-	case hopFinish:
-		h.complete(false)
-		return
-	case hopLocal:
-		h.runShard(s)
-		return
+// group returns the connection's hop group, reset.
+func (c *Conn) newGroup() *hopGroup {
+	g := c.group
+	if g == nil {
+		g = &hopGroup{c: c, keys: make([][]shard.KeyLock, len(c.srv.shards))}
+		c.group = g
 	}
-	// Step 2, on the remote shard: all or nothing, inside this message.
-	if !s.Journal.Active() && s.Tier() == nil && s.Available(h.keys[s.ID]) {
-		h.runShard(s)
-		h.ran = true
-	}
-	h.step = hopFinish
-	h.c.srv.shards[h.local[0]].Send(h)
+	g.remote, g.end, g.stop = -1, 0, 0
+	g.local, g.hops = g.local[:0], g.hops[:0]
+	return g
 }
 
-// runShard runs the commands of shard s, in their order.
-func (h *hopExec) runShard(s *shard.Shard) {
+// hold takes the local keys of one command of the group (keys per shard
+// id, local shards only) if all are free now; it takes nothing and reports
+// false otherwise. A key the group holds already counts as free unless the
+// command needs it exclusively and the group holds it shared.
+func (g *hopGroup) hold(keys func(sid int) []shard.KeyLock, sids []int) bool {
+	srv := g.c.srv
+	var one [1]shard.KeyLock
+	for _, sid := range sids {
+		s := srv.shards[sid]
+		if s.Journal.Active() || s.Tier() != nil {
+			return false
+		}
+		for _, k := range keys(sid) {
+			held, ok := g.holds(sid, k)
+			one[0] = k
+			if held && !ok || !held && !s.Available(one[:]) {
+				return false
+			}
+		}
+	}
+	for _, sid := range sids {
+		if !g.isLocal(sid) {
+			g.local = append(g.local, sid)
+			g.keys[sid] = g.keys[sid][:0]
+		}
+		for _, k := range keys(sid) {
+			if held, _ := g.holds(sid, k); !held {
+				g.keys[sid] = append(g.keys[sid], k)
+				one[0] = k
+				srv.shards[sid].Acquire(one[:], false)
+			}
+		}
+	}
+	return true
+}
+
+func (g *hopGroup) isLocal(sid int) bool {
+	for _, l := range g.local {
+		if l == sid {
+			return true
+		}
+	}
+	return false
+}
+
+// holds reports whether the group holds k's key on shard sid, and if so
+// whether that covers k (exclusive, or k only reads).
+func (g *hopGroup) holds(sid int, k shard.KeyLock) (held, covers bool) {
+	if !g.isLocal(sid) {
+		return false, false
+	}
+	for _, h := range g.keys[sid] {
+		if h.DB == k.DB && h.Key == k.Key {
+			return true, h.Excl || !k.Excl
+		}
+	}
+	return false, false
+}
+
+// addHop adds the EXEC in c.cmds[i], described by h, to the group; false
+// (nothing done) when its remote shard is not the group's or its local
+// keys are not free.
+func (g *hopGroup) addHop(i int, p *pending, h *hopExec) bool {
+	c := g.c
+	if h.remote >= 0 && g.remote >= 0 && h.remote != g.remote {
+		return false
+	}
+	if !g.hold(func(sid int) []shard.KeyLock { return h.keys[sid] }, h.local) {
+		return false
+	}
+	if h.remote >= 0 {
+		g.remote = h.remote
+	}
+	h.replies = make([]resp.Writer, len(h.m.cmds))
+	for j := range h.replies {
+		h.replies[j].Proto = c.proto
+	}
+	p.hop, p.multi, p.kind = h, h.m, kindCoord
+	c.multi = nil
+	for _, sid := range h.local {
+		c.batches[sid].idx = append(c.batches[sid].idx, int32(i))
+	}
+	if h.remote >= 0 {
+		c.addToBatch(h.remote, i)
+	}
+	g.hops = append(g.hops, int32(i))
+	return true
+}
+
+// addCommand adds the single-shard command c.cmds[i] to the group; false
+// (nothing done) when it cannot be part of it.
+func (g *hopGroup) addCommand(i int, p *pending) bool {
+	c := g.c
+	if c.srv.shardLoop[p.sid] != c.loop {
+		if g.remote >= 0 && g.remote != p.sid {
+			return false
+		}
+		g.remote = p.sid
+		c.addToBatch(p.sid, i)
+		return true
+	}
+	b := c.batches[p.sid]
+	keys := b.lockKeys(p, nil)
+	if !g.hold(func(int) []shard.KeyLock { return keys }, []int{p.sid}) {
+		return false
+	}
+	b.idx = append(b.idx, int32(i))
+	return true
+}
+
+// groupable: a single-shard command (with keys) may run in a hop group if
+// it never waits but for its keys: not blocking, not a script (which may
+// hand itself to a coordinator).
+func groupable(cmd *Command) bool {
+	return cmd.Flags&FlagBlocking == 0 && (cmd.Name == "exec" || !answersSoon(cmd))
+}
+
+// start sends the group's remote batch, or runs step 3 at once when there
+// is no remote shard. It runs at the end of dispatch.
+func (g *hopGroup) start() {
+	c := g.c
+	g.end, g.stop = c.next, c.next
+	c.grouping = false
+	c.inflight.Store(1)
+	c.holdReplies = true
+	if g.remote < 0 {
+		g.finish(true)
+		return
+	}
+	b := c.batches[g.remote]
+	b.group = g
+	c.srv.shards[g.remote].Send(b)
+}
+
+// refuse ends the remote batch b at the command it stands at (step 2).
+func (g *hopGroup) refuse(b *shardBatch) {
+	g.stop = int(b.idx[b.pos])
+	g.remoteDone(b)
+}
+
+// remoteDone posts step 3 to the connection's loop.
+func (g *hopGroup) remoteDone(b *shardBatch) {
+	b.idx, b.pos, b.group = b.idx[:0], 0, nil
+	b.dropMine() // tiered.go
+	g.c.srv.shards[g.local[0]].Send(g)
+}
+
+// Run is step 3, posted by the remote shard.
+func (g *hopGroup) Run(*shard.Shard) { g.finish(false) }
+
+// finish is step 3, on the connection's loop (whose goroutine owns the
+// local shards). inline: called within the connection's serve.
+func (g *hopGroup) finish(inline bool) {
+	c := g.c
+	for _, sid := range g.local {
+		b := c.batches[sid]
+		b.group = g
+		c.srv.shards[sid].Exec(b) // the shard's clock is refreshed first
+	}
+	for _, i := range g.hops {
+		p := &c.cmds[i]
+		if int(i) < g.stop {
+			p.hop.answer(c, &p.reply)
+			p.multi, p.kind = nil, kindDone
+			p.cmd.calls.Add(1)
+		}
+		p.hop = nil
+	}
+	if g.stop < g.end {
+		c.next = g.stop // dispatched again (pending.kind)
+	}
+	c.complete(inline)
+}
+
+// runLocal runs the group's commands on local shard s (batch b) that come
+// before the refused one, in order, without lock checks (the group holds
+// their keys), then releases the keys. It is shardBatch.exec for a local
+// batch of a group.
+func (g *hopGroup) runLocal(b *shardBatch, s *shard.Shard) {
+	for _, i := range b.idx {
+		if int(i) >= g.stop {
+			break
+		}
+		p := &b.c.cmds[i]
+		if p.hop != nil {
+			p.hop.runShard(s, b.c)
+			continue
+		}
+		b.runOne(s, p)
+	}
+	b.idx, b.pos, b.group = b.idx[:0], 0, nil
+	s.Release(g.keys[s.ID], false)
+}
+
+// runShard runs the EXEC's commands of shard s, in their order.
+func (h *hopExec) runShard(s *shard.Shard, c *Conn) {
 	for i, q := range h.m.cmds {
 		if h.sids[i] == s.ID {
 			q.cmd.calls.Add(1)
-			e := Exec{S: s, DB: s.DBs[q.db], Args: q.args, W: &h.replies[i], Srv: h.c.srv, Conn: h.c}
+			e := Exec{S: s, DB: s.DBs[q.db], Args: q.args, W: &h.replies[i], Srv: c.srv, Conn: c}
 			e.run(q.cmd)
 		}
 	}
 }
 
-// complete is step 3, on the connection's loop (whose goroutine owns the
-// local shards): finish and answer, or fall back to the coordinator.
-// inline: called within the connection's serve.
-func (h *hopExec) complete(inline bool) {
-	c := h.c
-	c.holdReplies = false
-	if !h.ran {
-		for _, sid := range h.local {
-			c.srv.shards[sid].Release(h.keys[sid], false)
-		}
-		// inflight stays 1: the coordinator completes the unit.
-		co := &Coord{Srv: c.srv, Conn: c, DB: h.p.db, Args: h.p.args, W: &h.p.reply, cmd: h.p.cmd}
-		go co.run(c)
-		return
-	}
-	c.multi = nil
-	h.step = hopLocal
-	for _, sid := range h.local {
-		c.srv.shards[sid].Exec(h) // the shard's clock is refreshed first
-	}
-	for _, sid := range h.local {
-		c.srv.shards[sid].Release(h.keys[sid], false)
-	}
+// answer runs the EXEC's connection commands and writes its reply, once
+// its shard parts ran; on the connection's loop.
+func (h *hopExec) answer(c *Conn, w *resp.Writer) {
 	for i, q := range h.m.cmds {
 		if h.sids[i] < 0 {
 			q.cmd.calls.Add(1)
 			q.cmd.Local(c, q.args, &h.replies[i])
 		}
 	}
-	w := &h.p.reply
 	w.Array(len(h.m.cmds))
 	for i := range h.replies {
 		w.Buf = append(w.Buf, h.replies[i].Buf...)
 	}
-	h.p.cmd.calls.Add(1)
-	c.complete(inline)
 }

@@ -1165,8 +1165,7 @@ func (x *Coord) tierPreload() (pins *tierPins, ok bool) {
 	}
 	p := &tierPins{srv: x.Srv}
 	if x.cmd.Name == "exec" {
-		// The connection's loop waits for EXEC: its state is ours.
-		if m := x.Conn.multi; m != nil && !m.dirty {
+		if m, _ := x.execState(); m != nil && !m.dirty {
 			for _, q := range m.cmds {
 				if q.cmd.Local == nil {
 					p.add(q.db, q.cmd, q.args)

@@ -114,7 +114,9 @@ func TestMultiBankInvariant(t *testing.T) {
 	}
 }
 
-func multiBank(t *testing.T, shards string) {
+// startBank starts a server with the given shards and accounts holding
+// start each; seed is the test's random seed (DFLY_TEST_SEED to repeat).
+func startBank(t *testing.T, shards string, accounts, start int) (*Server, []string, uint64) {
 	seed := uint64(time.Now().UnixNano())
 	if s, ok := lookupEnvUint("DFLY_TEST_SEED"); ok {
 		seed = s
@@ -122,13 +124,19 @@ func multiBank(t *testing.T, shards string) {
 	t.Logf("seed %d (DFLY_TEST_SEED to repeat)", seed)
 	srv := StartServer(t, "--shards", shards)
 	ctx := context.Background()
-	const accounts, start = 16, 1000
 	keys := make([]string, accounts)
 	setup := srv.Client(t, 2)
 	for i := range keys {
 		keys[i] = "acct:" + strconv.Itoa(i)
 		setup.Set(ctx, keys[i], start, 0)
 	}
+	return srv, keys, seed
+}
+
+func multiBank(t *testing.T, shards string) {
+	const accounts, start = 16, 1000
+	srv, keys, seed := startBank(t, shards, accounts, start)
+	ctx := context.Background()
 	stop := time.Now().Add(1500 * time.Millisecond)
 	var wg sync.WaitGroup
 	var transfers, sums atomic.Int64
@@ -186,6 +194,12 @@ func multiBank(t *testing.T, shards string) {
 			}
 		}()
 	}
+	waitBank(t, &wg, errs, &transfers, &sums)
+}
+
+// waitBank waits for a bank test's clients and fails on their first error
+// or when they made no progress.
+func waitBank(t *testing.T, wg *sync.WaitGroup, errs chan error, transfers, sums *atomic.Int64) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -223,5 +237,128 @@ func TestMultiQueuedArgumentsKept(t *testing.T) {
 		if got := c.Do("GET", k); got.Str != v {
 			t.Fatalf("GET %s: %d bytes, want %d", k, len(got.Str), len(v))
 		}
+	}
+}
+
+// TestMultiPipelinedHopGroups: clients pipeline transfers (MULTI/EXEC over
+// two accounts), plain reads and a per-client counter, many at a time, so
+// that a run of them travels as one hop group (multi_hop.go), while others
+// hold the same few accounts: groups are refused part-way and their rest
+// dispatched again. Every transfer answers, a client's counter replies
+// count up one by one (its commands ran once each, in order), and readers
+// summing all accounts in MULTI/EXEC (pipelined too) always see the same
+// total.
+func TestMultiPipelinedHopGroups(t *testing.T) {
+	for _, shards := range []string{"2", "4"} {
+		t.Run("shards="+shards, func(t *testing.T) { multiPipelined(t, shards) })
+	}
+}
+
+func multiPipelined(t *testing.T, shards string) {
+	const accounts, start = 16, 1000
+	srv, keys, seed := startBank(t, shards, accounts, start)
+	ctx := context.Background()
+	setup := srv.Client(t, 2)
+	stop := time.Now().Add(1500 * time.Millisecond)
+	var wg sync.WaitGroup
+	var transfers, sums atomic.Int64
+	errs := make(chan error, 16)
+	fail := func(format string, args ...any) {
+		errs <- fmt.Errorf("seed %d: "+format, append([]any{seed}, args...)...)
+	}
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			c := srv.Client(t, 2)
+			seq := "seq:" + strconv.Itoa(w)
+			next := int64(1)
+			for time.Now().Before(stop) {
+				p := c.Pipeline()
+				var execs, incrs []*redis.Cmd
+				for i := 0; i < 24; i++ {
+					switch rng.IntN(3) {
+					case 0:
+						from, to := keys[rng.IntN(accounts)], keys[rng.IntN(accounts)]
+						amt := rng.IntN(50)
+						p.Do(ctx, "MULTI")
+						p.Do(ctx, "DECRBY", from, amt)
+						p.Do(ctx, "INCRBY", to, amt)
+						execs = append(execs, p.Do(ctx, "EXEC"))
+					case 1:
+						incrs = append(incrs, p.Do(ctx, "INCR", seq))
+					default:
+						p.Do(ctx, "GET", keys[rng.IntN(accounts)])
+					}
+				}
+				if _, err := p.Exec(ctx); err != nil {
+					fail("pipeline: %v", err)
+					return
+				}
+				for _, e := range execs {
+					if v, err := e.Slice(); err != nil || len(v) != 2 {
+						fail("EXEC replied %v (%v)", v, err)
+						return
+					}
+					transfers.Add(1)
+				}
+				for _, in := range incrs {
+					if n, err := in.Int64(); err != nil || n != next {
+						fail("INCR %s replied %d (%v), want %d", seq, n, err, next)
+						return
+					}
+					next++
+				}
+			}
+		}(w)
+	}
+	for r := 0; r < 3; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := srv.Client(t, 2)
+			for time.Now().Before(stop) {
+				p := c.Pipeline()
+				var execs []*redis.Cmd
+				for i := 0; i < 4; i++ {
+					p.Do(ctx, "MULTI")
+					for _, k := range keys {
+						p.Do(ctx, "GET", k)
+					}
+					execs = append(execs, p.Do(ctx, "EXEC"))
+				}
+				if _, err := p.Exec(ctx); err != nil {
+					fail("sum pipeline: %v", err)
+					return
+				}
+				for _, e := range execs {
+					v, err := e.Slice()
+					if err != nil || len(v) != accounts {
+						fail("sum EXEC replied %v (%v)", v, err)
+						return
+					}
+					sum := 0
+					for _, x := range v {
+						n, _ := strconv.Atoi(x.(string))
+						sum += n
+					}
+					if sum != accounts*start {
+						fail("a reader saw total %d, want %d", sum, accounts*start)
+						return
+					}
+					sums.Add(1)
+				}
+			}
+		}()
+	}
+	waitBank(t, &wg, errs, &transfers, &sums)
+	total := 0
+	for _, k := range keys {
+		n, _ := setup.Get(ctx, k).Int()
+		total += n
+	}
+	if total != accounts*start {
+		t.Fatalf("seed %d: final total %d, want %d", seed, total, accounts*start)
 	}
 }

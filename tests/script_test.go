@@ -72,20 +72,9 @@ func matchLine(want string, got Reply) bool {
 // source can pay, while readers sum every account in MULTI/EXEC (and with
 // an EVAL_RO) and must always see the same total.
 func TestScriptBankInvariant(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s, ok := lookupEnvUint("DFLY_TEST_SEED"); ok {
-		seed = s
-	}
-	t.Logf("seed %d (DFLY_TEST_SEED to repeat)", seed)
-	srv := StartServer(t, "--shards", "4")
-	ctx := context.Background()
 	const accounts, start = 16, 1000
-	keys := make([]string, accounts)
-	setup := srv.Client(t, 2)
-	for i := range keys {
-		keys[i] = "acct:" + strconv.Itoa(i)
-		setup.Set(ctx, keys[i], start, 0)
-	}
+	srv, keys, seed := startBank(t, "4", accounts, start)
+	ctx := context.Background()
 	transfer := redis.NewScript(`
 local from = tonumber(redis.call('get', KEYS[1]))
 local to = tonumber(redis.call('get', KEYS[2]))
