@@ -466,6 +466,7 @@ func (c *Conn) startsGroup(p *pending, g **hopGroup) bool {
 		case len(c.used) == 0:
 		case len(c.used) == 1 && (h.remote < 0 || h.remote == c.used[0]) && c.srv.shardLoop[c.used[0]] != c.loop:
 		default:
+			c.group.free = append(c.group.free, h)
 			return false
 		}
 		ng := c.newGroup()
@@ -473,13 +474,18 @@ func (c *Conn) startsGroup(p *pending, g **hopGroup) bool {
 			ng.remote = c.used[0]
 		}
 		if !ng.addHop(c.next, p, h) {
+			ng.free = append(ng.free, h)
 			return false
 		}
 		*g = ng
 		c.grouping = true
 		return true
 	}
-	return (*g).addHop(c.next, p, h)
+	if !(*g).addHop(c.next, p, h) {
+		(*g).free = append((*g).free, h)
+		return false
+	}
+	return true
 }
 
 // startCoord runs an EXEC a hop group gave back on a coordinator.

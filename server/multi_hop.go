@@ -63,6 +63,11 @@ type hopGroup struct {
 	// end: the first command after the group; stop: the first command that
 	// did not run (the refused one), end when all ran.
 	end, stop int
+	// free: hopExecs to reuse; one, sid, lockBuf: scratch for hold.
+	free    []*hopExec
+	one     [][]shard.KeyLock
+	sid     [1]int
+	lockBuf []shard.KeyLock
 }
 
 // hopExec is an EXEC in a hop group: its queued commands' shards and the
@@ -101,30 +106,28 @@ func (c *Conn) hopExecOf(p *pending) *hopExec {
 	if m == nil || m.dirty || c.watch != nil || c.loop < 0 || len(c.srv.shards) == 1 {
 		return nil
 	}
-	h := &hopExec{m: m, remote: -1, sids: make([]int, len(m.cmds))}
-	for i, q := range m.cmds {
+	g := c.hopGroup()
+	h := g.newHop(m)
+	for _, q := range m.cmds {
 		if q.cmd.Local != nil {
 			if q.cmd.Name == "exec" || q.cmd.Name == "multi" {
+				g.free = append(g.free, h)
 				return nil
 			}
-			h.sids[i], h.conn = -1, true
+			h.sids = append(h.sids, -1)
+			h.conn = true
 			continue
 		}
 		sid := c.srv.singleShard(q.cmd, q.args, &c.keyPos)
-		if sid < 0 || len(c.keyPos) == 0 || q.cmd.Flags&FlagBlocking != 0 {
+		if sid < 0 || len(c.keyPos) == 0 || q.cmd.Flags&FlagBlocking != 0 ||
+			c.srv.shardLoop[sid] != c.loop && h.remote >= 0 && h.remote != sid { // two remote shards
+			g.free = append(g.free, h)
 			return nil
 		}
-		h.sids[i] = sid
+		h.sids = append(h.sids, sid)
 		if c.srv.shardLoop[sid] != c.loop {
-			if h.remote >= 0 && h.remote != sid {
-				return nil // two remote shards
-			}
 			h.remote = sid
-		}
-		if h.keys == nil {
-			h.keys = make([][]shard.KeyLock, len(c.srv.shards))
-		}
-		if h.keys[sid] == nil && c.srv.shardLoop[sid] == c.loop {
+		} else if !h.involves(sid) {
 			h.local = append(h.local, sid)
 		}
 		excl := q.cmd.Flags&FlagWrite != 0
@@ -133,9 +136,51 @@ func (c *Conn) hopExecOf(p *pending) *hopExec {
 		}
 	}
 	if len(h.local) == 0 {
+		g.free = append(g.free, h)
 		return nil
 	}
 	return h
+}
+
+// newHop is a hopExec for m, reused from the group's free list: a
+// connection's EXECs cost no allocations of their own once it has run a
+// few.
+func (g *hopGroup) newHop(m *multiState) *hopExec {
+	var h *hopExec
+	if n := len(g.free); n > 0 {
+		h, g.free = g.free[n-1], g.free[:n-1]
+		for _, sid := range h.local {
+			h.keys[sid] = h.keys[sid][:0]
+		}
+		if h.remote >= 0 {
+			h.keys[h.remote] = h.keys[h.remote][:0]
+		}
+	} else {
+		h = &hopExec{keys: make([][]shard.KeyLock, len(g.keys))}
+	}
+	h.m, h.remote, h.conn = m, -1, false
+	h.sids, h.local = h.sids[:0], h.local[:0]
+	return h
+}
+
+// recycle drops what the EXEC refers to before the hopExec is reused.
+func (h *hopExec) recycle() {
+	h.m = nil
+	for i := range h.replies {
+		if cap(h.replies[i].Buf) > replyKeepCap {
+			h.replies[i].Buf = nil
+		}
+	}
+}
+
+// involves reports whether local shard sid has a part of the EXEC.
+func (h *hopExec) involves(sid int) bool {
+	for _, l := range h.local {
+		if l == sid {
+			return true
+		}
+	}
+	return false
 }
 
 // addKeyLock adds a key to a shard's lock list: a key named twice is
@@ -150,23 +195,28 @@ func addKeyLock(keys []shard.KeyLock, db int, key string, excl bool) []shard.Key
 	return append(keys, shard.KeyLock{DB: db, Key: key, Excl: excl})
 }
 
-// group returns the connection's hop group, reset.
-func (c *Conn) newGroup() *hopGroup {
-	g := c.group
-	if g == nil {
-		g = &hopGroup{c: c, keys: make([][]shard.KeyLock, len(c.srv.shards))}
-		c.group = g
+// hopGroup is the connection's hop group (one at a time).
+func (c *Conn) hopGroup() *hopGroup {
+	if c.group == nil {
+		n := len(c.srv.shards)
+		c.group = &hopGroup{c: c, keys: make([][]shard.KeyLock, n), one: make([][]shard.KeyLock, n)}
 	}
+	return c.group
+}
+
+// newGroup returns the connection's hop group, reset.
+func (c *Conn) newGroup() *hopGroup {
+	g := c.hopGroup()
 	g.remote, g.end, g.stop = -1, 0, 0
 	g.local, g.hops = g.local[:0], g.hops[:0]
 	return g
 }
 
-// hold takes the local keys of one command of the group (keys per shard
-// id, local shards only) if all are free now; it takes nothing and reports
+// hold takes the local keys of one command of the group (keys[sid] for
+// each local shard sid in sids) if all are free now; it takes nothing and reports
 // false otherwise. A key the group holds already counts as free unless the
 // command needs it exclusively and the group holds it shared.
-func (g *hopGroup) hold(keys func(sid int) []shard.KeyLock, sids []int) bool {
+func (g *hopGroup) hold(keys [][]shard.KeyLock, sids []int) bool {
 	srv := g.c.srv
 	var one [1]shard.KeyLock
 	for _, sid := range sids {
@@ -174,7 +224,7 @@ func (g *hopGroup) hold(keys func(sid int) []shard.KeyLock, sids []int) bool {
 		if s.Journal.Active() || s.Tier() != nil {
 			return false
 		}
-		for _, k := range keys(sid) {
+		for _, k := range keys[sid] {
 			held, ok := g.holds(sid, k)
 			one[0] = k
 			if held && !ok || !held && !s.Available(one[:]) {
@@ -187,7 +237,7 @@ func (g *hopGroup) hold(keys func(sid int) []shard.KeyLock, sids []int) bool {
 			g.local = append(g.local, sid)
 			g.keys[sid] = g.keys[sid][:0]
 		}
-		for _, k := range keys(sid) {
+		for _, k := range keys[sid] {
 			if held, _ := g.holds(sid, k); !held {
 				g.keys[sid] = append(g.keys[sid], k)
 				one[0] = k
@@ -229,15 +279,19 @@ func (g *hopGroup) addHop(i int, p *pending, h *hopExec) bool {
 	if h.remote >= 0 && g.remote >= 0 && h.remote != g.remote {
 		return false
 	}
-	if !g.hold(func(sid int) []shard.KeyLock { return h.keys[sid] }, h.local) {
+	if !g.hold(h.keys, h.local) {
 		return false
 	}
 	if h.remote >= 0 {
 		g.remote = h.remote
 	}
-	h.replies = make([]resp.Writer, len(h.m.cmds))
+	if cap(h.replies) < len(h.m.cmds) {
+		h.replies = make([]resp.Writer, len(h.m.cmds))
+	}
+	h.replies = h.replies[:len(h.m.cmds)]
 	for j := range h.replies {
 		h.replies[j].Proto = c.proto
+		h.replies[j].Buf = h.replies[j].Buf[:0]
 	}
 	p.hop, p.multi, p.kind = h, h.m, kindCoord
 	c.multi = nil
@@ -264,8 +318,11 @@ func (g *hopGroup) addCommand(i int, p *pending) bool {
 		return true
 	}
 	b := c.batches[p.sid]
-	keys := b.lockKeys(p, nil)
-	if !g.hold(func(int) []shard.KeyLock { return keys }, []int{p.sid}) {
+	g.lockBuf = b.lockKeys(p, g.lockBuf[:0])
+	g.one[p.sid], g.sid[0] = g.lockBuf, p.sid
+	ok := g.hold(g.one, g.sid[:])
+	g.one[p.sid] = nil
+	if !ok {
 		return false
 	}
 	b.idx = append(b.idx, int32(i))
@@ -328,6 +385,8 @@ func (g *hopGroup) finish(inline bool) {
 			p.multi, p.kind = nil, kindDone
 			p.cmd.calls.Add(1)
 		}
+		p.hop.recycle()
+		g.free = append(g.free, p.hop)
 		p.hop = nil
 	}
 	if g.stop < g.end {
