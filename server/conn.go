@@ -380,7 +380,7 @@ gather:
 			c.inflight.Store(1)
 			c.holdReplies = answersSoon(cmd)
 			co := &Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: cmd}
-			go co.run(c)
+			co.start(c)
 			c.gathered = c.next
 			return
 		}
@@ -494,7 +494,7 @@ func (c *Conn) startCoord(p *pending) {
 	c.holdReplies = true
 	co := &Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: p.cmd, multi: p.multi}
 	p.multi = nil
-	go co.run(c)
+	co.start(c)
 }
 
 // answersSoon reports whether a coordinated command never blocks: EXEC

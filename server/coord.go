@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
@@ -36,6 +38,8 @@ type Coord struct {
 	// multi: the transaction of an EXEC a hop group gave back
 	// (multi_hop.go), taken from the connection when it was gathered.
 	multi *multiState
+	// step runs its queued commands on their shards (execQueued).
+	step *queuedStep
 	// prop: what the journal records instead of Args (see Propagate).
 	prop [][][]byte
 }
@@ -56,6 +60,45 @@ func (x *Coord) run(c *Conn) {
 		}
 	}
 	c.complete(false)
+}
+
+// start runs the command on a coordinator goroutine: an idle one when
+// there is one, else a new one. A coordinator's stack has grown to what
+// commands (a script's interpreter) need, and starting a goroutine for
+// each command would grow a fresh one every time.
+func (x *Coord) start(c *Conn) {
+	select {
+	case idleCoords <- coordRun{x, c}:
+	default:
+		go coordinator(coordRun{x, c})
+	}
+}
+
+type coordRun struct {
+	x *Coord
+	c *Conn
+}
+
+// idleCoords hands work to idle coordinators (unbuffered: only one waiting
+// can take it).
+var idleCoords = make(chan coordRun)
+
+// coordIdle is how long a coordinator waits for more work before it ends.
+const coordIdle = 10 * time.Second
+
+func coordinator(r coordRun) {
+	t := time.NewTimer(coordIdle)
+	defer t.Stop()
+	for {
+		r.x.run(r.c)
+		r = coordRun{}
+		t.Reset(coordIdle) // no stale tick to drain since Go 1.23
+		select {
+		case r = <-idleCoords:
+		case <-t.C:
+			return
+		}
+	}
 }
 
 // ShardOf is the shard that owns key.

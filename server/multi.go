@@ -292,20 +292,22 @@ func (x *Coord) execQueued(t *tx.Tx, q queued) {
 	cmd := q.cmd
 	cmd.calls.Add(1)
 	sid := -1
+	if x.step == nil {
+		x.step = newQueuedStep()
+	}
+	st := x.step
 	if cmd.Local == nil {
-		var scratch [8]int
-		pos := scratch[:0]
-		sid = x.Srv.singleShard(cmd, q.args, &pos)
+		sid = x.Srv.singleShard(cmd, q.args, &st.pos)
 	}
 	switch {
 	case cmd.Local != nil:
 		// The loop is waiting for EXEC, so connection state is ours.
 		cmd.Local(c, q.args, x.W)
 	case sid >= 0:
-		t.Run(sid, func(s *shard.Shard) {
-			e := Exec{S: s, DB: s.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}
-			e.runQueued(cmd)
-		})
+		st.q = q
+		st.e = Exec{W: x.W, Srv: x.Srv, Conn: c, prop: st.e.prop[:0]}
+		t.Run(sid, st.run)
+		st.e, st.q = Exec{prop: st.e.prop[:0]}, queued{}
 	case cmd.Multi != nil:
 		inner := &Coord{Srv: x.Srv, Conn: c, DB: q.db, Args: q.args, W: x.W, cmd: cmd, inTx: true, local: x.local, outer: t,
 			script: x.script}
@@ -313,6 +315,28 @@ func (x *Coord) execQueued(t *tx.Tx, q queued) {
 	default:
 		x.W.Error("CROSSSLOT Keys in request don't hash to the same slot")
 	}
+}
+
+// queuedStep runs a queued command on its shard, inside a transaction's
+// step (execQueued): a coordinator keeps one for all its commands, and a
+// script's interpreter one for all its calls, so none allocates a closure.
+// A step runs while its coordinator waits (tx.Run), one at a time.
+type queuedStep struct {
+	q   queued
+	e   Exec
+	pos []int
+	run func(*shard.Shard)
+}
+
+func newQueuedStep() *queuedStep {
+	st := &queuedStep{}
+	st.run = st.exec
+	return st
+}
+
+func (st *queuedStep) exec(s *shard.Shard) {
+	st.e.S, st.e.DB, st.e.Args = s, s.DBs[st.q.db], st.q.args
+	st.e.runQueued(st.q.cmd)
 }
 
 // execShard finds the one shard that owns every key of the open

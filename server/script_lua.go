@@ -73,6 +73,8 @@ type luaVM struct {
 	argBuf   []byte
 	argEnds  []int
 	exe      Exec
+	coord    Coord
+	step     *queuedStep
 }
 
 // maxCachedFns bounds an interpreter's functions cache; past it the cache
@@ -263,6 +265,7 @@ func (vm *luaVM) run(sc *scriptCtx, proto *lua.FunctionProto, keys, argv [][]byt
 // array items (which the next run overwrites).
 func (vm *luaVM) reset(nkeys, nargs int) {
 	vm.sc = nil
+	vm.coord = Coord{}
 	vm.reply.Buf = vm.reply.Buf[:0]
 	if cap(vm.reply.Buf) > replyKeepCap {
 		vm.reply.Buf = nil
@@ -724,8 +727,14 @@ func (vm *luaVM) exec(cmd *Command, args [][]byte) {
 			sc.t = sc.x.Tx()
 		}
 	}
-	x := *sc.x
-	x.W, x.Args, x.DB, x.cmd = w, args, sc.db, cmd
+	// The call's coordinator: the script's, with the call's arguments; the
+	// interpreter's own copy and step, so a call allocates neither.
+	x := &vm.coord
+	*x = *sc.x
+	if vm.step == nil {
+		vm.step = newQueuedStep()
+	}
+	x.W, x.Args, x.DB, x.cmd, x.step = w, args, sc.db, cmd, vm.step
 	q := queued{args: args, cmd: cmd, db: sc.db}
 	if sc.t != nil {
 		x.execQueued(sc.t, q)
@@ -744,7 +753,7 @@ func (vm *luaVM) exec(cmd *Command, args [][]byte) {
 		})
 	case cmd.Multi != nil:
 		x.inTx = false
-		cmd.Multi(&x)
+		cmd.Multi(x)
 	default:
 		w.Error("CROSSSLOT Keys in request don't hash to the same slot")
 	}

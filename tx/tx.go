@@ -1,7 +1,7 @@
 package tx
 
 import (
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -312,7 +312,7 @@ func (t *Tx) shardSet() []uint16 {
 	for i, p := range t.parts {
 		ids[i] = uint16(p.sh.ID)
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	slices.Sort(ids)
 	return ids
 }
 
@@ -325,7 +325,7 @@ func (t *Tx) Lock() {
 		return
 	}
 	t.countKeys()
-	sort.Slice(t.parts, func(i, j int) bool { return t.parts[i].sh.ID < t.parts[j].sh.ID })
+	t.sortParts()
 	if len(t.parts) > 1 && t.tryLockAll() {
 		t.locked = true
 		return
@@ -360,9 +360,19 @@ func (t *Tx) LockLazily() {
 			return
 		}
 	}
-	sort.Slice(t.parts, func(i, j int) bool { return t.parts[i].sh.ID < t.parts[j].sh.ID })
+	t.sortParts()
 	t.countKeys()
 	t.lazy, t.locked = true, true
+}
+
+// sortParts orders the parts by ascending shard id (the lock order). An
+// insertion sort: a transaction has a few parts, and sort.Slice allocates.
+func (t *Tx) sortParts() {
+	for i := 1; i < len(t.parts); i++ {
+		for j := i; j > 0 && t.parts[j].sh.ID < t.parts[j-1].sh.ID; j-- {
+			t.parts[j], t.parts[j-1] = t.parts[j-1], t.parts[j]
+		}
+	}
 }
 
 // countKeys sets multi. A command or transaction with more than one key
