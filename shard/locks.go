@@ -33,7 +33,10 @@ type lockState struct {
 // Deadlock freedom: a transaction takes its shards' locks one shard at a
 // time in ascending shard order, and all of one shard's keys at once; it
 // never waits for a lock of a lower shard while holding a higher one. So
-// the waits-for graph follows shard order and has no cycle.
+// the waits-for graph follows shard order and has no cycle. The server's
+// hop groups (server/multi_hop.go) take keys out of that order, but only
+// when they are free (Available, then Acquire), and never wait for any
+// lock while they hold one: they add no edge to the graph.
 type locks struct {
 	dbs       []map[string]*lockState
 	allHeld   bool
