@@ -78,6 +78,7 @@ type Conn struct {
 	// (pending.kind); group: the connection's hop group (multi_hop.go).
 	gathered int
 	group    *hopGroup
+	co       *Coord // see coord
 	grouping bool // dispatch is gathering a hop group
 
 	// holdReplies: the work in flight answers soon (shard batches without
@@ -379,7 +380,8 @@ gather:
 			c.next++
 			c.inflight.Store(1)
 			c.holdReplies = answersSoon(cmd)
-			co := &Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: cmd}
+			co := c.coord(cmd)
+			*co = Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: cmd, step: co.step}
 			co.start(c)
 			c.gathered = c.next
 			return
@@ -488,11 +490,26 @@ func (c *Conn) startsGroup(p *pending, g **hopGroup) bool {
 	return true
 }
 
+// coord is a Coord for a coordinated command. EXEC and scripts use the
+// connection's own: one runs at a time (the loop waits for it), and
+// nothing keeps it once it completed the unit (Coord.run). Other commands
+// (which may hand themselves over, or block) get a new one.
+func (c *Conn) coord(cmd *Command) *Coord {
+	if answersSoon(cmd) {
+		if c.co == nil {
+			c.co = &Coord{}
+		}
+		return c.co
+	}
+	return &Coord{}
+}
+
 // startCoord runs an EXEC a hop group gave back on a coordinator.
 func (c *Conn) startCoord(p *pending) {
 	c.inflight.Store(1)
 	c.holdReplies = true
-	co := &Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: p.cmd, multi: p.multi}
+	co := c.coord(p.cmd)
+	*co = Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: p.cmd, multi: p.multi, step: co.step}
 	p.multi = nil
 	co.start(c)
 }

@@ -498,10 +498,16 @@ var (
 // owns the shard serves nothing else; SCRIPT KILL from a client of another
 // loop still stops a long read-only script.
 func cmdEvalShard(e *Exec, bySHA, readonly bool) {
-	x := &Coord{Srv: e.Srv, Conn: e.Conn, DB: e.DB.Index, Args: e.Args, W: e.W, inTx: true, local: e.S, canRetry: e.canRetry}
+	// The shard's own coordinator value: nothing keeps it once cmdEval
+	// returned (the interpreter drops its context), and a script cannot
+	// run a script, so one per shard serves every inline run.
+	x := &e.Srv.evalCoords[e.S.ID]
+	*x = Coord{Srv: e.Srv, Conn: e.Conn, DB: e.DB.Index, Args: e.Args, W: e.W, inTx: true, local: e.S, canRetry: e.canRetry,
+		step: x.step}
 	cmdEval(x, bySHA, readonly)
 	if x.demoted {
 		e.retry = &Coord{Srv: e.Srv, Conn: e.Conn, DB: e.DB.Index, Args: e.Args, W: e.W,
 			cmd: e.Srv.table.lookup(e.Args[0])}
 	}
+	*x = Coord{step: x.step}
 }

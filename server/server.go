@@ -47,6 +47,9 @@ type Server struct {
 	rejectedConns  atomic.Int64
 	blockedClients atomic.Int64
 	cmdStats       []shardCmdStats // per shard, owned by its goroutine
+	// evalCoords: per shard, the coordinator of the script running inline
+	// on it (cmdEvalShard), owned by its goroutine: one script at a time.
+	evalCoords []Coord
 	pubsub         *pubsub
 	persist        persistState // SAVE/BGSAVE/LASTSAVE bookkeeping (persist.go)
 	tiered         *tieredState // tiered storage, nil when off (tiered.go)
@@ -100,6 +103,7 @@ func New(cfg *Config, log *Logger) *Server {
 	s.persist.lastBgsaveSecs.Store(-1)
 	s.shards = make([]*shard.Shard, cfg.Shards)
 	s.cmdStats = make([]shardCmdStats, cfg.Shards)
+	s.evalCoords = make([]Coord, cfg.Shards)
 	s.expiryUsers = make([]int, cfg.Shards)
 	for i := range s.shards {
 		s.shards[i] = shard.New(i, cfg.Databases)
