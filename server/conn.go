@@ -79,7 +79,7 @@ type Conn struct {
 	gathered int
 	group    *hopGroup
 	co       *Coord // see coord
-	grouping bool // dispatch is gathering a hop group
+	grouping bool   // dispatch is gathering a hop group
 
 	// holdReplies: the work in flight answers soon (shard batches without
 	// a blocking command, an EXEC or a script, which never block), so the

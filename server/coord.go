@@ -116,6 +116,23 @@ func (x *Coord) Tx() *tx.Tx {
 	default:
 		t = tx.New(x.Srv.shards)
 	}
+	return x.withRecorder(t)
+}
+
+// scriptTx is the transaction of a script: the interpreter's previous one
+// recycled (tx.Recycle) when the script runs on its own, which it then
+// owns until its next run; as Tx within EXEC or inline.
+func (x *Coord) scriptTx(vm *luaVM) *tx.Tx {
+	if x.local != nil || x.inTx {
+		return x.Tx()
+	}
+	vm.tx = tx.Recycle(vm.tx, x.Srv.shards)
+	return x.withRecorder(vm.tx)
+}
+
+// withRecorder makes a write command's transaction journal the command at
+// its commit.
+func (x *Coord) withRecorder(t *tx.Tx) *tx.Tx {
 	if x.cmd != nil && x.cmd.Flags&FlagWrite != 0 && !effectsOnly[x.cmd.Name] {
 		t.SetRecorder(x)
 	}

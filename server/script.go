@@ -12,6 +12,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/tx"
 	"github.com/dfly/dfly/types/num"
 )
 
@@ -401,6 +402,7 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 
 	vm := e.vms.Get().(*luaVM)
 	sc := &vm.cur
+	var owned *tx.Tx // the script's transaction, finished after the run
 	*sc = scriptCtx{x: x, sha: sha, db: x.DB, readonly: readonly, resp: 2, keyed: numKeys > 0, run: &vm.runState}
 	if x.local != nil {
 		// Confined to this shard, whose goroutine runs it: no other
@@ -408,7 +410,7 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 		// (nested) transaction is made only if a call needs one.
 		sc.declared = keys
 	} else if numKeys > 0 || x.inTx {
-		t := x.Tx()
+		t := x.scriptTx(vm)
 		sc.declared = keys
 		for _, k := range keys {
 			t.Add(x.ShardOf(k), x.DB, string(k), !readonly)
@@ -416,8 +418,8 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 		// Calls run one at a time: each shard's locks come with the
 		// first call there when that keeps them in shard order (tx).
 		t.LockLazily()
-		defer t.Finish(nil)
 		sc.t = t
+		owned = t
 	}
 
 	run := sc.run
@@ -438,6 +440,11 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 	e.runMu.Unlock()
 
 	vm.run(sc, proto, keys, argv, x.W)
+	if owned != nil {
+		// Before the interpreter goes back to the pool: the next script
+		// to take it recycles this transaction (Coord.scriptTx).
+		owned.Finish(nil)
+	}
 
 	e.runMu.Lock()
 	delete(e.running, run)

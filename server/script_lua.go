@@ -75,6 +75,7 @@ type luaVM struct {
 	exe      Exec
 	coord    Coord
 	step     *queuedStep
+	tx       *tx.Tx // the last script transaction, recycled (Coord.scriptTx)
 }
 
 // maxCachedFns bounds an interpreter's functions cache; past it the cache

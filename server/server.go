@@ -50,11 +50,11 @@ type Server struct {
 	// evalCoords: per shard, the coordinator of the script running inline
 	// on it (cmdEvalShard), owned by its goroutine: one script at a time.
 	evalCoords []Coord
-	pubsub         *pubsub
-	persist        persistState // SAVE/BGSAVE/LASTSAVE bookkeeping (persist.go)
-	tiered         *tieredState // tiered storage, nil when off (tiered.go)
-	master         *replMaster  // master side of replication (repl_master.go)
-	replica        replicaState // replica side of replication (repl_replica.go)
+	pubsub     *pubsub
+	persist    persistState // SAVE/BGSAVE/LASTSAVE bookkeeping (persist.go)
+	tiered     *tieredState // tiered storage, nil when off (tiered.go)
+	master     *replMaster  // master side of replication (repl_master.go)
+	replica    replicaState // replica side of replication (repl_replica.go)
 	// dfly-native replication flows (repl_flow.go); expiryUsers[i] counts
 	// the users of shard i's expiry journaling (owned by its goroutine).
 	flowOnce    sync.Once

@@ -62,6 +62,13 @@ type Tx struct {
 	// writesAtStart: the root's writes when a nested transaction began.
 	writesAtStart int32
 	recorder      Recorder
+
+	// pool holds every part made for the transaction, used counts those in
+	// use (Recycle); unacked counts release steps finishLazy did not wait
+	// for.
+	pool    []*part
+	used    int
+	unacked int
 }
 
 // Nested starts a transaction inside one that holds all the locks, so
@@ -180,9 +187,34 @@ func (t *Tx) part(sid int) *part {
 			return p
 		}
 	}
-	p := &part{tx: t, sh: t.shards[sid]}
+	var p *part
+	if t.used < len(t.pool) {
+		p = t.pool[t.used]
+		*p = part{tx: t, sh: t.shards[sid], keys: p.keys[:0]}
+	} else {
+		p = &part{tx: t, sh: t.shards[sid]}
+		t.pool = append(t.pool, p)
+	}
+	t.used++
 	t.parts = append(t.parts, p)
 	return p
+}
+
+// Recycle returns t, a finished transaction that its owner no longer
+// uses, ready to start over the same shards as New would, reusing its
+// memory, so that a caller running one transaction after another (a
+// script interpreter) allocates none. It first waits for the release
+// steps Finish sent without waiting (finishLazy): once their signals are
+// in, no shard refers to t's parts. t nil, nested or still locked: New.
+func Recycle(t *Tx, shards []*shard.Shard) *Tx {
+	if t == nil || t.nested || t.locked || len(t.shards) != len(shards) {
+		return New(shards)
+	}
+	for ; t.unacked > 0; t.unacked-- {
+		<-t.done
+	}
+	*t = Tx{shards: shards, done: t.done, parts: t.parts[:0], pool: t.pool}
+	return t
 }
 
 // Add declares a key the transaction reads (excl=false) or writes. A key
@@ -617,6 +649,7 @@ func (t *Tx) finishLazy(fn func(*shard.Shard)) {
 		if p.held {
 			p.step, p.held = stepRelease, false
 			p.sh.Send(p) // its done signal lands in the buffer of done
+			t.unacked++
 		}
 	}
 }

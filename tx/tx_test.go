@@ -64,13 +64,15 @@ func TestBankInvariant(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			var prev *Tx
 			for !stop.Load() {
 				from, to := rng.IntN(nAccounts), rng.IntN(nAccounts)
 				if from == to {
 					continue
 				}
 				amount := rng.IntN(10)
-				t := New(shards)
+				t := Recycle(prev, shards) // each transfer reuses the last one's
+				prev = t
 				t.Add(owner(to), 0, key(to), true)
 				t.Add(owner(from), 0, key(from), true)
 				if w%2 == 1 {
