@@ -6,10 +6,13 @@
 // them in order: connection commands run inline on the event loop; runs of
 // single-shard commands go to each involved shard as one batch (one hop per
 // shard per read); a command whose keys span shards runs on a coordinator
-// goroutine through package tx — except an EXEC whose commands each live on
-// one shard, all of the connection's loop but at most one, which runs from
-// the loop itself in one round trip (multi_hop.go). Replies are written in
-// request order once the commands before them are done.
+// goroutine through package tx — except EXECs whose commands each live on
+// one shard, all of the connection's loop but at most one: a run of them,
+// with the single-shard commands among them, runs from the loop itself in
+// one round trip to that other shard (a hop group, multi_hop.go).
+// Coordinators are reused goroutines. Replies are written in request order
+// once the commands before them are done, in one write per dispatch step
+// unless the work in flight may block.
 //
 // A replica (repl_replica*.go) applies its master's stream the same way,
 // without a socket: replApplier batches the stream's single-shard commands
