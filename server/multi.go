@@ -240,7 +240,7 @@ func (x *Coord) execParallel(t *tx.Tx, m *multiState) bool {
 		switch {
 		case q.cmd.Local != nil:
 			sids[i] = -1
-		case q.cmd.Shard != nil && (q.cmd.Coordinate == nil || !q.cmd.Coordinate(q.args)):
+		case q.cmd.Shard != nil && (q.cmd.Coordinate == nil || !q.cmd.Coordinate(x.Srv, q.args)):
 			if sids[i] = x.Srv.singleShard(q.cmd, q.args, &scratch); sids[i] < 0 {
 				return false
 			}
@@ -332,7 +332,7 @@ func (c *Conn) execShard() int {
 			}
 			continue
 		}
-		if cmd.Shard == nil || (cmd.Coordinate != nil && cmd.Coordinate(q.args)) {
+		if cmd.Shard == nil || (cmd.Coordinate != nil && cmd.Coordinate(c.srv, q.args)) {
 			return -1
 		}
 		pos = cmd.keys(pos[:0], q.args)
