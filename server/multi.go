@@ -309,7 +309,9 @@ func (x *Coord) execQueued(t *tx.Tx, q queued) {
 // that shard, with no coordinator and no cross-shard step: the shard runs
 // the queued commands back to back, which no other command can interleave
 // with. It returns -1 when the transaction needs the general path (keys on
-// several shards, keyless or multi-shard-only commands, SELECT).
+// several shards; keyless or multi-shard-only commands, SELECT; commands
+// that ask for a coordinator, such as a script that may SORT by offloaded
+// values: see evalCoordinate).
 func (c *Conn) execShard() int {
 	m := c.multi
 	if m == nil || m.dirty {

@@ -179,9 +179,9 @@ func (r *scriptRun) end() {
 // overBudget is the budget timer's callback: an inline run that has not
 // written within localScriptBudget of its start is stopped, having changed
 // nothing, and its script runs on a coordinator from then on
-// (coordScripts). The timer may have been set for an
-// earlier run: it then fires again at the current run's deadline, or
-// stays idle when no budgeted run is active.
+// (coordScripts). The timer may have been set for an earlier run: it then
+// fires again at the current run's deadline, or stays idle when no
+// budgeted run is active.
 func (r *scriptRun) overBudget() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
