@@ -201,16 +201,7 @@ func (s *Server) Serve() error {
 		close(s.done)
 	}()
 	loops := s.loopCount()
-	// Each loop goroutine keeps its OS thread (a thread per loop, as in
-	// Dragonfly). Unlocked, a loop the Go scheduler preempted (or whose
-	// processor it took during a system call) resumed on whichever thread
-	// next had a processor, after the goroutines queued before it: during
-	// a BGSAVE with the SET load of tests/bench/bgsave.sh, snapshot hooks
-	// whose own work was tens of microseconds held the loop's clients for
-	// 4.5-12.5 ms that way. Locked: 0.26-0.38 ms, no thread change, and
-	// the same or more SET/GET throughput (redis-benchmark -P 1 and -P 16).
 	err := gnet.Rotate(s, s.Addrs(),
-		gnet.WithLockOSThread(true),
 		gnet.WithMulticore(true),
 		gnet.WithNumEventLoop(loops),
 		gnet.WithReusePort(false),

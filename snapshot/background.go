@@ -10,7 +10,7 @@ import (
 // BackgroundNice is the nice value of the threads that encode and write a
 // snapshot's output (BackgroundThread); env DFLY_BG_NICE overrides it, for
 // measurements. It was 5 while the event loops' goroutines could change
-// threads. Since they keep theirs (server.Serve), nice 0 measured better on
+// threads. Since they keep theirs during a snapshot (Start), nice 0 measured better on
 // every figure of tests/bench/bgsave.sh, one run each, overwrite / growing
 // load, .rdb: save 3.27 s / 4.59 s against 4.32 s / 6.31 s at nice 5, write
 // p99 1.38x / 1.41x idle against 1.63x / 1.74x, peak 1.07x / 1.14x against
