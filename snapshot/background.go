@@ -8,14 +8,24 @@ import (
 )
 
 // BackgroundNice is the nice value of the threads that encode and write a
-// snapshot's output (BackgroundThread); env DFLY_BG_NICE overrides it, for
-// measurements. It was 5 while the event loops' goroutines could change
-// threads. Since they keep theirs during a snapshot (Start), nice 0 measured better on
-// every figure of tests/bench/bgsave.sh, one run each, overwrite / growing
-// load, .rdb: save 3.27 s / 4.59 s against 4.32 s / 6.31 s at nice 5, write
-// p99 1.38x / 1.41x idle against 1.63x / 1.74x, peak 1.07x / 1.14x against
+// BGSAVE's output (BackgroundThread); env DFLY_BG_NICE overrides it and
+// SectionNice, for measurements. It was 5 while the event loops'
+// goroutines could change threads. Since they keep theirs during a
+// snapshot (Start), nice 0 measured better on every figure of
+// tests/bench/bgsave.sh, one run each, overwrite / growing load, .rdb:
+// save 3.27 s / 4.59 s against 4.32 s / 6.31 s at nice 5, write p99
+// 1.38x / 1.41x idle against 1.63x / 1.74x, peak 1.07x / 1.14x against
 // 1.09x / 1.22x (a shorter save lets the growing load grow the data less).
 var BackgroundNice = 0
+
+// SectionNice is the nice value of a BackgroundSection: a replication
+// flow sending its baseline. There nice 5 measured better
+// (tests/bench/repl.sh, dfly>dfly, alternating, two runs each): link up in
+// 4.20 s / 3.19 s and master write p99 4.2 / 3.5 ms, against 4.57 s /
+// 4.13 s and 4.5 / 3.9 ms at nice 0. A flow's encoding is lighter than a
+// BGSAVE's (no LZF) and its pace is the replica's, so yielding the CPU to
+// the loops costs it little.
+var SectionNice = 5
 
 // Background threads. A snapshot's consumers (Complete's encoding, the
 // file writers) compete with the event loops for the CPU, and with the
@@ -48,7 +58,7 @@ var background struct {
 // lets the goroutine go, or, when the priority cannot be raised back
 // (no CAP_SYS_NICE), keeps it on the lowered thread.
 func BackgroundSection() (end func()) {
-	done := BackgroundThread()
+	done := backgroundThread(SectionNice)
 	return func() {
 		done()
 		if setThreadNice(0) {
@@ -60,9 +70,10 @@ func BackgroundSection() (end func()) {
 // BackgroundThread moves the calling goroutine, which must be one started
 // for the purpose, to an OS thread of its own at nice BackgroundNice,
 // with a P of its own. Call the returned func when the goroutine is done.
-func BackgroundThread() (done func()) {
+func BackgroundThread() (done func()) { return backgroundThread(BackgroundNice) }
+
+func backgroundThread(nice int) (done func()) {
 	runtime.LockOSThread()
-	nice := BackgroundNice
 	if v, err := strconv.Atoi(os.Getenv("DFLY_BG_NICE")); err == nil {
 		nice = v
 	}
