@@ -3,7 +3,6 @@ package snapshot
 import (
 	"errors"
 	"iter"
-	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -294,16 +293,7 @@ func Start(sh *shard.Shard, opt Options) *Slice {
 	if opt.Mode == NonPIT {
 		sh.AddMoveHook(sl)
 	}
-	// While the snapshot runs, the shard's goroutine (its event loop's)
-	// keeps its OS thread; finish lets it go, on the same goroutine (both
-	// run on the shard's). Unlocked, a loop the Go scheduler preempted
-	// resumed on whichever thread next had a processor: during a BGSAVE
-	// under tests/bench/bgsave.sh's SET load, hooks whose own work was tens
-	// of microseconds held the loop's clients 4.5-12.5 ms that way; locked,
-	// 0.26-0.38 ms, with no thread change. Loops are not locked for good:
-	// a replica applying a full sync (many wake-ups of its loops from the
-	// flows' goroutines) took 1.6x longer to link up with locked loops.
-	runtime.LockOSThread()
+	lockLoop() // background.go
 	stats.started.Add(1)
 	sl.post()
 	return sl
@@ -1279,7 +1269,7 @@ func (sl *Slice) finish(s *shard.Shard) {
 		s.RemoveMoveHook(sl)
 	}
 	sl.done = true
-	runtime.UnlockOSThread() // locked in Start
+	unlockLoop() // locked in Start
 	sl.release(s)
 	if len(sl.congestion) > 0 {
 		s.Release(sl.congestion, false)
