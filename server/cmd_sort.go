@@ -49,7 +49,11 @@ import (
 // (patternRef.resolve) while the coordinator waits, holding the step's
 // locks; the key's shard then runs another step that goes on from it. The
 // read returns the bytes the value had when it was issued, so the result
-// is the one reading it in place would have given.
+// is the one reading it in place would have given. SORT runs on a shard's
+// goroutine, which cannot wait, only inside a script confined to the
+// shard; with tiering a script whose text names SORT runs on a
+// coordinator instead (evalCoordinate), so only one that makes the name at
+// run time gets here (see resolve).
 //
 // Differences from Redis 7.0: sorting a listpack-encoded sorted set does not
 // convert it to a skiplist (OBJECT ENCODING is left alone); ties under ALPHA
@@ -201,10 +205,12 @@ func isHashSign(pat []byte) bool {
 // (shard.Tier.Read: the bytes it has now, whatever happens to it later)
 // and resolve reports true; ref.val is set when r.wg is done, which the
 // coordinator waits for before it uses the value. A SORT run inline on a
-// shard goroutine (inside a script confined to a shard) cannot wait for a
-// read: it stops the script, which runs again on a coordinator (r.inline,
-// scriptRun.demote), or, when the script has written already (or r is
-// nil), Find loads the value, blocking: the one synchronous path left.
+// shard goroutine (inside a script confined to a shard, whose text does
+// not name SORT: see evalCoordinate) cannot wait for a read: it stops the
+// script, which runs again on a coordinator (r.inline, scriptRun.demote),
+// or, when the script has written already (or r is nil: the script runs
+// inside EXEC), Find loads the value, blocking: the one synchronous path
+// left, once per script (its later runs take a coordinator).
 func (ref *patternRef) resolve(s *shard.Shard, db *shard.DB, r *sortReads) (async bool) {
 	ref.done = true
 	var v *shard.Value

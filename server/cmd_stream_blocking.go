@@ -9,7 +9,7 @@ import (
 )
 
 // xreadBlocks reports whether XREAD/XREADGROUP arguments carry BLOCK.
-func xreadBlocks(args [][]byte) bool {
+func xreadBlocks(_ *Server, args [][]byte) bool {
 	end := xreadStreamsArg(args)
 	for i := 1; i < end && i < len(args); i++ {
 		if isWord(args[i], "block") && i+1 < end {

@@ -59,8 +59,9 @@ type Command struct {
 	Multi func(x *Coord)
 	// Coordinate, when set and true for the arguments, sends the command to
 	// Multi even when its keys share a shard (XREAD BLOCK must wait on a
-	// coordinator, not on a shard).
-	Coordinate func(args [][]byte) bool
+	// coordinator, not on a shard; so must a script that may SORT by
+	// offloaded values, see evalCoordinate).
+	Coordinate func(s *Server, args [][]byte) bool
 
 	calls, usec, failed atomic.Uint64
 }

@@ -663,11 +663,14 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 			if co := b.x.retry; co != nil {
 				// The command handed itself to a coordinator: the rest of
 				// the batch waits for it, keeping the connection's order.
+				// The values this batch loaded for it may be offloaded
+				// again meanwhile (a read-only one is at once: tierAfter),
+				// so the coordinator loads them anew, as any does.
 				b.x.retry = nil
 				b.pos++
 				b.inline = false
 				go func() {
-					co.cmd.Multi(co)
+					co.runMulti()
 					s.Send(b)
 				}()
 				return

@@ -49,15 +49,7 @@ func (x *Coord) run(c *Conn) {
 	if x.cmd.Multi == nil {
 		x.W.Error("CROSSSLOT Keys in request don't hash to the same slot")
 	} else {
-		// tiered.go: offloaded values it reads are loaded first, and stay
-		// in memory until it is done.
-		pinned, ok := x.tierPreload()
-		if ok {
-			x.cmd.Multi(x)
-		}
-		if pinned != nil {
-			pinned.unpin()
-		}
+		x.runMulti()
 	}
 	c.complete(false)
 }
@@ -98,6 +90,18 @@ func coordinator(r coordRun) {
 		case <-t.C:
 			return
 		}
+	}
+}
+
+// runMulti runs the command's Multi with the offloaded values it reads
+// loaded first, and kept in memory until it is done (tiered.go).
+func (x *Coord) runMulti() {
+	pinned, ok := x.tierPreload()
+	if ok {
+		x.cmd.Multi(x)
+	}
+	if pinned != nil {
+		pinned.unpin()
 	}
 }
 

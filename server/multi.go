@@ -251,7 +251,7 @@ func (x *Coord) execParallel(t *tx.Tx, m *multiState) bool {
 		switch {
 		case q.cmd.Local != nil:
 			sids[i] = -1
-		case q.cmd.Shard != nil && (q.cmd.Coordinate == nil || !q.cmd.Coordinate(q.args)):
+		case q.cmd.Shard != nil && (q.cmd.Coordinate == nil || !q.cmd.Coordinate(x.Srv, q.args)):
 			if sids[i] = x.Srv.singleShard(q.cmd, q.args, &scratch); sids[i] < 0 {
 				return false
 			}
@@ -344,7 +344,9 @@ func (st *queuedStep) exec(s *shard.Shard) {
 // that shard, with no coordinator and no cross-shard step: the shard runs
 // the queued commands back to back, which no other command can interleave
 // with. It returns -1 when the transaction needs the general path (keys on
-// several shards, keyless or multi-shard-only commands, SELECT).
+// several shards; keyless or multi-shard-only commands, SELECT; commands
+// that ask for a coordinator, such as a script that may SORT by offloaded
+// values: see evalCoordinate).
 func (c *Conn) execShard() int {
 	m := c.multi
 	if m == nil || m.dirty {
@@ -367,7 +369,7 @@ func (c *Conn) execShard() int {
 			}
 			continue
 		}
-		if cmd.Shard == nil || (cmd.Coordinate != nil && cmd.Coordinate(q.args)) {
+		if cmd.Shard == nil || (cmd.Coordinate != nil && cmd.Coordinate(c.srv, q.args)) {
 			return -1
 		}
 		pos = cmd.keys(pos[:0], q.args)

@@ -43,11 +43,17 @@ func (x *Exec) Propagate(args ...[]byte) {
 	}
 }
 
-// Propagate is Exec.Propagate for coordinator commands.
+// Propagate is Exec.Propagate for coordinator commands. It always keeps
+// args: whether they are journaled is decided at the commit
+// (JournalCommit), by the journals of the shards the transaction holds.
+// No one shard's journal can answer here: a replication session starts the
+// journals shard by shard as it releases its hold of every shard, so a
+// command locking the destination's shard right after its start found
+// shard 0's journal still off, kept nothing, and was journaled as sent (a
+// SORT ... BY ... STORE re-run by the replica against keys it did not have
+// yet: TestCoordPropagateJournalStartsShardByShard).
 func (x *Coord) Propagate(args ...[]byte) {
-	if x.Srv.shards[0].Journal.Active() {
-		x.prop = append(x.prop, args)
-	}
+	x.prop = append(x.prop, args)
 }
 
 // run runs cmd on the shard, journaling its write when the journal records.

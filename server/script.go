@@ -52,7 +52,7 @@ type scriptEngine struct {
 	log *Logger
 
 	mu     sync.RWMutex
-	protos map[string]*lua.FunctionProto // by lower-case SHA1 hex
+	protos map[string]*compiledScript // by lower-case SHA1 hex
 
 	// vms are idle interpreters; each is reset after a run.
 	vms sync.Pool
@@ -68,7 +68,7 @@ func (s *Server) scripts() *scriptEngine {
 	if e, ok := engines.Load(s); ok {
 		return e.(*scriptEngine)
 	}
-	e := &scriptEngine{log: s.log, protos: make(map[string]*lua.FunctionProto),
+	e := &scriptEngine{log: s.log, protos: make(map[string]*compiledScript),
 		running: make(map[*scriptRun]struct{})}
 	e.vms.New = func() any { return newLuaVM(e) }
 	got, _ := engines.LoadOrStore(s, e)
@@ -80,8 +80,15 @@ func sha1hex(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// compiledScript is a cached script.
+type compiledScript struct {
+	proto *lua.FunctionProto
+	// namesSort: its text names SORT (see mentionsSort, evalCoordinate).
+	namesSort bool
+}
+
 // load compiles body (once) and caches it; the error is the full reply.
-func (e *scriptEngine) load(body []byte) (string, *lua.FunctionProto, string) {
+func (e *scriptEngine) load(body []byte) (string, *compiledScript, string) {
 	sha := sha1hex(body)
 	e.mu.RLock()
 	p := e.protos[sha]
@@ -89,10 +96,11 @@ func (e *scriptEngine) load(body []byte) (string, *lua.FunctionProto, string) {
 	if p != nil {
 		return sha, p, ""
 	}
-	p, err := compileScript(body)
+	proto, err := compileScript(body)
 	if err != "" {
 		return sha, nil, err
 	}
+	p = &compiledScript{proto: proto, namesSort: mentionsSort(body)}
 	e.mu.Lock()
 	if old := e.protos[sha]; old != nil {
 		p = old
@@ -103,7 +111,7 @@ func (e *scriptEngine) load(body []byte) (string, *lua.FunctionProto, string) {
 	return sha, p, ""
 }
 
-func (e *scriptEngine) lookup(sha string) *lua.FunctionProto {
+func (e *scriptEngine) lookup(sha string) *compiledScript {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	return e.protos[sha]
@@ -111,7 +119,7 @@ func (e *scriptEngine) lookup(sha string) *lua.FunctionProto {
 
 // lookupBytes is lookup of a SHA in any case, without allocating when it
 // is already lower case (as clients send it).
-func (e *scriptEngine) lookupBytes(sha []byte) *lua.FunctionProto {
+func (e *scriptEngine) lookupBytes(sha []byte) *compiledScript {
 	for _, c := range sha {
 		if 'A' <= c && c <= 'Z' {
 			return e.lookup(strings.ToLower(string(sha)))
@@ -171,9 +179,10 @@ func (r *scriptRun) end() {
 
 // overBudget is the budget timer's callback: an inline run that has not
 // written within localScriptBudget of its start is stopped, having changed
-// nothing, and its script marked slow. The timer may have been set for an
-// earlier run: it then fires again at the current run's deadline, or
-// stays idle when no budgeted run is active.
+// nothing, and its script runs on a coordinator from then on
+// (coordScripts). The timer may have been set for an earlier run: it then
+// fires again at the current run's deadline, or stays idle when no
+// budgeted run is active.
 func (r *scriptRun) overBudget() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -186,18 +195,18 @@ func (r *scriptRun) overBudget() {
 		r.budget.Reset(left)
 		return
 	}
-	slowScripts.Store(strings.ToLower(string(r.sha)), struct{}{})
-	slowCount.Add(1)
+	toCoordinator(r.sha)
 	r.demoted.Store(true)
 	r.killed.Store(true)
 	r.cancel()
 }
 
 // demote stops an inline run that has not written, to run it again on a
-// coordinator, as overBudget does but without marking the script slow:
-// for a command that would otherwise block the shard's goroutine (SORT
-// meeting offloaded pattern values, cmd_sort.go). false when the run is
-// not inline or has written: the command must then go on inline.
+// coordinator, as overBudget does: for a command that would otherwise
+// block the shard's goroutine (SORT meeting offloaded pattern values,
+// cmd_sort.go, in a script whose text does not name SORT: luaVM.call has
+// put it in coordScripts already). false when the run is not inline or
+// has written: the command must then go on inline.
 func (r *scriptRun) demote() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -258,16 +267,16 @@ func scriptCommands() []*Command {
 	f := FlagNoScript | FlagStale
 	return []*Command{
 		{Name: "eval", Arity: -3, Flags: f | FlagWrite, KeyPositions: evalKeyPositions,
-			Coordinate: evalKeyless, Shard: func(x *Exec) { cmdEvalShard(x, false, false) },
+			Coordinate: evalCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, false, false) },
 			Multi: func(x *Coord) { cmdEval(x, false, false) }},
 		{Name: "evalsha", Arity: -3, Flags: f | FlagWrite, KeyPositions: evalKeyPositions,
-			Coordinate: evalKeyless, Shard: func(x *Exec) { cmdEvalShard(x, true, false) },
+			Coordinate: evalCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, true, false) },
 			Multi: func(x *Coord) { cmdEval(x, true, false) }},
 		{Name: "eval_ro", Arity: -3, Flags: f | FlagReadonly, KeyPositions: evalKeyPositions,
-			Coordinate: evalKeyless, Shard: func(x *Exec) { cmdEvalShard(x, false, true) },
+			Coordinate: evalCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, false, true) },
 			Multi: func(x *Coord) { cmdEval(x, false, true) }},
 		{Name: "evalsha_ro", Arity: -3, Flags: f | FlagReadonly, KeyPositions: evalKeyPositions,
-			Coordinate: evalKeyless, Shard: func(x *Exec) { cmdEvalShard(x, true, true) },
+			Coordinate: evalCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, true, true) },
 			Multi: func(x *Coord) { cmdEval(x, true, true) }},
 		{Name: "script", Arity: -2, Flags: FlagNoScript, Local: cmdScript},
 	}
@@ -328,7 +337,7 @@ func cmdScript(c *Conn, a [][]byte, w *resp.Writer) {
 			}
 		}
 		e.mu.Lock()
-		e.protos = make(map[string]*lua.FunctionProto)
+		e.protos = make(map[string]*compiledScript)
 		e.mu.Unlock()
 		w.SimpleString("OK")
 	case sub == "kill" && len(a) == 2:
@@ -382,7 +391,7 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 	}
 	e := x.Srv.scripts()
 	var sha []byte
-	var proto *lua.FunctionProto
+	var proto *compiledScript
 	if bySHA {
 		sha = x.Args[1]
 		if proto = e.lookupBytes(sha); proto == nil {
@@ -439,7 +448,7 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 	e.running[run] = struct{}{}
 	e.runMu.Unlock()
 
-	vm.run(sc, proto, keys, argv, x.W)
+	vm.run(sc, proto.proto, keys, argv, x.W)
 	if owned != nil {
 		// Before the interpreter goes back to the pool: the next script
 		// to take it recycles this transaction (Coord.scriptTx).
@@ -463,40 +472,89 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 	}
 }
 
-// evalKeyless sends scripts without keys to a coordinator: they may call
-// keyless commands (FLUSHALL, DBSIZE) that take locks of their own.
-func evalKeyless(args [][]byte) bool {
+// evalCoordinate sends a script to a coordinator instead of running it
+// on the shard that owns its keys (cmdEvalShard) when
+//   - it has no keys: it may call keyless commands (FLUSHALL, DBSIZE) that
+//     take locks of their own;
+//   - tiering is on and its text names SORT (mentionsSort). SORT's BY and
+//     GET patterns reach keys known only once it runs, whose values may
+//     be offloaded, and a shard's goroutine must not wait for their reads
+//     (tiered.go). Inline, SORT could only stop a script that has not
+//     written to run it again on a coordinator (scriptRun.demote); one that
+//     has written cannot be undone, and a script inside EXEC (run by the
+//     shard for an EXEC on one shard, or in a coordinator's step) cannot
+//     be stopped at all. On a coordinator SORT waits for the reads on its
+//     own goroutine (cmd_sort.go). Deciding here costs the scripts that
+//     merely mention sort (table.sort, a comment) their inline run, with
+//     tiering only; undoing writes would cost every inline script a copy
+//     of what it overwrites, and sending every script to a coordinator
+//     would cost them all;
+//   - it is in coordScripts: it overran its inline budget, or it called
+//     SORT inline with tiering on, the name made at run time (luaVM.call).
+//
+// The check is per script, so it holds wherever the script runs: alone,
+// in an EXEC on one shard (execShard) or in one on several (execQueued).
+func evalCoordinate(srv *Server, args [][]byte) bool {
 	n, e := parseNumKeys(args)
 	if e != "" || n == 0 {
 		return true
 	}
-	if slowCount.Load() == 0 {
+	bySHA := len(args[0]) > 4 && (args[0][4] == 's' || args[0][4] == 'S') // EVALSHA[_RO]
+	if srv.tiered != nil {
+		if bySHA {
+			if p := srv.scripts().lookupBytes(args[1]); p != nil && p.namesSort {
+				return true
+			}
+		} else if mentionsSort(args[1]) { // EVAL carries the body
+			return true
+		}
+	}
+	if coordCount.Load() == 0 {
 		return false
 	}
 	var sha string
-	if len(args[0]) > 4 && (args[0][4] == 's' || args[0][4] == 'S') { // EVALSHA[_RO]
+	if bySHA {
 		sha = strings.ToLower(string(args[1]))
 	} else {
-		sha = sha1hex(args[1]) // EVAL carries the body
+		sha = sha1hex(args[1])
 	}
-	// A script once stopped for overrunning its inline budget runs on a
-	// coordinator from then on, where it holds only its keys, never an
-	// event loop.
-	_, slow := slowScripts.Load(sha)
-	return slow
+	_, marked := coordScripts.Load(sha)
+	return marked
+}
+
+// mentionsSort reports whether a script's text contains "sort" in any
+// case: a script that may call SORT or SORT_RO by a literal name. A name
+// made at run time escapes it (see evalCoordinate).
+func mentionsSort(text []byte) bool {
+	for i := 0; i+4 <= len(text); i++ {
+		if text[i]|0x20 == 's' && text[i+1]|0x20 == 'o' && text[i+2]|0x20 == 'r' && text[i+3]|0x20 == 't' {
+			return true
+		}
+	}
+	return false
 }
 
 // An inline run (cmdEvalShard) that has not written is stopped after
-// localScriptBudget, and the script is marked slow.
+// localScriptBudget, and the script runs on a coordinator from then on.
 const localScriptBudget = 100 * time.Millisecond
 
-// slowScripts holds the SHAs (lower case) of scripts that overran the
-// inline budget; slowCount is its size, so that the common case of none
-// costs one load.
+// coordScripts holds the SHAs (lower case) of scripts that run on a
+// coordinator from now on (evalCoordinate), where they hold only their
+// keys, never an event loop: those that overran the inline budget, and,
+// with tiering, those seen calling SORT inline though their text does not
+// name it. coordCount is its size, so that the common case of none costs
+// one load.
 var (
-	slowScripts sync.Map
-	slowCount   atomic.Int32
+	coordScripts sync.Map
+	coordCount   atomic.Int32
 )
+
+// toCoordinator adds the script sha to coordScripts.
+func toCoordinator(sha []byte) {
+	if _, had := coordScripts.LoadOrStore(strings.ToLower(string(sha)), struct{}{}); !had {
+		coordCount.Add(1)
+	}
+}
 
 // cmdEvalShard runs a script whose keys all live on this shard right here,
 // on the shard's goroutine, as Redis runs every script: one message, no

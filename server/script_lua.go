@@ -677,6 +677,13 @@ func (vm *luaVM) call(L *lua.LState, raise bool) int {
 	if len(vm.pos) == 0 && write && sc.keyed && cmd.Local == nil {
 		return vm.fail(L, raise, errKeylessCall)
 	}
+	if sc.x.local != nil && srv.tiered != nil && (cmd.Name == "sort" || cmd.Name == "sort_ro") {
+		// SORT inline with tiering: the script's text does not name it
+		// (evalCoordinate). This run may have to stop (demote) or, having
+		// written, to load offloaded pattern values blocking; its later
+		// runs take a coordinator.
+		toCoordinator(sc.sha)
+	}
 	// SORT without STORE (one key) writes nothing: not the script's first
 	// write, so the run may still be stopped (SCRIPT KILL, demote).
 	if write && !(cmd.Name == "sort" && len(vm.pos) == 1) && !sc.run.beginWrite() {

@@ -147,7 +147,7 @@ func hashTag(key []byte) []byte {
 // the command must be coordinated (keys on several shards, or no Shard
 // handler). Keyless shard commands go to shard 0.
 func (s *Server) singleShard(cmd *Command, args [][]byte, scratch *[]int) int {
-	if cmd.Shard == nil || (cmd.Coordinate != nil && cmd.Coordinate(args)) {
+	if cmd.Shard == nil || (cmd.Coordinate != nil && cmd.Coordinate(s, args)) {
 		return -1
 	}
 	pos := cmd.keys((*scratch)[:0], args)

@@ -57,11 +57,20 @@ package server
 //     fails the command (errTierRead), as in a batch, instead of leaving
 //     the value to Find's blocking load. A script or EXEC confined to one
 //     shard runs inside a batch, which loads all its keys first
-//     (tierBefore). SORT reads offloaded BY/GET pattern values
-//     asynchronously between its steps (cmd_sort.go); inside a script
-//     confined to a shard, whose goroutine cannot wait, it stops the
-//     script if it has not written yet, which then runs again on a
-//     coordinator (scriptRun.demote).
+//     (tierBefore); a script the batch hands to a coordinator
+//     (scriptRun.demote, the inline budget) has them loaded and pinned
+//     again there (Coord.runMulti), as they may be offloaded meanwhile.
+//   - SORT reads offloaded BY/GET pattern values asynchronously between
+//     its steps, on a coordinator that waits for them (cmd_sort.go). SORT
+//     itself always takes a coordinator; a script whose text names SORT
+//     (mentionsSort) does too, with tiering, instead of running on a
+//     shard's goroutine, which cannot wait: confined to a shard, inside
+//     an EXEC on one shard, or in a step of a coordinator's EXEC
+//     (evalCoordinate). A script that makes the name at run time calls
+//     SORT inline once: that call sends its later runs to a coordinator,
+//     and an offloaded pattern value met in that run stops the script if
+//     it has not written yet, to run again on a coordinator
+//     (scriptRun.demote).
 //   - A replica applying its master's single-shard commands loads the
 //     values a command reads first, parking its apply batch (applyLoad);
 //     its multi-shard commands and transactions are preloaded and pinned
@@ -69,11 +78,12 @@ package server
 //     (replApplier.tierPreload). A failed read is tried again later
 //     (tierRetry), the apply waiting: the master's command cannot fail.
 //     Commands that read no bytes run with Find's loading off.
-//   - DB.Find's blocking load (tiered_sync_loads) is left to one path that
-//     can neither wait nor fail: SORT with offloaded patterns in a script
-//     confined to a shard that has written already, or that runs inside
-//     an EXEC confined to the shard (which cannot hand the script to a
-//     coordinator).
+//   - DB.Find's blocking load (tiered_sync_loads) is left to the one case
+//     that can neither wait nor fail: that first inline run of a script
+//     making SORT's name at run time, when it meets an offloaded pattern
+//     value after it has written, or inside an EXEC (which cannot hand the
+//     script to a coordinator): at most once per script. Running it again
+//     would need its writes undone (see evalCoordinate).
 //   - Snapshots: BGSAVE and SAVE (both formats) and full syncs read
 //     offloaded strings asynchronously through the snapshot's Loader
 //     (tierLoader; the bucket waits DelayedPending). DEBUG RELOAD, which

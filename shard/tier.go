@@ -7,8 +7,7 @@ package shard
 // replaced, deleted, expired or flushed, and loads them when a caller
 // looks one up with Find. The server loads values ahead of the commands
 // that read them, asynchronously, so Find's blocking load is only the
-// fallback of the few paths that were not loaded ahead (listed in
-// server/tiered.go).
+// fallback of the one rare case not loaded ahead (see server/tiered.go).
 //
 // Without tiering, the cost is one test of a flag the value's cache line
 // already holds, in Find, Set and erase.

@@ -91,7 +91,7 @@
 //   - Off the shard (Defer, deferred.go; every server consumer uses it):
 //     a small string is captured as its record's head and a reference to
 //     its bytes; the consumer's goroutine (Complete) encodes the values on
-//     a background thread (background.go: nice 5, a P of its own while it
+//     a background thread (background.go: a thread and a P of its own while it
 //     lives). Copy-on-write keeps a referenced value as it was: PreUpdate
 //     copies a shared value (Value.Share) before an in-place change while
 //     any deferred cut is outstanding, and a cowHook does so after the

@@ -293,6 +293,7 @@ func Start(sh *shard.Shard, opt Options) *Slice {
 	if opt.Mode == NonPIT {
 		sh.AddMoveHook(sl)
 	}
+	lockLoop() // background.go
 	stats.started.Add(1)
 	sl.post()
 	return sl
@@ -1268,6 +1269,7 @@ func (sl *Slice) finish(s *shard.Shard) {
 		s.RemoveMoveHook(sl)
 	}
 	sl.done = true
+	unlockLoop() // locked in Start
 	sl.release(s)
 	if len(sl.congestion) > 0 {
 		s.Release(sl.congestion, false)

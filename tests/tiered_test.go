@@ -638,6 +638,43 @@ func checkValues(t *testing.T, c *RawConn, want map[string]string) {
 	}
 }
 
+// tierVal is key k's value in round, past the size threshold.
+func tierVal(k string, round int) string { return strings.Repeat(k+strconv.Itoa(round)+".", 40) }
+
+// tierSortFixture makes list PREFIXlist of 0..5, weights PREFIXw_E
+// descending by element and values PREFIXv_E (of round), all offloaded but
+// the list; it returns the offloaded keys.
+func tierSortFixture(t *testing.T, c *RawConn, prefix string, round int) []string {
+	t.Helper()
+	c.Do("DEL", prefix+"list", prefix+"dst")
+	var ks []string
+	for i := 0; i < 6; i++ {
+		e := strconv.Itoa(i)
+		c.Do("RPUSH", prefix+"list", e)
+		// Padded past the size threshold.
+		mustOK(t, c.Do("SET", prefix+"w_"+e, strings.Repeat("0", 80)+strconv.Itoa(100-i)), "set")
+		mustOK(t, c.Do("SET", prefix+"v_"+e, tierVal(prefix+"v_"+e, round)), "set")
+		ks = append(ks, prefix+"w_"+e, prefix+"v_"+e)
+	}
+	waitOffloaded(t, c, int64(len(ks)))
+	return ks
+}
+
+// checkTierSort checks r, the reply of SORT PREFIXlist BY PREFIXw_* GET #
+// GET PREFIXv_* over tierSortFixture's keys.
+func checkTierSort(t *testing.T, r Reply, prefix string, round int) {
+	t.Helper()
+	if len(r.Elems) != 12 {
+		t.Fatalf("SORT = %v", r)
+	}
+	for i := 0; i < 6; i++ {
+		e := strconv.Itoa(5 - i)
+		if r.Elems[2*i].Str != e || r.Elems[2*i+1].Str != tierVal(prefix+"v_"+e, round) {
+			t.Fatalf("SORT row %d = %q %q", i, r.Elems[2*i].Str, r.Elems[2*i+1].Str)
+		}
+	}
+}
+
 // TestTieredNoSyncLoads: every path that reads offloaded values reads
 // them asynchronously — multi-shard commands, EXEC (multi-shard, with
 // WATCH, and commands that read no bytes), scripts (on a coordinator and
@@ -650,59 +687,25 @@ func TestTieredNoSyncLoads(t *testing.T) {
 	needDfly(t)
 	srv := startTiered(t, t.TempDir(), "--shards", "4")
 	c := srv.Raw(t)
-	val := func(k string, round int) string { return strings.Repeat(k+strconv.Itoa(round)+".", 40) }
 	// setAll sets keys to their values of round and waits until all of
 	// them (and nothing else) are offloaded.
 	setAll := func(t *testing.T, keys []string, round int) {
 		t.Helper()
 		for _, k := range keys {
-			mustOK(t, c.Do("SET", k, val(k, round)), "set")
+			mustOK(t, c.Do("SET", k, tierVal(k, round)), "set")
 		}
 		waitOffloaded(t, c, int64(len(keys)))
-	}
-	// sortFixture makes list PREFIXlist of 0..5, weights PREFIXw_E
-	// descending by element and values PREFIXv_E, all offloaded but the
-	// list; checkSort checks SORT list BY w_* GET # GET v_*.
-	sortFixture := func(t *testing.T, prefix string, round int) []string {
-		t.Helper()
-		c.Do("DEL", prefix+"list", prefix+"dst")
-		var ks []string
-		for i := 0; i < 6; i++ {
-			e := strconv.Itoa(i)
-			c.Do("RPUSH", prefix+"list", e)
-			// Padded past the size threshold.
-			mustOK(t, c.Do("SET", prefix+"w_"+e, strings.Repeat("0", 80)+strconv.Itoa(100-i)), "set")
-			mustOK(t, c.Do("SET", prefix+"v_"+e, val(prefix+"v_"+e, round)), "set")
-			ks = append(ks, prefix+"w_"+e, prefix+"v_"+e)
-		}
-		waitOffloaded(t, c, int64(len(ks)))
-		return ks
-	}
-	checkSort := func(t *testing.T, r Reply, prefix string, round int) {
-		t.Helper()
-		if len(r.Elems) != 12 {
-			t.Fatalf("SORT = %v", r)
-		}
-		for i := 0; i < 6; i++ {
-			e := strconv.Itoa(5 - i)
-			if r.Elems[2*i].Str != e || r.Elems[2*i+1].Str != val(prefix+"v_"+e, round) {
-				t.Fatalf("SORT row %d = %q %q", i, r.Elems[2*i].Str, r.Elems[2*i+1].Str)
-			}
-		}
 	}
 	keys := []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"}
 	var master *Server // of the last path
 	var mc *RawConn
 	const rounds = 15
-	paths := []struct {
-		name string
-		run  func(t *testing.T, round int)
-	}{
+	paths := []tierPath{
 		{"mget", func(t *testing.T, round int) {
 			setAll(t, keys, round)
 			r := c.Do(append([]string{"MGET"}, keys...)...)
 			for i, k := range keys {
-				if r.Elems[i].Str != val(k, round) {
+				if r.Elems[i].Str != tierVal(k, round) {
 					t.Fatalf("MGET %s = %q", k, r.Elems[i].Str)
 				}
 			}
@@ -719,13 +722,13 @@ func TestTieredNoSyncLoads(t *testing.T) {
 			c.Do("EXISTS", "k6")
 			c.Do("SET", "k7", "new")
 			r := c.Do("EXEC")
-			if len(r.Elems) != 7 || r.Elems[0].Str != val("k0", round) || r.Elems[1].Int != int64(len(val("k1", round))+1) ||
-				r.Elems[2].Str != val("k2", round)[:4] || r.Elems[3].Elems[0].Str != val("k3", round) ||
-				r.Elems[3].Elems[1].Str != val("k4", round) || r.Elems[4].Int != int64(len(val("k5", round))) ||
+			if len(r.Elems) != 7 || r.Elems[0].Str != tierVal("k0", round) || r.Elems[1].Int != int64(len(tierVal("k1", round))+1) ||
+				r.Elems[2].Str != tierVal("k2", round)[:4] || r.Elems[3].Elems[0].Str != tierVal("k3", round) ||
+				r.Elems[3].Elems[1].Str != tierVal("k4", round) || r.Elems[4].Int != int64(len(tierVal("k5", round))) ||
 				r.Elems[5].Int != 1 {
 				t.Fatalf("EXEC = %v", r)
 			}
-			if got := c.Do("GET", "k1").Str; got != val("k1", round)+"!" {
+			if got := c.Do("GET", "k1").Str; got != tierVal("k1", round)+"!" {
 				t.Fatalf("APPEND in EXEC left %q", got)
 			}
 		}},
@@ -738,8 +741,8 @@ func TestTieredNoSyncLoads(t *testing.T) {
 			c.Do("APPEND", ks[1], "!")
 			c.Do("STRLEN", ks[2])
 			r := c.Do("EXEC")
-			if len(r.Elems) != 3 || r.Elems[0].Str != val(ks[0], round) ||
-				r.Elems[1].Int != int64(len(val(ks[1], round))+1) || r.Elems[2].Int != int64(len(val(ks[2], round))) {
+			if len(r.Elems) != 3 || r.Elems[0].Str != tierVal(ks[0], round) ||
+				r.Elems[1].Int != int64(len(tierVal(ks[1], round))+1) || r.Elems[2].Int != int64(len(tierVal(ks[2], round))) {
 				t.Fatalf("EXEC = %v", r)
 			}
 		}},
@@ -748,7 +751,7 @@ func TestTieredNoSyncLoads(t *testing.T) {
 			r := c.Do("EVAL", "local t = {} for i, k in ipairs(KEYS) do t[i] = redis.call('GET', k) end "+
 				"redis.call('APPEND', KEYS[1], '!') return t", "4", "k0", "k3", "k5", "k6")
 			for i, k := range []string{"k0", "k3", "k5", "k6"} {
-				if r.Elems[i].Str != val(k, round) {
+				if r.Elems[i].Str != tierVal(k, round) {
 					t.Fatalf("EVAL %s = %v", k, r)
 				}
 			}
@@ -757,30 +760,29 @@ func TestTieredNoSyncLoads(t *testing.T) {
 			ks := []string{"{h}a", "{h}b"}
 			setAll(t, ks, round)
 			r := c.Do("EVAL", "return {redis.call('GET', KEYS[1]), redis.call('GETRANGE', KEYS[2], 0, 2)}", "2", ks[0], ks[1])
-			if r.Elems[0].Str != val(ks[0], round) || r.Elems[1].Str != val(ks[1], round)[:3] {
+			if r.Elems[0].Str != tierVal(ks[0], round) || r.Elems[1].Str != tierVal(ks[1], round)[:3] {
 				t.Fatalf("EVAL = %v", r)
 			}
 		}},
 		{"sort", func(t *testing.T, round int) {
 			// Weights and values offloaded on any shard; the list is not.
-			ks := sortFixture(t, "", round)
-			checkSort(t, c.Do("SORT", "list", "BY", "w_*", "GET", "#", "GET", "v_*"), "", round)
+			ks := tierSortFixture(t, c, "", round)
+			checkTierSort(t, c.Do("SORT", "list", "BY", "w_*", "GET", "#", "GET", "v_*"), "", round)
 			waitOffloaded(t, c, int64(len(ks)))
 			if n := c.Do("SORT", "list", "BY", "w_*", "GET", "v_*", "STORE", "dst").Int; n != 6 {
 				t.Fatalf("SORT STORE = %d", n)
 			}
-			if got := c.Do("LINDEX", "dst", "0").Str; got != val("v_5", round) {
+			if got := c.Do("LINDEX", "dst", "0").Str; got != tierVal("v_5", round) {
 				t.Fatalf("SORT STORE first = %q", got)
 			}
 		}},
 		{"sort in a script on one shard", func(t *testing.T, round int) {
-			// SORT inline on the shard's goroutine cannot wait for a read:
-			// the script, which has not written yet, runs again on a
-			// coordinator (and writes there).
-			sortFixture(t, "{s}", round)
+			// A script naming SORT runs on a coordinator with tiering
+			// (evalCoordinate), where SORT waits for the reads.
+			tierSortFixture(t, c, "{s}", round)
 			r := c.Do("EVAL", "local r = redis.call('SORT', KEYS[1], 'BY', '{s}w_*', 'GET', '#', 'GET', '{s}v_*') "+
 				"redis.call('SET', KEYS[2], #r) return r", "2", "{s}list", "{s}dst")
-			checkSort(t, r, "{s}", round)
+			checkTierSort(t, r, "{s}", round)
 			if got := c.Do("GET", "{s}dst").Str; got != "12" {
 				t.Fatalf("the script's write after SORT: %q", got)
 			}
@@ -792,7 +794,7 @@ func TestTieredNoSyncLoads(t *testing.T) {
 			before := tieredInfo(t, c)["tiered_serializer_sync_reads"]
 			mustOK(t, c.Do("DEBUG", "RELOAD"), "debug reload")
 			for _, k := range keys {
-				if got := c.Do("GET", k).Str; got != val(k, round) {
+				if got := c.Do("GET", k).Str; got != tierVal(k, round) {
 					t.Fatalf("after DEBUG RELOAD %s = %q", k, got)
 				}
 			}
@@ -810,7 +812,7 @@ func TestTieredNoSyncLoads(t *testing.T) {
 				waitReplicaLinkUp(t, srv, 30*time.Second)
 			}
 			for _, k := range keys {
-				mustOK(t, mc.Do("SET", k, val(k, round)), "set")
+				mustOK(t, mc.Do("SET", k, tierVal(k, round)), "set")
 			}
 			waitUntil(t, 10*time.Second, "replica offloaded the values", func() bool {
 				in := tieredInfo(t, c)
@@ -835,6 +837,19 @@ func TestTieredNoSyncLoads(t *testing.T) {
 			})
 		}},
 	}
+	runTierPaths(t, c, rounds, paths)
+}
+
+// tierPath is a way to read offloaded values, run round after round.
+type tierPath struct {
+	name string
+	run  func(t *testing.T, round int)
+}
+
+// runTierPaths runs each path rounds times in a subtest, from an empty
+// dataset, and checks that it read offloaded values but never loaded one
+// blocking (tiered_sync_loads).
+func runTierPaths(t *testing.T, c *RawConn, rounds int, paths []tierPath) {
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
 			c.Do("FLUSHALL")
@@ -848,6 +863,126 @@ func TestTieredNoSyncLoads(t *testing.T) {
 			}
 			if after["tiered_reads"] == before["tiered_reads"] {
 				t.Fatalf("no offloaded value was read: %v", after)
+			}
+		})
+	}
+}
+
+// TestTieredSortPatternsInScripts: SORT BY/GET patterns reaching offloaded
+// values from where a shard's goroutine would have to wait for the reads —
+// a script confined to one shard that has written already, a script inside
+// EXEC on one shard or on several — never load them blocking
+// (tiered_sync_loads), and answer as with tiering off: with tiering on a
+// script whose text names SORT runs on a coordinator (evalCoordinate).
+func TestTieredSortPatternsInScripts(t *testing.T) {
+	needDfly(t)
+	srv := startTiered(t, t.TempDir(), "--shards", "4")
+	c := srv.Raw(t)
+	const sortArgs = "KEYS[1], 'BY', '{s}w_*', 'GET', '#', 'GET', '{s}v_*'"
+	// writeThenSort writes KEYS[2] before and after its SORT.
+	writeThenSort := "redis.call('SET', KEYS[2], 'w') local r = redis.call('SORT', " + sortArgs + ") " +
+		"redis.call('APPEND', KEYS[2], #r) return r"
+	writeThenSortSHA := c.Do("SCRIPT", "LOAD", writeThenSort).Str
+	justSort := "return redis.call('sort_ro', " + sortArgs + ")"
+	checkDst := func(t *testing.T, want string) {
+		t.Helper()
+		if got := c.Do("GET", "{s}dst").Str; got != want {
+			t.Fatalf("{s}dst = %q, want %q", got, want)
+		}
+	}
+	// exec runs cmds in MULTI/EXEC and returns EXEC's replies.
+	exec := func(t *testing.T, cmds ...[]string) []Reply {
+		t.Helper()
+		mustOK(t, c.Do("MULTI"), "multi")
+		for _, cmd := range cmds {
+			if r := c.Do(cmd...); r.Str != "QUEUED" {
+				t.Fatalf("%v: %v", cmd, r)
+			}
+		}
+		r := c.Do("EXEC")
+		if len(r.Elems) != len(cmds) {
+			t.Fatalf("EXEC = %v", r)
+		}
+		return r.Elems
+	}
+	paths := []tierPath{
+		{"eval that wrote", func(t *testing.T, round int) {
+			checkTierSort(t, c.Do("EVAL", writeThenSort, "2", "{s}list", "{s}dst"), "{s}", round)
+			checkDst(t, "w12")
+		}},
+		{"evalsha that wrote", func(t *testing.T, round int) {
+			checkTierSort(t, c.Do("EVALSHA", writeThenSortSHA, "2", "{s}list", "{s}dst"), "{s}", round)
+			checkDst(t, "w12")
+		}},
+		{"exec on one shard", func(t *testing.T, round int) {
+			r := exec(t, []string{"SET", "{s}dst", "x"}, []string{"EVAL", justSort, "1", "{s}list"},
+				[]string{"EVALSHA", writeThenSortSHA, "2", "{s}list", "{s}dst"}, []string{"GET", "{s}dst"})
+			checkTierSort(t, r[1], "{s}", round)
+			checkTierSort(t, r[2], "{s}", round)
+			if r[3].Str != "w12" {
+				t.Fatalf("GET in EXEC = %v", r[3])
+			}
+		}},
+		{"exec on several shards", func(t *testing.T, round int) {
+			r := exec(t, []string{"MGET", "a", "b", "c", "d", "e", "f", "g", "h"},
+				[]string{"EVAL", justSort, "1", "{s}list"}, []string{"EVAL", writeThenSort, "2", "{s}list", "{s}dst"})
+			if len(r[0].Elems) != 8 {
+				t.Fatalf("MGET in EXEC = %v", r[0])
+			}
+			checkTierSort(t, r[1], "{s}", round)
+			checkTierSort(t, r[2], "{s}", round)
+			checkDst(t, "w12")
+		}},
+	}
+	for i := range paths {
+		run := paths[i].run
+		paths[i].run = func(t *testing.T, round int) {
+			tierSortFixture(t, c, "{s}", round)
+			run(t, round)
+		}
+	}
+	runTierPaths(t, c, 3, paths)
+}
+
+// TestTieredSortNamedAtRuntime: a script whose text does not name SORT
+// but calls it (SORT_RO, the name from ARGV) runs confined to its shard
+// until it does. Its first such SORT, meeting offloaded pattern values
+// before the script wrote, stops it to run again on a coordinator, which
+// loads the script's keys first (the GET below reads an offloaded value);
+// after a write the first run loads the pattern values blocking, the one
+// case left (see server/tiered.go). Either way the script runs on a
+// coordinator from then on, with no blocking load.
+func TestTieredSortNamedAtRuntime(t *testing.T) {
+	needDfly(t)
+	srv := startTiered(t, t.TempDir(), "--shards", "4")
+	c := srv.Raw(t)
+	const call = "redis.call(ARGV[1], KEYS[1], 'BY', '{s}w_*', 'GET', '#', 'GET', '{s}v_*')"
+	scripts := []struct {
+		name, eval, body string
+		wrote            bool
+	}{
+		// EVAL_RO: the GET reads the value in place (read-only batch),
+		// which is offloaded again before the coordinator runs.
+		{"before a write", "EVAL_RO", "local v = redis.call('GET', KEYS[2]) return {v, " + call + "}", false},
+		{"after a write", "EVAL", "local v = redis.call('GET', KEYS[2]) redis.call('SET', KEYS[3], 'w') return {v, " + call + "}", true},
+	}
+	for _, sc := range scripts {
+		t.Run(sc.name, func(t *testing.T) {
+			for round := 0; round < 3; round++ {
+				c.Do("FLUSHALL")
+				mustOK(t, c.Do("SET", "{s}g", tierVal("{s}g", round)), "set")
+				tierSortFixture(t, c, "{s}", round)
+				waitOffloaded(t, c, 13)
+				before := tieredInfo(t, c)["tiered_sync_loads"]
+				r := c.Do(sc.eval, sc.body, "3", "{s}list", "{s}g", "{s}dst", "SORT_RO")
+				if len(r.Elems) != 2 || r.Elems[0].Str != tierVal("{s}g", round) {
+					t.Fatalf("EVAL = %v", r)
+				}
+				checkTierSort(t, r.Elems[1], "{s}", round)
+				n := tieredInfo(t, c)["tiered_sync_loads"] - before
+				if (round > 0 || !sc.wrote) && n != 0 {
+					t.Fatalf("round %d: %d blocking loads", round, n)
+				}
 			}
 		})
 	}

@@ -5,15 +5,16 @@
 # For each server: DEBUG POPULATE $KEYS key $SIZE, then $ROUNDS times a SET run without a save
 # and one with a BGSAVE started 0.2 s in; prints p99 and rps of both and the save's duration.
 # Env: KEYS (1000000), SIZE (1024), N (200000 requests per run), ROUNDS (2), FLAGS (more dfly flags),
-# R (the load's key range, default KEYS) and PREFILL (SETs of that range first; see bgsave.sh).
+# R (the load's key range, default 100000) and PREFILL (SETs of that range first, default
+# 500000: the load overwrites; see bgsave.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 KEYS=${KEYS:-1000000}
 SIZE=${SIZE:-1024}
 N=${N:-200000}
 ROUNDS=${ROUNDS:-2}
-R=${R:-$KEYS}
-PREFILL=${PREFILL:-0}
+R=${R:-100000}
+PREFILL=${PREFILL:-500000}
 work=$(mktemp -d)
 pid=
 cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; rm -rf "$work"; }

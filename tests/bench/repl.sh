@@ -11,18 +11,21 @@
 #   rps/p99   SET throughput and p99 (ms) during the sync, and in a run without one
 # and the ratios of up_s: dfly>dfly / redis>redis and dfly>redis / redis>redis.
 # Env: KEYS (default 1000000), SIZE (default 100), N (requests during the sync,
-# default 600000), CLIENTS (50).
+# default 600000), CLIENTS (50), PAIRS (default "dfly:redis dfly:dfly redis:redis"),
+# DFLY_BIN (a dfly binary to run instead of a fresh build of ./cmd/dfly).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 KEYS=${KEYS:-1000000}
 SIZE=${SIZE:-100}
 N=${N:-600000}
 CLIENTS=${CLIENTS:-50}
+PAIRS=${PAIRS:-dfly:redis dfly:dfly redis:redis}
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
-(cd "$here/../.." && go build -o "$work/dfly" ./cmd/dfly && go build -o "$work/repldigest" ./tests/bench/repldigest)
+(cd "$here/../.." && go build -o "$work/repldigest" ./tests/bench/repldigest)
+if [[ -n ${DFLY_BIN:-} ]]; then cp "$DFLY_BIN" "$work/dfly"; else (cd "$here/../.." && go build -o "$work/dfly" ./cmd/dfly); fi
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_up() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.1; done; echo "repl.sh: port $1 did not start" >&2; exit 1; }
 field() { redis-cli -p "$1" info "$2" | tr -d '\r' | awk -F: -v k="$3" '$1 == k { print $2 }'; }
@@ -33,7 +36,7 @@ p99() { awk -F, 'NR > 1 { gsub(/"/, "", $7); print $7 }'; }
 
 printf '%-11s %8s %9s %6s %10s %9s %10s %9s\n' pair up_s equal_s digest rps_base p99_base rps_sync p99_sync
 declare -A up
-for pair in dfly:redis dfly:dfly redis:redis; do
+for pair in $PAIRS; do
 	master=${pair%%:*} replica=${pair##*:}
 	MPORT=$(free_port)
 	mkdir -p "$work/m-$pair" "$work/r-$pair"
@@ -81,5 +84,6 @@ for pair in dfly:redis dfly:dfly redis:redis; do
 	redis-cli -p "$MPORT" shutdown nosave >/dev/null 2>&1 || true
 	sleep 0.5
 done
+[[ -n ${up[redis:redis]:-} && -n ${up[dfly:dfly]:-} && -n ${up[dfly:redis]:-} ]] || exit 0
 awk -v a="${up[dfly:dfly]}" -v c="${up[dfly:redis]}" -v b="${up[redis:redis]}" \
 	'BEGIN { printf "full sync to link up: dfly>dfly / redis>redis %.2fx, dfly>redis / redis>redis %.2fx\n", a / b, c / b }'
