@@ -192,7 +192,13 @@ func TestTieredChangedDuringWrite(t *testing.T) {
 		// and gone idle: the direct inserts above count no writes.
 		ts.backoff, ts.idle = time.Time{}, false
 		ts.budget.Store(1 << 30)
-		ts.Run(s) // the writes are now in flight
+		// Both writes are in flight once a and b are stashed. A step ends
+		// at its time budget (tierStepBudget), which a slow run (the race
+		// detector) may spend after the first of them; their completions
+		// run on this goroutine, so none lands inside this loop.
+		for i := 0; len(ts.stashed) < 2 && i < 100; i++ {
+			ts.Run(s)
+		}
 		it, _ := s.DBs[0].Find([]byte("a"))
 		p := s.DBs[0].Mutate(it)
 		p.SetStr(append(p.Str(), 'z'))
