@@ -83,8 +83,10 @@ func sha1hex(b []byte) string {
 // compiledScript is a cached script.
 type compiledScript struct {
 	proto *lua.FunctionProto
-	// namesSort: its text names SORT (see mentionsSort, evalCoordinate).
-	namesSort bool
+	// maySort: its text names SORT (mentionsSort), or it calls a command
+	// whose name is not a literal (scriptNamesCommands); see
+	// evalCoordinate.
+	maySort bool
 }
 
 // load compiles body (once) and caches it; the error is the full reply.
@@ -96,11 +98,11 @@ func (e *scriptEngine) load(body []byte) (string, *compiledScript, string) {
 	if p != nil {
 		return sha, p, ""
 	}
-	proto, err := compileScript(body)
+	proto, names, err := compileScript(body)
 	if err != "" {
 		return sha, nil, err
 	}
-	p = &compiledScript{proto: proto, namesSort: mentionsSort(body)}
+	p = &compiledScript{proto: proto, maySort: mentionsSort(body) || !names}
 	e.mu.Lock()
 	if old := e.protos[sha]; old != nil {
 		p = old
@@ -476,7 +478,9 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 // on the shard that owns its keys (cmdEvalShard) when
 //   - it has no keys: it may call keyless commands (FLUSHALL, DBSIZE) that
 //     take locks of their own;
-//   - tiering is on and its text names SORT (mentionsSort). SORT's BY and
+//   - tiering is on and it may call SORT: its text names it
+//     (mentionsSort), or a command it calls is not named by a literal
+//     (scriptNamesCommands, checked when it is compiled). SORT's BY and
 //     GET patterns reach keys known only once it runs, whose values may
 //     be offloaded, and a shard's goroutine must not wait for their reads
 //     (tiered.go). Inline, SORT could only stop a script that has not
@@ -490,7 +494,8 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 //     of what it overwrites, and sending every script to a coordinator
 //     would cost them all;
 //   - it is in coordScripts: it overran its inline budget, or it called
-//     SORT inline with tiering on, the name made at run time (luaVM.call).
+//     SORT inline with tiering on in a way the checks above missed
+//     (luaVM.call, a safety net).
 //
 // The check is per script, so it holds wherever the script runs: alone,
 // in an EXEC on one shard (execShard) or in one on several (execQueued).
@@ -501,11 +506,15 @@ func evalCoordinate(srv *Server, args [][]byte) bool {
 	}
 	bySHA := len(args[0]) > 4 && (args[0][4] == 's' || args[0][4] == 'S') // EVALSHA[_RO]
 	if srv.tiered != nil {
+		var p *compiledScript
 		if bySHA {
-			if p := srv.scripts().lookupBytes(args[1]); p != nil && p.namesSort {
-				return true
-			}
+			p = srv.scripts().lookupBytes(args[1])
 		} else if mentionsSort(args[1]) { // EVAL carries the body
+			return true
+		} else {
+			_, p, _ = srv.scripts().load(args[1]) // cached for the run that follows
+		}
+		if p != nil && p.maySort {
 			return true
 		}
 	}
@@ -524,7 +533,7 @@ func evalCoordinate(srv *Server, args [][]byte) bool {
 
 // mentionsSort reports whether a script's text contains "sort" in any
 // case: a script that may call SORT or SORT_RO by a literal name. A name
-// made at run time escapes it (see evalCoordinate).
+// made at run time escapes it: scriptNamesCommands catches those.
 func mentionsSort(text []byte) bool {
 	for i := 0; i+4 <= len(text); i++ {
 		if text[i]|0x20 == 's' && text[i+1]|0x20 == 'o' && text[i+2]|0x20 == 'r' && text[i+3]|0x20 == 't' {

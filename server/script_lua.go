@@ -82,16 +82,17 @@ type luaVM struct {
 // starts over (SCRIPT FLUSH leaves stale entries, which are harmless).
 const maxCachedFns = 256
 
-func compileScript(body []byte) (*lua.FunctionProto, string) {
+// namesCommands: every command it can call is a literal in its text
+// (scriptNamesCommands).
+func compileScript(body []byte) (proto *lua.FunctionProto, namesCommands bool, _ string) {
 	chunk, err := parse.Parse(bytes.NewReader(body), scriptSource)
 	if err == nil {
-		var proto *lua.FunctionProto
 		if proto, err = lua.Compile(chunk, scriptSource); err == nil {
 			// Redis runs a script as a function body: no Lua 5.0 "arg"
 			// table for its varargs, which gopher-lua would otherwise
 			// build (with a map) on every run.
 			proto.IsVarArg &^= lua.VarArgNeedsArg
-			return proto, ""
+			return proto, scriptNamesCommands(chunk), ""
 		}
 	}
 	msg := err.Error()
@@ -104,7 +105,7 @@ func compileScript(body []byte) (*lua.FunctionProto, string) {
 	} else if ce, ok := err.(*lua.CompileError); ok {
 		msg = scriptSource + ":" + strconv.Itoa(ce.Line) + ": " + ce.Message
 	}
-	return nil, "ERR Error compiling script (new function): " + strings.TrimSpace(msg)
+	return nil, false, "ERR Error compiling script (new function): " + strings.TrimSpace(msg)
 }
 
 func newLuaVM(e *scriptEngine) *luaVM {

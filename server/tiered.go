@@ -62,15 +62,17 @@ package server
 //     again there (Coord.runMulti), as they may be offloaded meanwhile.
 //   - SORT reads offloaded BY/GET pattern values asynchronously between
 //     its steps, on a coordinator that waits for them (cmd_sort.go). SORT
-//     itself always takes a coordinator; a script whose text names SORT
-//     (mentionsSort) does too, with tiering, instead of running on a
-//     shard's goroutine, which cannot wait: confined to a shard, inside
-//     an EXEC on one shard, or in a step of a coordinator's EXEC
-//     (evalCoordinate). A script that makes the name at run time calls
-//     SORT inline once: that call sends its later runs to a coordinator,
-//     and an offloaded pattern value met in that run stops the script if
-//     it has not written yet, to run again on a coordinator
-//     (scriptRun.demote).
+//     itself always takes a coordinator; a script that may call it does
+//     too, with tiering, instead of running on a shard's goroutine, which
+//     cannot wait: confined to a shard, inside an EXEC on one shard, or in
+//     a step of a coordinator's EXEC (evalCoordinate). A script may call
+//     SORT when its text names it (mentionsSort) or when a command it
+//     calls is not named by a literal (scriptNamesCommands:
+//     redis.call(ARGV[1], ...), an alias of redis.call, _G ...). Should a
+//     script still reach SORT inline (a construct that check missed),
+//     that call sends its later runs to a coordinator (luaVM.call), and
+//     an offloaded pattern value stops the script if it has not written
+//     yet, to run again on a coordinator (scriptRun.demote).
 //   - A replica applying its master's single-shard commands loads the
 //     values a command reads first, parking its apply batch (applyLoad);
 //     its multi-shard commands and transactions are preloaded and pinned
@@ -78,12 +80,11 @@ package server
 //     (replApplier.tierPreload). A failed read is tried again later
 //     (tierRetry), the apply waiting: the master's command cannot fail.
 //     Commands that read no bytes run with Find's loading off.
-//   - DB.Find's blocking load (tiered_sync_loads) is left to the one case
-//     that can neither wait nor fail: that first inline run of a script
-//     making SORT's name at run time, when it meets an offloaded pattern
-//     value after it has written, or inside an EXEC (which cannot hand the
-//     script to a coordinator): at most once per script. Running it again
-//     would need its writes undone (see evalCoordinate).
+//   - DB.Find's blocking load (tiered_sync_loads) is left to no command
+//     path: only to the inline SORT that the script check above would
+//     have missed, when it meets an offloaded pattern value after its
+//     script has written, or inside an EXEC (which cannot hand the
+//     script to a coordinator), at most once per script.
 //   - Snapshots: BGSAVE and SAVE (both formats) and full syncs read
 //     offloaded strings asynchronously through the snapshot's Loader
 //     (tierLoader; the bucket waits DelayedPending). DEBUG RELOAD, which
