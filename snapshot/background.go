@@ -127,24 +127,30 @@ var loopLocks struct {
 }
 
 func lockLoop() {
+	tid := threadID()
+	if tid < 0 {
+		return // no thread ids on this system: loops stay unlocked
+	}
 	loopLocks.mu.Lock()
 	defer loopLocks.mu.Unlock()
 	if loopLocks.n == nil {
 		loopLocks.n = map[int]int{}
 	}
-	if _, tid := threadCPU(); loopLocks.n[tid] > 0 {
+	if loopLocks.n[tid] > 0 {
 		loopLocks.n[tid]++ // this goroutine holds the thread already
 		return
 	}
 	runtime.LockOSThread()
-	_, tid := threadCPU() // now the goroutine's for good
-	loopLocks.n[tid] = 1
+	loopLocks.n[threadID()] = 1 // the thread is now the goroutine's for good
 }
 
 func unlockLoop() {
+	tid := threadID()
+	if tid < 0 {
+		return
+	}
 	loopLocks.mu.Lock()
 	defer loopLocks.mu.Unlock()
-	_, tid := threadCPU()
 	switch loopLocks.n[tid] {
 	case 0: // Start ran on another goroutine (tests drive Slices by hand)
 	case 1:

@@ -22,8 +22,13 @@ func threadCPU() (time.Duration, int) {
 	if _, _, e := unix.RawSyscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_THREAD_CPUTIME_ID, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
 		return 0, -1
 	}
+	return time.Duration(ts.Nano()), threadID()
+}
+
+// threadID is the calling thread's id (a raw system call, as above).
+func threadID() int {
 	tid, _, _ := unix.RawSyscall(unix.SYS_GETTID, 0, 0, 0)
-	return time.Duration(ts.Nano()), int(tid)
+	return int(tid)
 }
 
 // setThreadNice sets the calling thread's nice value; 0 restores the

@@ -7,5 +7,8 @@ import "time"
 // threadCPU is unknown here: stalls are measured in wall time only.
 func threadCPU() (time.Duration, int) { return 0, -1 }
 
+// threadID: unknown here (-1), so loops are not locked (lockLoop).
+func threadID() int { return -1 }
+
 // setThreadNice: thread priorities are Linux only here.
 func setThreadNice(int) bool { return true }
