@@ -80,6 +80,11 @@ func NewChunkReader(r io.Reader) *ChunkReader {
 	return c
 }
 
+// Buffered is the number of input bytes read from the source but not yet
+// consumed: with the source's own buffered bytes, what a caller can take
+// without waiting for more input.
+func (c *ChunkReader) Buffered() int { return c.r.end - c.r.pos }
+
 // Offset is the number of input bytes consumed.
 func (c *ChunkReader) Offset() int64 { return c.r.offset() }
 

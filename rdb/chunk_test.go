@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"testing/iotest"
 )
 
 // TestChunksInterleaved cuts the key entries of several producers into
@@ -260,5 +261,34 @@ func TestStringInParts(t *testing.T) {
 	e.StringPart([]byte("ab"))
 	if e.End() == nil {
 		t.Fatal("short string accepted")
+	}
+}
+
+// Buffered counts what the reader took from its source but did not
+// consume: a replica applies its batch of journal entries when it is 0
+// and its source has nothing buffered either.
+func TestChunkReaderBuffered(t *testing.T) {
+	var in []byte
+	for i := range 3 {
+		in = AppendChunk(in, OpJournal, 1, []byte{byte(i), 'x'})
+	}
+	r := NewChunkReader(bytes.NewReader(in))
+	if r.Buffered() != 0 {
+		t.Fatalf("Buffered before reading: %d", r.Buffered())
+	}
+	per := len(in) / 3
+	for i := range 3 {
+		ch, err := r.NextItem()
+		if err != nil || ch.Op != OpJournal || ch.Payload[0] != byte(i) {
+			t.Fatalf("item %d: %+v %v", i, ch, err)
+		}
+		if want := per * (2 - i); r.Buffered() != want {
+			t.Fatalf("after item %d: Buffered %d, want %d", i, r.Buffered(), want)
+		}
+	}
+	// A source that delivers a byte per read: nothing is read ahead.
+	r = NewChunkReader(iotest.OneByteReader(bytes.NewReader(in)))
+	if _, err := r.NextItem(); err != nil || r.Buffered() != 0 {
+		t.Fatalf("one byte per read: Buffered %d (%v)", r.Buffered(), err)
 	}
 }

@@ -444,11 +444,7 @@ func (s *Server) startLoadWorkers() (dispatch func(sid int, items []loadItem), w
 			defer wg.Done()
 			for items := range q {
 				sh.Exec(shard.Func(func(sh *shard.Shard) { applyItems(sh, items) }))
-				clear(items) // the keys' blocks and the values are the table's now
-				select {
-				case free <- items[:0]:
-				default:
-				}
+				recycleItems(free, items)
 			}
 		}()
 	}
@@ -529,6 +525,19 @@ func (s *Server) reloadLocked(t *tx.Tx) error {
 		t.Run(sid, func(sh *shard.Shard) { applyItems(sh, items) })
 	})
 	return l.load(&countingReader{r: f, n: &s.persist.prog.loaded})
+}
+
+// recycleItems empties an applied batch and offers it back on free, for
+// a loader to reuse: a fresh batch is 256 items of pointers the GC must
+// zero and scan, and a full sync makes one per 256 keys. The keys' blocks
+// and the values are the table's now; the channel hands the emptied
+// slice over to the loader's goroutine (happens-before).
+func recycleItems(free chan []loadItem, items []loadItem) {
+	clear(items)
+	select {
+	case free <- items[:0]:
+	default:
+	}
 }
 
 // loadItem is one decoded key on its way to its shard.

@@ -441,15 +441,18 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, bar *txBarrier, fullSyncC
 	for i := range inflight {
 		inflight[i] = make(chan struct{}, applyLoadInflight)
 	}
+	free := make(chan []loadItem, (applyLoadInflight+1)*len(s.shards))
 	ld := newLoader(s, func(dst int, items []loadItem) {
 		inflight[dst] <- struct{}{}
 		wg.Add(1)
 		s.shards[dst].Send(shard.Func(func(sh *shard.Shard) {
 			applyItems(sh, items)
+			recycleItems(free, items)
 			<-inflight[dst]
 			wg.Done()
 		}))
 	})
+	ld.free = free
 	ld.now = math.MinInt64 // the master decides what expired
 	flushLoad := func() {
 		for dst, b := range ld.batches {
@@ -529,9 +532,13 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, bar *txBarrier, fullSyncC
 		default:
 			return fmt.Errorf("flow %d: unexpected chunk opcode %#x", sid, ch.Op)
 		}
-		// Apply what arrived once the socket has nothing more buffered
-		// (or a batch is big): batches without delaying anything.
-		if len(ops) > 0 && (r.Buffered() == 0 || len(ops) >= 512) {
+		// Apply what arrived once nothing more is buffered, in cr or in r
+		// (or a batch is big): batches without delaying anything. cr
+		// reads ahead into a buffer of its own, so r alone is empty after
+		// nearly every entry: checking only r applied stable sync one
+		// command per round trip to the shards (about 1.05 per apply
+		// under redis-benchmark's SET load), 4x Redis's replica CPU.
+		if len(ops) > 0 && (cr.Buffered() == 0 && r.Buffered() == 0 || len(ops) >= 512) {
 			if err := apply(); err != nil {
 				return err
 			}

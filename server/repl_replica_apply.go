@@ -91,12 +91,14 @@ func (a *replApplier) FullSync(r io.Reader, size int64) (err error) {
 		}
 	})
 	defer s.beginLoad(size, 0)()
+	free := make(chan []loadItem, (applyLoadInflight+1)*len(s.shards))
 	l := newLoader(s, func(sid int, items []loadItem) {
 		sem := a.load[sid]
 		sem <- struct{}{}
 		a.wg.Add(1)
 		s.shards[sid].Send(shard.Func(func(sh *shard.Shard) {
 			applyItems(sh, items)
+			recycleItems(free, items)
 			<-sem
 			a.wg.Done()
 		}))
@@ -104,6 +106,7 @@ func (a *replApplier) FullSync(r io.Reader, size int64) (err error) {
 	// A replica loads keys its clock considers expired (Redis does too):
 	// the master may still write them before its DEL arrives.
 	l.now = math.MinInt64
+	l.free = free
 	err = l.load(&countingReader{r: r, n: &s.persist.prog.loaded})
 	a.wg.Wait()
 	if err != nil {
