@@ -3,71 +3,66 @@
 #   - dfly>redis: a real redis-server replica of a dfly master (PSYNC, one RDB stream),
 #   - dfly>dfly: a dfly replica of a dfly master (per-shard flows, tagged snapshot + journal),
 #   - redis>redis: redis-server on both sides (diskless sync, no delay: its fastest full sync),
-# each holding KEYS keys (DEBUG POPULATE KEYS key SIZE) while redis-benchmark SETs
-# random keys of the same space. Printed per master:
-#   up_s      time from starting the replica to its master_link_status:up
+# each master holding KEYS keys (DEBUG POPULATE KEYS key SIZE). replload drives
+# redis-benchmark's SET load (CLIENTS clients, one request in flight each, random keys
+# key:NNNNNNNNNNNN of the same space) through three phases: IDLE seconds with no replica,
+# then REPLICAOF until the replica's link is up (the sync), then STABLE seconds more.
+# Printed per pair:
+#   up_s      time from REPLICAOF to the replica's master_link_status:up
 #   equal_s   time from the end of the load until the replica's digest equals the
 #             master's (repldigest): "eq", or "DIFF" after 60 s
-#   rps/p99   SET throughput and p99 (ms) during the sync, and in a run without one
-# and the ratios of up_s: dfly>dfly / redis>redis and dfly>redis / redis>redis.
-# Env: KEYS (default 1000000), SIZE (default 100), N (requests during the sync,
-# default 600000), CLIENTS (50), PAIRS (default "dfly:redis dfly:dfly redis:redis"),
-# DFLY_BIN (a dfly binary to run instead of a fresh build of ./cmd/dfly).
+#   rps/p99   SET throughput and p99 (ms) of each phase: idle, sync, stable
+#   cpu_m/r   CPU seconds the master (with its fork children) and the replica used
+#             during the sync
+# and the ratios: link up dfly>dfly / redis>redis and dfly>redis / redis>redis, and each
+# pair's sync p99 / idle p99 (the target is <= 2x).
+# Env: KEYS (default 1000000), SIZE (100), CLIENTS (50), IDLE (3), STABLE (3) seconds,
+# PAIRS (default "dfly:redis dfly:dfly redis:redis"), DFLY_BIN (a dfly binary to run
+# instead of a fresh build of ./cmd/dfly).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 KEYS=${KEYS:-1000000}
 SIZE=${SIZE:-100}
-N=${N:-600000}
 CLIENTS=${CLIENTS:-50}
+IDLE=${IDLE:-3}
+STABLE=${STABLE:-3}
 PAIRS=${PAIRS:-dfly:redis dfly:dfly redis:redis}
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
-(cd "$here/../.." && go build -o "$work/repldigest" ./tests/bench/repldigest)
+(cd "$here/../.." && go build -o "$work/repldigest" ./tests/bench/repldigest && go build -o "$work/replload" ./tests/bench/replload)
 if [[ -n ${DFLY_BIN:-} ]]; then cp "$DFLY_BIN" "$work/dfly"; else (cd "$here/../.." && go build -o "$work/dfly" ./cmd/dfly); fi
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_up() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.1; done; echo "repl.sh: port $1 did not start" >&2; exit 1; }
-field() { redis-cli -p "$1" info "$2" | tr -d '\r' | awk -F: -v k="$3" '$1 == k { print $2 }'; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
-rps() { awk -F, 'NR > 1 { gsub(/"/, "", $2); print $2 }'; }
-p99() { awk -F, 'NR > 1 { gsub(/"/, "", $7); print $7 }'; }
+# start KIND PORT DIR -> PID: a server with no persistence
+start() {
+	if [[ $1 == redis ]]; then
+		redis-server --port "$2" --save '' --appendonly no --enable-debug-command yes \
+			--repl-diskless-sync yes --repl-diskless-sync-delay 0 --dir "$3" >"$3.log" 2>&1 &
+	else
+		"$work/dfly" --port "$2" --dir "$3" >"$3.log" 2>&1 &
+	fi
+	PID=$!
+	pids+=("$PID")
+	wait_up "$2"
+}
 
-printf '%-11s %8s %9s %6s %10s %9s %10s %9s\n' pair up_s equal_s digest rps_base p99_base rps_sync p99_sync
-declare -A up
+printf '%-11s %6s %8s %6s %9s %8s %9s %8s %9s %8s %6s %6s\n' pair up_s equal_s digest \
+	rps_idle p99_idle rps_sync p99_sync rps_stab p99_stab cpu_m cpu_r
+declare -A up p99
 for pair in $PAIRS; do
 	master=${pair%%:*} replica=${pair##*:}
-	MPORT=$(free_port)
+	MPORT=$(free_port) RPORT=$(free_port)
 	mkdir -p "$work/m-$pair" "$work/r-$pair"
-	if [[ $master == redis ]]; then
-		redis-server --port "$MPORT" --save '' --appendonly no --enable-debug-command yes \
-			--repl-diskless-sync yes --repl-diskless-sync-delay 0 --dir "$work/m-$pair" >/dev/null 2>&1 &
-	else
-		"$work/dfly" --port "$MPORT" --dir "$work/m-$pair" >"$work/dfly-$master.log" 2>&1 &
-	fi
-	pids+=($!)
-	wait_up "$MPORT"
+	start "$master" "$MPORT" "$work/m-$pair"; mpid=$PID
+	start "$replica" "$RPORT" "$work/r-$pair"; rpid=$PID
 	redis-cli -p "$MPORT" debug populate "$KEYS" key "$SIZE" >/dev/null
-	redis-benchmark -p "$MPORT" -q --csv -t set -r "$KEYS" -d "$SIZE" -n "$N" -c "$CLIENTS" >"$work/base.csv"
-	redis-benchmark -p "$MPORT" -q --csv -t set -r "$KEYS" -d "$SIZE" -n "$N" -c "$CLIENTS" >"$work/load.csv" &
-	bench=$!
-	sleep 0.5
-	RPORT=$(free_port)
-	t0=$(now)
-	if [[ $replica == redis ]]; then
-		redis-server --port "$RPORT" --save '' --appendonly no --dir "$work/r-$pair" \
-			--replicaof 127.0.0.1 "$MPORT" >"$work/replica.log" 2>&1 &
-		pids+=($!)
-	else
-		"$work/dfly" --port "$RPORT" --dir "$work/r-$pair" >"$work/replica.log" 2>&1 &
-		pids+=($!)
-		wait_up "$RPORT"
-		redis-cli -p "$RPORT" replicaof 127.0.0.1 "$MPORT" >/dev/null
-	fi
-	until [[ $(field "$RPORT" replication master_link_status 2>/dev/null) == up ]]; do sleep 0.05; done
-	up[$pair]=$(since "$t0")
-	wait "$bench"
+	read -r u ri pi rs ps rt pt cm cr < <("$work/replload" -master "127.0.0.1:$MPORT" -replica "127.0.0.1:$RPORT" \
+		-c "$CLIENTS" -r "$KEYS" -d "$SIZE" -idle "${IDLE}s" -stable "${STABLE}s" -pids "$mpid,$rpid")
+	up[$pair]=$u p99[$pair]=$(awk -v a="$ps" -v b="$pi" 'BEGIN { printf "%.2f", a / b }')
 	t1=$(now)
 	same=DIFF
 	for _ in $(seq 600); do
@@ -76,14 +71,14 @@ for pair in $PAIRS; do
 		if [[ $dm == "$dr" ]]; then same=eq; break; fi
 		sleep 0.1
 	done
-	eq=$(since "$t1")
-	printf '%-11s %8s %9s %6s %10s %9s %10s %9s\n' "${master}>${replica}" "${up[$pair]}" "$eq" "$same" \
-		"$(rps <"$work/base.csv")" "$(p99 <"$work/base.csv")" "$(rps <"$work/load.csv")" "$(p99 <"$work/load.csv")"
+	printf '%-11s %6s %8s %6s %9s %8s %9s %8s %9s %8s %6s %6s\n' "${master}>${replica}" "$u" "$(since "$t1")" "$same" \
+		"$ri" "$pi" "$rs" "$ps" "$rt" "$pt" "$cm" "$cr"
 	[[ $same == eq ]] || echo "  master $dm / replica $dr"
 	redis-cli -p "$RPORT" shutdown nosave >/dev/null 2>&1 || true
 	redis-cli -p "$MPORT" shutdown nosave >/dev/null 2>&1 || true
 	sleep 0.5
 done
+for pair in $PAIRS; do echo "${pair/:/>}: p99 during the sync / idle ${p99[$pair]}x"; done
 [[ -n ${up[redis:redis]:-} && -n ${up[dfly:dfly]:-} && -n ${up[dfly:redis]:-} ]] || exit 0
 awk -v a="${up[dfly:dfly]}" -v c="${up[dfly:redis]}" -v b="${up[redis:redis]}" \
 	'BEGIN { printf "full sync to link up: dfly>dfly / redis>redis %.2fx, dfly>redis / redis>redis %.2fx\n", a / b, c / b }'

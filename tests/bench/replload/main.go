@@ -1,0 +1,289 @@
+// Command replload measures a master's SET latency before, during and after
+// a replica's full sync. It drives redis-benchmark's SET load (-c clients,
+// one request in flight each, keys key:NNNNNNNNNNNN drawn from -r, values of
+// -d bytes) against -master and runs three phases:
+//
+//	idle    -idle of load with no replica;
+//	sync    REPLICAOF sent to -replica, until its INFO says master_link_status:up;
+//	stable  -stable more of load while the replica follows.
+//
+// A request counts in the phase it started in. It prints one line:
+//
+//	up_s idle_rps idle_p99 sync_rps sync_p99 stable_rps stable_p99 [cpu ...]
+//
+// (seconds, requests/s, milliseconds), and with -pids the CPU seconds each
+// of those processes (with its reaped children: Redis's fork) used during
+// the sync phase. repl.sh runs it for each pair.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/bits"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	phaseIdle = iota
+	phaseSync
+	phaseStable
+	phaseDone
+	phases = phaseDone
+)
+
+// hist counts latencies in buckets of 1/8 of a power of two of
+// microseconds (under 12.5% error), up to about 68 s.
+type hist [36 * 8]uint64
+
+func bucket(us uint64) int {
+	if us < 8 {
+		return int(us)
+	}
+	e := bits.Len64(us) - 4 // us>>e is in 8..15
+	return min(e*8+int(us>>e), len(hist{})-1)
+}
+
+// upper is the largest latency (µs) bucket b holds.
+func upper(b int) uint64 {
+	if b < 8 {
+		return uint64(b)
+	}
+	e, m := b/8-1, uint64(b%8+8) // bucket's inverse: b = (e+1)*8 + m-8
+	return (m+1)<<e - 1
+}
+
+func (h *hist) add(o *hist) {
+	for i := range h {
+		h[i] += o[i]
+	}
+}
+
+func (h *hist) count() (n uint64) {
+	for _, c := range h {
+		n += c
+	}
+	return n
+}
+
+// quantile is the upper bound (ms) of the bucket holding the q-quantile.
+func (h *hist) quantile(q float64) float64 {
+	n := h.count()
+	if n == 0 {
+		return 0
+	}
+	want := uint64(q*float64(n)) + 1
+	var seen uint64
+	for i, c := range h {
+		if seen += c; seen >= want {
+			return float64(upper(i)) / 1000
+		}
+	}
+	return float64(upper(len(h)-1)) / 1000
+}
+
+func main() {
+	master := flag.String("master", "127.0.0.1:6379", "master address (host:port)")
+	replica := flag.String("replica", "", "replica address; REPLICAOF goes there")
+	clients := flag.Int("c", 50, "clients, one request in flight each")
+	keys := flag.Int("r", 1000000, "key space")
+	size := flag.Int("d", 100, "value size")
+	idle := flag.Duration("idle", 3*time.Second, "load before REPLICAOF")
+	stable := flag.Duration("stable", 3*time.Second, "load after the link is up")
+	timeout := flag.Duration("timeout", 120*time.Second, "longest wait for the link")
+	pidList := flag.String("pids", "", "comma-separated process ids whose CPU time during the sync to print")
+	flag.Parse()
+	var pids []string
+	if *pidList != "" {
+		pids = strings.Split(*pidList, ",")
+	}
+	if *replica == "" {
+		fail(errors.New("-replica is required"))
+	}
+	host, port, err := net.SplitHostPort(*master)
+	if err != nil {
+		fail(err)
+	}
+
+	var phase atomic.Int32
+	var wg sync.WaitGroup
+	hists := make([][phases]hist, *clients)
+	errs := make(chan error, *clients)
+	value := bytes.Repeat([]byte{'x'}, *size)
+	for i := range *clients {
+		conn, err := net.Dial("tcp", *master)
+		if err != nil {
+			fail(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer conn.Close()
+			if err := load(conn, &phase, &hists[i], rand.New(rand.NewPCG(uint64(i), 11)), *keys, value); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	start := time.Now()
+	var at [phases + 1]time.Time
+	at[phaseIdle] = start
+	time.Sleep(*idle)
+	at[phaseSync] = time.Now()
+	phase.Store(phaseSync)
+	rc, err := dial(*replica)
+	if err != nil {
+		fail(err)
+	}
+	cpu0 := cpuTimes(pids)
+	if _, err := rc.do("REPLICAOF", host, port); err != nil {
+		fail(err)
+	}
+	for !rc.linkUp() {
+		if time.Since(at[phaseSync]) > *timeout {
+			fail(fmt.Errorf("the replica's link is not up after %v", *timeout))
+		}
+		select {
+		case err := <-errs:
+			fail(err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	at[phaseStable] = time.Now()
+	phase.Store(phaseStable)
+	cpu1 := cpuTimes(pids)
+	time.Sleep(*stable)
+	at[phaseDone] = time.Now()
+	phase.Store(phaseDone)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		fail(err)
+	default:
+	}
+	var total [phases]hist
+	for i := range hists {
+		for p := range phases {
+			total[p].add(&hists[i][p])
+		}
+	}
+	fmt.Printf("%.2f", at[phaseStable].Sub(at[phaseSync]).Seconds())
+	for p := range phases {
+		secs := at[p+1].Sub(at[p]).Seconds()
+		fmt.Printf(" %.0f %.3f", float64(total[p].count())/secs, total[p].quantile(0.99))
+	}
+	for i := range pids {
+		fmt.Printf(" %.2f", cpu1[i]-cpu0[i])
+	}
+	fmt.Println()
+}
+
+// cpuTimes reads each process's user+system time, with its reaped
+// children's, in seconds (Linux /proc, clock ticks of 1/100 s).
+func cpuTimes(pids []string) []float64 {
+	out := make([]float64, len(pids))
+	for i, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strings.TrimSpace(pid) + "/stat")
+		if err != nil {
+			fail(err)
+		}
+		// Fields after the command name (which may hold spaces) in ")".
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		for _, k := range []int{11, 12, 13, 14} { // utime stime cutime cstime
+			var v float64
+			fmt.Sscan(f[k], &v)
+			out[i] += v / 100
+		}
+	}
+	return out
+}
+
+// load sends SETs one at a time until the phase is done.
+func load(conn net.Conn, phase *atomic.Int32, h *[phases]hist, rng *rand.Rand, keys int, value []byte) error {
+	r := bufio.NewReader(conn)
+	var req []byte
+	for {
+		p := phase.Load()
+		if p == phaseDone {
+			return nil
+		}
+		req = fmt.Appendf(req[:0], "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$%d\r\n", rng.IntN(keys), len(value))
+		req = append(append(req, value...), "\r\n"...)
+		t := time.Now()
+		if _, err := conn.Write(req); err != nil {
+			return err
+		}
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if !bytes.HasPrefix(line, []byte("+OK")) {
+			return fmt.Errorf("SET: %q", strings.TrimSpace(string(line)))
+		}
+		h[p][bucket(uint64(time.Since(t).Microseconds()))]++
+	}
+}
+
+// rconn is a minimal RESP client for the replica's commands.
+type rconn struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dial(addr string) (*rconn, error) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &rconn{c: c, r: bufio.NewReader(c)}, nil
+}
+
+// do sends a command and returns its reply: a status or a bulk string.
+func (c *rconn) do(args ...string) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := c.c.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	line, err := c.r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	switch {
+	case strings.HasPrefix(line, "-"):
+		return "", errors.New(line[1:])
+	case strings.HasPrefix(line, "$"):
+		var n int
+		if _, err := fmt.Sscanf(line, "$%d", &n); err != nil || n < 0 {
+			return "", fmt.Errorf("reply %q", line)
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(c.r, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	}
+	return strings.TrimPrefix(line, "+"), nil
+}
+
+func (c *rconn) linkUp() bool {
+	s, err := c.do("INFO", "replication")
+	return err == nil && strings.Contains(s, "master_link_status:up")
+}
+
+func fail(err error) {
+	fmt.Fprintf(os.Stderr, "replload: %v\n", err)
+	os.Exit(1)
+}
