@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -57,6 +58,14 @@ func runMain(m *testing.M) int {
 }
 
 // buildDfly builds ./cmd/dfly into dir, or returns $DFLY_BIN when set.
+// raceBuild reports whether the suite builds dfly with the race detector,
+// which makes the server 5-10x slower: the slowest tests then use smaller
+// datasets (the same paths, fewer keys and bytes) so that CI's -race pass
+// of this package stays within its time budget.
+func raceBuild() bool {
+	return slices.Contains(strings.Fields(os.Getenv(EnvBuildFlags)), "-race")
+}
+
 func buildDfly(dir string) (string, error) {
 	if bin := os.Getenv(EnvBinary); bin != "" {
 		if _, err := os.Stat(bin); err != nil {

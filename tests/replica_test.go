@@ -644,7 +644,11 @@ func bigMaster(t *testing.T, diskless bool, n int) *Server {
 }
 
 func TestReplicaKilledDuringFullSync(t *testing.T) {
-	master := bigMaster(t, false, 300000)
+	keys := 300000
+	if raceBuild() {
+		keys = 60000 // still several seconds of full sync under -race
+	}
+	master := bigMaster(t, false, keys)
 	rep := startReplica(t)
 	s := startSeeder(t, func() string { return master.Addr }, newSeed(t))
 	replicaOf(t, rep, master.Addr)

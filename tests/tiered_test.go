@@ -1074,7 +1074,11 @@ func TestTieredBigValues(t *testing.T) {
 		}
 		return a
 	}
-	sizes := map[string]int{"b8": 8 << 20, "b16": 16<<20 + 7, "b32": 32 << 20}
+	mb := 1 << 20 // unit of the big values: each is still many chunks
+	if raceBuild() {
+		mb = 1 << 18
+	}
+	sizes := map[string]int{"b8": 8 * mb, "b16": 16*mb + 7, "b32": 32 * mb}
 	bytesOf := func() (n int64) {
 		for _, s := range sizes {
 			n += int64(s)
@@ -1128,10 +1132,10 @@ func TestTieredBigValues(t *testing.T) {
 	}
 	delete(sizes, "b32")
 	// DEL while the write is pending: a new value deleted at once.
-	mustOK(t, do("SET", "w", bigString(24<<20, 5)), "set")
+	mustOK(t, do("SET", "w", bigString(24*mb, 5)), "set")
 	do("DEL", "w")
-	mustOK(t, do("SET", "b32", bigString(20<<20, 6)), "set")
-	sizes["b32"] = 20 << 20
+	mustOK(t, do("SET", "b32", bigString(20*mb, 6)), "set")
+	sizes["b32"] = 20 * mb
 	in = waitOffloaded(t, con, 53)
 	if in["tiered_allocated_bytes"] != in["tiered_entries_bytes"] || in["tiered_entries_bytes"] < bytesOf() {
 		t.Fatalf("space of deleted values not freed: %v", in)
