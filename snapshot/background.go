@@ -24,8 +24,9 @@ var BackgroundNice = 0
 // 4.20 s / 3.19 s and master write p99 4.2 / 3.5 ms, against 4.57 s /
 // 4.13 s and 4.5 / 3.9 ms at nice 0. A flow's pace is the replica's, so
 // yielding the CPU to the loops costs it little. (Flows keep LZF: without
-// it, the same setup measured the replica's CPU 2.5-2.7 s against
-// 2.0-2.1 s and link up 3.9-4.2 s against 3.3-3.8 s.)
+// it, a dfly>dfly full sync of repl.sh's data under its load measured the
+// replica's CPU 2.5-2.7 s against 2.0-2.1 s, and link up 3.9-4.2 s
+// against 3.3-3.8 s.)
 var SectionNice = 5
 
 // Background threads. A snapshot's consumers (Complete's encoding, the
@@ -42,17 +43,10 @@ var SectionNice = 5
 //	(GOMAXPROCS = loops + background threads), and the Ps go back when
 //	the save ends; spare Ps all the time would cost the loops 20-30% of
 //	their throughput in spinning threads (measured, SET/GET -c 50).
-//
-// Replication flows' threads (BackgroundSection, and Complete for a
-// Slice with Options.Journal) add no P: there the spare Ps cost more than
-// they saved. A dfly>dfly full sync under tests/bench/repl.sh's data and
-// load, alternating, two runs each: master CPU during the sync 1.42-1.61 s
-// without them against 2.58-2.95 s with them, link up in 2.12-2.71 s
-// against 3.38-3.90 s, and the master's write p99 unchanged (4.06-4.94
-// ms against 4.17-4.68 ms). A flow is paced by its replica, so its
-// threads wait on sockets and channels much of the time, and every
-// wake-up onto an idle spare P is a spinning thread and idle GC mark
-// work competing with the loops for the same two cores.
+//	Replication flows need them too: without their Ps, a dfly>dfly full
+//	sync (tests/bench/repl.sh, alternating) linked up sooner, 2.1-2.5 s
+//	against 2.4-3.1 s, with less master CPU, but the master's SET p99
+//	during the sync was 20-29 ms against 6.1-7.7 ms.
 //
 // Changing GOMAXPROCS stops the world, which is a stall on every loop: Ps
 // are added as threads start, but given back only when the last one ends
@@ -70,7 +64,7 @@ var background struct {
 // lets the goroutine go, or, when the priority cannot be raised back
 // (no CAP_SYS_NICE), keeps it on the lowered thread.
 func BackgroundSection() (end func()) {
-	done := backgroundThread(SectionNice, false)
+	done := backgroundThread(SectionNice)
 	return func() {
 		done()
 		if setThreadNice(0) {
@@ -82,20 +76,15 @@ func BackgroundSection() (end func()) {
 // BackgroundThread moves the calling goroutine, which must be one started
 // for the purpose, to an OS thread of its own at nice BackgroundNice,
 // with a P of its own. Call the returned func when the goroutine is done.
-func BackgroundThread() (done func()) { return backgroundThread(BackgroundNice, true) }
+func BackgroundThread() (done func()) { return backgroundThread(BackgroundNice) }
 
-// backgroundThread locks the goroutine to a thread at nice; ownP adds a P
-// for the thread's lifetime (see above for when it does not).
-func backgroundThread(nice int, ownP bool) (done func()) {
+func backgroundThread(nice int) (done func()) {
 	runtime.LockOSThread()
 	if v, err := strconv.Atoi(os.Getenv("DFLY_BG_NICE")); err == nil {
 		nice = v
 	}
 	if nice != 0 {
 		setThreadNice(nice)
-	}
-	if !ownP {
-		return func() {}
 	}
 	background.mu.Lock()
 	if background.n == 0 && background.added == 0 {

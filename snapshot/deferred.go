@@ -232,12 +232,12 @@ func (m *Materializer) Materialize(c *Chunk) {
 // the event loops for the CPU, and losing to them is what keeps clients'
 // latency during a save. It ends after the Last chunk.
 func Complete(in <-chan Chunk, out chan<- Chunk, compress bool, free chan []byte) {
-	complete(in, out, compress, free, BackgroundNice, true)
+	complete(in, out, compress, free, BackgroundNice)
 }
 
-func complete(in <-chan Chunk, out chan<- Chunk, compress bool, free chan []byte, nice int, ownP bool) {
+func complete(in <-chan Chunk, out chan<- Chunk, compress bool, free chan []byte, nice int) {
 	go func() {
-		defer backgroundThread(nice, ownP)()
+		defer backgroundThread(nice)()
 		m := NewMaterializer(compress, free)
 		for {
 			c := <-in
@@ -257,11 +257,11 @@ func Deferred(sh *shard.Shard, opt Options) *Slice {
 	out := opt.Out
 	in := make(chan Chunk, cap(out))
 	opt.Out, opt.Defer = in, true
-	nice, ownP := BackgroundNice, true
-	if opt.Journal { // a replication flow's baseline (SectionNice, no P: background.go)
-		nice, ownP = SectionNice, false
+	nice := BackgroundNice
+	if opt.Journal { // a replication flow's baseline (SectionNice)
+		nice = SectionNice
 	}
-	complete(in, out, !opt.NoLZF, opt.Free, nice, ownP)
+	complete(in, out, !opt.NoLZF, opt.Free, nice)
 	return Start(sh, opt)
 }
 

@@ -18,7 +18,8 @@
 # pair's sync p99 / idle p99 (the target is <= 2x).
 # Env: KEYS (default 1000000), SIZE (100), CLIENTS (50), IDLE (3), STABLE (3) seconds,
 # PAIRS (default "dfly:redis dfly:dfly redis:redis"), DFLY_BIN (a dfly binary to run
-# instead of a fresh build of ./cmd/dfly).
+# instead of a fresh build of ./cmd/dfly), REPLICA_NICE (run replicas at this nice value:
+# on a shared machine, an approximation of a replica on a machine of its own).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 KEYS=${KEYS:-1000000}
@@ -37,13 +38,15 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_up() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.1; done; echo "repl.sh: port $1 did not start" >&2; exit 1; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
-# start KIND PORT DIR -> PID: a server with no persistence
+# start KIND PORT DIR [NICE] -> PID: a server with no persistence
 start() {
+	local -a pre=()
+	[[ -n ${4:-} ]] && pre=(nice -n "$4")
 	if [[ $1 == redis ]]; then
-		redis-server --port "$2" --save '' --appendonly no --enable-debug-command yes \
+		"${pre[@]}" redis-server --port "$2" --save '' --appendonly no --enable-debug-command yes \
 			--repl-diskless-sync yes --repl-diskless-sync-delay 0 --dir "$3" >"$3.log" 2>&1 &
 	else
-		"$work/dfly" --port "$2" --dir "$3" >"$3.log" 2>&1 &
+		"${pre[@]}" "$work/dfly" --port "$2" --dir "$3" >"$3.log" 2>&1 &
 	fi
 	PID=$!
 	pids+=("$PID")
@@ -58,7 +61,7 @@ for pair in $PAIRS; do
 	MPORT=$(free_port) RPORT=$(free_port)
 	mkdir -p "$work/m-$pair" "$work/r-$pair"
 	start "$master" "$MPORT" "$work/m-$pair"; mpid=$PID
-	start "$replica" "$RPORT" "$work/r-$pair"; rpid=$PID
+	start "$replica" "$RPORT" "$work/r-$pair" "${REPLICA_NICE:-}"; rpid=$PID
 	redis-cli -p "$MPORT" debug populate "$KEYS" key "$SIZE" >/dev/null
 	read -r u ri pi rs ps rt pt cm cr < <("$work/replload" -master "127.0.0.1:$MPORT" -replica "127.0.0.1:$RPORT" \
 		-c "$CLIENTS" -r "$KEYS" -d "$SIZE" -idle "${IDLE}s" -stable "${STABLE}s" -pids "$mpid,$rpid")
