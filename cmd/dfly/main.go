@@ -107,13 +107,15 @@ func tuneGC(cfg *server.Config) {
 
 func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 	cfg := server.DefaultConfig()
-	cfg.Shards = runtime.GOMAXPROCS(0)
 	fs := flag.NewFlagSet("dfly", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&cfg.Port, "port", cfg.Port, "TCP port to listen on")
 	fs.StringVar(&cfg.Bind, "bind", cfg.Bind, "addresses to listen on, space separated")
-	fs.IntVar(&cfg.Shards, "shards", cfg.Shards, "number of shards (default GOMAXPROCS)")
-	fs.IntVar(&cfg.Shards, "proactor_threads", cfg.Shards, "alias of --shards")
+	// As in Dragonfly, --proactor_threads is the number of threads (event
+	// loops) and the shard count follows it unless --shards (Dragonfly's
+	// --num_shards) sets it; either alone defaults the other as below.
+	fs.IntVar(&cfg.Shards, "shards", 0, "number of shards (default --proactor_threads, else GOMAXPROCS)")
+	fs.IntVar(&cfg.Loops, "proactor_threads", 0, "number of threads (event loops; default GOMAXPROCS); also the shard count unless --shards is given")
 	fs.StringVar(&cfg.Requirepass, "requirepass", "", "password of the default user")
 	fs.StringVar(&cfg.MasterAuth, "masterauth", "", "password a replica authenticates to its master with")
 	fs.StringVar(&cfg.MasterUser, "masteruser", "", "user a replica authenticates to its master as")
@@ -199,6 +201,17 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["proactor_threads"] && !set["shards"] {
+		cfg.Shards = cfg.Loops
+	}
+	if !set["shards"] && !set["proactor_threads"] {
+		cfg.Shards = runtime.GOMAXPROCS(0)
+	}
+	if !set["proactor_threads"] {
+		cfg.Loops = runtime.GOMAXPROCS(0)
+	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (flags are written --name value)", fs.Arg(0))
 	}
@@ -207,6 +220,8 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 		return nil, fmt.Errorf("invalid --port %d: must be 0..65535", cfg.Port)
 	case cfg.Shards < 1 || cfg.Shards > 1024:
 		return nil, fmt.Errorf("invalid --shards %d: must be 1..1024", cfg.Shards)
+	case cfg.Loops < 1 || cfg.Loops > 1024:
+		return nil, fmt.Errorf("invalid --proactor_threads %d: must be 1..1024", cfg.Loops)
 	case cfg.Databases < 1 || cfg.Databases > 1<<16:
 		return nil, fmt.Errorf("invalid --databases %d: must be 1..65536", cfg.Databases)
 	case cfg.MaxClients < 1:
