@@ -2,7 +2,11 @@
 # MULTI/EXEC of two SETs and an EVAL that INCRs two keys (keys random over a
 # large space, so usually on different shards), dfly next to redis-server:
 #   1. pinned: each server on CPU 0, the client (txbench) on CPU 1 -> ratio per core;
-#   2. dfly with --shards 1 and --shards 2 -> does throughput grow with shards.
+#   2. dfly with --shards 1 and --shards 2 (2 event loops each) -> does
+#      throughput grow with shards;
+#   3. dfly with --proactor_threads 1 and 2 (threads = shards = 1, 2), with
+#      growth_cpu, a capacity model: (threads2/us_2)/(threads1/us_1), the
+#      growth if each thread had a core to itself and the client none.
 # Each row is measured with the go-redis client (the stated comparison) and
 # with txbench -raw, a lean client (pre-encoded RESP, -P transactions in
 # flight per connection) whose own CPU bounds the figure less. Besides
@@ -101,14 +105,37 @@ for round in $(seq "$ROUNDS"); do
 	done
 done
 echo
-echo "dfly unpinned, by shard count, best of $ROUNDS; ops/s, server CPU us per transaction"
-printf "%-6s %-10s %-11s %9s %9s %7s %8s %8s\n" test client "client cpu" shards=1 shards=2 growth us_1 us_2
+echo "dfly unpinned, 2 threads (event loops), by shard count, best of $ROUNDS; ops/s, server CPU us per transaction"
+echo "growth_cpu is a MODEL, not a measurement: (2/us_2)/(2/us_1), both runs having 2 threads"
+printf "%-6s %-10s %-11s %9s %9s %7s %8s %8s %11s\n" test client "client cpu" shards=1 shards=2 growth us_1 us_2 growth_cpu
 for cpin in 0 1; do
 	for m in "${modes[@]}"; do
 		for t in multi eval; do
 			awk -v t="$t" -v m="$(label "$m")" -v cp="$([[ $cpin == 1 ]] && echo "CPU 1" || echo "any")" \
 				-v a="${ops[1,$cpin,$m,$t]}" -v b="${ops[2,$cpin,$m,$t]}" -v ua="${us[1,$cpin,$m,$t]}" -v ub="${us[2,$cpin,$m,$t]}" \
-				'BEGIN { printf "%-6s %-10s %-11s %9d %9d %6.2fx %8.2f %8.2f\n", t, m, cp, a, b, b / a, ua, ub }'
+				'BEGIN { printf "%-6s %-10s %-11s %9d %9d %6.2fx %8.2f %8.2f %10.2fx\n", t, m, cp, a, b, b / a, ua, ub, ua / ub }'
 		done
+	done
+done
+
+kill "$pid1" "$pid2" 2>/dev/null || true
+start 0 dfly --proactor_threads 1; p1=$PORT; pid1=$PID
+start 0 dfly --proactor_threads 2; p2=$PORT; pid2=$PID
+for round in $(seq "$ROUNDS"); do
+	for m in "${modes[@]}"; do
+		for t in multi eval; do
+			read -r n c < <(run 0 "$p1" "$pid1" "$t" "$m"); best "t1,$m,$t" "$n" "$c"
+			read -r n c < <(run 0 "$p2" "$pid2" "$t" "$m"); best "t2,$m,$t" "$n" "$c"
+		done
+	done
+done
+echo
+echo "dfly unpinned, threads = shards (--proactor_threads 1 vs 2), client anywhere, best of $ROUNDS; ops/s, server CPU us per transaction"
+echo "growth_cpu is a MODEL, not a measurement: (2/us_2)/(1/us_1), the growth if each thread had a core to itself"
+printf "%-6s %-10s %9s %9s %7s %8s %8s %11s\n" test client threads=1 threads=2 growth us_1 us_2 growth_cpu
+for m in "${modes[@]}"; do
+	for t in multi eval; do
+		awk -v t="$t" -v m="$(label "$m")" -v a="${ops[t1,$m,$t]}" -v b="${ops[t2,$m,$t]}" -v ua="${us[t1,$m,$t]}" -v ub="${us[t2,$m,$t]}" \
+			'BEGIN { printf "%-6s %-10s %9d %9d %6.2fx %8.2f %8.2f %10.2fx\n", t, m, a, b, b / a, ua, ub, (2 / ub) / (1 / ua) }'
 	done
 done
