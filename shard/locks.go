@@ -45,6 +45,22 @@ type locks struct {
 	// free, the fast path that skips all map look-ups.
 	active int
 	queue  []Waiter
+	// free: lockStates of keys no longer locked, reused so that taking a
+	// lock allocates nothing once the table has warmed up.
+	free []*lockState
+}
+
+// maxFreeStates bounds free.
+const maxFreeStates = 1024
+
+// newState is a zero lockState.
+func (l *locks) newState() *lockState {
+	if n := len(l.free); n > 0 {
+		st := l.free[n-1]
+		l.free = l.free[:n-1]
+		return st
+	}
+	return &lockState{}
 }
 
 func (l *locks) table(db int) map[string]*lockState {
@@ -98,7 +114,7 @@ func (l *locks) acquire(keys []KeyLock, all bool) {
 		m := l.table(k.DB)
 		st := m[k.Key]
 		if st == nil {
-			st = &lockState{}
+			st = l.newState()
 			m[k.Key] = st
 		}
 		if k.Excl {
@@ -133,7 +149,11 @@ func (l *locks) release(keys []KeyLock, all bool) {
 
 func (l *locks) gc(db int, key string, st *lockState) {
 	if !st.excl && st.shared == 0 && st.parked == 0 {
+		// No caller keeps st past this call: each looks states up anew.
 		delete(l.dbs[db], key)
+		if len(l.free) < maxFreeStates {
+			l.free = append(l.free, st)
+		}
 	}
 }
 
@@ -146,7 +166,7 @@ func (l *locks) park(w Waiter) {
 		m := l.table(k.DB)
 		st := m[k.Key]
 		if st == nil {
-			st = &lockState{}
+			st = l.newState()
 			m[k.Key] = st
 		}
 		st.parked++

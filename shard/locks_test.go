@@ -244,3 +244,18 @@ func TestReleaseInsideResume(t *testing.T) {
 		t.Fatalf("%d locks left", s.Locks.active)
 	}
 }
+
+// TestLockReuseAllocatesNothing: once the table has held keys, taking and
+// giving back locks allocates nothing (the states are reused).
+func TestLockReuseAllocatesNothing(t *testing.T) {
+	s := New(0, 1)
+	keys := []KeyLock{{Key: "a", Excl: true}, {Key: "b"}, {Key: "c", Excl: true}}
+	s.Acquire(keys, false)
+	s.Release(keys, false)
+	if n := testing.AllocsPerRun(100, func() {
+		s.Acquire(keys, false)
+		s.Release(keys, false)
+	}); n != 0 {
+		t.Errorf("%v allocations per lock and release, want 0", n)
+	}
+}
