@@ -19,7 +19,8 @@
 # Env: KEYS (default 1000000), SIZE (100), CLIENTS (50), IDLE (3), STABLE (3) seconds,
 # PAIRS (default "dfly:redis dfly:dfly redis:redis"), DFLY_BIN (a dfly binary to run
 # instead of a fresh build of ./cmd/dfly), REPLICA_NICE (run replicas at this nice value:
-# on a shared machine, an approximation of a replica on a machine of its own).
+# on a shared machine, an approximation of a replica on a machine of its own),
+# REPLICA_FLAGS (more flags for dfly replicas, e.g. "--shards 3").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 KEYS=${KEYS:-1000000}
@@ -38,15 +39,16 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_up() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.1; done; echo "repl.sh: port $1 did not start" >&2; exit 1; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
-# start KIND PORT DIR [NICE] -> PID: a server with no persistence
+# start KIND PORT DIR [NICE [FLAGS]] -> PID: a server with no persistence
 start() {
-	local -a pre=()
+	local -a pre=() flags=(${5:-})
 	[[ -n ${4:-} ]] && pre=(nice -n "$4")
+	[[ ${#flags[@]} -gt 0 ]] || flags=()
 	if [[ $1 == redis ]]; then
 		"${pre[@]}" redis-server --port "$2" --save '' --appendonly no --enable-debug-command yes \
 			--repl-diskless-sync yes --repl-diskless-sync-delay 0 --dir "$3" >"$3.log" 2>&1 &
 	else
-		"${pre[@]}" "$work/dfly" --port "$2" --dir "$3" >"$3.log" 2>&1 &
+		"${pre[@]}" "$work/dfly" --port "$2" --dir "$3" "${flags[@]}" >"$3.log" 2>&1 &
 	fi
 	PID=$!
 	pids+=("$PID")
@@ -59,9 +61,10 @@ declare -A up p99
 for pair in $PAIRS; do
 	master=${pair%%:*} replica=${pair##*:}
 	MPORT=$(free_port) RPORT=$(free_port)
+	rm -rf "$work/m-$pair" "$work/r-$pair"
 	mkdir -p "$work/m-$pair" "$work/r-$pair"
 	start "$master" "$MPORT" "$work/m-$pair"; mpid=$PID
-	start "$replica" "$RPORT" "$work/r-$pair" "${REPLICA_NICE:-}"; rpid=$PID
+	start "$replica" "$RPORT" "$work/r-$pair" "${REPLICA_NICE:-}" "$([[ $replica == dfly ]] && echo "${REPLICA_FLAGS:-}")"; rpid=$PID
 	redis-cli -p "$MPORT" debug populate "$KEYS" key "$SIZE" >/dev/null
 	read -r u ri pi rs ps rt pt cm cr < <("$work/replload" -master "127.0.0.1:$MPORT" -replica "127.0.0.1:$RPORT" \
 		-c "$CLIENTS" -r "$KEYS" -d "$SIZE" -idle "${IDLE}s" -stable "${STABLE}s" -pids "$mpid,$rpid")
