@@ -70,15 +70,23 @@ best() {
 	if [[ -z ${us[$1]:-} ]] || awk -v a="$3" -v b="${us[$1]}" 'BEGIN { exit !(a < b) }'; then us[$1]=$3; fi
 }
 
+# measure CLIENTPIN KEY_A PORT_A PID_A KEY_B PORT_B PID_B: every client mode
+# and test once against server A then B (alternating), keeping the best of
+# each under "KEY,mode,test".
+measure() {
+	local m t n c
+	for m in "${modes[@]}"; do
+		for t in multi eval; do
+			read -r n c < <(run "$1" "$3" "$4" "$t" "$m"); best "$2,$m,$t" "$n" "$c"
+			read -r n c < <(run "$1" "$6" "$7" "$t" "$m"); best "$5,$m,$t" "$n" "$c"
+		done
+	done
+}
+
 start 1 redis; rp=$PORT; rpid=$PID
 start 1 dfly; dp=$PORT; dpid=$PID
 for round in $(seq "$ROUNDS"); do
-	for m in "${modes[@]}"; do
-		for t in multi eval; do
-			read -r n c < <(run 1 "$rp" "$rpid" "$t" "$m"); best "r,$m,$t" "$n" "$c"
-			read -r n c < <(run 1 "$dp" "$dpid" "$t" "$m"); best "d,$m,$t" "$n" "$c"
-		done
-	done
+	measure 1 r "$rp" "$rpid" d "$dp" "$dpid"
 done
 echo "Pinned (server CPU 0, client CPU 1), best of $ROUNDS; ops/s, server CPU us per transaction"
 printf "%-6s %-10s %9s %9s %6s %8s %8s %9s\n" test client redis dfly ratio redis_us dfly_us cpu_ratio
@@ -96,12 +104,7 @@ start 0 dfly --shards 2; p2=$PORT; pid2=$PID
 # the client pinned to CPU 1 with the server unpinned.
 for round in $(seq "$ROUNDS"); do
 	for cpin in 0 1; do
-		for m in "${modes[@]}"; do
-			for t in multi eval; do
-				read -r n c < <(run "$cpin" "$p1" "$pid1" "$t" "$m"); best "1,$cpin,$m,$t" "$n" "$c"
-				read -r n c < <(run "$cpin" "$p2" "$pid2" "$t" "$m"); best "2,$cpin,$m,$t" "$n" "$c"
-			done
-		done
+		measure "$cpin" "1,$cpin" "$p1" "$pid1" "2,$cpin" "$p2" "$pid2"
 	done
 done
 echo
@@ -122,12 +125,7 @@ kill "$pid1" "$pid2" 2>/dev/null || true
 start 0 dfly --proactor_threads 1; p1=$PORT; pid1=$PID
 start 0 dfly --proactor_threads 2; p2=$PORT; pid2=$PID
 for round in $(seq "$ROUNDS"); do
-	for m in "${modes[@]}"; do
-		for t in multi eval; do
-			read -r n c < <(run 0 "$p1" "$pid1" "$t" "$m"); best "t1,$m,$t" "$n" "$c"
-			read -r n c < <(run 0 "$p2" "$pid2" "$t" "$m"); best "t2,$m,$t" "$n" "$c"
-		done
-	done
+	measure 0 t1 "$p1" "$pid1" t2 "$p2" "$pid2"
 done
 echo
 echo "dfly unpinned, threads = shards (--proactor_threads 1 vs 2), client anywhere, best of $ROUNDS; ops/s, server CPU us per transaction"

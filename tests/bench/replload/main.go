@@ -19,10 +19,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math/bits"
 	"math/rand/v2"
 	"net"
@@ -31,6 +31,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 const (
@@ -139,15 +141,18 @@ func main() {
 	time.Sleep(*idle)
 	at[phaseSync] = time.Now()
 	phase.Store(phaseSync)
-	rc, err := dial(*replica)
-	if err != nil {
-		fail(err)
+	ctx := context.Background()
+	rc := redis.NewClient(&redis.Options{Addr: *replica, PoolSize: 1, Protocol: 2, DisableIdentity: true})
+	defer rc.Close()
+	linkUp := func() bool {
+		s, err := rc.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(s, "master_link_status:up")
 	}
 	cpu0 := cpuTimes(pids)
-	if _, err := rc.do("REPLICAOF", host, port); err != nil {
+	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
 		fail(err)
 	}
-	for !rc.linkUp() {
+	for !linkUp() {
 		if time.Since(at[phaseSync]) > *timeout {
 			fail(fmt.Errorf("the replica's link is not up after %v", *timeout))
 		}
@@ -230,57 +235,6 @@ func load(conn net.Conn, phase *atomic.Int32, h *[phases]hist, rng *rand.Rand, k
 		}
 		h[p][bucket(uint64(time.Since(t).Microseconds()))]++
 	}
-}
-
-// rconn is a minimal RESP client for the replica's commands.
-type rconn struct {
-	c net.Conn
-	r *bufio.Reader
-}
-
-func dial(addr string) (*rconn, error) {
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	return &rconn{c: c, r: bufio.NewReader(c)}, nil
-}
-
-// do sends a command and returns its reply: a status or a bulk string.
-func (c *rconn) do(args ...string) (string, error) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := c.c.Write([]byte(b.String())); err != nil {
-		return "", err
-	}
-	line, err := c.r.ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	line = strings.TrimRight(line, "\r\n")
-	switch {
-	case strings.HasPrefix(line, "-"):
-		return "", errors.New(line[1:])
-	case strings.HasPrefix(line, "$"):
-		var n int
-		if _, err := fmt.Sscanf(line, "$%d", &n); err != nil || n < 0 {
-			return "", fmt.Errorf("reply %q", line)
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(c.r, buf); err != nil {
-			return "", err
-		}
-		return string(buf[:n]), nil
-	}
-	return strings.TrimPrefix(line, "+"), nil
-}
-
-func (c *rconn) linkUp() bool {
-	s, err := c.do("INFO", "replication")
-	return err == nil && strings.Contains(s, "master_link_status:up")
 }
 
 func fail(err error) {
