@@ -218,10 +218,10 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 	switch {
 	case cfg.Port < 0 || cfg.Port > 65535:
 		return nil, fmt.Errorf("invalid --port %d: must be 0..65535", cfg.Port)
+	case cfg.Loops < 1 || cfg.Loops > 1024: // first: --shards may be its copy
+		return nil, fmt.Errorf("invalid --proactor_threads %d: must be 1..1024", cfg.Loops)
 	case cfg.Shards < 1 || cfg.Shards > 1024:
 		return nil, fmt.Errorf("invalid --shards %d: must be 1..1024", cfg.Shards)
-	case cfg.Loops < 1 || cfg.Loops > 1024:
-		return nil, fmt.Errorf("invalid --proactor_threads %d: must be 1..1024", cfg.Loops)
 	case cfg.Databases < 1 || cfg.Databases > 1<<16:
 		return nil, fmt.Errorf("invalid --databases %d: must be 1..65536", cfg.Databases)
 	case cfg.MaxClients < 1:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"strings"
 	"runtime"
 	"testing"
 )
@@ -31,8 +32,11 @@ func TestThreadFlags(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"--proactor_threads", "0"}, {"--shards", "0"}, {"--proactor_threads", "2000"}} {
-		if _, err := parseFlags(args, io.Discard); err == nil {
+		_, err := parseFlags(args, io.Discard)
+		if err == nil {
 			t.Errorf("%v: accepted", args)
+		} else if !strings.Contains(err.Error(), args[0]) { // the error names the flag given
+			t.Errorf("%v: %v", args, err)
 		}
 	}
 }
