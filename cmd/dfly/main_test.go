@@ -2,8 +2,8 @@ package main
 
 import (
 	"io"
-	"strings"
 	"runtime"
+	"strings"
 	"testing"
 )
 
