@@ -132,10 +132,12 @@ var loopLocks struct {
 	n  map[int]int // thread id -> Slices running on its goroutine
 }
 
-func lockLoop() {
+// lockLoop returns the id of the thread the goroutine is now locked to,
+// or -1 when loops stay unlocked (no thread ids on this system).
+func lockLoop() int {
 	tid := threadID()
 	if tid < 0 {
-		return // no thread ids on this system: loops stay unlocked
+		return -1
 	}
 	loopLocks.mu.Lock()
 	defer loopLocks.mu.Unlock()
@@ -144,10 +146,12 @@ func lockLoop() {
 	}
 	if loopLocks.n[tid] > 0 {
 		loopLocks.n[tid]++ // this goroutine holds the thread already
-		return
+		return tid
 	}
 	runtime.LockOSThread()
-	loopLocks.n[threadID()] = 1 // the thread is now the goroutine's for good
+	tid = threadID() // the thread is now the goroutine's for good
+	loopLocks.n[tid] = 1
+	return tid
 }
 
 func unlockLoop() {

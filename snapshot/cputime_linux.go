@@ -18,11 +18,21 @@ import (
 // of tests/bench/bgsave.sh: a 13.6 ms stall of a step whose own work was
 // microseconds, all clients of the loop waiting.
 func threadCPU() (time.Duration, int) {
-	var ts unix.Timespec
-	if _, _, e := unix.RawSyscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_THREAD_CPUTIME_ID, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
+	cpu := threadClock()
+	if cpu < 0 {
 		return 0, -1
 	}
-	return time.Duration(ts.Nano()), threadID()
+	return cpu, threadID()
+}
+
+// threadClock is the calling thread's CPU time, or -1 where it cannot be
+// read.
+func threadClock() time.Duration {
+	var ts unix.Timespec
+	if _, _, e := unix.RawSyscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_THREAD_CPUTIME_ID, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
+		return -1
+	}
+	return time.Duration(ts.Nano())
 }
 
 // threadID is the calling thread's id (a raw system call, as above).

@@ -7,6 +7,9 @@ import "time"
 // threadCPU is unknown here: stalls are measured in wall time only.
 func threadCPU() (time.Duration, int) { return 0, -1 }
 
+// threadClock: unknown here (-1).
+func threadClock() time.Duration { return -1 }
+
 // threadID: unknown here (-1), so loops are not locked (lockLoop).
 func threadID() int { return -1 }
 

@@ -235,6 +235,9 @@ type Slice struct {
 	// (Options.Defer): they pace the walk with the other output, but hold
 	// writers back only once replaced (retained, deferred.go).
 	pendingRefs int
+	// tid: the thread the shard's goroutine is locked to while the Slice
+	// runs (lockLoop), or -1; it times stretches (startStall).
+	tid int
 	// lastCommands: the shard's command count at the last step (budget).
 	lastCommands uint64
 
@@ -293,7 +296,7 @@ func Start(sh *shard.Shard, opt Options) *Slice {
 	if opt.Mode == NonPIT {
 		sh.AddMoveHook(sl)
 	}
-	lockLoop() // background.go
+	sl.tid = lockLoop() // background.go
 	stats.started.Add(1)
 	sl.post()
 	return sl
@@ -386,7 +389,7 @@ func (sl *Slice) serializeBucket(db int, t *dash.Table[shard.Value], exp *dash.T
 		// A hook's captures are timed as one stretch (endTiming): the
 		// thread clock is a system call, and an insert may capture a
 		// whole segment.
-		sl.timing, sl.hookTimer = true, startStall()
+		sl.timing, sl.hookTimer = true, startStall(sl.tid)
 	}
 	var bk *bucket
 	now := sl.cutMs
@@ -778,7 +781,7 @@ func (sl *Slice) cover(bk *bucket) {
 // of earlier buckets go first (only one may be open).
 func (sl *Slice) drain(bk *bucket) {
 	if !sl.inRun {
-		defer startStall().done()
+		defer startStall(sl.tid).done()
 	}
 	stats.drains.Add(1)
 	for bk.state != Covered {
@@ -1119,7 +1122,7 @@ func (sl *Slice) Run(s *shard.Shard) {
 	sl.release(s)
 	start := time.Now()
 	budget := sl.budget(s)
-	defer startStall().done()
+	defer startStall(sl.tid).done()
 	sl.inRun = true
 	defer func() { sl.inRun = false }()
 	if sl.pendingBytes+sl.pendingRefs >= walkPending {

@@ -20,7 +20,8 @@
 # PAIRS (default "dfly:redis dfly:dfly redis:redis"), DFLY_BIN (a dfly binary to run
 # instead of a fresh build of ./cmd/dfly), REPLICA_NICE (run replicas at this nice value:
 # on a shared machine, an approximation of a replica on a machine of its own),
-# REPLICA_FLAGS (more flags for dfly replicas, e.g. "--shards 3").
+# REPLICA_FLAGS (more flags for dfly replicas, e.g. "--shards 3"), PIN=1 (master and load on
+# the first half of the CPUs, the replica on the other half: see below).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 KEYS=${KEYS:-1000000}
@@ -39,10 +40,21 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_up() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.1; done; echo "repl.sh: port $1 did not start" >&2; exit 1; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
-# start KIND PORT DIR [NICE [FLAGS]] -> PID: a server with no persistence
+# PIN=1: the master and the load share the first half of the CPUs, the replica has the
+# other half (a replica on a machine of its own, as in production; idle is measured the
+# same way, so the ratios compare like with like).
+ncpu=$(nproc)
+if [[ -n ${PIN:-} ]]; then
+	(( ncpu >= 2 )) || { echo "repl.sh: PIN needs 2 CPUs" >&2; exit 1; }
+	mcpus="0-$((ncpu / 2 - 1))" rcpus="$((ncpu / 2))-$((ncpu - 1))"
+fi
+# on CPUS CMD...: CMD pinned to CPUS when PIN is set
+on() { local c=$1; shift; if [[ -n ${PIN:-} ]]; then taskset -c "$c" "$@"; else "$@"; fi; }
+# start KIND PORT DIR [NICE [FLAGS [CPUS]]] -> PID: a server with no persistence
 start() {
 	local -a pre=() flags=(${5:-})
-	[[ -n ${4:-} ]] && pre=(nice -n "$4")
+	[[ -n ${PIN:-} ]] && pre=(taskset -c "$6")
+	[[ -n ${4:-} ]] && pre+=(nice -n "$4")
 	[[ ${#flags[@]} -gt 0 ]] || flags=()
 	if [[ $1 == redis ]]; then
 		"${pre[@]}" redis-server --port "$2" --save '' --appendonly no --enable-debug-command yes \
@@ -63,10 +75,10 @@ for pair in $PAIRS; do
 	MPORT=$(free_port) RPORT=$(free_port)
 	rm -rf "$work/m-$pair" "$work/r-$pair"
 	mkdir -p "$work/m-$pair" "$work/r-$pair"
-	start "$master" "$MPORT" "$work/m-$pair"; mpid=$PID
-	start "$replica" "$RPORT" "$work/r-$pair" "${REPLICA_NICE:-}" "$([[ $replica == dfly ]] && echo "${REPLICA_FLAGS:-}")"; rpid=$PID
+	start "$master" "$MPORT" "$work/m-$pair" "" "" "${mcpus:-}"; mpid=$PID
+	start "$replica" "$RPORT" "$work/r-$pair" "${REPLICA_NICE:-}" "$([[ $replica == dfly ]] && echo "${REPLICA_FLAGS:-}")" "${rcpus:-}"; rpid=$PID
 	redis-cli -p "$MPORT" debug populate "$KEYS" key "$SIZE" >/dev/null
-	read -r u ri pi rs ps rt pt cm cr < <("$work/replload" -master "127.0.0.1:$MPORT" -replica "127.0.0.1:$RPORT" \
+	read -r u ri pi rs ps rt pt cm cr < <(on "${mcpus:-}" "$work/replload" -master "127.0.0.1:$MPORT" -replica "127.0.0.1:$RPORT" \
 		-c "$CLIENTS" -r "$KEYS" -d "$SIZE" -idle "${IDLE}s" -stable "${STABLE}s" -pids "$mpid,$rpid")
 	up[$pair]=$u p99[$pair]=$(awk -v a="$ps" -v b="$pi" 'BEGIN { printf "%.2f", a / b }')
 	t1=$(now)

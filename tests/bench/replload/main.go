@@ -17,18 +17,15 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"math/bits"
-	"math/rand/v2"
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -117,24 +114,16 @@ func main() {
 	}
 
 	var phase atomic.Int32
-	var wg sync.WaitGroup
 	hists := make([][phases]hist, *clients)
-	errs := make(chan error, *clients)
 	value := bytes.Repeat([]byte{'x'}, *size)
-	for i := range *clients {
-		conn, err := net.Dial("tcp", *master)
-		if err != nil {
-			fail(err)
+	errs := make(chan error, 1)
+	loadDone := make(chan struct{})
+	go func() {
+		defer close(loadDone)
+		if err := drive(*master, *clients, &phase, hists, *keys, value); err != nil {
+			errs <- err
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer conn.Close()
-			if err := load(conn, &phase, &hists[i], rand.New(rand.NewPCG(uint64(i), 11)), *keys, value); err != nil {
-				errs <- err
-			}
-		}()
-	}
+	}()
 	start := time.Now()
 	var at [phases + 1]time.Time
 	at[phaseIdle] = start
@@ -168,7 +157,7 @@ func main() {
 	time.Sleep(*stable)
 	at[phaseDone] = time.Now()
 	phase.Store(phaseDone)
-	wg.Wait()
+	<-loadDone
 	select {
 	case err := <-errs:
 		fail(err)
@@ -209,32 +198,6 @@ func cpuTimes(pids []string) []float64 {
 		}
 	}
 	return out
-}
-
-// load sends SETs one at a time until the phase is done.
-func load(conn net.Conn, phase *atomic.Int32, h *[phases]hist, rng *rand.Rand, keys int, value []byte) error {
-	r := bufio.NewReader(conn)
-	var req []byte
-	for {
-		p := phase.Load()
-		if p == phaseDone {
-			return nil
-		}
-		req = fmt.Appendf(req[:0], "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$%d\r\n", rng.IntN(keys), len(value))
-		req = append(append(req, value...), "\r\n"...)
-		t := time.Now()
-		if _, err := conn.Write(req); err != nil {
-			return err
-		}
-		line, err := r.ReadSlice('\n')
-		if err != nil {
-			return err
-		}
-		if !bytes.HasPrefix(line, []byte("+OK")) {
-			return fmt.Errorf("SET: %q", strings.TrimSpace(string(line)))
-		}
-		h[p][bucket(uint64(time.Since(t).Microseconds()))]++
-	}
 }
 
 func fail(err error) {
