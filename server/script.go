@@ -505,6 +505,7 @@ func evalCoordinate(srv *Server, args [][]byte) bool {
 		return true
 	}
 	bySHA := len(args[0]) > 4 && (args[0][4] == 's' || args[0][4] == 'S') // EVALSHA[_RO]
+	var sha string // of an EVAL's body, once computed
 	if srv.tiered != nil {
 		var p *compiledScript
 		if bySHA {
@@ -512,7 +513,7 @@ func evalCoordinate(srv *Server, args [][]byte) bool {
 		} else if mentionsSort(args[1]) { // EVAL carries the body
 			return true
 		} else {
-			_, p, _ = srv.scripts().load(args[1]) // cached for the run that follows
+			sha, p, _ = srv.scripts().load(args[1]) // cached for the run that follows
 		}
 		if p != nil && p.maySort {
 			return true
@@ -521,10 +522,10 @@ func evalCoordinate(srv *Server, args [][]byte) bool {
 	if coordCount.Load() == 0 {
 		return false
 	}
-	var sha string
-	if bySHA {
+	switch {
+	case bySHA:
 		sha = strings.ToLower(string(args[1]))
-	} else {
+	case sha == "":
 		sha = sha1hex(args[1])
 	}
 	_, marked := coordScripts.Load(sha)
