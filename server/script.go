@@ -505,7 +505,8 @@ func evalCoordinate(srv *Server, args [][]byte) bool {
 		return true
 	}
 	bySHA := len(args[0]) > 4 && (args[0][4] == 's' || args[0][4] == 'S') // EVALSHA[_RO]
-	var sha string // of an EVAL's body, once computed
+	// sha: of an EVAL's body, once computed.
+	var sha string
 	if srv.tiered != nil {
 		var p *compiledScript
 		if bySHA {
