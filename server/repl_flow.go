@@ -206,7 +206,7 @@ func (s *Server) startSession(sess *flowSession) {
 			f.fullAt = sh.Journal.LSN()
 			f.out = make(chan snapshot.Chunk, 16)
 			f.free = make(chan []byte, 32)
-			f.slice = snapshot.Deferred(sh, snapshot.Options{Mode: sess.mode, Tagged: true, Journal: true,
+			f.slice = snapshot.DeferredSelf(sh, snapshot.Options{Mode: sess.mode, Tagged: true, Journal: true,
 				FullSyncCut: true, Encode: encodeForSnapshot, Out: f.out, Free: f.free, MaxChunk: chunk, Load: tierLoader(sh)}) // tiered.go
 		}
 		f.subID, _ = sh.Journal.Subscribe(f.onEntry)
@@ -279,8 +279,10 @@ func (f *flow) serve(partial bool) {
 		// Sending the baseline yields to the shards like a BGSAVE's file
 		// writer; the journal stream after it does not.
 		foreground := snapshot.BackgroundSection()
+		m := snapshot.NewMaterializer(true, f.free) // the Slice's deferred records (DeferredSelf)
 		for {
 			c := <-f.out // read to the end even when the replica is gone
+			m.Materialize(&c)
 			if !f.dead.Load() {
 				if _, err := bw.Write(c.Data); err != nil {
 					f.close()
