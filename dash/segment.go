@@ -51,6 +51,9 @@ type segment[V any] struct {
 	id      uint32 // index in Table.segs
 	depth   uint8  // local depth: the segment owns hashes whose top depth bits equal its prefix
 	count   int    // occupied slots
+	// hint: the items Table.Reserve planned for this segment; while it
+	// holds fewer, its arena grows to their estimated size in one step.
+	hint int
 }
 
 // meta is the pointer-free placement state of a segment. The probe path
@@ -176,7 +179,13 @@ func (m *meta) find(arena []byte, h uint64, key string) (bid, slot uint8, ok boo
 func (s *segment[V]) appendKey(key string) uint32 {
 	need := uvarintLen(len(key)) + len(key)
 	if len(s.arena)+need > cap(s.arena) {
-		s.compact(need)
+		extra := need
+		if more := s.hint - s.count - 1; more > 0 {
+			// Room for the keys Reserve announced, at the mean size of
+			// those here (this one included).
+			extra += more * (len(s.arena) - s.garbage + need) / (s.count + 1)
+		}
+		s.compact(extra)
 	}
 	off := len(s.arena)
 	s.arena = binary.AppendUvarint(s.arena, uint64(len(key)))

@@ -265,6 +265,46 @@ func (t *Table[V]) split(s *segment[V]) {
 	}
 }
 
+// reserveFill is the items per segment Reserve plans for: 70% of its
+// slots. Segments of uniformly hashed keys split at about 85-95% fill, and
+// a segment's share of n keys varies by its square root (24 at 588).
+const reserveFill = slotsPerSeg * 7 / 10
+
+// MaxReserve bounds what Reserve prepares for: the count comes from
+// outside (an RDB file's RESIZEDB), and 1<<22 items is 8192 segments,
+// about 200 MiB of empty structure.
+const MaxReserve = 1 << 22
+
+// Reserve prepares the table for n items in all (at most MaxReserve): it
+// splits segments until there are enough for n at reserveFill, and has
+// each segment's key arena grow in one step to what its share of n needs
+// (estimated from the keys it holds when it first grows). Inserting n
+// uniformly hashed keys into an empty table then splits nothing and
+// copies each segment's keys about once, where growing splits every
+// segment about log2(n/500) times, moving half its items each time, and
+// compacts its arena at every 25% of growth. On a table holding items
+// it does now the splits that Inserts would do later, reporting the
+// moves (OnMove) like theirs; it never lowers a version.
+func (t *Table[V]) Reserve(n int) {
+	n = min(n, MaxReserve)
+	d := uint8(0)
+	for n>>d > reserveFill {
+		d++
+	}
+	for i := 0; i < len(t.segs); i++ { // split appends the new halves
+		for t.segs[i].depth < d {
+			t.split(t.segs[i])
+		}
+	}
+	t.flushMoves()
+	per := n >> d
+	for _, s := range t.segs {
+		if s.depth == d && s.count < per {
+			s.hint = per
+		}
+	}
+}
+
 // unloadStash moves every stash item of s that fits into its home bucket
 // or its neighbour there, reporting the moves.
 func (t *Table[V]) unloadStash(s *segment[V]) {

@@ -404,6 +404,7 @@ func (s *Server) LoadOnStart() error {
 	endLoad := s.beginLoad(size, time.Second)
 	l := newLoader(s, dispatch)
 	l.free = free
+	l.limitReserve(size)
 	err = l.load(&countingReader{r: f, n: &s.persist.prog.loaded})
 	wait()
 	endLoad()
@@ -524,6 +525,7 @@ func (s *Server) reloadLocked(t *tx.Tx) error {
 	l := newLoader(s, func(sid int, items []loadItem) {
 		t.Run(sid, func(sh *shard.Shard) { applyItems(sh, items) })
 	})
+	l.limitReserve(size)
 	return l.load(&countingReader{r: f, n: &s.persist.prog.loaded})
 }
 
@@ -543,9 +545,12 @@ func recycleItems(free chan []loadItem, items []loadItem) {
 // loadItem is one decoded key on its way to its shard.
 type loadItem struct {
 	db       int
-	key      []byte
+	key      []byte // nil: a reservation (RESIZEDB), no key
 	val      shard.Value
 	expireAt int64
+	// reserve, reserveExp: the keys, and keys with a TTL, a reservation
+	// announces (DB.Reserve).
+	reserve, reserveExp int32
 }
 
 // applyItems stores decoded keys; it runs on the shard's goroutine. A key
@@ -553,6 +558,10 @@ type loadItem struct {
 func applyItems(sh *shard.Shard, items []loadItem) {
 	for i := range items {
 		it := &items[i]
+		if it.key == nil {
+			sh.DBs[it.db].Reserve(int(it.reserve), int(it.reserveExp))
+			continue
+		}
 		sh.DBs[it.db].Load(it.key, it.val, it.expireAt)
 	}
 }

@@ -525,6 +525,9 @@ func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, [
 	defer blobs.Close()
 	l := newLoader(s, dispatch)
 	l.reuse, l.free = applied, free
+	if fi, err := f.Stat(); err == nil {
+		l.limitReserve(fi.Size())
+	}
 	d := rdb.NewDecoder(nil)
 	decode := func(item []byte, at int64, what string) error {
 		d.ResetBytes(item)

@@ -207,7 +207,7 @@ func (s *Server) startSession(sess *flowSession) {
 			f.out = make(chan snapshot.Chunk, 16)
 			f.free = make(chan []byte, 32)
 			f.slice = snapshot.DeferredSelf(sh, snapshot.Options{Mode: sess.mode, Tagged: true, Journal: true,
-				FullSyncCut: true, Encode: encodeForSnapshot, Out: f.out, Free: f.free, MaxChunk: chunk, Load: tierLoader(sh)}) // tiered.go
+				FullSyncCut: true, Sizes: true, Encode: encodeForSnapshot, Out: f.out, Free: f.free, MaxChunk: chunk, Load: tierLoader(sh)}) // tiered.go
 		}
 		f.subID, _ = sh.Journal.Subscribe(f.onEntry)
 	})

@@ -107,6 +107,7 @@ func (a *replApplier) FullSync(r io.Reader, size int64) (err error) {
 	// the master may still write them before its DEL arrives.
 	l.now = math.MinInt64
 	l.free = free
+	l.limitReserve(size) // unknown (diskless, EOF-marked) when not positive
 	err = l.load(&countingReader{r: r, n: &s.persist.prog.loaded})
 	a.wg.Wait()
 	if err != nil {

@@ -15,6 +15,9 @@ type DB struct {
 	shard  *Shard
 	// expiryCursor is where the active expiry sweep resumes.
 	expiryCursor uint64
+	// reserved, reservedExp: the keys (with TTL) Reserve announced since
+	// the last Flush.
+	reserved, reservedExp int
 }
 
 func newDB(s *Shard, index int) *DB {
@@ -204,6 +207,24 @@ func (db *DB) Load(key []byte, v Value, expireAt int64) {
 	}
 }
 
+// Reserve prepares the tables for keys more keys, expires of them with a
+// TTL, about to be loaded (a loader's share of an RDB stream's RESIZEDB):
+// the tables split now, while nearly empty, instead of under the load.
+// Reservations add up until the next Flush, so the streams loading into
+// one DB (a replica's flows, a dfly snapshot's shard files) each announce
+// their own keys. It does nothing while a hook is registered: a snapshot
+// captures a segment before an Insert splits it (PreInsert), and these
+// splits would bypass that.
+func (db *DB) Reserve(keys, expires int) {
+	db.reserved += keys
+	db.reservedExp += expires
+	if len(db.shard.hooks) > 0 {
+		return
+	}
+	db.Table.Reserve(db.reserved)
+	db.Expire.Reserve(db.reservedExp)
+}
+
 // Delete removes the entry at it, with its TTL.
 func (db *DB) Delete(it dash.Iterator) {
 	for _, h := range db.shard.hooks {
@@ -282,6 +303,7 @@ func (db *DB) Flush() {
 	}
 	db.newTables()
 	db.expiryCursor = 0
+	db.reserved, db.reservedExp = 0, 0
 }
 
 // lockedWhileJournaled: while the journal records, the sweep leaves keys

@@ -120,6 +120,11 @@ type Options struct {
 	// the consumer must pass every chunk through a Materializer (or read
 	// Materialized) before it uses Data.
 	Defer bool
+	// Sizes announces each database's key count at the cut (RESIZEDB)
+	// before its first record, so a loader makes room for the keys
+	// before they come (a replication flow; an RDB file announces the
+	// totals of all shards itself).
+	Sizes bool
 }
 
 const (
@@ -198,6 +203,10 @@ type dbState struct {
 	// The tables at the flush, still to be walked (PIT).
 	table  *dash.Table[shard.Value]
 	expire *dash.Table[int64]
+	// keys, expires: the database's size at the cut, announced before
+	// its first record when Options.Sizes is set (then announced is).
+	keys, expires int
+	announced     bool
 }
 
 // Slice is one shard's snapshot: a cooperative task on the shard's
@@ -290,6 +299,11 @@ func Start(sh *shard.Shard, opt Options) *Slice {
 	// here would only spend the shard's time (it was a third of a save's
 	// CPU on the loops).
 	sl.main.SetChecksum(false)
+	if opt.Sizes {
+		for i, db := range sh.DBs {
+			sl.dbs[i].keys, sl.dbs[i].expires = db.Len(), db.Expire.Len()
+		}
+	}
 	sh.AddHook(sl)
 	sh.AddExpiryHook(sl)
 	sh.AddGate(sl)
@@ -492,6 +506,10 @@ func (sl *Slice) selectMain(db int) {
 	if sl.mainDB != db {
 		sl.main.SelectDB(uint64(db))
 		sl.mainDB = db
+		if d := &sl.dbs[db]; sl.opt.Sizes && !d.announced {
+			d.announced = true
+			sl.main.ResizeDB(uint64(d.keys), uint64(d.expires))
+		}
 	}
 }
 
