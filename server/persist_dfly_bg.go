@@ -103,9 +103,14 @@ func writeShardStream(chunks <-chan snapshot.Chunk, free chan<- []byte, dir, nam
 	return w.finish(f, dir, name, err)
 }
 
-// frames writes a Slice's framed chunks, replacing each whole item of the
-// main stream by a blob when that is smaller.
-func (w *dfsWriter) frames(data []byte, blobs *rdb.Blobs) {
+// frames writes a Slice's framed chunks (blobFrames).
+func (w *dfsWriter) frames(data []byte, blobs *rdb.Blobs) { blobFrames(data, blobs, w.put) }
+
+// blobFrames writes a Slice's framed chunks with put, replacing each whole
+// item of the main stream of at least dfsBlobMin bytes by a blob chunk
+// when that is smaller (dfly files, replication flows).
+func blobFrames(data []byte, blobs *rdb.Blobs, put func([]byte)) {
+	var hdr [rdb.ChunkHeaderSize]byte
 	for len(data) >= rdb.ChunkHeaderSize {
 		op := data[0]
 		n := int(binary.LittleEndian.Uint32(data[5:]))
@@ -114,10 +119,14 @@ func (w *dfsWriter) frames(data []byte, blobs *rdb.Blobs) {
 		payload := frame[rdb.ChunkHeaderSize:]
 		if op == rdb.OpChunkEnd && binary.LittleEndian.Uint32(frame[1:]) == snapshot.MainStream && n >= dfsBlobMin {
 			if op, blob, ok := blobs.Compress(payload); ok {
-				w.chunk(op, snapshot.MainStream, blob)
+				hdr[0] = op
+				binary.LittleEndian.PutUint32(hdr[1:], snapshot.MainStream)
+				binary.LittleEndian.PutUint32(hdr[5:], uint32(len(blob)))
+				put(hdr[:])
+				put(blob)
 				continue
 			}
 		}
-		w.put(frame)
+		put(frame)
 	}
 }

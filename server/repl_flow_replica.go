@@ -464,6 +464,8 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, bar *txBarrier, fullSyncC
 	}
 	dec := rdb.NewDecoder(bytes.NewReader(nil))
 	cr := rdb.NewChunkReader(r)
+	var blobs rdb.Blobs
+	defer blobs.Close()
 	var ops []replica.Op
 	var opLSN uint64
 	var part []journal.Entry
@@ -492,6 +494,19 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, bar *txBarrier, fullSyncC
 				return err
 			}
 			dec.Reset(bytes.NewReader(ch.Payload))
+			if err := dec.DecodeFragment(ld); err != nil {
+				return fmt.Errorf("flow %d: baseline: %w", sid, err)
+			}
+		case rdb.OpS2Blob, rdb.OpZstdBlob: // baseline records compressed whole
+			if err := apply(); err != nil {
+				return err
+			}
+			frag, err := blobs.Decompress(ch.Op, ch.Payload)
+			if err != nil {
+				return fmt.Errorf("flow %d: baseline: %w", sid, err)
+			}
+			// The loader copies keys and values: frag's buffer is reused.
+			dec.Reset(bytes.NewReader(frag))
 			if err := dec.DecodeFragment(ld); err != nil {
 				return fmt.Errorf("flow %d: baseline: %w", sid, err)
 			}

@@ -23,10 +23,12 @@ var BackgroundNice = 0
 // (tests/bench/repl.sh, dfly>dfly, alternating, two runs each): link up in
 // 4.20 s / 3.19 s and master write p99 4.2 / 3.5 ms, against 4.57 s /
 // 4.13 s and 4.5 / 3.9 ms at nice 0. A flow's pace is the replica's, so
-// yielding the CPU to the loops costs it little. (Flows keep LZF: without
-// it, a dfly>dfly full sync of repl.sh's data under its load measured the
-// replica's CPU 2.5-2.7 s against 2.0-2.1 s, and link up 3.9-4.2 s
-// against 3.3-3.8 s.)
+// yielding the CPU to the loops costs it little. (Flows compress: with
+// no compression at all, a dfly>dfly full sync of repl.sh's data under its
+// load measured the replica's CPU 2.5-2.7 s against 2.0-2.1 s with LZF,
+// and link up 3.9-4.2 s against 3.3-3.8 s. They now send fragments
+// compressed whole with S2 instead of LZF value by value: see
+// server/repl_flow.go's serve.)
 var SectionNice = 5
 
 // Background threads. A snapshot's consumers (Complete's encoding, the
