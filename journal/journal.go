@@ -43,8 +43,6 @@ type Entry struct {
 	Shards []uint16
 	// Args is the command (OpCommand, OpMulti), e.g. SET k v PXAT 123.
 	Args [][]byte
-
-	at int64 // unix ms of the append, for the backlog's age bound
 }
 
 // Size approximates the bytes the entry holds, for the backlog's bound.
@@ -82,12 +80,22 @@ type Journal struct {
 
 	// ring holds the backlog: entries ring[head], ring[head+1] ... (mod
 	// len), n of them, bytes in all.
-	ring  []*Entry
+	ring  []slot
 	head  int
 	n     int
 	bytes int
 
 	cur *Part
+}
+
+// slot is a backlog entry with what trimming the backlog reads: the
+// oldest entry's size and age are in the ring itself, not behind a
+// pointer to an entry written long ago (a cache miss for every write once
+// the backlog is full, 4.5% of a master's CPU in stable sync).
+type slot struct {
+	e    *Entry
+	at   int64 // unix ms of the append, for the age bound
+	size int
 }
 
 // New makes the journal of shard sid.
@@ -145,7 +153,7 @@ func (j *Journal) First() uint64 {
 	if j.n == 0 {
 		return 0
 	}
-	return j.ring[j.head].LSN
+	return j.ring[j.head].e.LSN
 }
 
 // BacklogBytes is the size of the entries the backlog holds.
@@ -166,7 +174,7 @@ func (j *Journal) ReadFrom(lsn uint64, fn func(*Entry)) bool {
 		return false
 	}
 	for i := int(lsn - first); i < j.n; i++ {
-		fn(j.ring[(j.head+i)%len(j.ring)])
+		fn(j.ring[(j.head+i)%len(j.ring)].e)
 	}
 	return true
 }
@@ -223,7 +231,6 @@ func (j *Journal) append(e *Entry) {
 	j.lsn++
 	e.LSN = j.lsn
 	if j.cfg.BacklogBytes > 0 {
-		e.at = time.Now().UnixMilli()
 		j.keepInRing(e)
 	}
 	for _, s := range j.subs {
@@ -232,22 +239,24 @@ func (j *Journal) append(e *Entry) {
 }
 
 func (j *Journal) keepInRing(e *Entry) {
-	size := e.Size()
+	s := slot{e: e, size: e.Size()}
+	if j.cfg.BacklogAge > 0 {
+		s.at = time.Now().UnixMilli()
+	}
 	if j.n == len(j.ring) {
 		j.grow()
 	}
-	j.ring[(j.head+j.n)%len(j.ring)] = e
+	j.ring[(j.head+j.n)%len(j.ring)] = s
 	j.n++
-	j.bytes += size
+	j.bytes += s.size
 	oldest := int64(0)
 	if j.cfg.BacklogAge > 0 {
-		oldest = e.at - j.cfg.BacklogAge.Milliseconds()
+		oldest = s.at - j.cfg.BacklogAge.Milliseconds()
 	}
 	// Keep at least the newest entry, so ReadFrom(LSN()) works.
 	for j.n > 1 && (j.bytes > j.cfg.BacklogBytes || j.ring[j.head].at < oldest) {
-		old := j.ring[j.head]
-		j.ring[j.head] = nil
-		j.bytes -= old.Size()
+		j.bytes -= j.ring[j.head].size
+		j.ring[j.head] = slot{}
 		j.head = (j.head + 1) % len(j.ring)
 		j.n--
 	}
@@ -257,7 +266,7 @@ func (j *Journal) keepInRing(e *Entry) {
 }
 
 func (j *Journal) grow() {
-	r := make([]*Entry, max(16, 2*len(j.ring)))
+	r := make([]slot, max(16, 2*len(j.ring)))
 	for i := 0; i < j.n; i++ {
 		r[i] = j.ring[(j.head+i)%len(j.ring)]
 	}
@@ -265,7 +274,7 @@ func (j *Journal) grow() {
 }
 
 func (j *Journal) shrink() {
-	r := make([]*Entry, len(j.ring)/2)
+	r := make([]slot, len(j.ring)/2)
 	for i := 0; i < j.n; i++ {
 		r[i] = j.ring[(j.head+i)%len(j.ring)]
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"strconv"
@@ -63,6 +64,7 @@ type flow struct {
 
 	mu     sync.Mutex
 	queue  []byte // journal frames after the snapshot, not yet written
+	limit  int64  // the queue's bound (--repl_client_buffer_limit)
 	wake   chan struct{}
 	dead   atomic.Bool
 	acked  atomic.Uint64
@@ -137,7 +139,7 @@ func cmdDfly(c *Conn, a [][]byte, w *resp.Writer) {
 		case err1 != nil || sid < 0 || sid >= len(s.shards) || err2 != nil:
 			w.Error("ERR bad flow arguments")
 		default:
-			f := &flow{srv: s, sess: sess, sid: sid, lsn: lsn, wake: make(chan struct{}, 1)}
+			f := &flow{srv: s, sess: sess, sid: sid, lsn: lsn, wake: make(chan struct{}, 1), limit: s.replBufferLimit()}
 			c.handoff = func(nc net.Conn) { f.conn = nc; f.attach() }
 			c.closing = true
 		}
@@ -230,10 +232,9 @@ func (f *flow) onEntry(e *journal.Entry) {
 	if f.dead.Load() {
 		return
 	}
-	data := e.Encode(nil)
 	f.sent.Store(e.LSN)
 	if f.slice != nil && !f.slice.Done() {
-		je := snapshot.JournalEntry{Data: data, DB: e.DB}
+		je := snapshot.JournalEntry{Data: e.Encode(nil), DB: e.DB}
 		if e.Op == journal.OpCommand && len(e.Args) == 2 && strings.EqualFold(string(e.Args[0]), "DEL") {
 			// Possibly an expiry: a command's DEL of a key whose value is
 			// half written cannot come (see Slice.Journal).
@@ -243,8 +244,13 @@ func (f *flow) onEntry(e *journal.Entry) {
 		return
 	}
 	f.mu.Lock()
-	f.queue = rdb.AppendChunk(f.queue, rdb.OpJournal, snapshot.JournalStream, data)
-	over := int64(len(f.queue)) > f.srv.replBufferLimit()
+	// The entry is encoded in place, after a header whose length is
+	// filled in then (no buffer of its own per entry).
+	at := len(f.queue)
+	f.queue = rdb.AppendChunk(f.queue, rdb.OpJournal, snapshot.JournalStream, nil)
+	f.queue = e.Encode(f.queue)
+	binary.LittleEndian.PutUint32(f.queue[at+5:], uint32(len(f.queue)-at-rdb.ChunkHeaderSize))
+	over := int64(len(f.queue)) > f.limit
 	f.mu.Unlock()
 	if over {
 		f.srv.log.Warnf("Replica flow %d fell %d bytes behind: dropped", f.sid, len(f.queue))
