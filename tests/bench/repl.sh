@@ -14,6 +14,8 @@
 #   rps/p99   SET throughput and p99 (ms) of each phase: idle, sync, stable
 #   cpu_m/r   CPU seconds the master (with its fork children) and the replica used
 #             during the sync
+# and on a second line each process's CPU microseconds per SET in each phase (the
+# steadier figure on a shared machine, where neighbours move latency far more than cost),
 # and the ratios: link up dfly>dfly / redis>redis and dfly>redis / redis>redis, and each
 # pair's sync p99 / idle p99 (the target is <= 2x).
 # Env: KEYS (default 1000000), SIZE (100), CLIENTS (50), IDLE (3), STABLE (3) seconds,
@@ -78,7 +80,7 @@ for pair in $PAIRS; do
 	start "$master" "$MPORT" "$work/m-$pair" "" "" "${mcpus:-}"; mpid=$PID
 	start "$replica" "$RPORT" "$work/r-$pair" "${REPLICA_NICE:-}" "$([[ $replica == dfly ]] && echo "${REPLICA_FLAGS:-}")" "${rcpus:-}"; rpid=$PID
 	redis-cli -p "$MPORT" debug populate "$KEYS" key "$SIZE" >/dev/null
-	read -r u ri pi rs ps rt pt cm cr < <(on "${mcpus:-}" "$work/replload" -master "127.0.0.1:$MPORT" -replica "127.0.0.1:$RPORT" \
+	read -r u ri pi rs ps rt pt cm cr mui mus mut rui rus rut < <(on "${mcpus:-}" "$work/replload" -master "127.0.0.1:$MPORT" -replica "127.0.0.1:$RPORT" \
 		-c "$CLIENTS" -r "$KEYS" -d "$SIZE" -idle "${IDLE}s" -stable "${STABLE}s" -pids "$mpid,$rpid")
 	up[$pair]=$u p99[$pair]=$(awk -v a="$ps" -v b="$pi" 'BEGIN { printf "%.2f", a / b }')
 	t1=$(now)
@@ -91,6 +93,8 @@ for pair in $PAIRS; do
 	done
 	printf '%-11s %6s %8s %6s %9s %8s %9s %8s %9s %8s %6s %6s\n' "${master}>${replica}" "$u" "$(since "$t1")" "$same" \
 		"$ri" "$pi" "$rs" "$ps" "$rt" "$pt" "$cm" "$cr"
+	printf '  CPU us per SET: master idle %s sync %s stable %s; replica sync %s stable %s\n' \
+		"$mui" "$mus" "$mut" "$rus" "$rut"
 	[[ $same == eq ]] || echo "  master $dm / replica $dr"
 	redis-cli -p "$RPORT" shutdown nosave >/dev/null 2>&1 || true
 	redis-cli -p "$MPORT" shutdown nosave >/dev/null 2>&1 || true

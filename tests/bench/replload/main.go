@@ -9,11 +9,14 @@
 //
 // A request counts in the phase it started in. It prints one line:
 //
-//	up_s idle_rps idle_p99 sync_rps sync_p99 stable_rps stable_p99 [cpu ...]
+//	up_s idle_rps idle_p99 sync_rps sync_p99 stable_rps stable_p99 [cpu ...] [us ...]
 //
 // (seconds, requests/s, milliseconds), and with -pids the CPU seconds each
 // of those processes (with its reaped children: Redis's fork) used during
-// the sync phase. repl.sh runs it for each pair.
+// the sync phase, then for each process its CPU microseconds per request
+// of the idle, sync and stable phases. CPU per request is the steadier
+// figure on a shared machine: a neighbour moves latency and throughput far
+// more than it moves what a request costs. repl.sh runs it for each pair.
 package main
 
 import (
@@ -126,7 +129,9 @@ func main() {
 	}()
 	start := time.Now()
 	var at [phases + 1]time.Time
+	var cpuAt [phases + 1][]float64
 	at[phaseIdle] = start
+	cpuAt[phaseIdle] = cpuTimes(pids)
 	time.Sleep(*idle)
 	at[phaseSync] = time.Now()
 	phase.Store(phaseSync)
@@ -138,6 +143,7 @@ func main() {
 		return err == nil && strings.Contains(s, "master_link_status:up")
 	}
 	cpu0 := cpuTimes(pids)
+	cpuAt[phaseSync] = cpu0
 	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
 		fail(err)
 	}
@@ -154,9 +160,11 @@ func main() {
 	at[phaseStable] = time.Now()
 	phase.Store(phaseStable)
 	cpu1 := cpuTimes(pids)
+	cpuAt[phaseStable] = cpu1
 	time.Sleep(*stable)
 	at[phaseDone] = time.Now()
 	phase.Store(phaseDone)
+	cpuAt[phaseDone] = cpuTimes(pids)
 	<-loadDone
 	select {
 	case err := <-errs:
@@ -176,6 +184,11 @@ func main() {
 	}
 	for i := range pids {
 		fmt.Printf(" %.2f", cpu1[i]-cpu0[i])
+	}
+	for i := range pids {
+		for p := range phases {
+			fmt.Printf(" %.1f", (cpuAt[p+1][i]-cpuAt[p][i])*1e6/float64(max(total[p].count(), 1)))
+		}
 	}
 	fmt.Println()
 }
