@@ -36,11 +36,18 @@ import (
 // --repl_client_buffer_limit; a flow past it is dropped (the replica
 // reconnects and syncs again).
 //
-// Wire, after the DFLY FLOW command:
+// Wire, after the DFLY FLOW command (DFLY FLOW <session> <shard> <lsn>
+// [BLOBS]):
 //
 //	"+FULLSYNC <lsn>\r\n"  chunks ... OpFullSyncCut, journal chunks ...
 //	"+CONTINUE\r\n"        journal chunks from the replica's LSN + 1
 //	"-ERR ...\r\n"         refused
+//
+// BLOBS is the replica's word that it decodes blob chunks (OpS2Blob,
+// OpZstdBlob): the baseline then goes out as main-stream fragments
+// compressed whole. A replica that does not say it (a build before blob
+// chunks) gets its baseline as before, strings LZF value by value, so a
+// master can be upgraded before its replicas.
 
 type flowSession struct {
 	id    string
@@ -56,6 +63,8 @@ type flow struct {
 	sid  int
 	conn net.Conn
 	lsn  uint64 // the replica's last applied LSN (0: none)
+	// blobs: the replica decodes blob chunks (DFLY FLOW ... BLOBS).
+	blobs bool
 
 	slice *snapshot.Slice
 	out   chan snapshot.Chunk
@@ -125,8 +134,8 @@ func cmdDfly(c *Conn, a [][]byte, w *resp.Writer) {
 		w.Int(int64(len(s.shards)))
 		w.BulkString(sess.id)
 		w.BulkString(map[snapshot.Mode]string{snapshot.PIT: "pit", snapshot.NonPIT: "nonpit"}[mode])
-	case sub == "flow" && len(a) == 5:
-		// DFLY FLOW <session> <shard> <lsn>
+	case sub == "flow" && (len(a) == 5 || len(a) == 6 && strings.EqualFold(string(a[5]), "blobs")):
+		// DFLY FLOW <session> <shard> <lsn> [BLOBS]
 		fm := s.flows()
 		fm.mu.Lock()
 		sess := fm.sessions[string(a[2])]
@@ -139,7 +148,7 @@ func cmdDfly(c *Conn, a [][]byte, w *resp.Writer) {
 		case err1 != nil || sid < 0 || sid >= len(s.shards) || err2 != nil:
 			w.Error("ERR bad flow arguments")
 		default:
-			f := &flow{srv: s, sess: sess, sid: sid, lsn: lsn, wake: make(chan struct{}, 1), limit: s.replBufferLimit()}
+			f := &flow{srv: s, sess: sess, sid: sid, lsn: lsn, blobs: len(a) == 6, wake: make(chan struct{}, 1), limit: s.replBufferLimit()}
 			c.handoff = func(nc net.Conn) { f.conn = nc; f.attach() }
 			c.closing = true
 		}
@@ -209,7 +218,7 @@ func (s *Server) startSession(sess *flowSession) {
 			f.out = make(chan snapshot.Chunk, 16)
 			f.free = make(chan []byte, 32)
 			f.slice = snapshot.DeferredSelf(sh, snapshot.Options{Mode: sess.mode, Tagged: true, Journal: true,
-				FullSyncCut: true, Sizes: true, NoLZF: true, Encode: encodeForSnapshot, Out: f.out, Free: f.free, MaxChunk: chunk, Load: tierLoader(sh)}) // tiered.go
+				FullSyncCut: true, Sizes: true, NoLZF: f.blobs, Encode: encodeForSnapshot, Out: f.out, Free: f.free, MaxChunk: chunk, Load: tierLoader(sh)}) // tiered.go
 		}
 		f.subID, _ = sh.Journal.Subscribe(f.onEntry)
 	})
@@ -285,11 +294,11 @@ func (f *flow) serve(partial bool) {
 		// Sending the baseline yields to the shards like a BGSAVE's file
 		// writer; the journal stream after it does not.
 		foreground := snapshot.BackgroundSection()
-		m := snapshot.NewMaterializer(false, f.free) // the Slice's deferred records (DeferredSelf)
-		// The baseline's records go out without LZF (Options.NoLZF), a
-		// main-stream fragment compressed whole with S2 (blobFrames): LZF
-		// value by value was 28% of the master's CPU during a full sync of
-		// repl.sh's 1M keys of 100 bytes.
+		m := snapshot.NewMaterializer(!f.blobs, f.free) // the Slice's deferred records (DeferredSelf)
+		// With BLOBS the baseline's records go out without LZF
+		// (Options.NoLZF), a main-stream fragment compressed whole with S2
+		// (blobFrames): LZF value by value was 28% of the master's CPU
+		// during a full sync of repl.sh's 1M keys of 100 bytes.
 		var blobs rdb.Blobs
 		var werr error
 		put := func(b []byte) {
@@ -302,7 +311,12 @@ func (f *flow) serve(partial bool) {
 			c := <-f.out // read to the end even when the replica is gone
 			m.Materialize(&c)
 			if !f.dead.Load() {
-				if blobFrames(c.Data, &blobs, put); werr != nil {
+				if f.blobs {
+					blobFrames(c.Data, &blobs, put)
+				} else {
+					put(c.Data)
+				}
+				if werr != nil {
 					f.close()
 				}
 			}

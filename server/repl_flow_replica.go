@@ -65,6 +65,9 @@ type flowLink struct {
 	syncing  atomic.Bool
 	fulls    atomic.Int64
 	partial  atomic.Int64
+	// noBlobs: the master refused DFLY FLOW ... BLOBS (a build before
+	// blob chunks); the flows then ask without it.
+	noBlobs atomic.Bool
 }
 
 func startFlowLink(s *Server, cfg replica.Config) *flowLink {
@@ -313,7 +316,11 @@ func (l *flowLink) session() error {
 		if !l.complete.Load() {
 			lsn = 0 // an interrupted full sync: start again
 		}
-		if err := writeCommand(c, "DFLY", "FLOW", hello[2], strconv.Itoa(i), strconv.FormatUint(lsn, 10)); err != nil {
+		args := []string{"DFLY", "FLOW", hello[2], strconv.Itoa(i), strconv.FormatUint(lsn, 10), "BLOBS"}
+		if l.noBlobs.Load() {
+			args = args[:5]
+		}
+		if err := writeCommand(c, args...); err != nil {
 			return err
 		}
 	}
@@ -330,6 +337,10 @@ func (l *flowLink) session() error {
 			// The baseline is the shard at this LSN: entries follow it.
 			cutLSN[i], _ = strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(line, "+FULLSYNC")), 10, 64)
 		case line == "+CONTINUE":
+		case strings.HasPrefix(line, "-ERR unknown subcommand") && !l.noBlobs.Load():
+			// A master that predates BLOBS: the next session asks without.
+			l.noBlobs.Store(true)
+			return fmt.Errorf("flow %d: %s (retrying without BLOBS)", i, line)
 		default:
 			return fmt.Errorf("flow %d: %s", i, line)
 		}

@@ -1,13 +1,17 @@
 package tests
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -344,4 +348,92 @@ func seedFor(t *testing.T, sd *seeder, d time.Duration) {
 	close(stop)
 	wg.Wait()
 	sd.check(t)
+}
+
+// A flow's baseline uses blob chunks only for a replica that asks for them
+// (DFLY FLOW ... BLOBS): one built before them reads strings compressed
+// value by value, as it always did.
+func TestDflyFlowBlobsOnRequest(t *testing.T) {
+	master, mc := populatedMaster(t, "1")
+	for _, blobs := range []bool{false, true} {
+		hello := mc.Do("DFLY", "HELLO")
+		if len(hello.Elems) != 4 {
+			t.Fatalf("DFLY HELLO = %s", hello.String())
+		}
+		fc := DialRaw(t, master.Addr)
+		args := []string{"DFLY", "FLOW", hello.Elems[2].Str, "0", "0"}
+		if blobs {
+			args = append(args, "BLOBS")
+		}
+		fc.Send(args...)
+		fc.conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		line, err := fc.reader.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "+FULLSYNC") {
+			t.Fatalf("%v: %q, %v", args, line, err)
+		}
+		ops := map[byte]int{}
+		var hdr [9]byte
+		for {
+			if _, err := io.ReadFull(fc.reader, hdr[:]); err != nil {
+				t.Fatalf("%v: reading the baseline: %v", args, err)
+			}
+			n := binary.LittleEndian.Uint32(hdr[5:])
+			if _, err := io.CopyN(io.Discard, fc.reader, int64(n)); err != nil {
+				t.Fatalf("%v: reading a chunk: %v", args, err)
+			}
+			ops[hdr[0]]++
+			if hdr[0] == 0xD3 { // OpFullSyncCut
+				break
+			}
+		}
+		fc.conn.Close()
+		blobChunks := ops[0xD4] + ops[0xD5] // OpZstdBlob, OpS2Blob
+		t.Logf("BLOBS=%v: chunk opcodes %v", blobs, ops)
+		if blobs && blobChunks == 0 {
+			t.Fatalf("BLOBS asked, yet no blob chunk in the baseline: %v", ops)
+		}
+		if !blobs && blobChunks != 0 {
+			t.Fatalf("a replica that did not ask for BLOBS got %d blob chunks", blobChunks)
+		}
+		if !blobs && ops[0xD1] == 0 { // OpChunkEnd: plain records
+			t.Fatalf("no record chunk in the baseline: %v", ops)
+		}
+	}
+}
+
+// A master from before blob chunks refuses DFLY FLOW ... BLOBS as an
+// unknown subcommand (played here by a proxy): the replica asks again
+// without it and syncs.
+func TestDflyFlowOlderMaster(t *testing.T) {
+	master, mc := populatedMaster(t, "2")
+	var refused atomic.Int32
+	px := startFilterProxy(t, master.Addr, func(b []byte) []byte {
+		if bytes.Contains(b, []byte("$5\r\nBLOBS\r\n")) {
+			refused.Add(1)
+			return []byte("-ERR unknown subcommand 'FLOW'. Try DFLY HELLO.\r\n")
+		}
+		return nil
+	})
+	rep := StartServer(t, "--shards", "3")
+	rc := rep.Raw(t)
+	host, port := splitAddr(t, px.ln.Addr().String())
+	mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
+	waitLinkUp(t, rc)
+	if refused.Load() == 0 {
+		t.Fatal("the replica never asked for BLOBS")
+	}
+	mustOK(t, mc.Do("SET", "after", "sync"), "set")
+	waitDigestsEqual(t, mc, rc)
+}
+
+// populatedMaster starts a dfly master with shards shards and 5000 keys of
+// 100 bytes; it skips the test against Redis.
+func populatedMaster(t *testing.T, shards string) (*Server, *RawConn) {
+	if IsRedis() {
+		t.Skip("dfly-native replication")
+	}
+	master := StartServer(t, "--shards", shards)
+	mc := master.Raw(t)
+	mustOK(t, mc.Do("DEBUG", "POPULATE", "5000", "key", "100"), "populate")
+	return master, mc
 }

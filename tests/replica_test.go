@@ -754,7 +754,12 @@ type proxy struct {
 	conns  []net.Conn
 }
 
-func startProxy(t *testing.T, target string) *proxy {
+func startProxy(t *testing.T, target string) *proxy { return startFilterProxy(t, target, nil) }
+
+// startFilterProxy is startProxy whose client-to-server bytes pass through
+// refuse first: when it returns a reply for a read, the proxy sends that
+// to the client instead and closes both sides (a server that refused).
+func startFilterProxy(t *testing.T, target string, refuse func([]byte) []byte) *proxy {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -774,7 +779,30 @@ func startProxy(t *testing.T, target string) *proxy {
 			p.mu.Lock()
 			p.conns = append(p.conns, c, u)
 			p.mu.Unlock()
-			go func() { io.Copy(u, c); u.Close() }()
+			go func() {
+				if refuse == nil {
+					io.Copy(u, c)
+				} else {
+					buf := make([]byte, 64<<10)
+					for {
+						n, err := c.Read(buf)
+						if n > 0 {
+							if r := refuse(buf[:n]); r != nil {
+								c.Write(r)
+								c.Close()
+								break
+							}
+							if _, werr := u.Write(buf[:n]); werr != nil {
+								break
+							}
+						}
+						if err != nil {
+							break
+						}
+					}
+				}
+				u.Close()
+			}()
 			go func() { io.Copy(c, u); c.Close() }()
 		}
 	}()
