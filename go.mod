@@ -23,3 +23,5 @@ require (
 	golang.org/x/sync v0.11.0 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 )
+
+replace github.com/panjf2000/gnet/v2 => ./third_party/gnet
