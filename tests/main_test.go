@@ -66,6 +66,18 @@ func raceBuild() bool {
 	return slices.Contains(strings.Fields(os.Getenv(EnvBuildFlags)), "-race")
 }
 
+// raceSubset skips this variant of a test in the -race pass (raceBuild)
+// unless keep: there the slowest tests with several variants run a subset
+// that still takes each code path (file format, tiering, PIT or not,
+// shard counts equal or not) under the race detector, and the plain pass
+// runs them all. It keeps CI within its time budget.
+func raceSubset(t *testing.T, keep bool) {
+	t.Helper()
+	if raceBuild() && !keep {
+		t.Skip("this variant runs in the plain pass; the -race pass runs a subset (raceSubset)")
+	}
+}
+
 func buildDfly(dir string) (string, error) {
 	if bin := os.Getenv(EnvBinary); bin != "" {
 		if _, err := os.Stat(bin); err != nil {

@@ -33,13 +33,15 @@ func TestDflyFlowReplication(t *testing.T) {
 		master, replic int
 		pit            bool
 		tiered         bool // the master offloads strings (tiered storage)
+		race           bool // in the -race pass too (raceSubset)
 	}{
-		{"pit-4to2", 4, 2, true, false},
-		{"pit-3to3", 3, 3, true, false},
-		{"nonpit-2to3", 2, 3, false, false},
-		{"pit-tiered-2to2", 2, 2, true, true},
+		{"pit-4to2", 4, 2, true, false, false},
+		{"pit-3to3", 3, 3, true, false, false},
+		{"nonpit-2to3", 2, 3, false, false, true},
+		{"pit-tiered-2to2", 2, 2, true, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			raceSubset(t, tc.race)
 			seed := newSeed(t)
 			flags := []string{"--shards", strconv.Itoa(tc.master), "--point_in_time_snapshot=" + strconv.FormatBool(tc.pit)}
 			if tc.tiered {

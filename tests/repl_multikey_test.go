@@ -27,7 +27,10 @@ func TestDflyFlowMultiKey(t *testing.T) {
 		t.Skip("dfly-native replication")
 	}
 	for _, pit := range []bool{false, true} {
-		t.Run("pit="+strconv.FormatBool(pit), func(t *testing.T) { multiKeySync(t, pit) })
+		t.Run("pit="+strconv.FormatBool(pit), func(t *testing.T) {
+			raceSubset(t, pit) // non-PIT: TestDflyFlowReplication/nonpit-2to3
+			multiKeySync(t, pit)
+		})
 	}
 }
 

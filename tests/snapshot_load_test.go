@@ -30,13 +30,18 @@ func TestBgsavePITUnderLoad(t *testing.T) {
 	if IsRedis() {
 		t.Skip("dfly's snapshot; redis forks")
 	}
+	// The -race pass runs dfly plain and rdb tiered (raceSubset).
 	for _, format := range []string{"rdb", "dfly"} {
-		t.Run(format, func(t *testing.T) { runPITUnderLoad(t, format) })
+		t.Run(format, func(t *testing.T) {
+			raceSubset(t, format == "dfly")
+			runPITUnderLoad(t, format)
+		})
 	}
 	// Tiered storage (every string of 64 bytes or more offloaded): the
 	// snapshot reads them asynchronously while their buckets wait.
 	for _, format := range []string{"rdb", "dfly"} {
 		t.Run(format+"-tiered", func(t *testing.T) {
+			raceSubset(t, format == "rdb")
 			runPITUnderLoad(t, format, "--tiered_prefix", filepath.Join(t.TempDir(), "tier"))
 		})
 	}
