@@ -1,0 +1,71 @@
+package snapshot
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+// spin keeps the thread busy for d of wall time.
+func spin(d time.Duration) {
+	for start := time.Now(); time.Since(start) < d; {
+	}
+}
+
+// The stall maxima: a long stretch raises both; a shorter one, which reads
+// no clock, raises neither; a sleeping stretch raises only the wall time
+// (where the thread clock can be read: a sleep is not CPU time of the
+// thread the goroutine is locked to, as a loop is during a snapshot).
+func TestStallTimerMaxima(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := threadID()
+	ResetMaxStall()
+	defer ResetMaxStall()
+	st := startStall(tid)
+	spin(3 * time.Millisecond)
+	st.done()
+	cpu, wall := ReadStats().MaxStall, ReadStats().MaxStallWall
+	if wall < 3*time.Millisecond || cpu > wall {
+		t.Fatalf("after a 3 ms stretch: max stall %v, wall %v", cpu, wall)
+	}
+	if threadClock() >= 0 && cpu < time.Millisecond {
+		t.Fatalf("a 3 ms busy stretch counted %v of CPU", cpu)
+	}
+	st = startStall(tid)
+	spin(100 * time.Microsecond)
+	st.done()
+	if got := ReadStats(); got.MaxStall != cpu || got.MaxStallWall != wall {
+		t.Fatalf("a shorter stretch moved the maxima: %v, %v -> %v, %v", cpu, wall, got.MaxStall, got.MaxStallWall)
+	}
+	st = startStall(tid)
+	time.Sleep(cpu + 20*time.Millisecond)
+	st.done()
+	got := ReadStats()
+	if got.MaxStallWall < cpu+20*time.Millisecond {
+		t.Fatalf("a %v sleep left the wall maximum at %v", cpu+20*time.Millisecond, got.MaxStallWall)
+	}
+	if threadClock() >= 0 && got.MaxStall > cpu+10*time.Millisecond {
+		t.Fatalf("a sleep counted as CPU stall: %v -> %v", cpu, got.MaxStall)
+	}
+	ResetMaxStall()
+	if got := ReadStats(); got.MaxStall != 0 || got.MaxStallWall != 0 {
+		t.Fatalf("after ResetMaxStall: %v, %v", got.MaxStall, got.MaxStallWall)
+	}
+}
+
+// BenchmarkStallTimerShort is a hook's stretch once the maximum is above
+// it: one thread clock read (at the start) instead of two.
+func BenchmarkStallTimerShort(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := threadID()
+	ResetMaxStall()
+	defer ResetMaxStall()
+	st := startStall(tid)
+	spin(time.Millisecond)
+	st.done()
+	for b.Loop() {
+		startStall(tid).done()
+	}
+}
