@@ -6,6 +6,19 @@ import (
 	"time"
 )
 
+// lockedStallThread locks the test's goroutine to its thread, as a loop
+// is during a snapshot, clears the stall maxima (and again at the end),
+// and returns the thread's id.
+func lockedStallThread(tb testing.TB) int {
+	runtime.LockOSThread()
+	ResetMaxStall()
+	tb.Cleanup(func() {
+		ResetMaxStall()
+		runtime.UnlockOSThread()
+	})
+	return threadID()
+}
+
 // spin keeps the thread busy for d of wall time.
 func spin(d time.Duration) {
 	for start := time.Now(); time.Since(start) < d; {
@@ -17,11 +30,7 @@ func spin(d time.Duration) {
 // (where the thread clock can be read: a sleep is not CPU time of the
 // thread the goroutine is locked to, as a loop is during a snapshot).
 func TestStallTimerMaxima(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	tid := threadID()
-	ResetMaxStall()
-	defer ResetMaxStall()
+	tid := lockedStallThread(t)
 	st := startStall(tid)
 	spin(3 * time.Millisecond)
 	st.done()
@@ -57,11 +66,7 @@ func TestStallTimerMaxima(t *testing.T) {
 // BenchmarkStallTimerShort is a hook's stretch once the maximum is above
 // it: one thread clock read (at the start) instead of two.
 func BenchmarkStallTimerShort(b *testing.B) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	tid := threadID()
-	ResetMaxStall()
-	defer ResetMaxStall()
+	tid := lockedStallThread(b)
 	st := startStall(tid)
 	spin(time.Millisecond)
 	st.done()
