@@ -229,7 +229,7 @@ func ms(at int64) []byte { return strconv.AppendInt(nil, at, 10) }
 func rewriteSetTTL(x *Exec, _ []byte, rec func(...[]byte)) {
 	key := x.Args[1]
 	val := x.Args[2]
-	if x.cmd() != "set" {
+	if !bytes.EqualFold(x.Args[0], []byte("set")) { // SETEX, PSETEX: key ttl value
 		val = x.Args[3]
 	}
 	at, ok := expireOf(x, key)
@@ -243,8 +243,6 @@ func rewriteSetTTL(x *Exec, _ []byte, rec func(...[]byte)) {
 	}
 	rec([]byte("SET"), key, val, []byte("PXAT"), ms(at))
 }
-
-func (x *Exec) cmd() string { return strings.ToLower(string(x.Args[0])) }
 
 // EXPIRE family and GETEX → PEXPIREAT key at, PERSIST key or DEL key.
 func rewriteExpire(x *Exec, _ []byte, rec func(...[]byte)) {

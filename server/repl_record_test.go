@@ -32,21 +32,7 @@ func TestCoordPropagateJournalStartsShardByShard(t *testing.T) {
 
 	var mu sync.Mutex
 	var got []string
-	srv.OnShard(1, func(s *shard.Shard) {
-		s.Journal.Start()
-		s.Journal.Subscribe(func(e *journal.Entry) {
-			if len(e.Args) == 0 { // a transaction's commit (OpExec)
-				return
-			}
-			var words []string
-			for _, a := range e.Args {
-				words = append(words, string(a))
-			}
-			mu.Lock()
-			got = append(got, strings.Join(words, " "))
-			mu.Unlock()
-		})
-	})
+	journalWords(srv, 1, &mu, &got)
 	if r := z.do(t, "SORT", src, "BY", "w_*", "STORE", dst); r != ":2\r\n" {
 		t.Fatalf("SORT STORE: %q", r)
 	}
@@ -56,4 +42,50 @@ func TestCoordPropagateJournalStartsShardByShard(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("shard 1 journaled:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// SET and its TTL variants journal as SET key value [PXAT ms]: a replica
+// applies the master's absolute expiry, never a relative one of its own.
+func TestJournalSetFamilyAsPXAT(t *testing.T) {
+	srv, addr := startZSetServer(t, 1)
+	var mu sync.Mutex
+	var got []string
+	journalWords(srv, 0, &mu, &got)
+	z := dialZ(t, addr)
+	z.do(t, "SET", "plain", "v1")
+	z.do(t, "SETEX", "a", "100", "v2")
+	z.do(t, "psetex", "b", "100000", "v3")
+	z.do(t, "set", "c", "v4", "EX", "100")
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"SET plain v1", "SET a v2 PXAT", "SET b v3 PXAT", "SET c v4 PXAT"}
+	if len(got) != len(want) {
+		t.Fatalf("journaled %q, want %d entries like %q", got, len(want), want)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) || (strings.HasSuffix(w, "PXAT") && len(strings.Fields(got[i])) != 5) {
+			t.Fatalf("entry %d = %q, want %q followed by an absolute ms time", i, got[i], w)
+		}
+	}
+}
+
+// journalWords starts shard sid's journal and appends each command it
+// records, as space-separated words, to *got under mu (a transaction's
+// commit, which has no command, is left out).
+func journalWords(srv *Server, sid int, mu *sync.Mutex, got *[]string) {
+	srv.OnShard(sid, func(s *shard.Shard) {
+		s.Journal.Start()
+		s.Journal.Subscribe(func(e *journal.Entry) {
+			if len(e.Args) == 0 {
+				return
+			}
+			var words []string
+			for _, a := range e.Args {
+				words = append(words, string(a))
+			}
+			mu.Lock()
+			*got = append(*got, strings.Join(words, " "))
+			mu.Unlock()
+		})
+	})
 }
