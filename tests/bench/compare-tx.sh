@@ -83,19 +83,36 @@ measure() {
 	done
 }
 
+# rows A B KIND [COLUMN]: a row per client mode and test comparing the runs
+# kept under A and B (ops/s, CPU us per transaction): b/a, then the CPU
+# column: ua/ub, or for KIND threads (2/ub)/(1/ua), the growth model of
+# threads = shards. KIND ratio marks rows below the 0.7x target. COLUMN,
+# when given, is printed before the figures.
+rows() {
+	local a=$1 b=$2 kind=$3 col=${4-} m t
+	for m in "${modes[@]}"; do
+		for t in multi eval; do
+			awk -v t="$t" -v m="$(label "$m")" -v col="$col" -v kind="$kind" \
+				-v a="${ops[$a,$m,$t]}" -v b="${ops[$b,$m,$t]}" -v ua="${us[$a,$m,$t]}" -v ub="${us[$b,$m,$t]}" \
+				'BEGIN {
+					x = b / a
+					c = kind == "threads" ? (2 / ub) / (1 / ua) : ua / ub
+					printf "%-6s %-10s ", t, m
+					if (col != "") printf "%-11s ", col
+					printf "%9d %9d %6.2fx %8.2f %8.2f %10.2fx%s\n", a, b, x, ua, ub, c, (kind == "ratio" && x < 0.7 ? "  BELOW 0.7x" : "")
+				}'
+		done
+	done
+}
+
 start 1 redis; rp=$PORT; rpid=$PID
 start 1 dfly; dp=$PORT; dpid=$PID
 for round in $(seq "$ROUNDS"); do
 	measure 1 r "$rp" "$rpid" d "$dp" "$dpid"
 done
 echo "Pinned (server CPU 0, client CPU 1), best of $ROUNDS; ops/s, server CPU us per transaction"
-printf "%-6s %-10s %9s %9s %6s %8s %8s %9s\n" test client redis dfly ratio redis_us dfly_us cpu_ratio
-for m in "${modes[@]}"; do
-	for t in multi eval; do
-		awk -v t="$t" -v m="$(label "$m")" -v a="${ops[r,$m,$t]}" -v b="${ops[d,$m,$t]}" -v ua="${us[r,$m,$t]}" -v ub="${us[d,$m,$t]}" \
-			'BEGIN { x = b / a; printf "%-6s %-10s %9d %9d %5.2fx %8.2f %8.2f %8.2fx%s\n", t, m, a, b, x, ua, ub, ua / ub, (x < 0.7 ? "  BELOW 0.7x" : "") }'
-	done
-done
+printf "%-6s %-10s %9s %9s %7s %8s %8s %11s\n" test client redis dfly ratio redis_us dfly_us cpu_ratio
+rows r d ratio
 
 kill "$rpid" "$dpid" 2>/dev/null || true
 start 0 dfly --shards 1; p1=$PORT; pid1=$PID
@@ -111,15 +128,8 @@ echo
 echo "dfly unpinned, 2 threads (event loops), by shard count, best of $ROUNDS; ops/s, server CPU us per transaction"
 echo "growth_cpu is a MODEL, not a measurement: (2/us_2)/(2/us_1), both runs having 2 threads"
 printf "%-6s %-10s %-11s %9s %9s %7s %8s %8s %11s\n" test client "client cpu" shards=1 shards=2 growth us_1 us_2 growth_cpu
-for cpin in 0 1; do
-	for m in "${modes[@]}"; do
-		for t in multi eval; do
-			awk -v t="$t" -v m="$(label "$m")" -v cp="$([[ $cpin == 1 ]] && echo "CPU 1" || echo "any")" \
-				-v a="${ops[1,$cpin,$m,$t]}" -v b="${ops[2,$cpin,$m,$t]}" -v ua="${us[1,$cpin,$m,$t]}" -v ub="${us[2,$cpin,$m,$t]}" \
-				'BEGIN { printf "%-6s %-10s %-11s %9d %9d %6.2fx %8.2f %8.2f %10.2fx\n", t, m, cp, a, b, b / a, ua, ub, ua / ub }'
-		done
-	done
-done
+rows 1,0 2,0 growth any
+rows 1,1 2,1 growth "CPU 1"
 
 kill "$pid1" "$pid2" 2>/dev/null || true
 start 0 dfly --proactor_threads 1; p1=$PORT; pid1=$PID
@@ -131,9 +141,4 @@ echo
 echo "dfly unpinned, threads = shards (--proactor_threads 1 vs 2), client anywhere, best of $ROUNDS; ops/s, server CPU us per transaction"
 echo "growth_cpu is a MODEL, not a measurement: (2/us_2)/(1/us_1), the growth if each thread had a core to itself"
 printf "%-6s %-10s %9s %9s %7s %8s %8s %11s\n" test client threads=1 threads=2 growth us_1 us_2 growth_cpu
-for m in "${modes[@]}"; do
-	for t in multi eval; do
-		awk -v t="$t" -v m="$(label "$m")" -v a="${ops[t1,$m,$t]}" -v b="${ops[t2,$m,$t]}" -v ua="${us[t1,$m,$t]}" -v ub="${us[t2,$m,$t]}" \
-			'BEGIN { printf "%-6s %-10s %9d %9d %6.2fx %8.2f %8.2f %10.2fx\n", t, m, a, b, b / a, ua, ub, (2 / ub) / (1 / ua) }'
-	done
-done
+rows t1 t2 threads
