@@ -3,8 +3,12 @@ package tests
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -126,4 +130,50 @@ func TestConfigResetStatDoesNotHang(t *testing.T) {
 	if r := c.Do("INFO", "stats"); r.IsError() || !strings.Contains(r.Str, "keyspace_hits") {
 		t.Fatalf("INFO stats after RESETSTAT: %s", r.String())
 	}
+}
+
+// An idle server's event loops wait parked in Go's netpoller, not each in
+// an epoll_wait of its own (third_party/gnet's patch, README.dfly.md): at
+// most one thread — the Go runtime's own netpoller — sleeps in
+// epoll_wait. With upstream gnet every loop's thread would.
+func TestIdleLoopsParkInNetpoller(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly's event loops")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc/PID/task/*/wchan")
+	}
+	srv := StartServer(t, "--proactor_threads", "4")
+	c := srv.Raw(t)
+	if r := c.Do("SET", "k", "v"); r.Str != "OK" {
+		t.Fatalf("SET = %s", r.String())
+	}
+	var last []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/wchan", srv.PID))
+		if err != nil || len(tasks) == 0 {
+			t.Skipf("no /proc/%d/task: %v", srv.PID, err)
+		}
+		last = last[:0]
+		inEpoll, known := 0, 0
+		for _, p := range tasks {
+			b, err := os.ReadFile(p)
+			w := string(b)
+			if err != nil || w == "" || w == "0" {
+				continue // hidden from this user, or the thread just ended
+			}
+			known++
+			last = append(last, w)
+			if w == "do_epoll_wait" || w == "ep_poll" {
+				inEpoll++
+			}
+		}
+		if known == 0 {
+			t.Skip("thread wait channels are hidden here")
+		}
+		if inEpoll <= 1 {
+			return
+		}
+	}
+	t.Fatalf("after 10 s idle, the server's threads wait in %q: more than one in epoll_wait", last)
 }
