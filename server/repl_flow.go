@@ -134,7 +134,9 @@ func cmdDfly(c *Conn, a [][]byte, w *resp.Writer) {
 		w.Int(int64(len(s.shards)))
 		w.BulkString(sess.id)
 		w.BulkString(map[snapshot.Mode]string{snapshot.PIT: "pit", snapshot.NonPIT: "nonpit"}[mode])
-	case sub == "flow" && (len(a) == 5 || len(a) == 6 && strings.EqualFold(string(a[5]), "blobs")):
+	case sub == "flow" && len(a) == 6 && !strings.EqualFold(string(a[5]), "blobs"):
+		w.Error("ERR syntax error")
+	case sub == "flow" && (len(a) == 5 || len(a) == 6):
 		// DFLY FLOW <session> <shard> <lsn> [BLOBS]
 		fm := s.flows()
 		fm.mu.Lock()

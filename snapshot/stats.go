@@ -99,9 +99,9 @@ func startStall(tid int) stallTimer {
 // syscall) reads as its wall time.
 //
 // A stretch no longer than the longest CPU stall so far cannot raise it
-// (its CPU time is at most its wall time), so it reads no clock: most
-// stretches are a hook's few microseconds, and the thread clock is a
-// system call (no vDSO for CPU clocks). During a full sync under a SET
+// (its CPU time is at most its wall time), so it skips the thread clock
+// at its end: most stretches are a hook's few microseconds, and the thread
+// clock is a system call (no vDSO for CPU clocks). During a full sync under a SET
 // load that inserts new keys, the two reads per hook were 8% of the
 // master's CPU (pprof, repl.sh's load with the replica on another core).
 func (t stallTimer) done() {

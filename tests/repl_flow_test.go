@@ -256,6 +256,9 @@ func TestDflyCommandBadInput(t *testing.T) {
 			t.Fatalf("%v = %s, want an error", args, r.String())
 		}
 	}
+	if r := c.Do("DFLY", "FLOW", hello.Elems[2].Str, "0", "0", "NOPE"); r.Str != "ERR syntax error" {
+		t.Fatalf("DFLY FLOW with an unknown option = %s, want a syntax error", r.String())
+	}
 	if r := c.Do("PING"); r.Str != "PONG" {
 		t.Fatalf("PING after bad DFLY calls = %s", r.String())
 	}
