@@ -312,6 +312,13 @@ func (f *flow) serve(partial bool) {
 		for {
 			c := <-f.out // read to the end even when the replica is gone
 			m.Materialize(&c)
+			if c.Err != nil && !f.dead.Load() {
+				// The baseline is incomplete (an encoding failed): the last
+				// chunk would still end it with the full-sync marker, and
+				// the replica would miss keys for good. It syncs again.
+				f.srv.log.Warnf("Replica flow %d: the baseline failed: %v", f.sid, c.Err)
+				f.close()
+			}
 			if !f.dead.Load() {
 				if f.blobs {
 					blobFrames(c.Data, &blobs, put)

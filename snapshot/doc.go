@@ -11,10 +11,14 @@
 //
 // Modes. PIT (backups; replication by default): the output is exactly the
 // dataset at the cut. NonPIT (replication only): single-key mutations
-// serialize nothing; the walk writes every bucket it visits, OnMoved
-// writes again a bucket an item jumped into from behind the walk's
-// position, the journal fills in the rest, and commands with several keys
-// have theirs captured first (Capture, below).
+// serialize nothing; the walk writes every bucket it visits, an item a
+// mutation moved from ahead of the walk's position to behind it is
+// written by the next step (OnMoved: not inside the command, whose keys
+// may be half built or hold a write not yet journaled), the journal fills
+// in the rest, and commands with several keys have theirs captured first
+// (Capture, below). An empty list, set, sorted set or hash (a command's
+// new key before its first element) is never written: it cannot be
+// encoded, and its command's entry creates it.
 //
 // The bucket state machine, per snapshot (seed §1): NotVisited →
 // Serializing → DelayedPending → Covered. Capturing a bucket encodes its
@@ -77,10 +81,15 @@
 //     journal entry of K): a journal entry is emitted after the main
 //     stream is cut, so every baseline captured before it precedes it;
 //     writers of half-written values wait (above); an expiry, which cannot
-//     wait, deletes at once but its journal DEL (Journal with Expiry) goes
-//     to the bucket's deferred deletion queue and is emitted when the
-//     bucket is Covered. A flush holds the journal until the baseline is
-//     complete (the flushed tables are still walked).
+//     wait, deletes at once, and the journal DEL (Journal with Expiry) of
+//     a value still being written in pieces goes to its bucket's deferred
+//     deletion queue, emitted when the bucket is Covered (any other key's
+//     DEL goes out at once: held back, it could follow a write that
+//     created the key again). A flush, PIT, holds the journal until the
+//     baseline is complete (the flushed tables are still walked); non-PIT
+//     finishes the db's values in pieces instead and holds nothing (its
+//     captures take values as they are now, so a held entry would land
+//     after a baseline that already holds its write).
 //   - Steps never starve clients: each step reschedules itself with
 //     shard.Yield, which runs it after the event loop's pending I/O.
 //   - Backpressure (Run, Admit): the walk pauses once walkPending output

@@ -67,7 +67,10 @@ type Chunk struct {
 	Shard int
 	Data  []byte
 	Last  bool
-	Err   error
+	// Err (on the Last chunk): the output is incomplete, records after
+	// the failure are missing; a consumer must not use it as whole (a
+	// replication flow must not end its full sync with it).
+	Err error
 	// Open (untagged only): the chunk ends inside a big value; the
 	// consumer must take this shard's next chunk before any other shard's.
 	Open bool
@@ -276,6 +279,8 @@ type Slice struct {
 	// are busy or held exclusively (see skip).
 	capturing bool
 	captures  []bucketRef
+	// moved: keys OnMoved saw jump behind the walk, for the next step.
+	moved []keyRef
 
 	// Keys counts the keys written.
 	Keys uint64
@@ -399,49 +404,10 @@ func (sl *Slice) serializeBucket(db int, t *dash.Table[shard.Value], exp *dash.T
 		}
 		t.SetVersion(b, sl.version)
 	}
-	if !sl.inRun && !sl.timing {
-		// A hook's captures are timed as one stretch (endTiming): the
-		// thread clock is a system call, and an insert may capture a
-		// whole segment.
-		sl.timing, sl.hookTimer = true, startStall(sl.tid)
-	}
+	sl.startHookTiming()
 	var bk *bucket
-	now := sl.cutMs
-	if sl.opt.Mode == NonPIT {
-		now = sl.sh.Now()
-	}
-	t.ForEach(b, func(it dash.Iterator) {
-		at, has := expireAt(t, exp, it)
-		if has && at <= now {
-			return
-		}
-		key := t.Key(it)
-		if sl.skip(db, key) {
-			return
-		}
-		v := t.Value(it)
-		sl.Keys++
-		var x *item
-		if sl.opt.Load != nil {
-			x = sl.startLoad(db, key, v, at)
-		}
-		if x == nil {
-			if !sl.mayBeBig(v) {
-				sl.encodeSmall(db, key, v, at)
-				return
-			}
-			if x = sl.startBig(db, key, *v, at); x == nil {
-				return // it fit in one piece: written with the small ones
-			}
-		}
-		if bk == nil {
-			bk = &bucket{db: db, state: Serializing}
-		}
-		bk.items = append(bk.items, x)
-		if x.loading {
-			bk.loads++
-		}
-	})
+	now := sl.captureNow()
+	t.ForEach(b, func(it dash.Iterator) { sl.captureItem(db, t, exp, it, now, &bk) })
 	if bk != nil {
 		t.ForEach(b, func(it dash.Iterator) {
 			if key := t.Key(it); !sl.skip(db, key) {
@@ -452,6 +418,78 @@ func (sl *Slice) serializeBucket(db int, t *dash.Table[shard.Value], exp *dash.T
 	}
 }
 
+// startHookTiming times a hook's captures as one stretch (endTiming): the
+// thread clock is a system call, and an insert may capture a whole
+// segment. A step's own timer covers the captures it makes.
+func (sl *Slice) startHookTiming() {
+	if !sl.inRun && !sl.timing {
+		sl.timing, sl.hookTimer = true, startStall(sl.tid)
+	}
+}
+
+// captureNow is the time keys expired by are left out: the cut's (PIT) or
+// now (non-PIT, whose baseline is the dataset as the walk finds it).
+func (sl *Slice) captureNow() int64 {
+	if sl.opt.Mode == NonPIT {
+		return sl.sh.Now()
+	}
+	return sl.cutMs
+}
+
+// captureItem writes one item of a bucket being captured: a small value
+// into the main stream now, a big one (or one being read) as an item of
+// *bk, made when the first such item comes.
+func (sl *Slice) captureItem(db int, t *dash.Table[shard.Value], exp *dash.Table[int64], it dash.Iterator, now int64, bk **bucket) {
+	at, has := expireAt(t, exp, it)
+	if has && at <= now {
+		return
+	}
+	key := t.Key(it)
+	if sl.skip(db, key) {
+		return
+	}
+	v := t.Value(it)
+	if emptyCollection(v) {
+		// Only a command half way through has one (SADD inserts its new
+		// set, then fills it), and only a non-PIT capture that a move
+		// made in the middle of it could find one: the command's entry
+		// creates the key. Encoding it would fail the main stream.
+		return
+	}
+	sl.Keys++
+	var x *item
+	if sl.opt.Load != nil {
+		x = sl.startLoad(db, key, v, at)
+	}
+	if x == nil {
+		if !sl.mayBeBig(v) {
+			sl.encodeSmall(db, key, v, at)
+			return
+		}
+		if x = sl.startBig(db, key, *v, at); x == nil {
+			return // it fit in one piece: written with the small ones
+		}
+	}
+	if *bk == nil {
+		*bk = &bucket{db: db, state: Serializing}
+	}
+	(*bk).items = append((*bk).items, x)
+	if x.loading {
+		(*bk).loads++
+	}
+}
+
+// emptyCollection: a value of a type Redis never keeps empty (a stream
+// may be), empty.
+func emptyCollection(v *shard.Value) bool {
+	switch v.Type {
+	case shard.TypeList, shard.TypeSet, shard.TypeZSet, shard.TypeHash:
+		l, ok := v.Obj().(interface{ Len() int })
+		return ok && l.Len() == 0
+	}
+	return false
+}
+
 // skip (non-PIT Capture) leaves out of a bucket a key that is being
 // written already (its earlier capture is still in pieces) or held
 // exclusively by a transaction: that one may have applied writes it has
@@ -460,7 +498,26 @@ func (sl *Slice) serializeBucket(db int, t *dash.Table[shard.Value], exp *dash.T
 // bucket, writes such a key after the commit (inFlight). PIT never skips:
 // a bucket below the snapshot version holds no change at all.
 func (sl *Slice) skip(db int, key string) bool {
-	return sl.capturing && (sl.byKey[keyRef{db, key}] != nil || sl.sh.ExclLocked(db, key))
+	if sl.capturing {
+		return sl.byKey[keyRef{db, key}] != nil || sl.sh.ExclLocked(db, key)
+	}
+	return len(sl.byKey) > 0 && sl.writing(db, key) // non-PIT: captured again
+}
+
+// writing reports whether key's value is being written in pieces (an item
+// of its busy bucket): pinned since its capture, so unchanged, and a
+// second copy would only compete with the first.
+func (sl *Slice) writing(db int, key string) bool {
+	bk := sl.byKey[keyRef{db, key}]
+	if bk == nil {
+		return false
+	}
+	for _, x := range bk.items {
+		if x.key == key && x.db == db {
+			return true
+		}
+	}
+	return false
 }
 
 // endTiming ends the stretch of a hook's captures (serializeBucket).
@@ -847,19 +904,22 @@ func (sl *Slice) journal(data []byte) {
 
 // Journal offers one journal entry of the shard, on its goroutine, while
 // the snapshot runs (tagged output only). An expiry's DEL of a key whose
-// bucket is busy goes to the bucket's deferred deletion queue: the bucket
-// emits it when Covered. (A command's DEL of a key with a half-written
-// value cannot come: the writer was parked, or finished the value first.)
+// value is still being written in pieces goes to its bucket's deferred
+// deletion queue: the bucket emits it when Covered. (A command's DEL of
+// such a key cannot come: the writer was parked, or finished the value
+// first.)
 func (sl *Slice) Journal(e JournalEntry) {
 	if sl.done {
 		return
 	}
-	if e.Expiry {
-		if bk := sl.byKey[keyRef{e.DB, e.Expired}]; bk != nil {
-			bk.deferred = append(bk.deferred, append([]byte(nil), e.Data...))
-			stats.deferredDeletions.Add(1)
-			return
-		}
+	if e.Expiry && sl.writing(e.DB, e.Expired) {
+		// Only a value still in pieces waits: a smaller key of a busy
+		// bucket was written whole at its capture, and its DEL held back
+		// could follow a write that created the key again.
+		bk := sl.byKey[keyRef{e.DB, e.Expired}]
+		bk.deferred = append(bk.deferred, append([]byte(nil), e.Data...))
+		stats.deferredDeletions.Add(1)
+		return
 	}
 	if len(sl.busy) > 0 {
 		stats.journalWhileSerializing.Add(1)
@@ -917,31 +977,69 @@ func (sl *Slice) PreInsert(db *shard.DB, key string) {
 }
 
 // PreFlush keeps the tables being flushed: PIT walks what is left of them
-// (they are nobody else's now), non-PIT abandons them. With a journal,
-// entries wait until the baseline is complete: the flush must not reach
-// the consumer before records of the keys it drops.
+// (they are nobody else's now), and with a journal its entries wait until
+// the baseline is complete: the flush must not reach the consumer before
+// records of the keys it drops. Non-PIT abandons them, and may not hold
+// the journal: its captures go on taking values as they are now, so an
+// entry held past a capture that already holds its write would be
+// applied twice (a RENAME after the baseline of its target's new value).
+// It finishes the db's values still in pieces instead, before the flush's
+// entry (finishFlushed).
 func (sl *Slice) PreFlush(db *shard.DB) {
 	d := &sl.dbs[db.Index]
 	if d.flushed {
 		return
 	}
 	d.flushed = true
+	if sl.opt.Mode == NonPIT {
+		sl.finishFlushed(db.Index)
+		if !sl.walkDone && db.Index == sl.db {
+			sl.db++
+			sl.cursor = 0
+		}
+		return
+	}
 	if sl.opt.Journal {
 		sl.holdJournal = true
 	}
 	if sl.walkDone || db.Index < sl.db {
 		return
 	}
-	if sl.opt.Mode == PIT {
-		d.table, d.expire = db.Table, db.Expire
-	} else if db.Index == sl.db {
-		sl.db++
-		sl.cursor = 0
+	d.table, d.expire = db.Table, db.Expire
+}
+
+// finishFlushed (non-PIT PreFlush) completes the busy buckets of db now,
+// so none of their pieces follows the flush's entry (the replica would
+// keep that key). A value still being read has sent nothing yet: it goes
+// with the db.
+func (sl *Slice) finishFlushed(db int) {
+	for _, bk := range slices.Clone(sl.busy) { // cover removes from busy
+		if bk.db != db {
+			continue
+		}
+		items := bk.items[:0]
+		for _, x := range bk.items {
+			if x.loading && !x.started {
+				x.bk = nil // loaded will not count it
+				bk.loads--
+				continue
+			}
+			items = append(items, x)
+		}
+		clear(bk.items[len(items):])
+		bk.items = items
+		if len(bk.items) == 0 {
+			sl.cover(bk)
+			continue
+		}
+		bk.updateState()
+		sl.drain(bk)
 	}
 }
 
-// OnExpire: an expiry erases like a delete, but may not wait: on a busy
-// bucket its journal DEL is deferred until the bucket is Covered (Journal).
+// OnExpire: an expiry erases like a delete, but may not wait: the journal
+// DEL of a value still in pieces is deferred until its bucket is Covered
+// (Journal).
 func (sl *Slice) OnExpire(db *shard.DB, it shard.Iterator, key string) {
 	defer sl.endTiming()
 	if sl.dbs[db.Index].flushed {
@@ -954,20 +1052,63 @@ func (sl *Slice) OnExpire(db *shard.DB, it shard.Iterator, key string) {
 }
 
 // OnMoved (non-PIT): an item moved from a position the walk has not
-// reached to one it has passed would be missed; its new bucket is
-// written again.
+// reached to one it has passed would be missed; it is written at the
+// next step (writeMoved). Not now: a move happens inside a command, whose
+// keys may be half way (SADD's new set is empty until filled) or hold
+// writes their journal entry does not yet precede (an INCR's new key
+// already holds 1): written now, the replica would get the key before the
+// entry and apply the entry twice. Remembered by key, as the item may
+// move again before the step.
 func (sl *Slice) OnMoved(db *shard.DB, moves []dash.Move) {
-	defer sl.endTiming()
-	if sl.dbs[db.Index].flushed || db.Index != sl.db || sl.walkDone {
+	if sl.dbs[db.Index].flushed || db.Index != sl.db || sl.walkDone || sl.cursor == 0 {
 		return
 	}
 	t := db.Table
 	for _, m := range moves {
-		if t.Visited(m.To, sl.cursor) && !t.Visited(m.From, sl.cursor) && sl.cursor != 0 {
+		if t.Visited(m.To, sl.cursor) && !t.Visited(m.From, sl.cursor) {
 			stats.movedSaved.Add(1)
-			sl.serializeBucket(db.Index, t, db.Expire, m.To)
+			sl.moved = append(sl.moved, keyRef{db.Index, t.Key(t.At(m.To, m.ToSlot))})
 		}
 	}
+	if len(sl.moved) > 0 {
+		sl.post()
+	}
+}
+
+// writeMoved (a step) writes the keys OnMoved remembered. One deleted
+// meanwhile needs nothing (its DEL is in the journal); one already being
+// written (a busy bucket's) has its baseline; one a transaction holds
+// exclusively may hold writes not journaled yet and waits for the commit,
+// like the walk (inFlight). It reports whether any has to wait.
+func (sl *Slice) writeMoved() bool {
+	if len(sl.moved) == 0 {
+		return false
+	}
+	keep := sl.moved[:0]
+	now := sl.captureNow()
+	for _, k := range sl.moved {
+		d := sl.sh.DBs[k.db]
+		if sl.dbs[k.db].flushed || sl.byKey[k] != nil {
+			continue
+		}
+		it := d.Table.Find(k.key)
+		if !it.Valid() {
+			continue
+		}
+		if sl.sh.ExclLocked(k.db, k.key) {
+			keep = append(keep, k)
+			continue
+		}
+		var bk *bucket
+		sl.captureItem(k.db, d.Table, d.Expire, it, now, &bk)
+		if bk != nil {
+			bk.keys = append(bk.keys, k)
+			sl.track(bk)
+		}
+	}
+	clear(sl.moved[len(keep):])
+	sl.moved = keep
+	return len(keep) > 0
 }
 
 // Admit (the shard's gate) runs before a command that writes key. A value
@@ -1147,7 +1288,8 @@ func (sl *Slice) Run(s *shard.Shard) {
 		sl.later(s) // backpressure: the consumer is behind
 		return
 	}
-	waiting := false // the walk waits for a transaction's commit
+	// The walk (or a moved key) waits for a transaction's commit.
+	waiting := sl.writeMoved()
 	for {
 		progressed := false
 		busy := append(sl.scratchBusy[:0], sl.busy...) // progress may cover (remove) buckets
@@ -1181,7 +1323,7 @@ func (sl *Slice) Run(s *shard.Shard) {
 			return
 		}
 	}
-	if sl.walkDone && len(sl.busy) == 0 {
+	if sl.walkDone && len(sl.busy) == 0 && len(sl.moved) == 0 {
 		sl.finish(s)
 		return
 	}

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/types/set"
 )
 
 // The seed's counter-examples, each driven step by step.
@@ -149,17 +151,9 @@ func TestMutationOfSerializingBucket(t *testing.T) {
 // journal DEL is deferred until the bucket is Covered, and goes out once.
 func TestExpiryWhileSerializing(t *testing.T) {
 	h, big := bigSetup(t, 30*time.Millisecond)
-	var expired []string
-	h.sh.AddExpiryHook(expiryRecorder{&expired})
 	before := ReadStats().DeferredDeletions
 	time.Sleep(40 * time.Millisecond)
-	h.sh.Exec(shard.Func(func(s *shard.Shard) {
-		s.DBs[0].ExpireStep(10000)
-		// The journal records the expiry after it applied.
-		for _, k := range expired {
-			h.sl.Journal(JournalEntry{Data: []byte("D0|" + k), DB: 0, Expired: k, Expiry: true})
-		}
-	}))
+	expired := expireJournaled(h)
 	if len(expired) != 1 || expired[0] != big {
 		t.Fatalf("expired %v, want [%s]", expired, big)
 	}
@@ -173,6 +167,79 @@ func TestExpiryWhileSerializing(t *testing.T) {
 	if _, ok := sc.baseline["0/"+big]; !ok {
 		t.Fatal("the baseline lost the key that expired after the cut")
 	}
+}
+
+// Expiry of a small key whose bucket is Serializing for another key's big
+// value: its baseline went out whole at the capture, so its DEL goes out
+// at once. Held back until the bucket is Covered, it would follow a SET
+// that created the key again, and the replica would lose that key.
+func TestExpiryOfSmallKeyWhileSerializing(t *testing.T) {
+	h, big := bigSetup(t, 0)
+	db := h.sh.DBs[0]
+	it, _ := db.Find([]byte(big))
+	small := ""
+	db.Table.ForEach(db.Table.BucketOf(it), func(it shard.Iterator) {
+		if k := db.Table.Key(it); k != big && small == "" {
+			small = k
+		}
+	})
+	if small == "" {
+		t.Fatal("no other key in the big value's bucket")
+	}
+	sit, _ := db.Find([]byte(small))
+	db.SetExpire(sit, h.sh.Now()+1)
+	time.Sleep(5 * time.Millisecond)
+	expired := expireJournaled(h)
+	if len(expired) != 1 || expired[0] != small {
+		t.Fatalf("expired %v, want [%s]", expired, small)
+	}
+	h.set(0, small, "again")
+	if h.sl.KeyState(0, big) != Serializing {
+		t.Fatal("the big value was finished meanwhile: the test proves nothing")
+	}
+	sc := finishAndCheck(t, h) // the replay must hold small = "again"
+	if es := sc.entries["0/"+small]; len(es) != 2 || es[0] > es[1] {
+		t.Fatalf("entries of %s at chunks %v", small, es)
+	}
+}
+
+// A flush during a non-PIT snapshot: the walk goes on taking values as
+// they are now, so the journal may not wait for the baseline as PIT's
+// does. Held, RENAME a b then SET a x would replay after a baseline that
+// already has b = a's old value and a = x, and b would end as x.
+func TestFlushNonPITHoldsNothing(t *testing.T) {
+	h := newHarness(t, 2)
+	stepOnePosition(t)
+	for db := 0; db < 2; db++ {
+		for i := 0; i < 2000; i++ {
+			h.sh.DBs[db].Set([]byte(fmt.Sprintf("k%d", i)), shard.NewString([]byte(fmt.Sprintf("v%d", i))), false)
+		}
+	}
+	h.start(Options{Mode: NonPIT, Tagged: true})
+	h.step()
+	h.flush(1)
+	h.rename(0, "k1", "k2")
+	h.set(0, "k1", "x")
+	sc := finishAndCheck(t, h) // the replay must hold k2 = v1, k1 = x
+	if sc.replay["0/k2"] != "v1" {
+		t.Fatalf("k2 = %q after the replay", sc.replay["0/k2"])
+	}
+}
+
+// expireJournaled runs db 0's active expiry and offers the snapshot each
+// expiry's DEL, as the journal records it: after the delete applied.
+func expireJournaled(h *harness) []string {
+	var expired []string
+	rec := expiryRecorder{&expired}
+	h.sh.AddExpiryHook(rec)
+	defer h.sh.RemoveExpiryHook(rec)
+	h.sh.Exec(shard.Func(func(s *shard.Shard) {
+		s.DBs[0].ExpireStep(10000)
+		for _, k := range expired {
+			h.sl.Journal(JournalEntry{Data: []byte("D0|" + k), DB: 0, Expired: k, Expiry: true})
+		}
+	}))
+	return expired
 }
 
 type expiryRecorder struct{ keys *[]string }
@@ -195,7 +262,7 @@ func TestSplitDuringWalkNonPIT(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		h.step()
 	}
-	for i := 0; i < 20000; i++ { // many splits, while the walk is midway
+	for i := 0; i < 60000; i++ { // many splits, while the walk is midway
 		h.set(0, fmt.Sprintf("n%d", i), "w")
 	}
 	sc := finishAndCheck(t, h)
@@ -360,5 +427,75 @@ func TestNonPITWaitsForTransactionCommit(t *testing.T) {
 	sc := finishAndCheck(t, h)
 	if sc.replay["0/k7"] != "1" {
 		t.Fatalf("k7 = %q after replay", sc.replay["0/k7"])
+	}
+}
+
+// encodeTypes is encodeTest plus sets, which a command creates empty and
+// then fills (SADD: DB.Insert of a new set, then its members).
+func encodeTypes(e *rdb.Encoder, key []byte, v *shard.Value, at int64) {
+	if v.Type != shard.TypeSet {
+		encodeTest(e, key, v, at)
+		return
+	}
+	s := v.Obj().(*set.Set)
+	e.BeginSet(key, s.Len(), rdb.Meta{ExpireAt: at})
+	s.Range(func(m []byte) bool { e.SetMember(m); return true })
+	e.End()
+}
+
+// Non-PIT, a command's insert splits a segment while the walk is midway:
+// the items it moves behind the walk's position must be written, but not
+// in the middle of the command. SADD of a new key inserts an empty set
+// and fills it afterwards; an empty set written then broke the main
+// stream's encoder, and every record after it was lost with no error the
+// consumer checked. And a key written then holds the command's effect
+// before its journal entry, which the replica would apply twice.
+func TestMovesMidCommandNonPIT(t *testing.T) {
+	h := newHarness(t, 1)
+	stepOnePosition(t)
+	for i := 0; i < 5000; i++ {
+		h.sh.DBs[0].Set([]byte(fmt.Sprintf("k%d", i)), shard.NewString([]byte("v")), false)
+	}
+	before := ReadStats().MovedSaved
+	h.start(Options{Mode: NonPIT, Tagged: true, Encode: encodeTypes})
+	for i := 0; i < 30; i++ {
+		h.step()
+	}
+	for i := 0; i < 60000; i++ { // many splits, while the walk is midway
+		if i%2 == 0 { // SADD of a new key
+			key := fmt.Sprintf("s%d", i)
+			h.write(0, key, func(s *shard.Shard) {
+				_, v := s.DBs[0].Insert([]byte(key), shard.ObjectValue(shard.TypeSet, set.New()))
+				v.Obj().(*set.Set).Add([]byte("m"))
+				h.journal(fmt.Sprintf("A0|%s", key))
+			})
+			continue
+		}
+		key := fmt.Sprintf("n%d", i) // INCR of a new key
+		h.write(0, key, func(s *shard.Shard) {
+			s.DBs[0].Insert([]byte(key), shard.NewString([]byte("1")))
+			h.journal(fmt.Sprintf("I0|%s", key))
+		})
+	}
+	h.finish()
+	if ReadStats().MovedSaved == before {
+		t.Fatal("no move crossed the walk's position: the test proves nothing")
+	}
+	sc := checkStream(t, h.data)
+	for i := 0; i < 5000; i++ {
+		if _, ok := sc.replay[fmt.Sprintf("0/k%d", i)]; !ok {
+			t.Fatalf("k%d, moved by a split, is missing", i)
+		}
+	}
+	for i := 1; i < 60000; i += 2 {
+		if v := sc.replay[fmt.Sprintf("0/n%d", i)]; v != "1" {
+			t.Fatalf("n%d: the replay of baseline and journal gives %q, want 1 (INCR applied twice?)", i, v)
+		}
+	}
+	// No set may have a baseline before its own entry (the entry created it).
+	for k, items := range sc.sets {
+		if es := sc.entries[k]; len(es) > 0 && len(items) > 0 && items[0][0] < es[0] {
+			t.Fatalf("%s: baseline at chunk %d before the entry that created it (chunk %d)", k, items[0][0], es[0])
+		}
 	}
 }

@@ -22,7 +22,8 @@ import (
 // shard's goroutine, the shard's messages land in a queue it runs one at
 // a time, and "commands" are closures that pass the shard's gate like a
 // connection's batch does (parking when a key is pinned). Journal entries
-// are text: "S<db>|key|value", "D<db>|key", "F<db>", and two that read a
+// are text: "S<db>|key|value", "D<db>|key", "F<db>", "I<db>|key" (INCR),
+// "A<db>|key" (a set created; replay tracks strings only), and two that read a
 // key: "R<db>|from|to" (RENAME; nothing happens when from is missing) and
 // "C<db>|dst|src" (a store from src, like SUNIONSTORE of one set: dst
 // becomes src's value, or goes when src is missing).
@@ -55,6 +56,13 @@ type harness struct {
 	// after: journal entries once the snapshot is done, which a flow
 	// sends after its last chunk
 	after []byte
+	// deferred: the Slice defers string values (Options.Defer) and finish
+	// materializes its chunks, as a replication flow does.
+	deferred bool
+	// others: Slices started with the same options beside sl whose output
+	// nobody uses (a replica's abandoned full sync): drained and dropped.
+	others int
+	extra  []*Slice
 }
 
 func newHarness(t *testing.T, dbs int) *harness {
@@ -68,13 +76,32 @@ func newHarness(t *testing.T, dbs int) *harness {
 }
 
 func (h *harness) start(opt Options) {
-	opt.Encode = encodeTest
+	if opt.Encode == nil {
+		opt.Encode = encodeTest
+	}
 	opt.Out = h.out
 	if opt.MaxChunk == 0 {
 		opt.MaxChunk = 4 << 10
 	}
 	opt.Journal = opt.Tagged
+	opt.Defer = h.deferred
 	// The cut is taken while the test holds the shard: nothing else runs.
+	for range h.others {
+		o := opt
+		out := make(chan Chunk, 4)
+		o.Out = out
+		go func() {
+			m := NewMaterializer(!o.NoLZF, nil)
+			for {
+				c := <-out
+				m.Materialize(&c)
+				if c.Last {
+					return
+				}
+			}
+		}()
+		h.extra = append(h.extra, Start(h.sh, o))
+	}
 	h.sl = Start(h.sh, opt)
 }
 
@@ -100,7 +127,15 @@ func (h *harness) queued() int {
 
 // finish runs messages until the snapshot is done and collects its output.
 func (h *harness) finish() {
-	for idle := 0; !h.sl.Done(); {
+	done := func() bool {
+		for _, o := range h.extra {
+			if !o.Done() {
+				return false
+			}
+		}
+		return h.sl.Done()
+	}
+	for idle := 0; !done(); {
 		if h.step() {
 			idle = 0
 			continue
@@ -114,8 +149,10 @@ func (h *harness) finish() {
 	for h.queued() > 0 {
 		h.step()
 	}
+	m := NewMaterializer(true, nil)
 	for last := false; !last; {
 		c := <-h.out
+		m.Materialize(&c)
 		if c.Err != nil {
 			h.t.Fatal(c.Err)
 		}
@@ -295,6 +332,7 @@ type streamCheck struct {
 	// per key: the stream positions of baseline items (start, end) and
 	// of journal entries
 	items   map[string][][2]int
+	sets    map[string][][2]int // set records, as items
 	entries map[string][]int
 	big     int // items that came in more than one piece
 }
@@ -304,6 +342,14 @@ type recordSink struct {
 	db   int
 	keys []string
 	vals []string
+	sets []string // keys of set records
+}
+
+func (r *recordSink) Begin(key []byte, t rdb.Type, sizeHint int, m rdb.Meta) error {
+	if t == rdb.TypeSet {
+		r.sets = append(r.sets, strconv.Itoa(r.db)+"/"+string(key))
+	}
+	return nil
 }
 
 func (r *recordSink) SelectDB(db uint64) error { r.db = int(db); return nil }
@@ -316,7 +362,7 @@ func (r *recordSink) String(key, val []byte, m rdb.Meta) error {
 func checkStream(t *testing.T, data []byte) *streamCheck {
 	t.Helper()
 	sc := &streamCheck{baseline: map[string]string{}, replay: map[string]string{},
-		items: map[string][][2]int{}, entries: map[string][]int{}}
+		items: map[string][][2]int{}, sets: map[string][][2]int{}, entries: map[string][]int{}}
 	cr := rdb.NewChunkReader(bytes.NewReader(data))
 	pending := map[uint32][]byte{}
 	startAt := map[uint32]int{}
@@ -354,6 +400,9 @@ func checkStream(t *testing.T, data []byte) *streamCheck {
 				sc.replay[k] = sink.vals[i]
 				sc.items[k] = append(sc.items[k], [2]int{startAt[ch.Stream], pos})
 			}
+			for _, k := range sink.sets {
+				sc.sets[k] = append(sc.sets[k], [2]int{startAt[ch.Stream], pos})
+			}
 			delete(pending, ch.Stream)
 			delete(startAt, ch.Stream)
 			delete(pieces, ch.Stream)
@@ -366,6 +415,14 @@ func checkStream(t *testing.T, data []byte) *streamCheck {
 				k := db + "/" + f[1]
 				sc.entries[k] = append(sc.entries[k], pos)
 				sc.replay[k] = f[2]
+			case 'I': // INCR
+				k := db + "/" + f[1]
+				sc.entries[k] = append(sc.entries[k], pos)
+				n, _ := strconv.Atoi(sc.replay[k])
+				sc.replay[k] = strconv.Itoa(n + 1)
+			case 'A': // a set created (replay tracks strings only)
+				k := db + "/" + f[1]
+				sc.entries[k] = append(sc.entries[k], pos)
 			case 'D':
 				k := db + "/" + f[1]
 				sc.entries[k] = append(sc.entries[k], pos)
@@ -384,7 +441,7 @@ func checkStream(t *testing.T, data []byte) *streamCheck {
 				case e[0] == 'C':
 					delete(sc.replay, to)
 				}
-				if ok && e[0] == 'R' {
+				if ok && e[0] == 'R' && from != to { // RENAME k k changes nothing
 					delete(sc.replay, from)
 				}
 			case 'F':
@@ -451,12 +508,20 @@ func bigValue(rng *rand.Rand, tag string) string {
 // active sweep expires while the walk runs (stash unloads move items; the
 // expiry DELs may be deferred). Replay must equal the final dataset.
 func TestStreamRandomizedExpiry(t *testing.T) {
+	eachModeAndSeed(t, 100, func(t *testing.T, mode Mode, seed, _ uint64) {
+		runStreamOpt(t, mode, seed, true)
+	})
+}
+
+// eachModeAndSeed runs fn in both modes for four seeds from base+1 (or
+// $DFLY_TEST_SEED), as subtests; i is the seed's number, 1 to 4.
+func eachModeAndSeed(t *testing.T, base uint64, fn func(t *testing.T, mode Mode, seed, i uint64)) {
 	for _, mode := range []Mode{PIT, NonPIT} {
 		for i := uint64(1); i <= 4; i++ {
-			seed := testSeed(t, 100+i)
+			seed := testSeed(t, base+i)
 			t.Run(fmt.Sprintf("mode%d/seed%d", mode, seed), func(t *testing.T) {
 				t.Logf("seed %d (DFLY_TEST_SEED reproduces)", seed)
-				runStreamOpt(t, mode, seed, true)
+				fn(t, mode, seed, i)
 			})
 		}
 	}
@@ -480,15 +545,17 @@ func testSeed(t *testing.T, def uint64) uint64 {
 // baseline must also equal the dataset at the cut, every key once, and
 // the ordering invariant must hold for every key.
 func TestStreamRandomized(t *testing.T) {
-	for _, mode := range []Mode{PIT, NonPIT} {
-		for i := uint64(1); i <= 4; i++ {
-			seed := testSeed(t, i)
-			t.Run(fmt.Sprintf("mode%d/seed%d", mode, seed), func(t *testing.T) {
-				t.Logf("seed %d (DFLY_TEST_SEED reproduces)", seed)
-				runStream(t, mode, seed)
-			})
-		}
-	}
+	eachModeAndSeed(t, 0, func(t *testing.T, mode Mode, seed, _ uint64) { runStream(t, mode, seed) })
+}
+
+// TestStreamRandomizedDeferred is TestStreamRandomized as a replication
+// flow runs it: string values deferred (Options.Defer) and, beside it for
+// odd seeds, the Slice of an abandoned full sync still walking the same
+// shard; even seeds also expire keys.
+func TestStreamRandomizedDeferred(t *testing.T) {
+	eachModeAndSeed(t, 200, func(t *testing.T, mode Mode, seed, i uint64) {
+		runStreamWith(t, mode, seed, i%2 == 0, func(h *harness) { h.deferred, h.others = true, int(i%2) })
+	})
 }
 
 func runStream(t *testing.T, mode Mode, seed uint64) {
@@ -496,8 +563,13 @@ func runStream(t *testing.T, mode Mode, seed uint64) {
 }
 
 func runStreamOpt(t *testing.T, mode Mode, seed uint64, expiring bool) {
+	runStreamWith(t, mode, seed, expiring, func(*harness) {})
+}
+
+func runStreamWith(t *testing.T, mode Mode, seed uint64, expiring bool, setup func(h *harness)) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	h := newHarness(t, 2)
+	setup(h)
 	stepOnePosition(t)
 	for db := 0; db < 2; db++ {
 		for i := 0; i < 3000; i++ {
