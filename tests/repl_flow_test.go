@@ -149,13 +149,24 @@ func missingOnReplica(t *testing.T, m, r map[string]string, rc *RawConn) {
 // Faults during a dfly-native full sync: FLUSHALL while the flows send
 // their baselines, many keys expiring meanwhile, and the replica killed
 // mid-sync and replaced by a new process that syncs again. Each ends with
-// equal digests.
+// equal digests. PIT and non-PIT: a flush is handled differently by each
+// (PIT holds the journal until its baseline ends; non-PIT must not).
 func TestDflyFlowFaults(t *testing.T) {
 	if IsRedis() {
 		t.Skip("dfly-native replication")
 	}
+	for _, pit := range []bool{true, false} {
+		t.Run("pit="+strconv.FormatBool(pit), func(t *testing.T) {
+			raceSubset(t, !pit)
+			flowFaults(t, pit)
+		})
+	}
+}
+
+func flowFaults(t *testing.T, pit bool) {
 	seed := newSeed(t)
-	master := StartServer(t, "--shards", "3", "--serialization_max_chunk_size", "4kb")
+	master := StartServer(t, "--shards", "3", "--serialization_max_chunk_size", "4kb",
+		"--point_in_time_snapshot="+strconv.FormatBool(pit))
 	mc := master.Raw(t)
 	preload(t, mc, 20000)
 	for _, db := range replDBs { // keys that expire while the sync runs
@@ -181,8 +192,20 @@ func TestDflyFlowFaults(t *testing.T) {
 
 	rep := StartServer(t, "--shards", "2")
 	rc := rep.Raw(t)
+	fulls := infoField(mc, "replication", "dfly_flow_syncs_full")
 	mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
-	time.Sleep(20 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); infoField(mc, "replication", "dfly_flow_syncs_full") == fulls; {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica's full sync did not start")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// One db flushed while the walk is in another (db 0 goes first), then
+	// all of them.
+	mustOK(t, mc.Do("SELECT", "3"), "select")
+	mustOK(t, mc.Do("FLUSHDB"), "flushdb during the full sync")
+	mustOK(t, mc.Do("SELECT", "0"), "select")
+	time.Sleep(100 * time.Millisecond)
 	mustOK(t, mc.Do("FLUSHALL"), "flushall during the full sync")
 	preload(t, mc, 2000)
 	waitLinkUp(t, rc)
