@@ -545,11 +545,12 @@ func recycleItems(free chan []loadItem, items []loadItem) {
 // loadItem is one decoded key on its way to its shard.
 type loadItem struct {
 	db       int
-	key      []byte // nil: a reservation (RESIZEDB), no key
+	key      []byte // may be empty: "" is a key like any other
 	val      shard.Value
 	expireAt int64
-	// reserve, reserveExp: the keys, and keys with a TTL, a reservation
-	// announces (DB.Reserve).
+	// reservation: no key, but room for reserve keys, reserveExp of them
+	// with a TTL (RESIZEDB; DB.Reserve).
+	reservation         bool
 	reserve, reserveExp int32
 }
 
@@ -558,7 +559,7 @@ type loadItem struct {
 func applyItems(sh *shard.Shard, items []loadItem) {
 	for i := range items {
 		it := &items[i]
-		if it.key == nil {
+		if it.reservation {
 			sh.DBs[it.db].Reserve(int(it.reserve), int(it.reserveExp))
 			continue
 		}

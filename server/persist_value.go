@@ -266,7 +266,7 @@ func (l *loader) ResizeDB(keys, exp uint64) error {
 	for sid := range shards {
 		// The shares vary by a few square roots of n/shards: Reserve plans
 		// for 70% of the room it makes.
-		l.add(sid, loadItem{db: l.db, reserve: int32(n / shards), reserveExp: int32(e / shards)})
+		l.add(sid, loadItem{db: l.db, reservation: true, reserve: int32(n / shards), reserveExp: int32(e / shards)})
 	}
 	return nil
 }

@@ -66,6 +66,7 @@ func fillAllTypes(t *testing.T, c *RawConn, db int) {
 	p := fmt.Sprintf("d%d:", db)
 	do := func(args ...string) { t.Helper(); mustOK(t, c.Do(args...), strings.Join(args[:2], " ")) }
 	do("SET", p+"str", "hello world")
+	do("SET", "", "the empty key, db "+strconv.Itoa(db)) // a key like any other
 	do("SET", p+"int", "12345")
 	do("SET", p+"ttl", "expiring", "EX", "1000")
 	do("SET", p+"long", strings.Repeat("abcdefgh", 100))

@@ -396,6 +396,7 @@ func preload(t *testing.T, c *RawConn, n int) {
 			}
 		}
 		mustOK(t, c.Do("SET", "pre:big", strings.Repeat("B", 3<<20)), "big")
+		mustOK(t, c.Do("SET", "", "the empty key"), "empty key")
 		mustOK(t, c.Do("XADD", "pre:x", "*", "a", "1"), "xadd")
 	}
 	mustOK(t, c.Do("SELECT", "0"), "select")
