@@ -495,13 +495,15 @@ func emptyCollection(v *shard.Value) bool {
 // exclusively by a transaction: that one may have applied writes it has
 // not journaled yet, which a baseline taken now would hold, and the
 // replica would then apply them twice. The walk, which has not passed the
-// bucket, writes such a key after the commit (inFlight). PIT never skips:
-// a bucket below the snapshot version holds no change at all.
+// bucket, writes such a key after the commit (inFlight). Elsewhere only
+// a value still in pieces is left out: non-PIT may capture its bucket
+// again (Capture, then the walk); PIT captures a bucket once, so never
+// meets one.
 func (sl *Slice) skip(db int, key string) bool {
 	if sl.capturing {
 		return sl.byKey[keyRef{db, key}] != nil || sl.sh.ExclLocked(db, key)
 	}
-	return len(sl.byKey) > 0 && sl.writing(db, key) // non-PIT: captured again
+	return len(sl.byKey) > 0 && sl.writing(db, key)
 }
 
 // writing reports whether key's value is being written in pieces (an item
