@@ -79,6 +79,7 @@ func TestDflyFlowReplication(t *testing.T) {
 				defer rep.cmd.Process.Signal(syscall.SIGQUIT)
 			}
 			waitDigestsEqual(t, mc, rc)
+			noFailedBaseline(t, master)
 			full, _ := strconv.Atoi(infoField(mc, "replication", "dfly_flow_syncs_full"))
 			partial, _ := strconv.Atoi(infoField(mc, "replication", "dfly_flow_syncs_partial"))
 			t.Logf("flow syncs: %d full, %d partial", full, partial)
@@ -215,6 +216,17 @@ func flowFaults(t *testing.T, pit bool) {
 	sd.check(t)
 	time.Sleep(1500 * time.Millisecond)
 	waitDigestsEqual(t, mc, rc)
+	noFailedBaseline(t, master)
+}
+
+// noFailedBaseline fails the test if the master logged a flow whose
+// baseline failed to encode: the replica syncs again and ends equal, which
+// would hide the bug.
+func noFailedBaseline(t *testing.T, master *Server) {
+	t.Helper()
+	if out := master.Output(); strings.Contains(out, "the baseline failed") {
+		t.Fatal("the master logged a failed baseline (see its output)")
+	}
 }
 
 // WAIT counts a dfly replica once all its flows acknowledged the master's
