@@ -4,6 +4,7 @@ import (
 	"errors"
 	"iter"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -281,6 +282,8 @@ type Slice struct {
 	captures  []bucketRef
 	// moved: keys OnMoved saw jump behind the walk, for the next step.
 	moved []keyRef
+	// pit: the shard's PIT Slices, this one among them (olderFirst).
+	pit *pitGroup
 
 	// Keys counts the keys written.
 	Keys uint64
@@ -314,6 +317,10 @@ func Start(sh *shard.Shard, opt Options) *Slice {
 	sh.AddGate(sl)
 	if opt.Mode == NonPIT {
 		sh.AddMoveHook(sl)
+	} else {
+		g, _ := pitGroups.LoadOrStore(sh, &pitGroup{})
+		sl.pit = g.(*pitGroup)
+		sl.pit.slices = append(sl.pit.slices, sl) // versions ascend
 	}
 	sl.tid = lockLoop() // background.go
 	stats.started.Add(1)
@@ -402,6 +409,9 @@ func (sl *Slice) serializeBucket(db int, t *dash.Table[shard.Value], exp *dash.T
 		if t.Version(b) >= sl.version {
 			return
 		}
+		if len(sl.pit.slices) > 1 {
+			sl.olderFirst(db, t, b)
+		}
 		t.SetVersion(b, sl.version)
 	}
 	sl.startHookTiming()
@@ -415,6 +425,32 @@ func (sl *Slice) serializeBucket(db int, t *dash.Table[shard.Value], exp *dash.T
 			}
 		})
 		sl.track(bk)
+	}
+}
+
+// pitGroup is a shard's running PIT Slices, oldest (lowest version)
+// first; only the shard's goroutine touches it.
+type pitGroup struct{ slices []*Slice }
+
+// pitGroups maps a shard to its pitGroup.
+var pitGroups sync.Map
+
+// olderFirst (PIT) has every older PIT Slice of the shard that walks t
+// capture bucket b before this one stamps it. A stamp is a version, and
+// a newer Slice's is higher than an older one's: the older Slice would
+// take b for captured by itself and skip it (two replicas' full syncs, or
+// a BGSAVE and a full sync, whose walks run at their consumers' paces).
+// Oldest first, so each sees b unstamped by any newer one. Change hooks
+// need none of this: they run in registration order, oldest first.
+func (sl *Slice) olderFirst(db int, t *dash.Table[shard.Value], b dash.Cursor) {
+	for _, o := range sl.pit.slices {
+		if o == sl {
+			return
+		}
+		if ot, oexp := o.tables(db); !o.done && ot == t && (!o.dbs[db].flushed || o.dbs[db].table != nil) && t.Version(b) < o.version {
+			o.serializeBucket(db, t, oexp, b)
+			o.endTiming()
+		}
 	}
 }
 
@@ -1432,6 +1468,10 @@ func (sl *Slice) finish(s *shard.Shard) {
 	s.RemoveGate(sl)
 	if sl.opt.Mode == NonPIT {
 		s.RemoveMoveHook(sl)
+	} else {
+		if i := slices.Index(sl.pit.slices, sl); i >= 0 {
+			sl.pit.slices = slices.Delete(sl.pit.slices, i, i+1)
+		}
 	}
 	sl.done = true
 	unlockLoop() // locked in Start

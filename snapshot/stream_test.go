@@ -62,7 +62,9 @@ type harness struct {
 	// others: Slices started with the same options beside sl whose output
 	// nobody uses (a replica's abandoned full sync): drained and dropped.
 	others int
-	extra  []*Slice
+	// othersAfter: the others start after sl (they take later cuts).
+	othersAfter bool
+	extra       []*Slice
 }
 
 func newHarness(t *testing.T, dbs int) *harness {
@@ -86,6 +88,9 @@ func (h *harness) start(opt Options) {
 	opt.Journal = opt.Tagged
 	opt.Defer = h.deferred
 	// The cut is taken while the test holds the shard: nothing else runs.
+	if h.othersAfter {
+		h.sl = Start(h.sh, opt)
+	}
 	for range h.others {
 		o := opt
 		out := make(chan Chunk, 4)
@@ -102,7 +107,9 @@ func (h *harness) start(opt Options) {
 		}()
 		h.extra = append(h.extra, Start(h.sh, o))
 	}
-	h.sl = Start(h.sh, opt)
+	if !h.othersAfter {
+		h.sl = Start(h.sh, opt)
+	}
 }
 
 // step runs the shard's next message; it reports false when none is queued.
@@ -549,12 +556,17 @@ func TestStreamRandomized(t *testing.T) {
 }
 
 // TestStreamRandomizedDeferred is TestStreamRandomized as a replication
-// flow runs it: string values deferred (Options.Defer) and, beside it for
-// odd seeds, the Slice of an abandoned full sync still walking the same
-// shard; even seeds also expire keys.
+// flow runs it: string values deferred (Options.Defer), and beside it,
+// on the same shard, another Slice: an older one for the first seed (an
+// abandoned full sync still walking), a newer one for the third (a second
+// replica's full sync, a BGSAVE: its walk may overtake this one's, and
+// its stamps must not pass for this one's captures). Even seeds expire
+// keys.
 func TestStreamRandomizedDeferred(t *testing.T) {
 	eachModeAndSeed(t, 200, func(t *testing.T, mode Mode, seed, i uint64) {
-		runStreamWith(t, mode, seed, i%2 == 0, func(h *harness) { h.deferred, h.others = true, int(i%2) })
+		runStreamWith(t, mode, seed, i%2 == 0, func(h *harness) {
+			h.deferred, h.others, h.othersAfter = true, int(i%2), i == 3
+		})
 	})
 }
 

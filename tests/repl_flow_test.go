@@ -219,6 +219,50 @@ func flowFaults(t *testing.T, pit bool) {
 	noFailedBaseline(t, master)
 }
 
+// Two replicas whose full syncs overlap on the master (PIT): each session's
+// walk runs at its own consumer's pace, and a newer session's bucket stamps
+// must not pass for an older one's captures. Big values make the walks
+// drift apart. Both replicas end equal to the master.
+func TestDflyFlowTwoReplicas(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly-native replication")
+	}
+	raceSubset(t, false) // the snapshot's unit tests cover it under -race
+	seed := newSeed(t)
+	master := StartServer(t, "--shards", "2", "--serialization_max_chunk_size", "4kb")
+	mc := master.Raw(t)
+	preload(t, mc, 5000)
+	for i := 0; i < 60; i++ {
+		mc.Send("SET", fmt.Sprintf("pre:bigs:%d", i), strings.Repeat(strconv.Itoa(i%10), 100_000+i*1000))
+	}
+	for i := 0; i < 60; i++ {
+		mc.MustRead()
+	}
+	sd := &seeder{addr: master.Addr, seed: seed, keys: 200, bigEvery: 100, shortTTL: true}
+	stop := make(chan struct{})
+	wg := sd.run(t, 2, stop)
+	host, port := splitAddr(t, master.Addr)
+	var rcs []*RawConn
+	for i := 0; i < 2; i++ {
+		rc := StartServer(t, "--shards", strconv.Itoa(2+i)).Raw(t)
+		mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
+		rcs = append(rcs, rc)
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, rc := range rcs {
+		waitLinkUp(t, rc)
+	}
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	sd.check(t)
+	time.Sleep(1500 * time.Millisecond)
+	for _, rc := range rcs {
+		waitDigestsEqual(t, mc, rc)
+	}
+	noFailedBaseline(t, master)
+}
+
 // noFailedBaseline fails the test if the master logged a flow whose
 // baseline failed to encode: the replica syncs again and ends equal, which
 // would hide the bug.
