@@ -1472,6 +1472,9 @@ func (sl *Slice) finish(s *shard.Shard) {
 		if i := slices.Index(sl.pit.slices, sl); i >= 0 {
 			sl.pit.slices = slices.Delete(sl.pit.slices, i, i+1)
 		}
+		if len(sl.pit.slices) == 0 {
+			pitGroups.Delete(s) // Start makes it again (on this goroutine too)
+		}
 	}
 	sl.done = true
 	unlockLoop() // locked in Start
