@@ -70,6 +70,10 @@ const errSortScore = "ERR One or more scores can't be converted into double"
 // on a coordinator (resolve); nobody sees this reply.
 const errSortDemoted = "ERR SORT: script moved to a coordinator"
 
+// errScriptDemoted: an inline script stopped to run again on a coordinator
+// (luaVM.exec); the reply is discarded with the run.
+const errScriptDemoted = "ERR script moved to a coordinator"
+
 func sortCommands() []*Command {
 	return []*Command{
 		{Name: "sort", Arity: -2, Flags: FlagWrite | FlagDenyOOM, KeyPositions: sortKeys,

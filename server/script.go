@@ -50,6 +50,8 @@ const (
 // scripts, shared by all connections.
 type scriptEngine struct {
 	log *Logger
+	// leaves is Server.leavesShard.
+	leaves func(name string) bool
 
 	mu     sync.RWMutex
 	protos map[string]*compiledScript // by lower-case SHA1 hex
@@ -68,7 +70,7 @@ func (s *Server) scripts() *scriptEngine {
 	if e, ok := engines.Load(s); ok {
 		return e.(*scriptEngine)
 	}
-	e := &scriptEngine{log: s.log, protos: make(map[string]*compiledScript),
+	e := &scriptEngine{log: s.log, leaves: s.leavesShard, protos: make(map[string]*compiledScript),
 		running: make(map[*scriptRun]struct{})}
 	e.vms.New = func() any { return newLuaVM(e) }
 	got, _ := engines.LoadOrStore(s, e)
@@ -87,6 +89,10 @@ type compiledScript struct {
 	// whose name is not a literal (scriptNamesCommands); see
 	// evalCoordinate.
 	maySort bool
+	// leavesShard: it may call a command that reaches shards other than
+	// its keys' (Server.leavesShard), or one whose name is not a literal;
+	// see evalCoordinate.
+	leavesShard bool
 }
 
 // load compiles body (once) and caches it; the error is the full reply.
@@ -98,11 +104,14 @@ func (e *scriptEngine) load(body []byte) (string, *compiledScript, string) {
 	if p != nil {
 		return sha, p, ""
 	}
-	proto, names, err := compileScript(body)
+	proto, literal, names, err := compileScript(body)
 	if err != "" {
 		return sha, nil, err
 	}
-	p = &compiledScript{proto: proto, maySort: mentionsSort(body) || !names}
+	p = &compiledScript{proto: proto, maySort: mentionsSort(body) || !literal, leavesShard: !literal}
+	for _, n := range names {
+		p.leavesShard = p.leavesShard || e.leaves(n)
+	}
 	e.mu.Lock()
 	if old := e.protos[sha]; old != nil {
 		p = old
@@ -478,6 +487,13 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 // on the shard that owns its keys (cmdEvalShard) when
 //   - it has no keys: it may call keyless commands (FLUSHALL, DBSIZE) that
 //     take locks of their own;
+//   - it may call a command that reaches other shards (DBSIZE, KEYS,
+//     SCAN, SORT's patterns: Server.leavesShard), or one not named by a
+//     literal, and the shards are owned by more than one goroutine. Inline,
+//     the shard's goroutine would wait for another shard's, which may at
+//     that moment wait for it in a script of its own: two event loops
+//     waiting for each other forever. A coordinator waits for both
+//     without holding either;
 //   - tiering is on and it may call SORT: its text names it
 //     (mentionsSort), or a command it calls is not named by a literal
 //     (scriptNamesCommands, checked when it is compiled). SORT's BY and
@@ -507,16 +523,17 @@ func evalCoordinate(srv *Server, args [][]byte) bool {
 	bySHA := len(args[0]) > 4 && (args[0][4] == 's' || args[0][4] == 'S') // EVALSHA[_RO]
 	// sha: of an EVAL's body, once computed.
 	var sha string
-	if srv.tiered != nil {
+	tiered, apart := srv.tiered != nil, srv.shardsApart()
+	if tiered || apart {
 		var p *compiledScript
 		if bySHA {
 			p = srv.scripts().lookupBytes(args[1])
-		} else if mentionsSort(args[1]) { // EVAL carries the body
+		} else if tiered && mentionsSort(args[1]) { // EVAL carries the body
 			return true
 		} else {
 			sha, p, _ = srv.scripts().load(args[1]) // cached for the run that follows
 		}
-		if p != nil && p.maySort {
+		if p != nil && (tiered && p.maySort || apart && p.leavesShard) {
 			return true
 		}
 	}
@@ -586,4 +603,29 @@ func cmdEvalShard(e *Exec, bySHA, readonly bool) {
 			cmd: e.Srv.table.lookup(e.Args[0])}
 	}
 	*x = Coord{step: x.step}
+}
+
+// leavesShard reports whether the command name, called by a script that
+// runs on the shard owning its keys, may have to run on other shards too:
+// a keyless one that is not a connection command (DBSIZE, KEYS, SCAN,
+// RANDOMKEY; keyless writes such as FLUSHALL are refused in a keyed
+// script before they run) and SORT, whose BY and GET patterns name keys
+// anywhere. Unknown names and commands scripts may not call fail before
+// they run.
+func (s *Server) leavesShard(name string) bool {
+	cmd := s.table.lookup([]byte(name))
+	if cmd == nil || cmd.Local != nil || cmd.Flags&FlagNoScript != 0 {
+		return false
+	}
+	if cmd.Name == "sort" || cmd.Name == "sort_ro" {
+		return true
+	}
+	return cmd.FirstKey == 0 && cmd.KeyPositions == nil
+}
+
+// shardsApart reports whether shards are owned by more than one goroutine
+// (event loop): a shard's goroutine must then never wait for another's
+// (see evalCoordinate). Before the loops are known, it assumes so.
+func (s *Server) shardsApart() bool {
+	return len(s.shards) > 1 && len(s.loops) != 1
 }

@@ -82,9 +82,9 @@ type luaVM struct {
 // starts over (SCRIPT FLUSH leaves stale entries, which are harmless).
 const maxCachedFns = 256
 
-// namesCommands: every command it can call is a literal in its text
-// (scriptNamesCommands).
-func compileScript(body []byte) (proto *lua.FunctionProto, namesCommands bool, _ string) {
+// namesCommands: every command it can call is a literal in its text, and
+// names are those literals (scriptNamesCommands).
+func compileScript(body []byte) (proto *lua.FunctionProto, namesCommands bool, names []string, _ string) {
 	chunk, err := parse.Parse(bytes.NewReader(body), scriptSource)
 	if err == nil {
 		if proto, err = lua.Compile(chunk, scriptSource); err == nil {
@@ -92,7 +92,8 @@ func compileScript(body []byte) (proto *lua.FunctionProto, namesCommands bool, _
 			// table for its varargs, which gopher-lua would otherwise
 			// build (with a map) on every run.
 			proto.IsVarArg &^= lua.VarArgNeedsArg
-			return proto, scriptNamesCommands(chunk), ""
+			ok, names := scriptNamesCommands(chunk)
+			return proto, ok, names, ""
 		}
 	}
 	msg := err.Error()
@@ -105,7 +106,7 @@ func compileScript(body []byte) (proto *lua.FunctionProto, namesCommands bool, _
 	} else if ce, ok := err.(*lua.CompileError); ok {
 		msg = scriptSource + ":" + strconv.Itoa(ce.Line) + ": " + ce.Message
 	}
-	return nil, false, "ERR Error compiling script (new function): " + strings.TrimSpace(msg)
+	return nil, false, nil, "ERR Error compiling script (new function): " + strings.TrimSpace(msg)
 }
 
 func newLuaVM(e *scriptEngine) *luaVM {
@@ -731,6 +732,18 @@ func (vm *luaVM) exec(cmd *Command, args [][]byte) {
 			e.run(cmd)
 			e.Args, e.W, e.Conn = nil, nil, nil
 			return
+		}
+		if srv := sc.x.Srv; srv.shardsApart() && srv.leavesShard(cmd.Name) {
+			// It may reach another loop's shard, and this goroutine must
+			// not wait for one (evalCoordinate keeps such scripts off
+			// shards; this one escaped it, say loaded between that check
+			// and its run). Stopped before its first write, it runs again
+			// on a coordinator; past it, it goes on.
+			toCoordinator(sc.sha)
+			if sc.x.script != nil && sc.x.script.demote() {
+				w.Error(errScriptDemoted) // discarded with the run
+				return
+			}
 		}
 		if sc.t == nil {
 			sc.t = sc.x.Tx()

@@ -16,10 +16,15 @@ import "github.com/yuin/gopher-lua/ast"
 // (pcall(redis.call, ...)), the functions that reach globals or code
 // indirectly (_G, getfenv, rawget, load ...), and any construct it does not
 // know make it false.
-func scriptNamesCommands(chunk []ast.Stmt) bool {
+//
+// names are the literal names it calls (as written), when it holds.
+func scriptNamesCommands(chunk []ast.Stmt) (ok bool, names []string) {
 	w := nameWalker{ok: true}
 	w.stmts(chunk)
-	return w.ok
+	if !w.ok {
+		return false, nil
+	}
+	return true, w.names
 }
 
 // opaqueGlobals reach the redis table, or code, without naming it.
@@ -30,7 +35,10 @@ var opaqueGlobals = map[string]bool{
 	"module": true, "newproxy": true,
 }
 
-type nameWalker struct{ ok bool }
+type nameWalker struct {
+	ok    bool
+	names []string
+}
 
 func (w *nameWalker) stmts(list []ast.Stmt) {
 	for _, s := range list {
@@ -131,10 +139,12 @@ func (w *nameWalker) expr(e ast.Expr) {
 				w.ok = false
 				return
 			}
-			if _, lit := e.Args[0].(*ast.StringExpr); !lit {
+			name, lit := e.Args[0].(*ast.StringExpr)
+			if !lit {
 				w.ok = false
 				return
 			}
+			w.names = append(w.names, name.Value)
 		} else {
 			w.expr(e.Func)
 		}

@@ -35,7 +35,7 @@ func TestScriptNamesCommands(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.body, err)
 		}
-		if got := scriptNamesCommands(chunk); got != c.names {
+		if got, _ := scriptNamesCommands(chunk); got != c.names {
 			t.Errorf("%s: names its commands %v, want %v", c.body, got, c.names)
 		}
 	}

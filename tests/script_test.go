@@ -227,3 +227,66 @@ return redis.call('incr', KEYS[2])`, "2", "w", "n")
 		}
 	})
 }
+
+// TestScriptKeylessCallsNoDeadlock: scripts with keys that call commands
+// reaching every shard (DBSIZE, KEYS, SCAN, RANDOMKEY, INFO, SORT BY), from
+// clients on every event loop at once. Run on the shard of their keys,
+// two such scripts on two loops each waited for the other's loop: the
+// server hung. They must all answer, with the right figures.
+func TestScriptKeylessCallsNoDeadlock(t *testing.T) {
+	srv := StartServer(t, "--shards", "4")
+	ctx := context.Background()
+	setup := srv.Client(t, 2)
+	const keys = 64
+	for i := 0; i < keys; i++ {
+		if err := setup.Set(ctx, "dl:"+strconv.Itoa(i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scripts := []struct {
+		body  string
+		check func(v any) bool
+	}{
+		{"redis.call('incr', KEYS[1]); return redis.call('dbsize')", func(v any) bool { return v == int64(keys) }},
+		{"redis.call('incr', KEYS[1]); return #redis.call('keys', 'dl:*')", func(v any) bool { return v == int64(keys) }},
+		{"redis.call('incr', KEYS[1]); return redis.call('randomkey')", func(v any) bool { s, ok := v.(string); return ok && strings.HasPrefix(s, "dl:") }},
+		{"redis.call('incr', KEYS[1]); return redis.call('scan', 0, 'count', 10)[1]", func(v any) bool { _, ok := v.(string); return ok }},
+		{"redis.call('incr', KEYS[1]); return redis.call('info', 'keyspace')", func(v any) bool { s, _ := v.(string); return strings.Contains(s, "db0:keys=64,") }},
+		{"return redis.call('sort', KEYS[1], 'by', 'dl:*', 'limit', 0, 1)", func(v any) bool { _, ok := v.([]any); return ok }},
+	}
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			c := srv.ClientWith(t, &redis.Options{Protocol: 2, ReadTimeout: 20 * time.Second})
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			for i := 0; i < 200; i++ {
+				s := scripts[rng.IntN(len(scripts))]
+				k := "dl:" + strconv.Itoa(rng.IntN(keys))
+				if strings.Contains(s.body, "sort") {
+					k = "dl:list"
+				}
+				v, err := c.Eval(ctx, s.body, []string{k}).Result()
+				if err == redis.Nil && strings.Contains(s.body, "sort") {
+					continue
+				}
+				if err != nil || !s.check(v) {
+					errs <- fmt.Errorf("client %d, seed %d: %q on %s: %v, %v", w, seed, s.body, k, v, err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if err := setup.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING after the scripts: %v", err)
+	}
+}
