@@ -18,8 +18,15 @@ import "github.com/yuin/gopher-lua/ast"
 // know make it false.
 //
 // names are the literal names it calls (as written), when it holds.
+//
+// A local bound to redis.call or redis.pcall (local rcall = redis.call, as
+// BullMQ's scripts begin) is a name for it: calls through it count as
+// calls, any other use of that name anywhere (an argument, a new value)
+// makes the check false. A first walk collects those names.
 func scriptNamesCommands(chunk []ast.Stmt) (ok bool, names []string) {
-	w := nameWalker{ok: true}
+	w := nameWalker{ok: true, collect: true, aliases: map[string]bool{}}
+	w.stmts(chunk)
+	w.collect, w.names = false, nil
 	w.stmts(chunk)
 	if !w.ok {
 		return false, nil
@@ -38,6 +45,22 @@ var opaqueGlobals = map[string]bool{
 type nameWalker struct {
 	ok    bool
 	names []string
+	// collect: the first walk, which only gathers aliases (the names
+	// bound to redis.call or redis.pcall) and fails nothing.
+	collect bool
+	aliases map[string]bool
+}
+
+func (w *nameWalker) fail() {
+	if !w.collect {
+		w.ok = false
+	}
+}
+
+// isAlias: a call through a name bound to redis.call or redis.pcall.
+func (w *nameWalker) isAlias(e ast.Expr) bool {
+	id, ok := e.(*ast.IdentExpr)
+	return ok && w.aliases[id.Value]
 }
 
 func (w *nameWalker) stmts(list []ast.Stmt) {
@@ -52,10 +75,28 @@ func (w *nameWalker) stmts(list []ast.Stmt) {
 func (w *nameWalker) stmt(s ast.Stmt) {
 	switch s := s.(type) {
 	case *ast.AssignStmt:
-		w.exprs(s.Lhs)
-		w.exprs(s.Rhs)
+		for i, e := range s.Lhs {
+			id, isName := e.(*ast.IdentExpr)
+			if isName && i < len(s.Rhs) && isRedisCall(s.Rhs[i]) {
+				w.bind(id.Value)
+				continue
+			}
+			w.expr(e)
+			if i < len(s.Rhs) {
+				w.expr(s.Rhs[i])
+			}
+		}
+		for i := len(s.Lhs); i < len(s.Rhs); i++ {
+			w.expr(s.Rhs[i])
+		}
 	case *ast.LocalAssignStmt:
-		w.exprs(s.Exprs)
+		for i, e := range s.Exprs {
+			if i < len(s.Names) && isRedisCall(e) {
+				w.bind(s.Names[i])
+				continue
+			}
+			w.expr(e)
+		}
 	case *ast.FuncCallStmt:
 		w.expr(s.Expr)
 	case *ast.DoBlockStmt:
@@ -90,7 +131,15 @@ func (w *nameWalker) stmt(s ast.Stmt) {
 		w.exprs(s.Exprs)
 	case *ast.BreakStmt, *ast.LabelStmt, *ast.GotoStmt:
 	default:
-		w.ok = false
+		w.fail()
+	}
+}
+
+// bind records name as an alias in the first walk; in the second, a name
+// bound more than once is still an alias (every use is checked).
+func (w *nameWalker) bind(name string) {
+	if w.collect {
+		w.aliases[name] = true
 	}
 }
 
@@ -119,29 +168,29 @@ func (w *nameWalker) expr(e ast.Expr) {
 	case *ast.IdentExpr:
 		// Bare redis (an alias, pairs(redis), redis:call) or a way
 		// around names.
-		if e.Value == "redis" || opaqueGlobals[e.Value] {
-			w.ok = false
+		if e.Value == "redis" || opaqueGlobals[e.Value] || w.aliases[e.Value] {
+			w.fail()
 		}
 	case *ast.AttrGetExpr:
 		if obj, ok := e.Object.(*ast.IdentExpr); ok && obj.Value == "redis" {
 			// redis.<name>: fine unless it is call or pcall out of call
 			// position, or the name is computed.
 			if _, isStr := e.Key.(*ast.StringExpr); !isStr || isRedisCall(e) {
-				w.ok = false
+				w.fail()
 			}
 			return
 		}
 		w.expr(e.Object)
 		w.expr(e.Key)
 	case *ast.FuncCallExpr:
-		if isRedisCall(e.Func) {
+		if isRedisCall(e.Func) || e.Receiver == nil && w.isAlias(e.Func) {
 			if len(e.Args) == 0 {
-				w.ok = false
+				w.fail()
 				return
 			}
 			name, lit := e.Args[0].(*ast.StringExpr)
 			if !lit {
-				w.ok = false
+				w.fail()
 				return
 			}
 			w.names = append(w.names, name.Value)
@@ -177,6 +226,6 @@ func (w *nameWalker) expr(e ast.Expr) {
 		w.stmts(e.Stmts)
 	case *ast.TrueExpr, *ast.FalseExpr, *ast.NilExpr, *ast.NumberExpr, *ast.StringExpr, *ast.Comma3Expr:
 	default:
-		w.ok = false
+		w.fail()
 	}
 }
