@@ -76,6 +76,8 @@ func (s *Server) isReplica() bool { return s.replica.active.Load() }
 // replicaRefusal is the error a client command gets on a replica: LOADING
 // during a full sync, READONLY for writes; "" when it may run. Called for
 // every command (Conn.prepare), so the master case is one atomic load.
+// EVAL and EVALSHA run, as on Redis 7 (where they are not write
+// commands): a script's writes fail instead (luaVM.call).
 func (s *Server) replicaRefusal(cmd *Command) string {
 	if !s.replica.active.Load() {
 		return ""
@@ -83,7 +85,7 @@ func (s *Server) replicaRefusal(cmd *Command) string {
 	if s.replica.loading.Load() && cmd.Flags&FlagLoading == 0 {
 		return errLoading
 	}
-	if cmd.Flags&FlagWrite != 0 {
+	if cmd.Flags&FlagWrite != 0 && cmd.Name != "eval" && cmd.Name != "evalsha" {
 		return errReadonlyReplica
 	}
 	return ""

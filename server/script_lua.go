@@ -670,6 +670,11 @@ func (vm *luaVM) call(L *lua.LState, raise bool) int {
 	if write && sc.readonly {
 		return vm.fail(L, raise, "Write commands are not allowed from read-only scripts.")
 	}
+	if write && sc.x.Srv.replica.active.Load() {
+		// As on a Redis 7 replica: EVAL runs (it is no write command
+		// itself, replicaRefusal), its writes fail.
+		return vm.fail(L, raise, "-"+errReadonlyReplica)
+	}
 	vm.pos = cmd.keys(vm.pos[:0], args)
 	for _, i := range vm.pos {
 		if !sc.isDeclared(args[i]) || sc.db != sc.x.DB {

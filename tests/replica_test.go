@@ -965,6 +965,31 @@ func TestReplicaCommands(t *testing.T) {
 	if r := rc.Do("EXEC"); !strings.HasPrefix(r.Str, "EXECABORT") {
 		t.Errorf("EXEC of a write on the replica: %v", r)
 	}
+	// Scripts run on a replica as on Redis 7's: reads answer, a write
+	// inside fails with READONLY (EVAL is not a write command there).
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"EVAL", "return redis.call('get', KEYS[1])", "1", "k"}, "v"},
+		{[]string{"EVAL_RO", "return redis.call('get', KEYS[1])", "1", "k"}, "v"},
+		{[]string{"EVAL", "return redis.call('set', KEYS[1], 'x')", "1", "k"},
+			`(error) /^READONLY You can't write against a read only replica\. script: [0-9a-f]{40}, on @user_script:1\.$/`},
+		{[]string{"EVAL", "return redis.pcall('del', KEYS[1])['err']", "1", "k"}, "READONLY You can't write against a read only replica."},
+		{[]string{"EVALSHA", "4e6d8fc8bb01276962cce5371fa795a7763657ae", "1", "k"}, "v"}, // sha1("return redis.call('get', KEYS[1])")
+	} {
+		r := rc.Do(c.args...)
+		ok := r.Str == c.want && !r.IsError()
+		if strings.HasPrefix(c.want, "(error)") {
+			ok = matchLine(c.want, r)
+		}
+		if !ok {
+			t.Errorf("%q on the replica: %v", c.args, r)
+		}
+	}
+	if r := rc.Do("GET", "k"); r.Str != "v" {
+		t.Errorf("GET k after the scripts: %v", r)
+	}
 	waitUntil(t, 5*time.Second, "offsets to meet", func() bool { return offsetsMet(t, mc, rc) })
 	role := rc.Do("ROLE")
 	if len(role.Elems) != 5 || role.Elems[0].Str != "slave" || role.Elems[1].Str != host ||
