@@ -296,7 +296,7 @@ func (db *DB) Flush() {
 	for _, h := range db.shard.hooks {
 		h.PreFlush(db)
 	}
-	db.shard.flushed(db.Index)
+	db.shard.flushed(db)
 	db.freeExternals() // tier.go
 	if db.Table.Len() > 0 {
 		db.shard.Stats.Writes++ // a flush of keys is a write (journal, dirty count)

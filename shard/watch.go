@@ -63,13 +63,16 @@ func (s *Shard) touched(db int, key string) {
 	}
 }
 
-// flushed marks every watcher of db dirty.
-func (s *Shard) flushed(db int) {
-	if s.watch.dbs[db] == 0 {
+// flushed marks dirty the watchers of db's keys that hold a value (an
+// expired one not yet deleted too), before db is emptied: as in Redis 7,
+// a flush changes nothing for a key watched while absent, and EXEC then
+// runs.
+func (s *Shard) flushed(db *DB) {
+	if s.watch.dbs[db.Index] == 0 {
 		return
 	}
 	for k, ws := range s.watch.keys {
-		if k.db == db {
+		if k.db == db.Index && db.Table.Find(k.key).Valid() {
 			for _, w := range ws {
 				w.dirty.Store(true)
 			}
