@@ -11,6 +11,8 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/tx"
 	"github.com/dfly/dfly/types/num"
@@ -55,6 +57,13 @@ type scriptEngine struct {
 
 	mu     sync.RWMutex
 	protos map[string]*compiledScript // by lower-case SHA1 hex
+	// recent remembers load's answers by body: an EVAL carries its body
+	// on every call, looked up by evalCoordinate and again by its run, and
+	// a hash of the body (xxhash) and a comparison cost far less than
+	// its SHA1. gen counts SCRIPT FLUSHes: an answer from before the last
+	// one is stale (its script is no longer in protos).
+	recent [64]atomic.Pointer[loadedScript]
+	gen    atomic.Uint64
 
 	// vms are idle interpreters; each is reset after a run.
 	vms sync.Pool
@@ -95,13 +104,25 @@ type compiledScript struct {
 	leavesShard bool
 }
 
+type loadedScript struct {
+	body, sha string
+	p         *compiledScript
+	gen       uint64
+}
+
 // load compiles body (once) and caches it; the error is the full reply.
 func (e *scriptEngine) load(body []byte) (string, *compiledScript, string) {
+	gen := e.gen.Load()
+	slot := &e.recent[xxhash.Sum64(body)%uint64(len(e.recent))]
+	if l := slot.Load(); l != nil && l.gen == gen && l.body == string(body) {
+		return l.sha, l.p, ""
+	}
 	sha := sha1hex(body)
 	e.mu.RLock()
 	p := e.protos[sha]
 	e.mu.RUnlock()
 	if p != nil {
+		slot.Store(&loadedScript{body: string(body), sha: sha, p: p, gen: gen})
 		return sha, p, ""
 	}
 	proto, literal, names, err := compileScript(body)
@@ -119,6 +140,7 @@ func (e *scriptEngine) load(body []byte) (string, *compiledScript, string) {
 		e.protos[sha] = p
 	}
 	e.mu.Unlock()
+	slot.Store(&loadedScript{body: string(body), sha: sha, p: p, gen: gen})
 	return sha, p, ""
 }
 
@@ -349,6 +371,7 @@ func cmdScript(c *Conn, a [][]byte, w *resp.Writer) {
 		}
 		e.mu.Lock()
 		e.protos = make(map[string]*compiledScript)
+		e.gen.Add(1) // under mu: a load that saw the old gen stored into the old map
 		e.mu.Unlock()
 		w.SimpleString("OK")
 	case sub == "kill" && len(a) == 2:
