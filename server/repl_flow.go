@@ -2,9 +2,11 @@ package server
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +57,11 @@ type flowSession struct {
 	flows []*flow
 	n     int
 	ready chan struct{}
+	// ip and port are the replica's, as INFO replication shows them: the
+	// address of its DFLY HELLO and the port it announced (REPLCONF
+	// listening-port, or ip-address).
+	ip   string
+	port int
 }
 
 type flow struct {
@@ -121,6 +128,13 @@ func cmdDfly(c *Conn, a [][]byte, w *resp.Writer) {
 		fm.mu.Lock()
 		fm.next++
 		sess := &flowSession{id: strconv.Itoa(fm.next), mode: mode, flows: make([]*flow, len(s.shards)), ready: make(chan struct{})}
+		sess.ip, _, _ = net.SplitHostPort(c.gc.RemoteAddr().String())
+		if c.repl != nil {
+			sess.port = c.repl.port
+			if c.repl.ip != "" {
+				sess.ip = c.repl.ip
+			}
+		}
 		fm.sessions[sess.id] = sess
 		fm.mu.Unlock()
 		// A session nobody completes is forgotten.
@@ -465,14 +479,72 @@ func (s *Server) flowInfo(field func(k string, v any)) {
 	field("dfly_flow_syncs_partial", fm.partialSyncs.Load())
 	fm.mu.Lock()
 	defer fm.mu.Unlock()
-	i := 0
-	for f := range fm.flows {
+	for i, f := range fm.sortedFlows() {
 		state := "stable_sync"
 		if !f.synced.Load() {
 			state = "full_sync"
 		}
 		field("dfly_flow"+strconv.Itoa(i), fmt.Sprintf("shard=%d,state=%s,sent_bytes=%d,sent_lsn=%d,acked_lsn=%d",
 			f.sid, state, f.bytes.Load(), f.sent.Load(), f.acked.Load()))
-		i++
 	}
+}
+
+// sortedFlows are the attached flows by session, then shard, so INFO
+// lists them in a stable order; fm.mu is held.
+func (fm *flowMaster) sortedFlows() []*flow {
+	fs := make([]*flow, 0, len(fm.flows))
+	for f := range fm.flows {
+		fs = append(fs, f)
+	}
+	slices.SortFunc(fs, func(a, b *flow) int {
+		if c := cmp.Compare(len(a.sess.id), len(b.sess.id)); c != 0 {
+			return c // numeric ids: shorter is older
+		}
+		if c := cmp.Compare(a.sess.id, b.sess.id); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.sid, b.sid)
+	})
+	return fs
+}
+
+// flowReplica is a dfly replica (a flow session with a flow attached),
+// as INFO replication and ROLE show it: online once every flow finished
+// its full sync; acked is the LSNs it acknowledged, summed over its flows
+// (its offset).
+type flowReplica struct {
+	ip     string
+	port   int
+	online bool
+	acked  uint64
+}
+
+// info is the replica's INFO replication slaveN value (lag 0: flows
+// acknowledge as they apply).
+func (r flowReplica) info() string {
+	state := "send_bulk"
+	if r.online {
+		state = "online"
+	}
+	return "ip=" + r.ip + ",port=" + strconv.Itoa(r.port) + ",state=" + state +
+		",offset=" + strconv.FormatUint(r.acked, 10) + ",lag=0"
+}
+
+// flowReplicas are the attached dfly replicas, oldest first.
+func (s *Server) flowReplicas() []flowReplica {
+	fm := s.flows()
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	var out []flowReplica
+	var cur *flowSession
+	for _, f := range fm.sortedFlows() {
+		if f.sess != cur {
+			cur = f.sess
+			out = append(out, flowReplica{ip: cur.ip, port: cur.port, online: true})
+		}
+		r := &out[len(out)-1]
+		r.online = r.online && f.synced.Load()
+		r.acked += f.acked.Load()
+	}
+	return out
 }

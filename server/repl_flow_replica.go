@@ -265,6 +265,14 @@ func (l *flowLink) session() error {
 	if err := l.auth(main, mr); err != nil {
 		return err
 	}
+	// The port INFO replication shows on the master (slaveN's port=), as a
+	// Redis replica announces it; any answer will do.
+	if err := writeCommand(main, "REPLCONF", "listening-port", strconv.Itoa(l.cfg.ListenPort)); err != nil {
+		return err
+	}
+	if _, err := readLine(mr); err != nil {
+		return err
+	}
 	if err := writeCommand(main, "DFLY", "HELLO"); err != nil {
 		return err
 	}

@@ -962,12 +962,13 @@ func (m *replMaster) sortedReplicas() []*replicaConn {
 
 // masterInfo writes INFO replication's fields for a master.
 func (s *Server) masterInfo(field func(k string, v any)) {
+	flows := s.flowReplicas() // dfly replicas, listed after Redis-protocol ones
 	m := s.master
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rs := m.sortedReplicas()
 	field("role", "master")
-	field("connected_slaves", len(rs))
+	field("connected_slaves", len(rs)+len(flows))
 	now := time.Now().Unix()
 	for i, r := range rs {
 		st, _ := r.state.Load().(string)
@@ -978,6 +979,9 @@ func (s *Server) masterInfo(field func(k string, v any)) {
 		}
 		field("slave"+strconv.Itoa(i), "ip="+r.ip+",port="+strconv.Itoa(r.port)+",state="+st+
 			",offset="+strconv.FormatInt(off, 10)+",lag="+strconv.FormatInt(lag, 10))
+	}
+	for i, r := range flows {
+		field("slave"+strconv.Itoa(len(rs)+i), r.info())
 	}
 	s.flowInfo(field)
 	field("master_failover_state", "no-failover")
@@ -1018,6 +1022,7 @@ func (s *Server) syncStats(field func(k string, v any)) {
 
 // masterRole answers ROLE on a master: "master", offset, replicas.
 func (s *Server) masterRole(w *resp.Writer) {
+	flows := s.flowReplicas()
 	m := s.master
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -1025,12 +1030,18 @@ func (s *Server) masterRole(w *resp.Writer) {
 	w.Array(3)
 	w.BulkString("master")
 	w.Int(m.offset)
-	w.Array(len(rs))
+	w.Array(len(rs) + len(flows))
 	for _, r := range rs {
 		w.Array(3)
 		w.BulkString(r.ip)
 		w.BulkString(strconv.Itoa(r.port))
 		w.BulkString(strconv.FormatInt(max(r.ack.Load(), 0), 10))
+	}
+	for _, r := range flows {
+		w.Array(3)
+		w.BulkString(r.ip)
+		w.BulkString(strconv.Itoa(r.port))
+		w.BulkString(strconv.FormatUint(r.acked, 10))
 	}
 }
 

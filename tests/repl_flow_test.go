@@ -89,6 +89,16 @@ func TestDflyFlowReplication(t *testing.T) {
 			if r := rc.Do("SET", "x", "1"); !r.IsError() || r.Str[:8] != "READONLY" {
 				t.Fatalf("a write on the replica: %s", r.String())
 			}
+			// The master lists the replica as Redis does, once: the
+			// sessions the cuts broke are gone.
+			_, rport := splitAddr(t, rep.Addr)
+			waitFor(t, 10*time.Second, "the master to list its one replica", func() bool {
+				return infoField(mc, "replication", "connected_slaves") == "1" &&
+					strings.HasPrefix(infoField(mc, "replication", "slave0"), "ip=127.0.0.1,port="+rport+",state=online,")
+			})
+			if role := mc.Do("ROLE"); len(role.Elems) != 3 || len(role.Elems[2].Elems) != 1 || role.Elems[2].Elems[0].Elems[1].Str != rport {
+				t.Fatalf("ROLE on the master: %s", role.String())
+			}
 		})
 	}
 }
