@@ -22,6 +22,9 @@ const (
 	// OpZstdBlob and OpS2Blob carry a fragment compressed whole (blob.go).
 	OpZstdBlob byte = 0xD4
 	OpS2Blob   byte = 0xD5
+	// OpFlowPing is a replication flow's heartbeat while it has nothing
+	// to send (empty payload): the replica knows the link is alive.
+	OpFlowPing byte = 0xD6
 )
 
 // ChunkHeaderSize is the size of [opcode][stream id u32 LE][length u32 LE].
@@ -32,7 +35,7 @@ const ChunkHeaderSize = 9
 const MaxChunkPayload = 16 << 20
 
 // IsChunkOp reports whether op is one of the tagged chunk opcodes.
-func IsChunkOp(op byte) bool { return op >= OpChunk && op <= OpS2Blob }
+func IsChunkOp(op byte) bool { return op >= OpChunk && op <= OpFlowPing }
 
 // AppendChunk appends one framed chunk to dst. Payloads longer than
 // MaxChunkPayload must be split by the caller (see AppendChunks).

@@ -50,6 +50,7 @@
 //	0xD3 OpFullSyncCut  end of a flow's baseline, empty payload
 //	0xD4 OpZstdBlob     a fragment compressed with zstd
 //	0xD5 OpS2Blob       a fragment compressed with S2 (LZ4-class; see Blobs)
+//	0xD6 OpFlowPing     a replication flow's heartbeat, empty payload
 //
 // An item is a fragment: complete RDB records (opcodes such as SELECTDB
 // and whole key entries) without header, EOF or checksum, as an Encoder

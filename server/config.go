@@ -64,6 +64,10 @@ type Config struct {
 	ReplBacklogSize       int64
 	ReplBacklogTTL        time.Duration
 	ReplClientBufferLimit int64
+	// ReplTimeout is Redis's repl-timeout in seconds: a replica whose
+	// master sent nothing (not even a heartbeat) for this long drops the
+	// link and reconnects.
+	ReplTimeout int
 
 	mu sync.RWMutex
 }
@@ -77,6 +81,7 @@ func DefaultConfig() *Config {
 		TieredMinValueSize: 64, TieredOffloadThreshold: 0.5,
 		SerializationMaxChunk: 64 << 10, PointInTime: true, SnapshotStep: 100 * time.Microsecond,
 		ReplBacklogSize: 1 << 20, ReplBacklogTTL: time.Hour, ReplClientBufferLimit: 256 << 20,
+		ReplTimeout: 60,
 	}
 }
 
@@ -185,6 +190,7 @@ var params = []param{
 	strParam("masterauth", func(c *Config) *string { return &c.MasterAuth }, true),
 	strParam("masteruser", func(c *Config) *string { return &c.MasterUser }, true),
 	fixed("slave-read-only", "yes"),
+	intParam("repl-timeout", func(c *Config) *int { return &c.ReplTimeout }, 1),
 	fixed("timeout", "0"),
 }
 

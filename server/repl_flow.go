@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -38,12 +39,18 @@ import (
 // --repl_client_buffer_limit; a flow past it is dropped (the replica
 // reconnects and syncs again).
 //
-// Wire, after the DFLY FLOW command (DFLY FLOW <session> <shard> <lsn>
-// [BLOBS]):
+// Wire, after the DFLY FLOW command (DFLY FLOW <session> <shard> <next>
+// [BLOBS], next being the first LSN the replica lacks — its last applied
+// LSN + 1 — or 0 for a full sync; a replica whose full sync ended at LSN
+// 0, before the shard journaled anything, asks for 1):
 //
 //	"+FULLSYNC <lsn>\r\n"  chunks ... OpFullSyncCut, journal chunks ...
-//	"+CONTINUE\r\n"        journal chunks from the replica's LSN + 1
+//	"+CONTINUE\r\n"        journal chunks from next on
 //	"-ERR ...\r\n"         refused
+//
+// In stable sync an idle flow sends a heartbeat (rdb.OpFlowPing) every
+// second; the replica gives up a flow silent for repl-timeout, and the
+// master one whose ACKs stopped for as long.
 //
 // BLOBS is the replica's word that it decodes blob chunks (OpS2Blob,
 // OpZstdBlob): the baseline then goes out as main-stream fragments
@@ -69,7 +76,7 @@ type flow struct {
 	sess *flowSession
 	sid  int
 	conn net.Conn
-	lsn  uint64 // the replica's last applied LSN (0: none)
+	lsn  uint64 // the first LSN the replica lacks (0: it needs a full sync)
 	// blobs: the replica decodes blob chunks (DFLY FLOW ... BLOBS).
 	blobs bool
 
@@ -151,7 +158,7 @@ func cmdDfly(c *Conn, a [][]byte, w *resp.Writer) {
 	case sub == "flow" && len(a) == 6 && !strings.EqualFold(string(a[5]), "blobs"):
 		w.Error("ERR syntax error")
 	case sub == "flow" && (len(a) == 5 || len(a) == 6):
-		// DFLY FLOW <session> <shard> <lsn> [BLOBS]
+		// DFLY FLOW <session> <shard> <next> [BLOBS]
 		fm := s.flows()
 		fm.mu.Lock()
 		sess := fm.sessions[string(a[2])]
@@ -217,7 +224,7 @@ func (s *Server) startSession(sess *flowSession) {
 	var mu sync.Mutex
 	t.RunAll(func(sh *shard.Shard) {
 		f := sess.flows[sh.ID]
-		ok := f.lsn > 0 && sh.Journal.ReadFrom(f.lsn+1, func(*journal.Entry) {})
+		ok := f.lsn > 0 && sh.Journal.ReadFrom(f.lsn, func(*journal.Entry) {})
 		mu.Lock()
 		partial = partial && ok
 		mu.Unlock()
@@ -228,7 +235,7 @@ func (s *Server) startSession(sess *flowSession) {
 		s.journalExpiries(sh, true)
 		sh.Journal.Start()
 		if partial {
-			sh.Journal.ReadFrom(f.lsn+1, f.onEntry)
+			sh.Journal.ReadFrom(f.lsn, f.onEntry)
 		} else {
 			f.fullAt = sh.Journal.LSN()
 			f.out = make(chan snapshot.Chunk, 16)
@@ -380,18 +387,36 @@ func (f *flow) serve(partial bool) {
 		select {
 		case <-f.wake:
 		case <-idle.C:
+			// A second without entries: a heartbeat, so the replica can
+			// tell a quiet master from a lost one (flowLink's repl-timeout)
+			// and INFO's master_last_io_seconds_ago stays small.
+			_, _ = bw.Write(flowPing)
 		}
 	}
 	f.close()
 }
 
-// readAcks reads the replica's "ACK <lsn>" lines.
+// flowPing is the heartbeat chunk (rdb.OpFlowPing).
+var flowPing = rdb.AppendChunk(nil, rdb.OpFlowPing, 0, nil)
+
+// readAcks reads the replica's "ACK <lsn>" lines. A replica sends one
+// every 100 ms; one silent for repl-timeout is gone (the network lost it
+// without closing anything), and its flow is dropped, as Redis drops a
+// replica that stopped acknowledging.
 func (f *flow) readAcks() {
 	r := bufio.NewReaderSize(f.conn, 4096)
+	f.srv.cfg.mu.RLock()
+	timeout := time.Duration(f.srv.cfg.ReplTimeout) * time.Second
+	f.srv.cfg.mu.RUnlock()
 	for {
+		_ = f.conn.SetReadDeadline(time.Now().Add(timeout))
 		b, err := r.ReadSlice('\n') // bounded by the buffer
 		line := string(b)
 		if err != nil || len(line) > 64 {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && !f.dead.Load() {
+				f.srv.log.Warnf("Disconnecting timedout replica flow %d: no ACK for %v", f.sid, timeout)
+			}
 			f.close()
 			return
 		}

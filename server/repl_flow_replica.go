@@ -286,12 +286,14 @@ func (l *flowLink) session() error {
 	}
 	l.state.Store(int32(replica.StateHandshake))
 	if hello[0] != l.replID || shards != l.shards {
-		// Another master, or another shape of it: LSNs mean nothing.
+		// Another master, or another shape of it: LSNs mean nothing, and
+		// the data is none of its history: only a full sync will do.
 		// Written under mu: Status reads them from other goroutines.
 		l.mu.Lock()
 		l.lsns = make([]atomic.Uint64, shards)
 		l.shards = shards
 		l.replID = hello[0]
+		l.complete.Store(false)
 		l.mu.Unlock()
 	}
 	conns := make([]net.Conn, shards)
@@ -320,11 +322,14 @@ func (l *flowLink) session() error {
 			return err
 		}
 		_ = c.SetDeadline(time.Time{})
-		lsn := l.lsns[i].Load()
+		// The first LSN this replica lacks: also after a full sync that
+		// ended before the shard journaled anything (LSN 0), so a quiet
+		// shard resumes with a partial sync too.
+		next := l.lsns[i].Load() + 1
 		if !l.complete.Load() {
-			lsn = 0 // an interrupted full sync: start again
+			next = 0 // an interrupted full sync: start again
 		}
-		args := []string{"DFLY", "FLOW", hello[2], strconv.Itoa(i), strconv.FormatUint(lsn, 10), "BLOBS"}
+		args := []string{"DFLY", "FLOW", hello[2], strconv.Itoa(i), strconv.FormatUint(next, 10), "BLOBS"}
 		if l.noBlobs.Load() {
 			args = args[:5]
 		}
@@ -386,12 +391,22 @@ func (l *flowLink) session() error {
 	start := time.Now()
 	bar := &txBarrier{waits: map[uint64]*txWait{}, abort: make(chan struct{})}
 	errs := make(chan error, shards)
+	// seen: when each flow last read anything (the master sends a heartbeat
+	// each idle second); one silent for repl-timeout is a lost master.
+	seen := make([]atomic.Int64, shards)
+	for i := range seen {
+		seen[i].Store(start.UnixNano())
+	}
+	timeout := l.cfg.Timeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
 	var wg sync.WaitGroup
 	for i := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- l.applyFlow(i, readers[i], bar, func() {
+			errs <- l.applyFlow(i, readers[i], &seen[i], bar, func() {
 				if pending.Add(-1) == 0 {
 					close(synced)
 				}
@@ -420,6 +435,14 @@ func (l *flowLink) session() error {
 			case <-t.C:
 				for i, c := range conns {
 					_, _ = fmt.Fprintf(c, "ACK %d\n", l.lsns[i].Load())
+				}
+				for i := range seen {
+					if silent := time.Since(time.Unix(0, seen[i].Load())); silent > timeout {
+						// Redis's words; the flows fail and the link reconnects.
+						l.cfg.Logf("MASTER timeout: no data nor PING received on flow %d for %.0f s", i, silent.Seconds())
+						l.closeConns()
+						return
+					}
 				}
 			case <-bar.abort:
 				return
@@ -452,7 +475,7 @@ type txWait struct {
 }
 
 // applyFlow applies one flow's stream until it fails.
-func (l *flowLink) applyFlow(sid int, r *bufio.Reader, bar *txBarrier, fullSyncCut func()) error {
+func (l *flowLink) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *txBarrier, fullSyncCut func()) error {
 	s := l.s
 	a := newReplApplier(s)
 	var wg sync.WaitGroup
@@ -503,8 +526,11 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, bar *txBarrier, fullSyncC
 		if err != nil {
 			return fmt.Errorf("flow %d: %w", sid, err)
 		}
-		l.lastIO.Store(time.Now().UnixNano())
+		now := time.Now().UnixNano()
+		l.lastIO.Store(now)
+		seen.Store(now)
 		switch ch.Op {
+		case rdb.OpFlowPing: // the master is there, with nothing to send
 		case rdb.OpChunkEnd: // a baseline item: whole records
 			// Journal entries before it apply first: stream order is
 			// apply order (non-PIT sends a key's baseline after entries

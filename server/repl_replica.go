@@ -134,6 +134,7 @@ func (s *Server) replicaOf(host string, port int) bool {
 	s.log.Noticef("Connecting to MASTER %s:%d", host, port)
 	s.cfg.mu.RLock()
 	user, pass := s.cfg.MasterUser, s.cfg.MasterAuth
+	timeout := time.Duration(s.cfg.ReplTimeout) * time.Second
 	s.cfg.mu.RUnlock()
 	client := startFlowLink(s, replica.Config{
 		Addr:        net.JoinHostPort(host, strconv.Itoa(port)),
@@ -146,6 +147,7 @@ func (s *Server) replicaOf(host string, port int) bool {
 		Password:    pass,
 		ReplID:      replid,
 		Offset:      offset,
+		Timeout:     timeout,
 	})
 	rs.link.Store(&replicaLink{client: client, host: host, port: port})
 	return true

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -530,4 +531,110 @@ func populatedMaster(t *testing.T, shards string) (*Server, *RawConn) {
 	mc := master.Raw(t)
 	mustOK(t, mc.Do("DEBUG", "POPULATE", "5000", "key", "100"), "populate")
 	return master, mc
+}
+
+// TestDflyFlowHeartbeat: an idle flow carries a heartbeat, so a replica
+// with a short repl-timeout keeps a quiet link and its
+// master_last_io_seconds_ago stays small; a master that goes silent (the
+// network drops everything, nothing is closed) is given up after
+// repl-timeout and the replica reconnects, resuming with a partial sync.
+func TestDflyFlowHeartbeat(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly only: replication flows")
+	}
+	master := StartServer(t, "--shards", "2")
+	mc := master.Raw(t)
+	rep := StartServer(t, "--shards", "2", "--repl_timeout", "2")
+	rc := rep.Raw(t)
+	px := startStallProxy(t, master.Addr)
+	host, port := splitAddr(t, px.ln.Addr().String())
+	mustOK(t, mc.Do("SET", "before", "1"), "set")
+	mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
+	waitLinkUp(t, rc)
+	syncs := func() string {
+		return infoField(mc, "replication", "dfly_flow_syncs_full") + "/" + infoField(mc, "replication", "dfly_flow_syncs_partial")
+	}
+	before := syncs()
+	time.Sleep(5 * time.Second) // idle: 2.5 timeouts
+	if now := syncs(); now != before || strings.Contains(rep.Output(), "MASTER timeout") {
+		t.Fatalf("an idle link timed out: syncs %s -> %s\n%s", before, now, rep.Output())
+	}
+	if v, _ := strconv.Atoi(infoField(rc, "replication", "master_last_io_seconds_ago")); v > 1 {
+		t.Fatalf("master_last_io_seconds_ago = %d on an idle link", v)
+	}
+	px.stall()
+	mustOK(t, mc.Do("SET", "after", "2"), "set")
+	waitFor(t, 20*time.Second, "the replica to give up the silent link and resync", func() bool {
+		return strings.Contains(rep.Output(), "MASTER timeout") && rc.Do("GET", "after").Str == "2"
+	})
+	if p, _ := strconv.Atoi(infoField(mc, "replication", "dfly_flow_syncs_partial")); p < 1 {
+		t.Fatalf("want a partial sync after the timeout, syncs %s\n%s\n%s", syncs(), rep.Output(), master.Output())
+	}
+}
+
+// stallProxy forwards TCP connections to a target; stall makes every
+// connection open at that moment silent both ways without closing it (a
+// lost network), while later connections forward again.
+type stallProxy struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	gen   int
+	conns []net.Conn
+}
+
+func startStallProxy(t *testing.T, target string) *stallProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &stallProxy{ln: ln}
+	forward := func(dst, src net.Conn, gen int) {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			p.mu.Lock()
+			stalled := p.gen != gen
+			p.mu.Unlock()
+			if stalled || err != nil {
+				return // stalled: drop it, close nothing
+			}
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			gen := p.gen
+			p.mu.Unlock()
+			go forward(u, c, gen)
+			go forward(c, u, gen)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+	})
+	return p
+}
+
+func (p *stallProxy) stall() {
+	p.mu.Lock()
+	p.gen++
+	p.mu.Unlock()
 }

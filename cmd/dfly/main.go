@@ -193,6 +193,7 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 		return err
 	})
 	fs.DurationVar(&cfg.ReplBacklogTTL, "repl_backlog_ttl", cfg.ReplBacklogTTL, "free the replication backlog after this long without replicas")
+	fs.IntVar(&cfg.ReplTimeout, "repl_timeout", cfg.ReplTimeout, "seconds a replica waits for data or a heartbeat from its master before it reconnects (Redis's repl-timeout)")
 	fs.Func("repl_client_buffer_limit", "disconnect a replica whose unsent stream exceeds this (default 256mb; 0 = none)", func(v string) error {
 		n, err := server.ParseMemory(v)
 		cfg.ReplClientBufferLimit = n
