@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -546,7 +545,7 @@ func TestDflyFlowHeartbeat(t *testing.T) {
 	mc := master.Raw(t)
 	rep := StartServer(t, "--shards", "2", "--repl_timeout", "2")
 	rc := rep.Raw(t)
-	px := startStallProxy(t, master.Addr)
+	px := startProxy(t, master.Addr)
 	host, port := splitAddr(t, px.ln.Addr().String())
 	mustOK(t, mc.Do("SET", "before", "1"), "set")
 	mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
@@ -570,71 +569,4 @@ func TestDflyFlowHeartbeat(t *testing.T) {
 	if p, _ := strconv.Atoi(infoField(mc, "replication", "dfly_flow_syncs_partial")); p < 1 {
 		t.Fatalf("want a partial sync after the timeout, syncs %s\n%s\n%s", syncs(), rep.Output(), master.Output())
 	}
-}
-
-// stallProxy forwards TCP connections to a target; stall makes every
-// connection open at that moment silent both ways without closing it (a
-// lost network), while later connections forward again.
-type stallProxy struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	gen   int
-	conns []net.Conn
-}
-
-func startStallProxy(t *testing.T, target string) *stallProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &stallProxy{ln: ln}
-	forward := func(dst, src net.Conn, gen int) {
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := src.Read(buf)
-			p.mu.Lock()
-			stalled := p.gen != gen
-			p.mu.Unlock()
-			if stalled || err != nil {
-				return // stalled: drop it, close nothing
-			}
-			if _, err := dst.Write(buf[:n]); err != nil {
-				return
-			}
-		}
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, u)
-			gen := p.gen
-			p.mu.Unlock()
-			go forward(u, c, gen)
-			go forward(c, u, gen)
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-	})
-	return p
-}
-
-func (p *stallProxy) stall() {
-	p.mu.Lock()
-	p.gen++
-	p.mu.Unlock()
 }

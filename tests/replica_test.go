@@ -746,12 +746,44 @@ func TestReplicaKilledDuringStableSync(t *testing.T) {
 	expectConverged(t, master, rep, 30*time.Second)
 }
 
-// proxy forwards TCP connections to a target and can cut them all.
+// proxy forwards TCP connections to a target and can cut them all, or
+// stall them: every connection open at that moment goes silent both ways
+// without being closed (a lost network), while later ones forward again.
 type proxy struct {
 	ln     net.Listener
 	target string
 	mu     sync.Mutex
 	conns  []net.Conn
+	gen    int // stall generations
+}
+
+// forward copies src to dst until either fails (it then closes dst) or
+// the proxy stalls (it closes nothing).
+func (p *proxy) forward(dst, src net.Conn, gen int) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		p.mu.Lock()
+		stalled := p.gen != gen
+		p.mu.Unlock()
+		if stalled {
+			return
+		}
+		if err != nil {
+			dst.Close()
+			return
+		}
+		if _, err := dst.Write(buf[:n]); err != nil {
+			dst.Close()
+			return
+		}
+	}
+}
+
+func (p *proxy) stall() {
+	p.mu.Lock()
+	p.gen++
+	p.mu.Unlock()
 }
 
 func startProxy(t *testing.T, target string) *proxy { return startFilterProxy(t, target, nil) }
@@ -778,32 +810,33 @@ func startFilterProxy(t *testing.T, target string, refuse func([]byte) []byte) *
 			}
 			p.mu.Lock()
 			p.conns = append(p.conns, c, u)
+			gen := p.gen
 			p.mu.Unlock()
 			go func() {
 				if refuse == nil {
-					io.Copy(u, c)
-				} else {
-					buf := make([]byte, 64<<10)
-					for {
-						n, err := c.Read(buf)
-						if n > 0 {
-							if r := refuse(buf[:n]); r != nil {
-								c.Write(r)
-								c.Close()
-								break
-							}
-							if _, werr := u.Write(buf[:n]); werr != nil {
-								break
-							}
-						}
-						if err != nil {
+					p.forward(u, c, gen)
+					return
+				}
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						if r := refuse(buf[:n]); r != nil {
+							c.Write(r)
+							c.Close()
 							break
 						}
+						if _, werr := u.Write(buf[:n]); werr != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
 					}
 				}
 				u.Close()
 			}()
-			go func() { io.Copy(c, u); c.Close() }()
+			go p.forward(c, u, gen)
 		}
 	}()
 	t.Cleanup(func() { ln.Close(); p.cut() })
