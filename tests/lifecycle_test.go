@@ -106,6 +106,11 @@ func TestMaxClients(t *testing.T) {
 	srv := StartServer(t, "--maxclients", "2")
 	a := srv.Raw(t)
 	expectReply(t, a.Do("PING"), "PONG")
+	// The start-up probe's connection closes asynchronously: until the
+	// server has seen it go, it still counts.
+	waitFor(t, 5*time.Second, "the start-up probe to leave", func() bool {
+		return infoField(a, "clients", "connected_clients") == "1"
+	})
 	b := srv.Raw(t)
 	expectReply(t, b.Do("PING"), "PONG")
 	c := srv.Raw(t)
