@@ -135,7 +135,9 @@ func cmdDfly(c *Conn, a [][]byte, w *resp.Writer) {
 		fm.mu.Lock()
 		fm.next++
 		sess := &flowSession{id: strconv.Itoa(fm.next), mode: mode, flows: make([]*flow, len(s.shards)), ready: make(chan struct{})}
-		sess.ip, _, _ = net.SplitHostPort(c.gc.RemoteAddr().String())
+		if a := c.gc.RemoteAddr(); a != nil {
+			sess.ip, _, _ = net.SplitHostPort(a.String())
+		}
 		if c.repl != nil {
 			sess.port = c.repl.port
 			if c.repl.ip != "" {

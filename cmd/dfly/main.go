@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -193,7 +194,14 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 		return err
 	})
 	fs.DurationVar(&cfg.ReplBacklogTTL, "repl_backlog_ttl", cfg.ReplBacklogTTL, "free the replication backlog after this long without replicas")
-	fs.IntVar(&cfg.ReplTimeout, "repl_timeout", cfg.ReplTimeout, "seconds a replica waits for data or a heartbeat from its master before it reconnects (Redis's repl-timeout)")
+	fs.Func("repl_timeout", "seconds a replica waits for data or a heartbeat from its master before it reconnects, and a master for a dfly replica's ACKs (Redis's repl-timeout; default 60)", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return errors.New("must be a whole number of seconds, at least 1")
+		}
+		cfg.ReplTimeout = n
+		return nil
+	})
 	fs.Func("repl_client_buffer_limit", "disconnect a replica whose unsent stream exceeds this (default 256mb; 0 = none)", func(v string) error {
 		n, err := server.ParseMemory(v)
 		cfg.ReplClientBufferLimit = n

@@ -40,3 +40,20 @@ func TestThreadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestReplTimeoutFlag: --repl_timeout takes whole seconds, at least 1 (0
+// would make a master drop every dfly replica at once).
+func TestReplTimeoutFlag(t *testing.T) {
+	cfg, err := parseFlags([]string{"--repl_timeout", "5"}, io.Discard)
+	if err != nil || cfg.ReplTimeout != 5 {
+		t.Fatalf("--repl_timeout 5: %v, %v", cfg, err)
+	}
+	if cfg, _ := parseFlags(nil, io.Discard); cfg.ReplTimeout != 60 {
+		t.Fatalf("default repl timeout %d, want 60", cfg.ReplTimeout)
+	}
+	for _, v := range []string{"0", "-3", "1.5", "x"} {
+		if _, err := parseFlags([]string{"--repl_timeout", v}, io.Discard); err == nil || !strings.Contains(err.Error(), "repl_timeout") {
+			t.Errorf("--repl_timeout %s: %v", v, err)
+		}
+	}
+}
