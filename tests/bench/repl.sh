@@ -18,7 +18,10 @@
 # steadier figure on a shared machine, where neighbours move latency far more than cost),
 # and the ratios: link up dfly>dfly / redis>redis and dfly>redis / redis>redis, and each
 # pair's sync p99 / idle p99 (the target is <= 2x).
-# Env: KEYS (default 1000000), SIZE (100), CLIENTS (50), IDLE (3), STABLE (3) seconds,
+# Env: KEYS (default 1000000), SIZE (100), CLIENTS (50), RATE (SETs per second at fixed
+# times, an open loop: latency then measures the stalls a sync causes rather than the
+# queue of a saturated closed loop; default none: every client sends again at once),
+# IDLE (3), STABLE (3) seconds,
 # PAIRS (default "dfly:redis dfly:dfly redis:redis"), DFLY_BIN (a dfly binary to run
 # instead of a fresh build of ./cmd/dfly), REPLICA_NICE (run replicas at this nice value:
 # on a shared machine, an approximation of a replica on a machine of its own),
@@ -81,7 +84,7 @@ for pair in $PAIRS; do
 	start "$replica" "$RPORT" "$work/r-$pair" "${REPLICA_NICE:-}" "$([[ $replica == dfly ]] && echo "${REPLICA_FLAGS:-}")" "${rcpus:-}"; rpid=$PID
 	redis-cli -p "$MPORT" debug populate "$KEYS" key "$SIZE" >/dev/null
 	read -r u ri pi rs ps rt pt cm cr mui mus mut rui rus rut < <(on "${mcpus:-}" "$work/replload" -master "127.0.0.1:$MPORT" -replica "127.0.0.1:$RPORT" \
-		-c "$CLIENTS" -r "$KEYS" -d "$SIZE" -idle "${IDLE}s" -stable "${STABLE}s" -pids "$mpid,$rpid")
+		-c "$CLIENTS" ${RATE:+-rate "$RATE"} -r "$KEYS" -d "$SIZE" -idle "${IDLE}s" -stable "${STABLE}s" -pids "$mpid,$rpid")
 	up[$pair]=$u p99[$pair]=$(awk -v a="$ps" -v b="$pi" 'BEGIN { printf "%.2f", a / b }')
 	t1=$(now)
 	same=DIFF

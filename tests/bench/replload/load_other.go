@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -16,7 +17,10 @@ import (
 
 // drive runs the SET load with a goroutine per client (load_linux.go has
 // the cheaper one-thread loop).
-func drive(addr string, clients int, phase *atomic.Int32, hists [][phases]hist, keys int, value []byte) error {
+func drive(addr string, clients int, rate float64, phase *atomic.Int32, hists [][phases]hist, keys int, value []byte) error {
+	if rate > 0 {
+		return errors.New("-rate needs Linux (load_linux.go)")
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
 	for i := range clients {

@@ -97,6 +97,7 @@ func main() {
 	master := flag.String("master", "127.0.0.1:6379", "master address (host:port)")
 	replica := flag.String("replica", "", "replica address; REPLICAOF goes there")
 	clients := flag.Int("c", 50, "clients, one request in flight each")
+	rate := flag.Float64("rate", 0, "SETs per second, due at fixed times (open loop); 0: each client sends again as soon as it has its reply (closed loop)")
 	keys := flag.Int("r", 1000000, "key space")
 	size := flag.Int("d", 100, "value size")
 	idle := flag.Duration("idle", 3*time.Second, "load before REPLICAOF")
@@ -123,7 +124,7 @@ func main() {
 	loadDone := make(chan struct{})
 	go func() {
 		defer close(loadDone)
-		if err := drive(*master, *clients, &phase, hists, *keys, value); err != nil {
+		if err := drive(*master, *clients, *rate, &phase, hists, *keys, value); err != nil {
 			errs <- err
 		}
 	}()
