@@ -47,6 +47,12 @@ func cmdSetBit(x *Exec) {
 		x.W.Int(int64(old))
 		return
 	}
+	if cur := v.Str(); off < uint64(len(cur))*8 && bitmap.Bit(cur, off) == boolInt(on) {
+		// The bit is already so and the string long enough: no write, so
+		// a WATCH of the key holds (Redis 7 signals only a change).
+		x.W.Int(int64(boolInt(on)))
+		return
+	}
 	p := x.DB.Mutate(it) // before SetBit writes into the value's bytes
 	var old int
 	var newStr []byte

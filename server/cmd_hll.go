@@ -54,7 +54,9 @@ func cmdPFAdd(x *Exec) {
 		x.W.Int(1)
 		return
 	}
-	if len(x.Args) == 2 {
+	if len(x.Args) == 2 || !hll.WouldAdd(v.Str(), x.Args[2:]) {
+		// No register would grow: no write, so a WATCH of the key holds
+		// (Redis signals only an update).
 		x.W.Int(0)
 		return
 	}

@@ -336,8 +336,8 @@ func cmdLRem(x *Exec) {
 	if !ok {
 		return
 	}
-	if l == nil {
-		x.W.Int(0)
+	if l == nil || !listHas(l, x.Args[3]) {
+		x.W.Int(0) // nothing to remove: no write (WATCH holds)
 		return
 	}
 	count := int(max(min(r[0], math.MaxInt32), -math.MaxInt32))
@@ -372,8 +372,20 @@ func cmdLTrim(x *Exec) {
 		ml := mutableList(x.DB, it)
 		ml.DropRight(n - 1 - stop)
 		ml.DropLeft(start)
+	} else {
+		x.DB.Touch(x.Args[1]) // Redis signals LTRIM's key even when it kept all
 	}
 	x.W.SimpleString("OK")
+}
+
+// listHas reports whether l holds an element equal to v.
+func listHas(l *list.List, v []byte) bool {
+	found := false
+	l.Range(0, l.Len()-1, func(e []byte) bool {
+		found = bytes.Equal(e, v)
+		return !found
+	})
+	return found
 }
 
 func cmdLPos(x *Exec) {

@@ -58,10 +58,16 @@ func cmdSAdd(x *Exec) {
 	if !ok {
 		return
 	}
-	if s == nil {
+	switch {
+	case s == nil:
 		s = set.New()
 		x.DB.Insert(x.Args[1], shard.ObjectValue(shard.TypeSet, s))
-	} else {
+	case !slices.ContainsFunc(x.Args[2:], func(m []byte) bool { return !s.Contains(m) }):
+		// Every member is in: no write, so a WATCH of the key holds
+		// (Redis signals a change only when one was added).
+		x.W.Int(0)
+		return
+	default:
 		s = mutable[*set.Set](x.DB, it)
 	}
 	n := 0

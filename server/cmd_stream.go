@@ -442,8 +442,8 @@ func cmdXTrim(x *Exec) {
 	if !ok {
 		return
 	}
-	if s == nil {
-		x.W.Int(0)
+	if s == nil || !s.Trims(a.trim) {
+		x.W.Int(0) // nothing to trim: no write (WATCH holds, as in Redis)
 		return
 	}
 	x.W.Int(mutableStream(x.DB, it).Trim(a.trim))

@@ -3,6 +3,7 @@ package server
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -210,44 +211,68 @@ func zaddGeneric(x *Exec, f zaddFlags, scoreIdx int) {
 	}
 	added, updated, processed := 0, 0, 0
 	var score float64
-	if z == nil && f.xx {
-		goto reply
+	// run applies the pairs to z, or with dry only counts what they would
+	// do up to the first change, which is all a dry run is for: a ZADD
+	// that changes nothing (same scores, NX on members in, XX on members
+	// out, GT/LT refusing, INCR by 0) writes nothing, so a WATCH of the
+	// key holds, as in Redis. ok=false: the error is written.
+	run := func(z *zset.Set, dry bool) (ok bool) {
+		for j := 0; j < n; j++ {
+			member := x.Args[scoreIdx+2*j+1]
+			score = scores[j]
+			cur, exists := z.Score(member)
+			switch {
+			case exists:
+				if f.nx {
+					continue
+				}
+				if f.incr {
+					score += cur
+					if math.IsNaN(score) {
+						x.W.Error(errZNaN)
+						return false
+					}
+				}
+				if f.lt && score >= cur || f.gt && score <= cur {
+					continue
+				}
+				processed++
+				if score != cur {
+					updated++
+					if dry {
+						return true // a change: the real run follows
+					}
+					z.Add(member, score)
+				}
+			case !f.xx:
+				added++
+				processed++
+				if dry {
+					return true
+				}
+				z.Add(member, score)
+			}
+		}
+		return true
 	}
-	if z == nil {
+	switch {
+	case z == nil && f.xx:
+		goto reply
+	case z == nil:
 		z = zset.New()
 		it, _ = x.DB.Insert(key, shard.ObjectValue(shard.TypeZSet, z))
-	} else {
+	default:
+		if !run(z, true) {
+			return
+		}
+		if added+updated == 0 {
+			goto reply
+		}
+		added, updated, processed = 0, 0, 0
 		z = mutableZSet(x.DB, it)
 	}
-	for j := 0; j < n; j++ {
-		member := x.Args[scoreIdx+2*j+1]
-		score = scores[j]
-		cur, exists := z.Score(member)
-		switch {
-		case exists:
-			if f.nx {
-				continue
-			}
-			if f.incr {
-				score += cur
-				if math.IsNaN(score) {
-					x.W.Error(errZNaN)
-					return
-				}
-			}
-			if f.lt && score >= cur || f.gt && score <= cur {
-				continue
-			}
-			processed++
-			if score != cur {
-				z.Add(member, score)
-				updated++
-			}
-		case !f.xx:
-			z.Add(member, score)
-			added++
-			processed++
-		}
+	if !run(z, false) {
+		return
 	}
 reply:
 	if f.incr {
@@ -272,8 +297,8 @@ func cmdZRem(x *Exec) {
 	if !ok {
 		return
 	}
-	if z == nil {
-		x.W.Int(0)
+	if z == nil || !slices.ContainsFunc(x.Args[2:], func(m []byte) bool { _, ok := z.Score(m); return ok }) {
+		x.W.Int(0) // nothing to remove: no write (WATCH holds)
 		return
 	}
 	z = mutableZSet(x.DB, it)

@@ -122,6 +122,11 @@ func (db *DB) Mutate(it dash.Iterator) *Value {
 	return v
 }
 
+// Touch marks key changed for its watchers (WATCH) without changing it:
+// a command Redis counts as a write of the key even when it left it as it
+// was (LTRIM keeping every element).
+func (db *DB) Touch(key []byte) { db.shard.touched(db.Index, view(key)) }
+
 // Insert adds key, which must be absent from the table (not only hidden:
 // see Set), with value v; a key in the table keeps its old value.
 func (db *DB) Insert(key []byte, v Value) (dash.Iterator, *Value) {

@@ -366,6 +366,54 @@ func promote(b []byte, index int, count uint8) ([]byte, bool, error) {
 	return d, true, nil
 }
 
+// WouldAdd reports whether Add(b, elems) would change a register of the
+// valid value b. A malformed sparse encoding reports true, so Add finds
+// the error.
+func WouldAdd(b []byte, elems [][]byte) bool {
+	for _, e := range elems {
+		index, count := patLen(e)
+		switch b[4] {
+		case encDense:
+			if denseGet(b[HeaderSize:], index) < count {
+				return true
+			}
+		case encSparse:
+			if v, ok := sparseGet(b[HeaderSize:], index); !ok || v < count {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// sparseGet is register index of the sparse registers ops; ok=false when
+// they end before it.
+func sparseGet(ops []byte, index int) (uint8, bool) {
+	for i, at := 0, 0; i < len(ops); {
+		op := ops[i]
+		var n int
+		var v uint8
+		switch {
+		case isZero(op):
+			n, i = zeroLen(op), i+1
+		case isXZero(op):
+			if i+1 >= len(ops) {
+				return 0, false
+			}
+			n, i = xzeroLen(ops[i:]), i+2
+		default:
+			n, v, i = valLen(op), uint8(valValue(op)), i+1
+		}
+		if index < at+n {
+			return v, true
+		}
+		at += n
+	}
+	return 0, false
+}
+
 // Add adds the elements to the valid value b (PFADD). It returns the value,
 // which may have been reallocated or promoted, and whether any register
 // changed; the cached cardinality is invalidated then.

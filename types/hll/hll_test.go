@@ -178,3 +178,43 @@ func BenchmarkAddDense(b *testing.B) {
 		v, _, _ = Add(v, elem)
 	}
 }
+
+// TestWouldAdd: WouldAdd(v, elems) is true exactly when Add changes v,
+// sparse and dense, for elements new and already counted.
+func TestWouldAdd(t *testing.T) {
+	v := New()
+	var unchanged [2]int // sparse, dense
+	for i := 0; i < 6000; i++ {
+		e := []byte("e" + strconv.Itoa(i))
+		// A new element, then two counted already (no change).
+		for _, elems := range [][][]byte{{e}, {e, []byte("e" + strconv.Itoa(i/2))}} {
+			would := WouldAdd(v, elems)
+			before := append([]byte(nil), v...)
+			var changed bool
+			var err error
+			v, changed, err = Add(v, elems)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if would != changed {
+				t.Fatalf("step %d (dense %v): WouldAdd %v, Add changed %v", i, IsDense(before), would, changed)
+			}
+			if !changed {
+				if !bytes.Equal(before, v) {
+					t.Fatalf("step %d: Add reported no change but changed the value", i)
+				}
+				unchanged[boolIndex(IsDense(v))]++
+			}
+		}
+	}
+	if unchanged[0] == 0 || unchanged[1] == 0 {
+		t.Fatalf("unchanged adds: %d sparse, %d dense; want both", unchanged[0], unchanged[1])
+	}
+}
+
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -165,7 +165,11 @@ func TestStreamModel(t *testing.T) {
 					tr.Limit = int64(rng.Intn(300))
 				}
 				before := len(model)
+				would := s.Trims(tr)
 				n := s.Trim(tr)
+				if would != (n > 0) {
+					t.Fatalf("Trims(%+v) = %v, Trim removed %d", tr, would, n)
+				}
 				if n < 0 || int(n) > before {
 					t.Fatalf("Trim(%+v) = %d of %d", tr, n, before)
 				}
@@ -181,7 +185,14 @@ func TestStreamModel(t *testing.T) {
 				}
 			case r < 90:
 				tr := Trim{Strategy: TrimMinID, MinID: randID(), Approx: rng.Intn(2) == 0}
+				if tr.Approx && rng.Intn(2) == 0 {
+					tr.Limit = int64(rng.Intn(300))
+				}
+				would := s.Trims(tr)
 				n := s.Trim(tr)
+				if would != (n > 0) {
+					t.Fatalf("Trims(%+v) = %v, Trim removed %d", tr, would, n)
+				}
 				for _, e := range model[:n] {
 					if !e.id.Less(tr.MinID) {
 						t.Fatalf("Trim(%+v) removed %v", tr, e.id)

@@ -387,6 +387,32 @@ type Trim struct {
 // Trim removes entries from the head as t says, like Redis's streamTrim,
 // and returns how many. It does not touch MaxDeletedID (Redis 7.0 only
 // records XDEL there).
+// Trims reports whether Trim(t) would delete anything. It is Trim's first
+// pass without the deletions: Trim deletes nothing exactly when its first
+// node stops it before any removal.
+func (s *Stream) Trims(t Trim) bool {
+	if t.Strategy == TrimNone || len(s.nodes) == 0 {
+		return false
+	}
+	if t.Strategy == TrimMaxLen && int64(s.length) <= t.MaxLen {
+		return false
+	}
+	n := s.nodes[0]
+	if t.Limit > 0 && int64(len(n.ids)) > t.Limit {
+		return false
+	}
+	if t.Strategy == TrimMaxLen {
+		if int64(s.length)-int64(len(n.ids)) >= t.MaxLen {
+			return true // the whole node goes
+		}
+		return !t.Approx // over MaxLen: an exact trim removes the first entry
+	}
+	if n.last().Less(t.MinID) {
+		return true
+	}
+	return !t.Approx && n.ids[0].Less(t.MinID)
+}
+
 func (s *Stream) Trim(t Trim) int64 {
 	if t.Strategy == TrimNone {
 		return 0
