@@ -170,6 +170,7 @@ func newTable() *Table {
 	t := &Table{byName: make(map[string]*Command)}
 	t.add(connCommands()...)
 	t.add(serverCommands()...)
+	t.add(memoryCommands()...)
 	t.add(stringCommands()...)
 	t.add(bitCommands()...)
 	t.add(keyCommands()...)

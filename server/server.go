@@ -38,6 +38,9 @@ type Server struct {
 	eng    gnet.Engine
 	runID  string
 	start  time.Time
+	// startupHeap is the heap in use once the server was built, before any
+	// data (MEMORY STATS startup.allocated).
+	startupHeap int64
 
 	nextConnID atomic.Int64
 	connsMu    sync.Mutex
@@ -111,6 +114,9 @@ func New(cfg *Config, log *Logger) *Server {
 	}
 	s.setupTiered() // tiered.go
 	s.initReplMaster()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	s.startupHeap = int64(ms.HeapAlloc)
 	return s
 }
 

@@ -67,3 +67,40 @@ func TestRedisCLI(t *testing.T) {
 		t.Fatalf("GET pipe:9999 = %q, want 9999", out)
 	}
 }
+
+// TestRedisCLIMemkeys: redis-cli --memkeys sizes keys with MEMORY USAGE;
+// the biggest string is the big one, at least its length.
+func TestRedisCLIMemkeys(t *testing.T) {
+	t.Parallel()
+	cli := redisCLI(t)
+	srv := StartServer(t)
+	c := srv.Client(t, 2)
+	ctx := context.Background()
+	big := strings.Repeat("x", 10000)
+	for k, v := range map[string]string{"small": "x", "big": big, "mid": big[:500]} {
+		if err := c.Set(ctx, k, v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.RPush(ctx, "lst", "a", "b", "c").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx2, cli, "-h", "127.0.0.1", "-p", strconv.Itoa(srv.Port), "--memkeys").CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --memkeys: %v\n%s", err, out)
+	}
+	var size int
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, `Biggest string found '"big"' has `); ok {
+			size, _ = strconv.Atoi(strings.TrimSuffix(rest, " bytes"))
+		}
+	}
+	if size < len(big) || size > 2*len(big) {
+		t.Fatalf("redis-cli --memkeys: the biggest string is not \"big\" at about %d bytes:\n%s", len(big), out)
+	}
+	if !strings.Contains(string(out), "1 lists with ") || strings.Contains(string(out), "1 lists with 0 bytes") {
+		t.Fatalf("redis-cli --memkeys: no size for the list:\n%s", out)
+	}
+}

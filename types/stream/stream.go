@@ -133,6 +133,29 @@ func New() *Stream { return &Stream{} }
 // Encoding is the OBJECT ENCODING name.
 func (s *Stream) Encoding() string { return "stream" }
 
+// Bytes estimates the memory the stream holds: its nodes, from samples of
+// them spread over the stream (all when samples <= 0), and its consumer
+// groups' pending entries.
+func (s *Stream) Bytes(samples int) int {
+	n := len(s.nodes)
+	total := 8*cap(s.nodes) + 96
+	if n > 0 {
+		if samples <= 0 || samples > n {
+			samples = n
+		}
+		var sum int
+		for i := range samples {
+			nd := s.nodes[i*n/samples]
+			sum += 16*cap(nd.ids) + 4*cap(nd.ends) + cap(nd.data) + 80
+		}
+		total += sum * n / samples
+	}
+	for _, g := range s.groups {
+		total += 64 + g.PendingLen()*64
+	}
+	return total
+}
+
 // Len is the number of entries.
 func (s *Stream) Len() int { return s.length }
 

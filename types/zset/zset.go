@@ -27,6 +27,35 @@ func NewSkiplist() *Set {
 	return &Set{tree: newTree(), dict: make(map[string]float64)}
 }
 
+// Bytes estimates the memory the set holds. The listpack form is counted
+// whole; the skiplist form (a tree of entries and a dict by member) from
+// the average member length of samples members spread over the ranks, all
+// of them when samples <= 0, as Redis's MEMORY USAGE samples.
+func (s *Set) Bytes(samples int) int {
+	const entryBytes = 24     // member header and score
+	const dictEntryBytes = 40 // a map slot: key header, value, control
+	if s.tree == nil {
+		n := entryBytes*cap(s.small) + 24
+		for _, e := range s.small {
+			n += len(e.member)
+		}
+		return n
+	}
+	n := s.Len()
+	if samples <= 0 || samples > n {
+		samples = n
+	}
+	if samples == 0 {
+		return 64
+	}
+	var sum int
+	for i := range samples {
+		m, _ := s.At(i * n / samples)
+		sum += len(m)
+	}
+	return n*(entryBytes+dictEntryBytes) + sum*n/samples + 64
+}
+
 // Len is the number of members.
 func (s *Set) Len() int {
 	if s.tree != nil {
