@@ -124,7 +124,7 @@ func cmdDfly(c *Conn, a [][]byte, w *resp.Writer) {
 	switch sub := strings.ToLower(string(a[1])); {
 	case sub == "hello" && len(a) == 2:
 		if s.isReplica() {
-			w.Error("ERR this server is a replica")
+			w.Error(s.chainedRefusal())
 			return
 		}
 		fm := s.flows()

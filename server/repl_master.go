@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/journal"
+	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
@@ -795,7 +796,7 @@ func init() { typeFamilies = append(typeFamilies, replMasterCommands) }
 
 func cmdSync(c *Conn, a [][]byte, w *resp.Writer) {
 	if c.srv.isReplica() {
-		w.Error("NOMASTERLINK Can't SYNC while not connected with my master")
+		w.Error(c.srv.chainedRefusal())
 		return
 	}
 	req := psyncRequest{sync: len(a) == 1}
@@ -813,6 +814,19 @@ func cmdSync(c *Conn, a [][]byte, w *resp.Writer) {
 	m := c.srv.master
 	c.handoff = func(nc net.Conn) { m.serveReplica(nc, req) }
 	c.closing = true
+}
+
+// chainedRefusal is the error a replica gives a would-be replica of its
+// own: Redis's NOMASTERLINK while its link is down, else the truth: dfly
+// replicas serve no replicas (no chained replication), so the sub-replica
+// should follow the master itself.
+func (s *Server) chainedRefusal() string {
+	st, host, port, ok := s.replicaStatus()
+	if !ok || st.State != replica.StateConnected {
+		return "NOMASTERLINK Can't SYNC while not connected with my master"
+	}
+	return "ERR this server is a replica and does not serve replicas of its own (no chained replication): replicate from its master " +
+		net.JoinHostPort(host, strconv.Itoa(port))
 }
 
 func cmdReplconf(c *Conn, a [][]byte, w *resp.Writer) {

@@ -1023,6 +1023,17 @@ func TestReplicaCommands(t *testing.T) {
 	if r := rc.Do("GET", "k"); r.Str != "v" {
 		t.Errorf("GET k after the scripts: %v", r)
 	}
+	if target == targetDfly {
+		// No chained replication: a replica of this replica is told to
+		// follow the master (Redis would serve it; NOMASTERLINK is for a
+		// replica whose own link is down).
+		want := "ERR this server is a replica and does not serve replicas of its own (no chained replication): replicate from its master " + master.Addr
+		for _, cmd := range [][]string{{"SYNC"}, {"PSYNC", "?", "-1"}, {"DFLY", "HELLO"}} {
+			if r := rep.Raw(t).Do(cmd...); r.Str != want {
+				t.Errorf("%v on a replica with its link up: %v", cmd, r)
+			}
+		}
+	}
 	waitUntil(t, 5*time.Second, "offsets to meet", func() bool { return offsetsMet(t, mc, rc) })
 	role := rc.Do("ROLE")
 	if len(role.Elems) != 5 || role.Elems[0].Str != "slave" || role.Elems[1].Str != host ||
