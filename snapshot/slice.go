@@ -253,6 +253,8 @@ type Slice struct {
 	tid int
 	// lastCommands: the shard's command count at the last step (budget).
 	lastCommands uint64
+	// stepEnd: when the last step ended (budget).
+	stepEnd time.Time
 
 	dbs      []dbState
 	db       int
@@ -1318,7 +1320,8 @@ func (sl *Slice) Run(s *shard.Shard) {
 	// work, not the snapshot's, so it is outside the stall measured.
 	sl.release(s)
 	start := time.Now()
-	budget := sl.budget(s)
+	budget := sl.budget(s, start)
+	defer func() { sl.stepEnd = time.Now() }()
 	defer startStall(sl.tid).done()
 	sl.inRun = true
 	defer func() { sl.inRun = false }()
@@ -1381,17 +1384,30 @@ func (sl *Slice) Run(s *shard.Shard) {
 }
 
 // budget is this step's time: stepBudget while the shard is otherwise
-// idle, a quarter of it (at least busyStepMin) when it ran commands since
-// the last step, so a saturated event loop gives the snapshot about a
-// fifth of its time rather than half, and clients' latency pays less for
-// a save (a step runs after each round of the loop's I/O).
-func (sl *Slice) budget(s *shard.Shard) time.Duration {
+// idle; when it ran commands since the last step, a quarter of the time
+// the loop spent elsewhere since then (at least a quarter of stepBudget or
+// busyStepMin, at most maxBusyStep), so a saturated event loop gives the
+// snapshot about a fifth of its time and clients' latency pays little for
+// a save. A step runs once per round of the loop's I/O, and a round that
+// serves many clients is long: a fixed 25 µs step gave the walk 1-2% of
+// the loop (500 steps a second under tests/bench/repl.sh's 50 clients),
+// the baseline then came mostly from the writers' change hooks, and a
+// full sync of 1M keys took 6-12 s where it takes 3 s at a fifth.
+func (sl *Slice) budget(s *shard.Shard, now time.Time) time.Duration {
 	if sl.lastCommands == s.Stats.Commands {
 		return stepBudget
 	}
 	sl.lastCommands = s.Stats.Commands
-	return max(stepBudget/4, min(stepBudget, busyStepMin))
+	floor := max(stepBudget/4, min(stepBudget, busyStepMin))
+	if sl.stepEnd.IsZero() {
+		return floor
+	}
+	return max(floor, min(now.Sub(sl.stepEnd)/4, maxBusyStep))
 }
+
+// maxBusyStep bounds a step while clients are active: what one round of
+// the loop may add to their latency.
+const maxBusyStep = 500 * time.Microsecond
 
 // busyStepMin is the shortest step while clients are active.
 const busyStepMin = 10 * time.Microsecond
