@@ -9,12 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/dfly/dfly/shard"
-	"github.com/dfly/dfly/types/hash"
-	"github.com/dfly/dfly/types/list"
 	"github.com/dfly/dfly/types/num"
-	"github.com/dfly/dfly/types/set"
-	"github.com/dfly/dfly/types/stream"
-	"github.com/dfly/dfly/types/zset"
 )
 
 // MEMORY: USAGE reports what a key takes in RAM (redis-cli --memkeys,
@@ -120,7 +115,7 @@ func cmdMemoryUsage(x *Exec) {
 		samples = int(min(n, math.MaxInt32))
 		i++
 	}
-	_, v := x.DB.Find(x.Args[2])
+	_, v := x.DB.FindMeta(x.Args[2]) // an offloaded value stays on disk
 	if v == nil {
 		x.W.Null()
 		return
@@ -152,17 +147,9 @@ func valueBytes(v *shard.Value, samples int) int {
 			return 0
 		}
 		return cap(v.Str())
-	case *list.List:
-		return o.Bytes()
-	case *set.Set:
-		return o.Bytes()
-	case *hash.Hash:
-		return o.Bytes()
-	case *zset.Set:
+	case interface{ Bytes(samples int) int }: // sorted sets, streams
 		return o.Bytes(samples)
-	case *stream.Stream:
-		return o.Bytes(samples)
-	case interface{ Bytes() int }:
+	case interface{ Bytes() int }: // lists, sets, hashes
 		return o.Bytes()
 	default:
 		return 64

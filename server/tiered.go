@@ -724,6 +724,7 @@ var noLoadCommands = map[string]bool{
 	"del": true, "unlink": true, "exists": true, "touch": true, "type": true, "strlen": true,
 	"ttl": true, "pttl": true, "expiretime": true, "pexpiretime": true, "persist": true,
 	"expire": true, "pexpire": true, "expireat": true, "pexpireat": true,
+	"memory": true, // USAGE counts an offloaded value's RAM, not its bytes
 }
 
 func needsBytes(p *pending) bool {

@@ -558,6 +558,11 @@ func TestTieredMetaCommandsDoNotRead(t *testing.T) {
 		if n := c.Do("STRLEN", k).Int; n < 500 {
 			t.Fatalf("STRLEN %s = %d", k, n)
 		}
+		// MEMORY USAGE counts what the key holds in RAM: not the
+		// offloaded bytes, which it must not read back either.
+		if n := c.Do("MEMORY", "USAGE", k).Int; n <= 0 || n >= 500 {
+			t.Fatalf("MEMORY USAGE %s of an offloaded value = %d", k, n)
+		}
 	}
 	mustOK(t, c.Do("SET", "m19", "small"), "set") // overwrite frees
 	in := tieredInfo(t, c)
