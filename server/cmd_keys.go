@@ -484,11 +484,7 @@ func encodingOf(v *shard.Value) string {
 }
 
 func expireGeneric(x *Exec, unit int64, abs bool, name string) {
-	n, ok := num.ParseInt(x.Args[2])
-	if !ok {
-		x.W.Error(errNotInt)
-		return
-	}
+	// Redis's order: the options, then the time's value.
 	var nx, xx, gt, lt bool
 	for _, a := range x.Args[3:] {
 		switch strings.ToLower(string(a)) {
@@ -513,14 +509,21 @@ func expireGeneric(x *Exec, unit int64, abs bool, name string) {
 		x.W.Error("ERR GT and LT options at the same time are not compatible")
 		return
 	}
+	n, ok := num.ParseInt(x.Args[2])
+	if !ok {
+		x.W.Error(errNotInt)
+		return
+	}
 	bad := "ERR invalid expire time in '" + name + "' command"
 	if n > math.MaxInt64/unit || n < math.MinInt64/unit {
 		x.W.Error(bad)
 		return
 	}
 	at := n * unit
+	// Only an overflow is an error: a negative time plus now cannot
+	// underflow (now > 0), and deletes the key like any past time.
 	if !abs {
-		if (at > 0 && at > math.MaxInt64-x.Now()) || (at < 0 && at < math.MinInt64+x.Now()) {
+		if at > math.MaxInt64-x.Now() {
 			x.W.Error(bad)
 			return
 		}

@@ -231,7 +231,11 @@ func cmdGetDel(x *Exec) {
 }
 
 func cmdGetEx(x *Exec) {
-	var at int64
+	// Redis's order: options (syntax), then the key (nil, WRONGTYPE), and
+	// only then the expire time's value.
+	var expArg []byte
+	var unit int64
+	var abs bool
 	persist, ttlSet := false, false
 	args := x.Args[2:]
 	for i := 0; i < len(args); i++ {
@@ -248,17 +252,11 @@ func cmdGetEx(x *Exec) {
 				x.W.Error(errSyntax)
 				return
 			}
-			unit := int64(1)
+			unit = 1
 			if opt == "EX" || opt == "EXAT" {
 				unit = 1000
 			}
-			var e string
-			at, e = parseExpire(x.Now(), args[i+1], unit, strings.HasSuffix(opt, "AT"), "getex")
-			if e != "" {
-				x.W.Error(e)
-				return
-			}
-			ttlSet = true
+			expArg, abs, ttlSet = args[i+1], strings.HasSuffix(opt, "AT"), true
 			i++
 		default:
 			x.W.Error(errSyntax)
@@ -272,6 +270,14 @@ func cmdGetEx(x *Exec) {
 	if v == nil {
 		x.W.Null()
 		return
+	}
+	var at int64
+	if expArg != nil {
+		var e string
+		if at, e = parseExpire(x.Now(), expArg, unit, abs, "getex"); e != "" {
+			x.W.Error(e)
+			return
+		}
 	}
 	x.W.Bulk(v.Str())
 	switch {

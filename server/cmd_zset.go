@@ -608,7 +608,7 @@ func (sp *zrangeSpec) resolve(z *zset.Set) zwindow {
 		if sp.lex.Empty() {
 			return zwindow{}
 		}
-		a, b = z.LexSpan(sp.lex)
+		a, b = z.LexSpan(sp.lex, sp.rev)
 	}
 	if sp.offset < 0 || sp.offset >= int64(b-a) {
 		return zwindow{}
@@ -770,7 +770,7 @@ func cmdZLexCount(x *Exec) {
 		x.W.Int(0)
 		return
 	}
-	a, b := z.LexSpan(r)
+	a, b := z.LexSpan(r, false)
 	x.W.Int(int64(b - a))
 }
 
@@ -823,7 +823,7 @@ func zremrangeGeneric(x *Exec, kind zrangeKind) {
 		}
 	case zrLex:
 		if !lr.Empty() {
-			a, b = z.LexSpan(lr)
+			a, b = z.LexSpan(lr, false)
 		}
 	}
 	if b <= a {

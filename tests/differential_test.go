@@ -377,9 +377,14 @@ type diffGen struct {
 
 func (g *diffGen) typeOf(key string) string { return g.query("TYPE", key).Str }
 
-// lexOK reports whether key's members all have one score (or key is not a
-// sorted set): only then do BYLEX ranges have a defined result.
+// lexOK reports whether BYLEX ranges on key have a result Redis defines
+// by more than its skiplist's random levels: all members share one score,
+// or Redis keeps the set as a listpack, which it walks in order (as
+// zset.LexSpan does). A set once converted to a skiplist stays one.
 func (g *diffGen) lexOK(key string) bool {
+	if g.query("OBJECT", "ENCODING", key).Str == "listpack" {
+		return true
+	}
 	var scores []string
 	for i, e := range g.query("ZRANGE", key, "0", "-1", "WITHSCORES").Elems {
 		switch {
@@ -461,6 +466,12 @@ func (g *diffGen) members(lo, hi int) []string {
 func (g *diffGen) index() string { return g.intIn(-6, 6) }
 
 func (g *diffGen) ttl() string { return g.intIn(1000, 100000) }
+
+// badTime is an expire time that is not an integer or at an int64 limit
+// (the minimum deletes the key in PEXPIRE, and is an error elsewhere).
+func (g *diffGen) badTime() string {
+	return g.pick("abc", "1.5", "", "9223372036854775807", "-9223372036854775808")
+}
 
 func (g *diffGen) scoreBound() string {
 	b := g.pick("0", "1", "2", "1.5", "-1", "inf", "-inf", "+inf", "3")
@@ -627,6 +638,9 @@ var diffCommands = []diffCommand{
 		case 2:
 			return strs("PERSIST")
 		}
+		if g.r.IntN(3) == 0 { // errors come after the key's checks
+			return strs(g.pick("EX", "PX"), g.badTime())
+		}
 		return nil
 	}),
 	keyCommand("SETNX", "strings", "s", 1, false, func(g *diffGen) []string { return strs(g.value()) }),
@@ -673,12 +687,20 @@ var diffCommands = []diffCommand{
 		return mkStep(strs(g.key(""), g.key("")), g.maybe(0.5, "REPLACE"))
 	}},
 	keyCommand("EXPIRE", "keys", "", 2, false, func(g *diffGen) []string {
-		if g.r.IntN(10) == 0 {
+		switch g.r.IntN(10) {
+		case 0:
 			return strs(g.pick("0", "-5")) // deletes the key
+		case 1:
+			return concat(strs(g.badTime()), g.maybe(0.3, g.pick("NX", "XX", "GT", "LT", "FOO")))
 		}
 		return concat(strs(g.ttl()), g.maybe(0.3, g.pick("NX", "XX", "GT", "LT")))
 	}),
-	keyCommand("PEXPIRE", "keys", "", 1, false, func(g *diffGen) []string { return strs(g.ttl() + "000") }),
+	keyCommand("PEXPIRE", "keys", "", 1, false, func(g *diffGen) []string {
+		if g.r.IntN(10) == 0 {
+			return strs(g.badTime())
+		}
+		return strs(g.ttl() + "000")
+	}),
 	keyCommand("PERSIST", "keys", "", 1, false, nil),
 	keyCommand("TTL", "keys", "", 2, false, nil),
 	keyCommand("PTTL", "keys", "", 1, false, nil),

@@ -210,7 +210,16 @@ func TestModel(t *testing.T) {
 				if rng.IntN(5) == 0 {
 					r.Min.Inf = -1
 				}
-				a, b := lex.LexSpan(r)
+				a, b := lex.LexSpan(r, false)
+				if ra, rb := lex.LexSpan(r, true); ra != a || rb != b {
+					t.Fatalf("LexSpan rev = %d,%d, forward %d,%d", ra, rb, a, b)
+				}
+				for _, rev := range []bool{false, true} {
+					ga, gb := s.LexSpan(r, rev)
+					if wa, wb := listpackLexWalk(m, r, rev); (ga != wa || gb != wb) && (ga != gb || wa != wb) {
+						t.Fatalf("mixed scores: LexSpan(%+v, rev %v) = %d,%d, listpack walk %d,%d", r, rev, ga, gb, wa, wb)
+					}
+				}
 				wa, wb := 0, 0
 				for _, e := range lm {
 					if r.belowMin(e.member) {
@@ -291,4 +300,40 @@ func TestEncodingLimits(t *testing.T) {
 	if l.Encoding() != "skiplist" {
 		t.Fatal("65-byte member kept listpack")
 	}
+}
+
+// listpackLexWalk is the span Redis 7.0 answers a lex range with on a
+// listpack sorted set of any scores (zzlFirstInLexRange /
+// zzlLastInLexRange, then the walk on while the far end holds).
+func listpackLexWalk(m model, r LexRange, rev bool) (start, end int) {
+	n := len(m)
+	if n == 0 || !r.upToMax(m[0].member) || r.belowMin(m[n-1].member) {
+		return 0, 0
+	}
+	if rev {
+		i := n - 1
+		for i >= 0 && !r.upToMax(m[i].member) {
+			i--
+		}
+		if i < 0 || r.belowMin(m[i].member) {
+			return 0, 0
+		}
+		j := i
+		for j >= 0 && !r.belowMin(m[j].member) {
+			j--
+		}
+		return j + 1, i + 1
+	}
+	i := 0
+	for i < n && r.belowMin(m[i].member) {
+		i++
+	}
+	if i == n || !r.upToMax(m[i].member) {
+		return 0, 0
+	}
+	j := i
+	for j < n && r.upToMax(m[j].member) {
+		j++
+	}
+	return i, j
 }

@@ -376,11 +376,67 @@ func (r LexRange) upToMax(m string) bool {
 	return m < r.Max.Value || (!r.Max.Exclude && m == r.Max.Value)
 }
 
-// LexSpan is the rank interval [start, end) of the members inside r.
-func (s *Set) LexSpan(r LexRange) (start, end int) {
-	start = s.countBelow(func(e *entry) bool { return r.belowMin(e.member) })
-	end = s.countBelow(func(e *entry) bool { return r.upToMax(e.member) })
-	return start, max(start, end)
+// LexSpan is the rank interval [start, end) of the members inside r,
+// walked from the low end (rev: from the high end, as ZREVRANGEBYLEX).
+//
+// A lexicographic range is only defined when all scores are equal, and
+// then it is a binary search. With mixed scores Redis still answers: it
+// walks the members in score order from one end to the first inside the
+// range and on while they stay inside. Walking the same way, we give the
+// answers a small (listpack) sorted set gives in Redis.
+func (s *Set) LexSpan(r LexRange, rev bool) (start, end int) {
+	n := s.Len()
+	if n == 0 {
+		return 0, 0
+	}
+	first, lo := s.At(0)
+	last, hi := s.At(n - 1)
+	if lo == hi {
+		start = s.countBelow(func(e *entry) bool { return r.belowMin(e.member) })
+		end = s.countBelow(func(e *entry) bool { return r.upToMax(e.member) })
+		return start, max(start, end)
+	}
+	if !r.upToMax(first) || r.belowMin(last) {
+		return 0, 0
+	}
+	// From the first member on the range's side of its near end, on while
+	// members stay on the near side of its far end (Redis checks only
+	// that end once it has started).
+	if rev {
+		end = n
+		s.Descend(n-1, func(m string, _ float64) bool {
+			if r.upToMax(m) {
+				return false
+			}
+			end--
+			return true
+		})
+		start = end
+		s.Descend(end-1, func(m string, _ float64) bool {
+			if r.belowMin(m) {
+				return false
+			}
+			start--
+			return true
+		})
+		return start, end
+	}
+	s.Ascend(0, func(m string, _ float64) bool {
+		if !r.belowMin(m) {
+			return false
+		}
+		start++
+		return true
+	})
+	end = start
+	s.Ascend(start, func(m string, _ float64) bool {
+		if !r.upToMax(m) {
+			return false
+		}
+		end++
+		return true
+	})
+	return start, end
 }
 
 // Cursor is a position for Walk: after the member with this score.
