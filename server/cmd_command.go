@@ -2,12 +2,13 @@ package server
 
 import (
 	"sort"
-	"strings"
 
 	"github.com/dfly/dfly/resp"
 )
 
 // cmdCommand: COMMAND, COMMAND COUNT | INFO [name...] | DOCS [name...] | LIST.
+var commandArities = map[string]int{"count": 2, "list": -2, "info": -2, "docs": -2, "getkeys": -3}
+
 func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 	t := c.srv.table
 	if len(a) == 1 {
@@ -18,7 +19,9 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 		}
 		return
 	}
-	switch strings.ToLower(string(a[1])) {
+	switch subcommand(w, a, "command", commandArities) {
+	case "":
+		return
 	case "count":
 		w.Int(int64(len(t.byName)))
 	case "list":
@@ -65,10 +68,6 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 			w.BulkString("generic")
 		}
 	case "getkeys":
-		if len(a) < 3 {
-			w.Error("ERR wrong number of arguments for 'command|getkeys' command")
-			return
-		}
 		cmd := t.lookup(a[2])
 		if cmd == nil {
 			w.Error("ERR Invalid command specified")

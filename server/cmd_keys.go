@@ -426,9 +426,14 @@ func cmdMove(x *Exec) {
 	x.W.Int(1)
 }
 
+var objectArities = map[string]int{"encoding": 3, "freq": 3, "idletime": 3, "refcount": 3, "help": 2}
+
 func cmdObject(x *Exec) {
-	sub := strings.ToLower(string(x.Args[1]))
-	if sub == "help" {
+	sub := subcommand(x.W, x.Args, "object", objectArities)
+	switch sub {
+	case "":
+		return
+	case "help":
 		lines := []string{"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"ENCODING <key>", "FREQ <key>", "IDLETIME <key>", "REFCOUNT <key>", "HELP"}
 		x.W.Array(len(lines))
@@ -437,17 +442,7 @@ func cmdObject(x *Exec) {
 		}
 		return
 	}
-	if len(x.Args) != 3 {
-		x.W.Error("ERR unknown subcommand or wrong number of arguments for '" + truncArg(x.Args[1]) + "'. Try OBJECT HELP.")
-		return
-	}
 	_, v := x.DB.Find(x.Args[2])
-	switch sub {
-	case "encoding", "idletime", "refcount", "freq":
-	default:
-		x.W.Error("ERR unknown subcommand '" + truncArg(x.Args[1]) + "'. Try OBJECT HELP.")
-		return
-	}
 	if v == nil {
 		x.W.Null()
 		return

@@ -258,15 +258,20 @@ func cmdLRange(x *Exec) {
 }
 
 func cmdLIndex(x *Exec) {
-	r, ok := intArgs(x, x.Args[2])
-	if !ok {
-		return
-	}
+	// Redis's order: the key (nil, WRONGTYPE), then the index.
 	_, l, ok := listValue(x, x.Args[1])
 	if !ok {
 		return
 	}
-	if l == nil || r[0] >= int64(l.Len()) || r[0] < -int64(l.Len()) {
+	if l == nil {
+		x.W.Null()
+		return
+	}
+	r, ok := intArgs(x, x.Args[2])
+	if !ok {
+		return
+	}
+	if r[0] >= int64(l.Len()) || r[0] < -int64(l.Len()) {
 		x.W.Null()
 		return
 	}
@@ -275,16 +280,17 @@ func cmdLIndex(x *Exec) {
 }
 
 func cmdLSet(x *Exec) {
-	r, ok := intArgs(x, x.Args[2])
-	if !ok {
-		return
-	}
+	// Redis's order: the key (no such key, WRONGTYPE), then the index.
 	it, l, ok := listValue(x, x.Args[1])
 	if !ok {
 		return
 	}
 	if l == nil {
 		x.W.Error(errNoSuchKey)
+		return
+	}
+	r, ok := intArgs(x, x.Args[2])
+	if !ok {
 		return
 	}
 	i := r[0]
@@ -399,7 +405,14 @@ func cmdLPos(x *Exec) {
 		}
 		n, ok := num.ParseInt(args[i+1])
 		if !ok {
-			x.W.Error(errNotInt)
+			switch opt { // Redis: the range message for a non-integer too
+			case "count":
+				x.W.Error("ERR COUNT can't be negative")
+			case "maxlen":
+				x.W.Error("ERR MAXLEN can't be negative")
+			default:
+				x.W.Error(errNotInt)
+			}
 			return
 		}
 		i++

@@ -85,6 +85,10 @@ func parseExpire(now int64, arg []byte, unit int64, abs bool, cmd string) (int64
 }
 
 func parseSetOpts(x *Exec, args [][]byte) (o setOpts, errText string) {
+	// Redis's order: every option's syntax, then the expire time's value.
+	var expArg []byte
+	var unit int64
+	var abs bool
 	ttlSet := false
 	for i := 0; i < len(args); i++ {
 		opt := strings.ToUpper(string(args[i]))
@@ -110,19 +114,22 @@ func parseSetOpts(x *Exec, args [][]byte) (o setOpts, errText string) {
 			if ttlSet || i+1 >= len(args) {
 				return o, errSyntax
 			}
-			unit := int64(1)
+			unit = 1
 			if opt == "EX" || opt == "EXAT" {
 				unit = 1000
 			}
-			at, e := parseExpire(x.Now(), args[i+1], unit, strings.HasSuffix(opt, "AT"), "set")
-			if e != "" {
-				return o, e
-			}
-			o.expireAt, ttlSet = at, true
+			expArg, abs, ttlSet = args[i+1], strings.HasSuffix(opt, "AT"), true
 			i++
 		default:
 			return o, errSyntax
 		}
+	}
+	if expArg != nil {
+		at, e := parseExpire(x.Now(), expArg, unit, abs, "set")
+		if e != "" {
+			return o, e
+		}
+		o.expireAt = at
 	}
 	return o, ""
 }

@@ -150,8 +150,16 @@ type zaddFlags struct {
 	nx, xx, gt, lt, ch, incr bool
 }
 
-func cmdZAdd(x *Exec) {
-	var f zaddFlags
+func cmdZAdd(x *Exec) { zaddFlagged(x, zaddFlags{}) }
+
+// cmdZIncrBy is ZADD INCR, flags and all: Redis parses ZINCRBY's
+// arguments with ZADD's parser, so "ZINCRBY k NX 5 m" is ZADD k NX INCR 5 m
+// and "ZINCRBY k GT m" a syntax error.
+func cmdZIncrBy(x *Exec) { zaddFlagged(x, zaddFlags{incr: true}) }
+
+// zaddFlagged reads ZADD's flags from the third argument on, then the
+// score/member pairs.
+func zaddFlagged(x *Exec, f zaddFlags) {
 	i := 2
 	for ; i < len(x.Args); i++ {
 		switch strings.ToLower(string(x.Args[i])) {
@@ -168,14 +176,12 @@ func cmdZAdd(x *Exec) {
 		case "incr":
 			f.incr = true
 		default:
-			goto done
+			zaddGeneric(x, f, i)
+			return
 		}
 	}
-done:
 	zaddGeneric(x, f, i)
 }
-
-func cmdZIncrBy(x *Exec) { zaddGeneric(x, zaddFlags{incr: true}, 2) }
 
 func zaddGeneric(x *Exec, f zaddFlags, scoreIdx int) {
 	elems := len(x.Args) - scoreIdx
@@ -895,11 +901,7 @@ func zpopCmd(x *Exec, max bool) {
 	count := int64(-1)
 	if len(x.Args) == 3 {
 		c, ok := num.ParseInt(x.Args[2])
-		if !ok {
-			x.W.Error(errNotInt)
-			return
-		}
-		if c < 0 {
+		if !ok || c < 0 { // Redis: one message for both
 			x.W.Error(errZPositive)
 			return
 		}
@@ -923,10 +925,7 @@ func zpopCmd(x *Exec, max bool) {
 // parseZMPop parses "numkeys key... MIN|MAX [COUNT n]" (ZMPOP, args[1:]).
 func parseZMPop(args [][]byte) (pos []int, max bool, count int, errText string) {
 	n, ok := num.ParseInt(args[1])
-	if !ok {
-		return nil, false, 0, errNotInt
-	}
-	if n <= 0 {
+	if !ok || n <= 0 { // Redis: one message for both
 		return nil, false, 0, "ERR numkeys should be greater than 0"
 	}
 	whereIdx := int64(2) + n

@@ -2,7 +2,6 @@ package server
 
 import (
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -226,9 +225,14 @@ func (c *Conn) deliver(msg []byte) {
 	})
 }
 
+var pubsubArities = map[string]int{"channels": -2, "numsub": -2, "numpat": 2, "help": 2, "shardchannels": -2, "shardnumsub": -2}
+
 func cmdPubsub(c *Conn, a [][]byte, w *resp.Writer) {
 	ps := c.srv.pubsub
-	sub := strings.ToLower(string(a[1]))
+	sub := subcommand(w, a, "pubsub", pubsubArities)
+	if sub == "" {
+		return
+	}
 	ps.mu.RLock()
 	defer ps.mu.RUnlock()
 	switch {
@@ -250,13 +254,21 @@ func cmdPubsub(c *Conn, a [][]byte, w *resp.Writer) {
 			w.Bulk(ch)
 			w.Int(int64(len(ps.channels[string(ch)])))
 		}
+	case sub == "shardchannels" && len(a) <= 3:
+		w.Array(0) // shard channels exist only in a cluster, as in Redis
+	case sub == "shardnumsub":
+		w.Array(2 * (len(a) - 2))
+		for _, ch := range a[2:] {
+			w.Bulk(ch)
+			w.Int(0)
+		}
 	case sub == "numpat" && len(a) == 2:
 		w.Int(int64(len(ps.patterns)))
 	case sub == "help":
 		w.Array(1)
 		w.SimpleString("PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are: CHANNELS [<pattern>], NUMSUB [<channel> ...], NUMPAT, HELP")
-	default:
-		w.Error("ERR unknown subcommand or wrong number of arguments for '" + truncArg(a[1]) + "'. Try PUBSUB HELP.")
+	default: // PUBSUB CHANNELS with two patterns
+		subcommandSyntaxErr(w, a, "pubsub")
 	}
 }
 
