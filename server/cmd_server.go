@@ -361,6 +361,7 @@ func cmdInfo(x *Coord) {
 		}
 		field("total_commands_processed", st.Commands+local)
 		field("rejected_connections", srv.rejectedConns.Load())
+		field("command_panics", commandPanics.Load()) // recover.go
 		field("expired_keys", st.ExpiredKeys)
 		field("evicted_keys", 0)
 		field("keyspace_hits", st.Hits)

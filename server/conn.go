@@ -346,7 +346,7 @@ gather:
 			// the commands already gathered and those after (which see
 			// their effect: SELECT, HELLO and AUTH apply in order).
 			cmd.calls.Add(1)
-			cmd.Local(c, p.args, &p.reply)
+			cmd.local(c, p.args, &p.reply)
 			c.doneGathering()
 			if c.closing {
 				c.cmds = c.cmds[:c.next] // nothing after QUIT runs

@@ -266,7 +266,7 @@ func (x *Coord) execParallel(t *tx.Tx, m *multiState) bool {
 	for i, q := range m.cmds {
 		if sids[i] < 0 {
 			q.cmd.calls.Add(1)
-			q.cmd.Local(x.Conn, q.args, &replies[i])
+			q.cmd.local(x.Conn, q.args, &replies[i])
 		}
 	}
 	t.Finish(func(s *shard.Shard) {
@@ -302,7 +302,7 @@ func (x *Coord) execQueued(t *tx.Tx, q queued) {
 	switch {
 	case cmd.Local != nil:
 		// The loop is waiting for EXEC, so connection state is ours.
-		cmd.Local(c, q.args, x.W)
+		cmd.local(c, q.args, x.W)
 	case sid >= 0:
 		st.q = q
 		st.e = Exec{W: x.W, Srv: x.Srv, Conn: c, prop: st.e.prop[:0]}
@@ -435,7 +435,7 @@ func execOnShard(x *Exec, c *Conn, m *multiState, w *watchState) {
 		for _, q := range m.cmds {
 			q.cmd.calls.Add(1)
 			if q.cmd.Local != nil {
-				q.cmd.Local(c, q.args, x.W)
+				q.cmd.local(c, q.args, x.W)
 				continue
 			}
 			e := Exec{S: x.S, DB: x.S.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}

@@ -58,6 +58,7 @@ func (x *Coord) Propagate(args ...[]byte) {
 
 // run runs cmd on the shard, journaling its write when the journal records.
 func (x *Exec) run(cmd *Command) {
+	defer x.Srv.recoverCommand(cmd.Name, x.W, len(x.W.Buf))
 	if !x.S.Journal.Active() {
 		cmd.Shard(x)
 		return
@@ -76,8 +77,10 @@ func (x *Exec) runRecorded(cmd *Command) {
 		// A script confined to this shard: its writes are one transaction.
 		p := journal.NewPart(nil)
 		prev := j.Enter(p)
-		cmd.Shard(x)
-		j.Leave(prev)
+		func() {
+			defer j.Leave(prev) // also when the script panics (recoverCommand)
+			cmd.Shard(x)
+		}()
 		if p.Len() > 0 {
 			j.Commit(p, tx.NewID(), []uint16{uint16(s.ID)})
 		}

@@ -310,7 +310,7 @@ func (a *replApplier) applyLocal(op *replica.Op, cmd *Command) {
 		var w resp.Writer
 		w.Proto = 2
 		cmd.calls.Add(1)
-		cmd.Local(a.conn, op.Args, &w)
+		cmd.local(a.conn, op.Args, &w)
 		a.checkReply(&w, cmd)
 	}
 }

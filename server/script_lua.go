@@ -771,7 +771,7 @@ func (vm *luaVM) exec(cmd *Command, args [][]byte) {
 	cmd.calls.Add(1)
 	switch {
 	case cmd.Local != nil:
-		cmd.Local(x.Conn, args, w)
+		cmd.local(x.Conn, args, w)
 	case cmd.Shard != nil && x.Srv.singleShard(cmd, args, &vm.pos) >= 0:
 		sid := x.Srv.singleShard(cmd, args, &vm.pos)
 		x.Srv.OnShard(sid, func(s *shard.Shard) {
