@@ -87,15 +87,3 @@ func TestCommandPanicIsAnError(t *testing.T) {
 	}
 }
 
-// send writes one command without reading its reply (a pipeline).
-func (z *zconn) send(t *testing.T, args ...string) {
-	t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := z.c.Write([]byte(b.String())); err != nil {
-		t.Fatal(err)
-	}
-}

@@ -54,6 +54,15 @@ func dialZ(t *testing.T, addr string) *zconn {
 
 func (z *zconn) do(t *testing.T, args ...string) string {
 	t.Helper()
+	z.send(t, args...)
+	var out strings.Builder
+	z.read(t, &out)
+	return out.String()
+}
+
+// send writes one command without reading its reply (a pipeline).
+func (z *zconn) send(t *testing.T, args ...string) {
+	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
 	for _, a := range args {
@@ -62,9 +71,6 @@ func (z *zconn) do(t *testing.T, args ...string) string {
 	if _, err := z.c.Write([]byte(b.String())); err != nil {
 		t.Fatal(err)
 	}
-	var out strings.Builder
-	z.read(t, &out)
-	return out.String()
 }
 
 func (z *zconn) read(t *testing.T, out *strings.Builder) {
