@@ -86,4 +86,3 @@ func TestCommandPanicIsAnError(t *testing.T) {
 		t.Fatalf("INFO stats has no command_panics")
 	}
 }
-
