@@ -174,6 +174,7 @@ func newTable() *Table {
 	t.add(stringCommands()...)
 	t.add(bitCommands()...)
 	t.add(keyCommands()...)
+	t.add(geoCommands()...)
 	for _, family := range typeFamilies {
 		t.add(family()...)
 	}

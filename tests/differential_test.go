@@ -265,12 +265,20 @@ var familyProbes = map[string][]string{
 	"sets":    {"SCARD", "diff:probe"},
 	"zsets":   {"ZCARD", "diff:probe"},
 	"sort":    {"SORT_RO", "diff:probe"},
+	"geo":     {"GEOPOS", "diff:probe", "m"},
 }
 
 // knownMismatches are reported, unfixed differences from Redis. Commands
 // that match one are not run (and counted), so the test stays useful until
 // the fix lands; then the entry goes. Each key is its reproducer.
-var knownMismatches = map[string]func(args []string) bool{}
+var knownMismatches = map[string]func(args []string) bool{
+	// Distances come from Go's sin/cos/asin, which can differ from glibc's
+	// in the last bit: a stored distance (17 digits) then differs, where
+	// replies (4 decimals) do not.
+	"GEOSEARCHSTORE d s FROMLONLAT 15 37 BYRADIUS 200 km STOREDIST": func(args []string) bool {
+		return slices.ContainsFunc(args, func(a string) bool { return strings.EqualFold(a, "STOREDIST") })
+	},
+}
 
 func knownMismatch(args []string) string {
 	for repro, match := range knownMismatches {
@@ -356,7 +364,7 @@ func cliLine(args []string) string {
 // diffKeys is the key space: a few keys per type that the families prefer,
 // plus two sharing a hash tag. Elements "0".."2", "a" and "b" make SORT
 // patterns such as s* and {g}* name keys of this space.
-var diffKeys = []string{"s0", "s1", "s2", "l0", "l1", "h0", "h1", "t0", "t1", "z0", "z1", "{g}a", "{g}b"}
+var diffKeys = []string{"s0", "s1", "s2", "l0", "l1", "h0", "h1", "t0", "t1", "z0", "z1", "p0", "p1", "{g}a", "{g}b"}
 
 func namedKeys(args []string) []string {
 	var out []string
@@ -466,6 +474,40 @@ func (g *diffGen) members(lo, hi int) []string {
 func (g *diffGen) index() string { return g.intIn(-6, 6) }
 
 func (g *diffGen) ttl() string { return g.intIn(1000, 100000) }
+
+// lon and lat are a point around Sicily (ten km steps), or out of range.
+func (g *diffGen) lon() string {
+	if g.r.IntN(40) == 0 {
+		return g.pick("181", "abc")
+	}
+	return strconv.FormatFloat(12+float64(g.r.IntN(40))/10, 'f', -1, 64)
+}
+
+func (g *diffGen) lat() string { return strconv.FormatFloat(36+float64(g.r.IntN(30))/10, 'f', -1, 64) }
+
+func (g *diffGen) geoRadius() string { return g.pick("0", "10", "50", "100", "300", "5000") }
+
+// geoSearchArgs are GEOSEARCH's (store: GEOSEARCHSTORE's) options after
+// the key(s).
+func (g *diffGen) geoSearchArgs(store bool) []string {
+	var out []string
+	if g.r.IntN(3) == 0 {
+		out = strs("FROMMEMBER", g.member())
+	} else {
+		out = strs("FROMLONLAT", g.lon(), g.lat())
+	}
+	if g.r.IntN(2) == 0 {
+		out = append(out, "BYRADIUS", g.geoRadius(), g.pick("km", "mi"))
+	} else {
+		out = append(out, "BYBOX", g.geoRadius(), g.geoRadius(), "km")
+	}
+	out = append(out, g.maybe(0.5, g.pick("ASC", "DESC"))...)
+	out = append(out, g.maybe(0.3, "COUNT", g.intIn(1, 3))...)
+	if store {
+		return append(out, g.maybe(0.5, "STOREDIST")...)
+	}
+	return append(out, g.maybe(0.3, g.pick("WITHDIST", "WITHHASH", "WITHCOORD"))...)
+}
 
 // badTime is an expire time that is not an integer or at an int64 limit
 // (the minimum deletes the key in PEXPIRE, and is an error elsewhere).
@@ -838,6 +880,27 @@ var diffCommands = []diffCommand{
 	}},
 	{name: "ZRANGESTORE", family: "zsets", weight: 1, gen: func(g *diffGen) diffStep {
 		return mkStep(strs(g.key("z"), g.key("z"), g.index(), g.index()))
+	}},
+	// GEO: points around Sicily in p* keys; searches with every option.
+	keyCommand("GEOADD", "geo", "p", 3, false, func(g *diffGen) []string {
+		out := g.maybe(0.2, g.pick("NX", "XX", "CH"))
+		for n := 1 + g.r.IntN(2); n > 0; n-- {
+			out = append(out, g.lon(), g.lat(), g.member())
+		}
+		return out
+	}),
+	keyCommand("GEOPOS", "geo", "p", 1, true, func(g *diffGen) []string { return g.members(1, 3) }),
+	keyCommand("GEOHASH", "geo", "p", 1, false, func(g *diffGen) []string { return g.members(1, 3) }),
+	keyCommand("GEODIST", "geo", "p", 1, false, func(g *diffGen) []string {
+		return concat(strs(g.member(), g.member()), g.maybe(0.5, g.pick("m", "km", "mi", "ft")))
+	}),
+	keyCommand("GEOSEARCH", "geo", "p", 2, true, func(g *diffGen) []string { return g.geoSearchArgs(false) }),
+	{name: "GEOSEARCHSTORE", family: "geo", weight: 1, gen: func(g *diffGen) diffStep {
+		return mkStep(strs(g.key("p"), g.key("p")), g.geoSearchArgs(true))
+	}},
+	{name: "GEORADIUS", family: "geo", weight: 1, gen: func(g *diffGen) diffStep {
+		return mkStep(strs(g.key("p"), g.lon(), g.lat(), g.geoRadius(), "km"), g.maybe(0.5, g.pick("ASC", "DESC")),
+			g.maybe(0.3, "COUNT", g.intIn(1, 3)), g.maybe(0.3, "STORE", g.key("p")))
 	}},
 	{name: "ZMPOP", family: "zsets", weight: 1, resp3: true, gen: func(g *diffGen) diffStep {
 		return mkStep(g.numKeys("z", 1, 3), strs(g.pick("MIN", "MAX")), g.maybe(0.5, "COUNT", g.intIn(1, 3)))

@@ -25,7 +25,8 @@
 # PAIRS (default "dfly:redis dfly:dfly redis:redis"), DFLY_BIN (a dfly binary to run
 # instead of a fresh build of ./cmd/dfly), REPLICA_NICE (run replicas at this nice value:
 # on a shared machine, an approximation of a replica on a machine of its own),
-# REPLICA_FLAGS (more flags for dfly replicas, e.g. "--shards 3"), PIN=1 (master and load on
+# REPLICA_FLAGS (more flags for dfly replicas, e.g. "--shards 3"), MASTER_FLAGS (more flags for
+# dfly masters, e.g. "--point_in_time_snapshot=false"), PIN=1 (master and load on
 # the first half of the CPUs, the replica on the other half: see below).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -80,7 +81,7 @@ for pair in $PAIRS; do
 	MPORT=$(free_port) RPORT=$(free_port)
 	rm -rf "$work/m-$pair" "$work/r-$pair"
 	mkdir -p "$work/m-$pair" "$work/r-$pair"
-	start "$master" "$MPORT" "$work/m-$pair" "" "" "${mcpus:-}"; mpid=$PID
+	start "$master" "$MPORT" "$work/m-$pair" "" "$([[ $master == dfly ]] && echo "${MASTER_FLAGS:-}")" "${mcpus:-}"; mpid=$PID
 	start "$replica" "$RPORT" "$work/r-$pair" "${REPLICA_NICE:-}" "$([[ $replica == dfly ]] && echo "${REPLICA_FLAGS:-}")" "${rcpus:-}"; rpid=$PID
 	redis-cli -p "$MPORT" debug populate "$KEYS" key "$SIZE" >/dev/null
 	read -r u ri pi rs ps rt pt cm cr mui mus mut rui rus rut < <(on "${mcpus:-}" "$work/replload" -master "127.0.0.1:$MPORT" -replica "127.0.0.1:$RPORT" \
