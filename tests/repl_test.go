@@ -292,7 +292,7 @@ func (s *seeder) step(c *RawConn, r *rand.Rand) {
 	db := replDBs[r.IntN(len(replDBs))]
 	c.Send("SELECT", strconv.Itoa(db))
 	var args []string
-	switch r.IntN(30) {
+	switch r.IntN(32) {
 	case 0, 1, 2:
 		args = []string{"SET", k("s"), val()}
 	case 3:
@@ -363,6 +363,12 @@ func (s *seeder) step(c *RawConn, r *rand.Rand) {
 	case 29:
 		// A blocking pop: served now or after its timeout, never a hang.
 		args = []string{"BLPOP", k("l"), "0.01"}
+	case 30:
+		args = []string{"GEOADD", k("g"), fmt.Sprintf("%.4f", 13+r.Float64()*3), fmt.Sprintf("%.4f", 36+r.Float64()*3), "p" + strconv.Itoa(r.IntN(40))}
+	case 31:
+		// A search stored into a key of any shard (a transaction when
+		// they differ); STORE keeps geohash scores, exact on every side.
+		args = []string{"GEOSEARCHSTORE", k("z"), k("g"), "FROMLONLAT", "14.5", "37.5", "BYRADIUS", strconv.Itoa(20 + r.IntN(200)), "km", "ASC", "COUNT", "5"}
 	}
 	c.Send(args...)
 	n := 2
