@@ -23,6 +23,7 @@ func serverCommands() []*Command {
 		{Name: "info", Arity: -1, Flags: FlagLoading | FlagStale, Multi: cmdInfo},
 		{Name: "config", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdConfig},
 		{Name: "debug", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Multi: cmdDebug},
+		{Name: "slowlog", Arity: -2, Flags: FlagAdmin | FlagLoading | FlagStale, Local: cmdSlowlog},
 		{Name: "shutdown", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdShutdown},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -69,12 +70,15 @@ type Config struct {
 	// link and reconnects.
 	ReplTimeout int
 
+	// SLOWLOG's settings (slowlog.go), read on every command without mu.
+	slowlogSlowerThan, slowlogMaxLen atomic.Int64
+
 	mu sync.RWMutex
 }
 
 // DefaultConfig has Redis's defaults where Redis has one.
 func DefaultConfig() *Config {
-	return &Config{
+	c := &Config{
 		Port: 6379, Bind: "127.0.0.1", MaxClients: 10000, Dir: ".", DBFilename: "dump.rdb",
 		Databases: 16, LogLevel: "notice", ProtoMaxBulk: 512 << 20, QueryBufMax: 1 << 30,
 		ProtectedMode: true, DBFormat: "rdb",
@@ -83,6 +87,9 @@ func DefaultConfig() *Config {
 		ReplBacklogSize: 1 << 20, ReplBacklogTTL: time.Hour, ReplClientBufferLimit: 256 << 20,
 		ReplTimeout: 60,
 	}
+	c.slowlogSlowerThan.Store(10000)
+	c.slowlogMaxLen.Store(128)
+	return c
 }
 
 // param is one CONFIG GET/SET parameter.
@@ -155,6 +162,24 @@ var params = []param{
 		c.ProtectedMode = b
 		return err
 	}},
+	{name: "slowlog-log-slower-than", get: func(c *Config) string { return strconv.FormatInt(c.slowlogSlowerThan.Load(), 10) },
+		set: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("argument couldn't be parsed into an integer")
+			}
+			c.slowlogSlowerThan.Store(n)
+			return nil
+		}},
+	{name: "slowlog-max-len", get: func(c *Config) string { return strconv.FormatInt(c.slowlogMaxLen.Load(), 10) },
+		set: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return fmt.Errorf("argument couldn't be parsed into an integer")
+			}
+			c.slowlogMaxLen.Store(n)
+			return nil
+		}},
 	{name: "shards", get: func(c *Config) string { return strconv.Itoa(c.Shards) }},
 	fixed("appendonly", "no"),
 	{name: "save", get: func(c *Config) string { return c.Save }, set: func(c *Config, v string) error {

@@ -346,7 +346,9 @@ gather:
 			// the commands already gathered and those after (which see
 			// their effect: SELECT, HELLO and AUTH apply in order).
 			cmd.calls.Add(1)
+			start := nanotime()
 			cmd.local(c, p.args, &p.reply)
+			c.srv.slowCheck(c, p.args, start)
 			c.doneGathering()
 			if c.closing {
 				c.cmds = c.cmds[:c.next] // nothing after QUIT runs
@@ -580,6 +582,8 @@ type shardBatch struct {
 	x   Exec
 	// inline: running on the connection's own loop within serve.
 	inline bool
+	// clock: nanotime at the end of the last command run (slowlog.go).
+	clock int64
 	// tier: loading offloaded values ahead of the commands (tiered.go).
 	tier tierBatch
 	// group: the batch is part of a hop group (multi_hop.go): on the
@@ -601,6 +605,11 @@ func (b *shardBatch) Run(s *shard.Shard) {
 
 func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 	g := b.group
+	// One clock read a command (SLOWLOG): a command's time runs from the
+	// previous one's end, like Redis's cached command start time.
+	if b.c.srv.cfg.slowlogSlowerThan.Load() >= 0 {
+		b.clock = nanotime()
+	}
 	for b.pos < len(b.idx) {
 		p := &b.c.cmds[b.idx[b.pos]]
 		if p.hop != nil && (s.Journal.Active() || s.Tier() != nil) {
@@ -656,6 +665,7 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 		} else {
 			b.x.canRetry = true
 			b.x.run(p.cmd)
+			b.clock = b.c.srv.slowCheck(b.c, p.args, b.clock)
 			b.x.canRetry = false
 			if b.tierActive() {
 				b.tierAfter(s)
@@ -703,7 +713,9 @@ func (b *shardBatch) runOne(s *shard.Shard, p *pending) {
 		b.c.unwatchLater(p.watch)
 		p.multi, p.watch = nil, nil
 	} else {
+		start := nanotime()
 		b.x.run(p.cmd)
+		b.c.srv.slowCheck(b.c, p.args, start)
 	}
 	s.Stats.Commands++
 	b.c.srv.countShardCall(s.ID, p.cmd)

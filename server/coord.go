@@ -49,7 +49,9 @@ func (x *Coord) run(c *Conn) {
 	if x.cmd.Multi == nil {
 		x.W.Error("CROSSSLOT Keys in request don't hash to the same slot")
 	} else {
+		start := nanotime()
 		x.runMulti()
+		x.Srv.slowCheck(c, x.Args, start)
 	}
 	c.complete(false)
 }

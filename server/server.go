@@ -32,6 +32,7 @@ type Server struct {
 	gnet.BuiltinEventEngine
 
 	cfg    *Config
+	slow   slowlog
 	shards []*shard.Shard
 	table  *Table
 	log    *Logger
