@@ -56,7 +56,7 @@ func (s *Server) slowCheck(c *Conn, args [][]byte, start int64) (now int64) {
 	}
 	now = nanotime()
 	us := (now - start) / 1000
-	if us < thr {
+	if us < thr || start == 0 { // start 0: the log was off when the batch began
 		return now
 	}
 	e := slowEntry{at: time.Now().Unix(), usec: us}
