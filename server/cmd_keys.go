@@ -546,7 +546,7 @@ func expireGeneric(x *Exec, unit int64, abs bool, name string) {
 		x.W.Int(1)
 		return
 	}
-	x.DB.Mutate(it)
+	x.DB.MutateMeta(it)
 	x.DB.SetExpire(it, at)
 	x.W.Int(1)
 }
@@ -580,7 +580,7 @@ func cmdPersist(x *Exec) {
 		x.W.Int(0)
 		return
 	}
-	x.DB.Mutate(it)
+	x.DB.MutateMeta(it)
 	x.DB.Persist(it)
 	x.W.Int(1)
 }

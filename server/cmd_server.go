@@ -238,7 +238,7 @@ func debugPopulate(x *Coord) {
 				}
 				val = val[:size]
 			}
-			db.Insert(key, shard.NewString(val))
+			db.Insert(key, db.NewString(val))
 		}
 	})
 	x.W.SimpleString("OK")
@@ -276,6 +276,9 @@ func cmdInfo(x *Coord) {
 		expires  []int
 		calls    map[string]uint64
 		saveKeys uint64
+		// packed, packedLive: bytes of the chunks of small strings
+		// (shard/strs.go) and of the live values in them.
+		packed, packedLive int
 	}
 	infos := make([]shardInfo, x.NumShards())
 	x.OnEach(func(s *shard.Shard) {
@@ -284,6 +287,9 @@ func cmdInfo(x *Coord) {
 		for _, db := range s.DBs {
 			in.keys = append(in.keys, db.Len())
 			in.expires = append(in.expires, db.Expire.Len())
+			used, live, _ := db.PackedStats()
+			in.packed += used
+			in.packedLive += live
 		}
 		if sl := srv.persist.slice(s.ID); sl != nil {
 			in.saveKeys = sl.Keys
@@ -343,6 +349,12 @@ func cmdInfo(x *Coord) {
 		field("gc_cycles", ms.NumGC)
 		field("gc_pause_total_ns", ms.PauseTotalNs)
 		field("gc_cpu_fraction", fmt.Sprintf("%.6f", ms.GCCPUFraction))
+		var packed, live int
+		for _, in := range infos {
+			packed, live = packed+in.packed, live+in.packedLive
+		}
+		field("packed_strings_bytes", packed)
+		field("packed_strings_live_bytes", live)
 	}
 	if want("persistence", true) {
 		section("Persistence")

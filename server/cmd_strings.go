@@ -185,12 +185,11 @@ func setGeneric(x *Exec, key, val []byte, o setOpts) {
 	}
 	if old != nil && old.Type == shard.TypeString && !old.IsExternal() && !o.keepTTL && !old.HasExpire && o.expireAt == 0 {
 		// Overwrite in place, reusing the buffer when it fits.
-		p := x.DB.Mutate(it)
-		p.SetStr(append(p.Str()[:0], val...))
+		x.DB.SetBytes(it, val)
 		reply()
 		return
 	}
-	it = x.DB.Set(key, shard.NewString(val), o.keepTTL)
+	it = x.DB.Set(key, x.DB.NewString(val), o.keepTTL)
 	if o.expireAt != 0 {
 		x.DB.SetExpire(it, o.expireAt)
 	}
@@ -203,7 +202,7 @@ func cmdSetNX(x *Exec) {
 		x.W.Int(0)
 		return
 	}
-	x.DB.Insert(x.Args[1], shard.NewString(x.Args[2]))
+	x.DB.Insert(x.Args[1], x.DB.NewString(x.Args[2]))
 	x.W.Int(1)
 }
 
@@ -291,10 +290,10 @@ func cmdGetEx(x *Exec) {
 	case at != 0 && x.expiredAt(at): // issue 8: not on a replica
 		x.DB.Delete(it)
 	case at != 0:
-		x.DB.Mutate(it)
+		x.DB.MutateMeta(it)
 		x.DB.SetExpire(it, at)
 	case persist && v.HasExpire:
-		x.DB.Mutate(it)
+		x.DB.MutateMeta(it)
 		x.DB.Persist(it)
 	}
 }
@@ -354,7 +353,7 @@ func (x *Coord) argc() int { return len(x.Args) }
 
 func msetOn(db *shard.DB, args [][]byte, pos []int) {
 	for _, i := range pos {
-		db.Set(args[i], shard.NewString(args[i+1]), false)
+		db.Set(args[i], db.NewString(args[i+1]), false)
 	}
 }
 

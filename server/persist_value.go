@@ -101,6 +101,7 @@ const (
 	loadBatch = 256
 	// loadKeyArena is the size of the blocks the loader copies keys into.
 	loadKeyArena = 16 << 10
+	loadValArena = 64 << 10
 )
 
 // loader builds values from decoded records. In file mode each finished
@@ -121,6 +122,8 @@ type loader struct {
 	// block of keys, not one per key (the table copies them anyway). Bytes
 	// below its length are never written again unless reuse is set.
 	keyBufs [][]byte
+	// valBufs[sid]: the same for the small string values of the batch.
+	valBufs [][]byte
 	keys    int
 	// reserveBudget: the keys ResizeDB may still reserve room for.
 	reserveBudget int
@@ -144,7 +147,8 @@ type loader struct {
 
 func newLoader(s *Server, dispatch func(sid int, items []loadItem)) *loader {
 	return &loader{srv: s, dispatch: dispatch, now: time.Now().UnixMilli(), reserveBudget: loadReserveBudget,
-		batches: make([][]loadItem, len(s.shards)), keyBufs: make([][]byte, len(s.shards))}
+		batches: make([][]loadItem, len(s.shards)), keyBufs: make([][]byte, len(s.shards)),
+		valBufs: make([][]byte, len(s.shards))}
 }
 
 // load decodes a whole RDB file and hands every key to its shard.
@@ -172,6 +176,7 @@ func (l *loader) send(sid int) {
 	if l.reuse {
 		l.batches[sid] = l.batches[sid][:0]
 		l.keyBufs[sid] = l.keyBufs[sid][:0]
+		l.valBufs[sid] = l.valBufs[sid][:0]
 	} else {
 		l.batches[sid] = nil
 	}
@@ -282,7 +287,19 @@ func (l *loader) SelectDB(db uint64) error {
 
 func (l *loader) String(key, val []byte, m rdb.Meta) error {
 	l.key(key, m.ExpireAt)
-	l.finish(shard.NewString(val))
+	if l.dump || !shard.Packable(len(val)) {
+		l.finish(shard.NewString(val))
+		return nil
+	}
+	// DB.Load copies a small value into the shard's chunks: until then it
+	// waits in a block like the keys', not in a heap object of its own.
+	a := l.valBufs[l.curSid]
+	if len(a)+len(val) > cap(a) {
+		a = make([]byte, 0, loadValArena)
+	}
+	a = append(a, val...)
+	l.valBufs[l.curSid] = a
+	l.finish(shard.StringValue(a[len(a)-len(val) : len(a) : len(a)]))
 	return nil
 }
 

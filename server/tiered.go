@@ -641,7 +641,7 @@ func (t *tierShard) endBig(v *shard.Value) {
 		return
 	}
 	t.srv.tiered.offloadedSinceGC.Add(int64(cap(v.Str())))
-	v.SetExternal(b.w.Seg.Off, b.w.Seg.Len)
+	t.sh.DBs[b.k.db].Offloaded(v, b.w.Seg.Off, b.w.Seg.Len)
 	t.entries++
 	t.bytes += int64(b.w.Seg.Len)
 }
@@ -676,7 +676,7 @@ func (t *tierShard) written(entries []tiered.Entry, err error) {
 			continue
 		}
 		released += int64(cap(v.Str()))
-		v.SetExternal(e.Seg.Off, e.Seg.Len)
+		t.sh.DBs[e.DB].Offloaded(v, e.Seg.Off, e.Seg.Len)
 		t.entries++
 		t.bytes += int64(e.Seg.Len)
 	}
@@ -985,7 +985,7 @@ func (b *shardBatch) tierAfter(s *shard.Shard) {
 		v := tm.db.Peek(tm.key)
 		if v != nil && v.Type == shard.TypeString && !v.IsExternal() && v.StrLen() == len(tm.data) &&
 			unsafe.SliceData(v.Str()) == unsafe.SliceData(tm.data) {
-			v.SetExternal(tm.seg.Off, tm.seg.Len)
+			tm.db.Offloaded(v, tm.seg.Off, tm.seg.Len)
 		} else {
 			// Gone meanwhile (a lazy expiry inside the command).
 			t.entries--

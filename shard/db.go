@@ -13,6 +13,8 @@ type DB struct {
 	Table  *dash.Table[Value]
 	Expire *dash.Table[int64]
 	shard  *Shard
+	// strs packs the small string values (strs.go).
+	strs strArena
 	// expiryCursor is where the active expiry sweep resumes.
 	expiryCursor uint64
 	// reserved, reservedExp: the keys (with TTL) Reserve announced since
@@ -30,6 +32,7 @@ func newDB(s *Shard, index int) *DB {
 // to the shard's move hooks.
 func (db *DB) newTables() {
 	db.Table, db.Expire = dash.New[Value](), dash.New[int64]()
+	db.strs = newStrArena() // the old tables keep their chunks alive
 	db.Table.OnMove(func(moves []dash.Move) {
 		for _, h := range db.shard.moveHooks {
 			h.OnMoved(db, moves)
@@ -109,6 +112,39 @@ func (db *DB) ExpireAt(it dash.Iterator) (int64, bool) {
 // value), then the bucket version is stamped. The caller then edits the
 // value through the returned pointer, before any other mutation of db.
 func (db *DB) Mutate(it dash.Iterator) *Value {
+	db.unpack(db.Table.Value(it)) // chunk bytes are never edited (strs.go)
+	return db.mutate(it)
+}
+
+// MutateMeta is Mutate for a change that leaves the value's bytes alone
+// (its TTL: EXPIRE, PERSIST, GETEX): a packed string stays packed.
+func (db *DB) MutateMeta(it dash.Iterator) *Value { return db.mutate(it) }
+
+// SetBytes makes the string value at it hold a copy of b, keeping its TTL
+// (SET over a string): in the DB's chunks when b is small, else in the
+// value's own buffer when it fits.
+func (db *DB) SetBytes(it dash.Iterator, b []byte) {
+	p := db.mutate(it)
+	if p.ext {
+		db.shard.tier.Free(p)
+		p.SetStr(nil) // its bytes are replaced unread
+	}
+	packed := p.Packed()
+	db.strs.drop(p)
+	switch {
+	case Packable(len(b)):
+		nv := db.strs.alloc(b)
+		p.ptr, p.n, p.c, p.flags = nv.ptr, nv.n, nv.c, nv.flags
+		db.strs.adopt(p)
+	case packed:
+		p.SetStr(append([]byte(nil), b...)) // never into the chunk's bytes
+	default:
+		p.SetStr(append(p.Str()[:0], b...))
+	}
+}
+
+// mutate is Mutate for a caller that replaces the whole value (Set).
+func (db *DB) mutate(it dash.Iterator) *Value {
 	s := db.shard
 	for _, h := range s.hooks {
 		h.PreUpdate(db, it)
@@ -136,6 +172,7 @@ func (db *DB) Insert(key []byte, v Value) (dash.Iterator, *Value) {
 		h.PreInsert(db, k)
 	}
 	v.Access = s.clockSeconds()
+	db.strs.adopt(&v)
 	it, _ := db.Table.Insert(k, v, s.nextVersion()) // Insert copies the key
 	s.Stats.Writes++
 	s.signal(db.Index, k)
@@ -161,12 +198,14 @@ func (db *DB) Set(key []byte, v Value, keepTTL bool) dash.Iterator {
 		}
 		keepTTL = false // the old value is logically expired: so is its TTL
 	}
-	p := db.Mutate(it)
+	p := db.mutate(it)
 	hadExpire := p.HasExpire
 	v.Access = db.shard.clockSeconds()
 	if p.ext {
 		db.shard.tier.Free(p)
 	}
+	db.strs.drop(p)
+	db.strs.adopt(&v)
 	*p = v
 	if hadExpire {
 		if keepTTL {
@@ -193,10 +232,14 @@ func (db *DB) hidden(key []byte) dash.Iterator {
 // one table probe, not Set's two.
 func (db *DB) Load(key []byte, v Value, expireAt int64) {
 	s := db.shard
+	if v.Type == TypeString && v.flags&flagPacked == 0 && !v.ext && Packable(int(v.n)) {
+		v = db.strs.alloc(v.Str()) // a loaded value's bytes are nobody's
+	}
 	if len(s.hooks) == 0 {
 		k := view(key)
 		v.Access = s.clockSeconds()
 		if it, inserted := db.Table.Insert(k, v, s.nextVersion()); inserted { // Insert copies the key
+			db.strs.adopt(db.Table.Value(it))
 			s.Stats.Writes++
 			s.signal(db.Index, k)
 			s.touched(db.Index, k)
@@ -247,6 +290,7 @@ func (db *DB) erase(it dash.Iterator) {
 	if v.ext {
 		db.shard.tier.Free(v)
 	}
+	db.strs.drop(v)
 	db.Table.Erase(it)
 	db.shard.Stats.Writes++
 }

@@ -215,7 +215,10 @@ func (s *Shard) CutVersion() uint64 { return s.nextVersion() }
 
 type tick struct{}
 
-func (tick) Run(s *Shard) { s.expireStep() }
+func (tick) Run(s *Shard) {
+	s.expireStep()
+	s.defragStep()
+}
 
 var tickMsg Runnable = tick{}
 
@@ -232,6 +235,21 @@ func (s *Shard) expireStep() {
 		}
 		if time.Since(start) >= expireBudget {
 			return
+		}
+	}
+}
+
+// defragBudget bounds one step of the chunk defragmentation (strs.go):
+// with a tick each 100 ms, at most 1% of the shard's time.
+const defragBudget = time.Millisecond
+
+func (s *Shard) defragStep() {
+	start := time.Now()
+	for _, db := range s.DBs {
+		for db.DefragStep(256) {
+			if time.Since(start) >= defragBudget {
+				return
+			}
 		}
 	}
 }

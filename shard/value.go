@@ -59,13 +59,16 @@ type Value struct {
 	// flags: flagMark, set by Mark, cleared by anything that may change
 	// the bytes (DB.Mutate before an in-place edit, SetStr, SetObj,
 	// SetExternal); flagShared, set by Share, cleared when the bytes are
-	// replaced. The last byte of padding.
+	// replaced; flagPacked (strs.go). The last byte of padding.
 	flags uint8
 }
 
 const (
 	flagMark uint8 = 1 << iota
 	flagShared
+	// flagPacked: the bytes are in one of the DB's chunks (strs.go), c is
+	// the chunk's id and the capacity is n.
+	flagPacked
 )
 
 type box struct{ obj any }
@@ -102,7 +105,11 @@ func (v *Value) Str() []byte {
 	if v.Type != TypeString || v.ptr == nil {
 		return nil
 	}
-	return unsafe.Slice((*byte)(v.ptr), v.c)[:v.n]
+	c := v.c
+	if v.flags&flagPacked != 0 {
+		c = v.n // a chunk's next bytes are another value's
+	}
+	return unsafe.Slice((*byte)(v.ptr), c)[:v.n]
 }
 
 // SetStr makes v the string b (taken over, not copied).
@@ -152,6 +159,10 @@ func (v *Value) Marked() bool { return v.flags&flagMark != 0 }
 // edit it gives v a copy of them. SetStr, SetObj and SetExternal clear it
 // (v no longer has those bytes); a stale mark costs one needless copy.
 func (v *Value) Share() { v.flags |= flagShared }
+
+// Packed reports whether v's bytes are in its DB's chunks (strs.go):
+// they are then never edited in place, so sharing them needs no copy.
+func (v *Value) Packed() bool { return v.flags&flagPacked != 0 }
 
 // Shared: Share was called and v still has the same bytes.
 func (v *Value) Shared() bool { return v.flags&flagShared != 0 }

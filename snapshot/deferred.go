@@ -139,7 +139,7 @@ func (sl *Slice) deferMain() {
 // cow (PreUpdate) gives a string value about to change in place its own
 // bytes while a deferred record may still reference the old ones.
 func (sl *Slice) cow(v *shard.Value) {
-	if v.Type != shard.TypeString || v.IsExternal() || !v.Shared() || !sl.referencing() {
+	if v.Type != shard.TypeString || v.IsExternal() || !v.Shared() || v.Packed() || !sl.referencing() {
 		return
 	}
 	old := v.Str()

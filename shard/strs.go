@@ -1,0 +1,240 @@
+package shard
+
+import "unsafe"
+
+// Small string values live packed in 64 KiB chunks, one set of chunks per
+// DB (strArena), instead of one heap object each. The reason is the
+// garbage collector: it marks every object a pointer reaches, and a
+// million values reached in hash order (the table's order, unrelated to
+// allocation order) cost a cache miss each. Measured on this machine, a
+// mark of 1.2M 100-byte values took 100-120 ms one object each and
+// 20 ms packed in chunks; a collection that falls in a full sync took
+// 40% of the master's core for half a second (issue 8's p99). Dragonfly
+// packs values with mimalloc and defragments its pages the same way:
+// a background pass moves values out of sparse pages.
+//
+// Invariants:
+//   - A chunk's bytes, once written, are never written again: a value is
+//     edited in place only after DB.Mutate moved it to bytes of its own,
+//     and freed space is reused only by dropping the whole chunk. So a
+//     slice of a chunk value (a reply, a snapshot's deferred record, a
+//     tiered write) stays valid and unchanged for as long as it is held,
+//     and the GC keeps the chunk alive meanwhile; dropping a chunk here
+//     only forgets it.
+//   - Every chunk value in db's tables is counted once in the live bytes
+//     of the chunk its c field names, and that chunk is db's and holds
+//     its bytes (owns). The DB keeps this on every path that stores,
+//     replaces or erases a value (Insert, Set, Load, Mutate, erase,
+//     Offloaded); Flush starts a new arena. A value from another DB or
+//     shard (MOVE, a cross-shard RENAME) is copied in when stored.
+//   - Allocations are 8-byte aligned, so two values never share a word
+//     (the race detector's granularity, and no torn neighbour).
+
+const (
+	strChunkSize = 64 << 10
+	// MaxPackedString is the largest string value kept in a chunk; a
+	// longer one is one heap object of its own (few of them per byte).
+	MaxPackedString = 1024
+	// A pass starts when dead bytes reach a third of the chunks' bytes and
+	// at least defragMinWaste; it moves the values of chunks less than
+	// defragSparse full.
+	defragMinWaste = 1 << 20
+	defragSparse   = strChunkSize * 6 / 10
+)
+
+type strChunk struct {
+	buf        []byte
+	used, live int32
+}
+
+type strArena struct {
+	chunks []strChunk
+	free   []uint32 // ids of dropped chunks, for reuse
+	cur    int32    // chunk taking allocations, -1 when none
+	// used: bytes handed out (or lost at chunk tails) in the chunks held;
+	// live: bytes of the values counted in them.
+	used, live int
+	// defragging: a pass runs, resuming at cursor.
+	defragging bool
+	cursor     uint64
+}
+
+func newStrArena() strArena { return strArena{cur: -1} }
+
+// Packable reports whether a string of n bytes is kept in a DB's chunks.
+func Packable(n int) bool { return n > 0 && n <= MaxPackedString }
+
+// alloc returns a chunk value holding a copy of b (Packable(len(b))),
+// not yet counted as live.
+func (a *strArena) alloc(b []byte) Value {
+	n := int32(len(b))
+	size := (n + 7) &^ 7
+	if a.cur < 0 || a.chunks[a.cur].used+size > strChunkSize {
+		a.newChunk()
+	}
+	c := &a.chunks[a.cur]
+	dst := c.buf[c.used : c.used+n : c.used+n]
+	copy(dst, b)
+	c.used += size
+	a.used += int(size)
+	return Value{ptr: unsafe.Pointer(unsafe.SliceData(dst)), n: uint32(n), c: uint32(a.cur), Type: TypeString, flags: flagPacked}
+}
+
+func (a *strArena) newChunk() {
+	if old := a.cur; old >= 0 {
+		c := &a.chunks[old]
+		a.used += strChunkSize - int(c.used) // the tail is lost
+		c.used = strChunkSize
+		a.cur = -1
+		a.release(old)
+	}
+	ch := strChunk{buf: make([]byte, strChunkSize)}
+	if n := len(a.free); n > 0 {
+		a.cur = int32(a.free[n-1])
+		a.free = a.free[:n-1]
+		a.chunks[a.cur] = ch
+	} else {
+		a.cur = int32(len(a.chunks))
+		a.chunks = append(a.chunks, ch)
+	}
+}
+
+// owns reports whether v's bytes are in this arena's chunk v.c.
+func (a *strArena) owns(v *Value) bool {
+	if int(v.c) >= len(a.chunks) {
+		return false
+	}
+	buf := a.chunks[v.c].buf
+	if buf == nil {
+		return false
+	}
+	p, base := uintptr(v.ptr), uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	return p >= base && p < base+strChunkSize
+}
+
+// adopt counts v, about to be stored in the DB, as live; a packed v of
+// another arena gets a copy in this one first (see the invariants).
+func (a *strArena) adopt(v *Value) {
+	if v.flags&flagPacked == 0 {
+		return
+	}
+	if !a.owns(v) {
+		c := a.alloc(v.Str())
+		v.ptr, v.c = c.ptr, c.c
+	}
+	a.chunks[v.c].live += int32(v.n)
+	a.live += int(v.n)
+}
+
+// drop uncounts v, which leaves the DB or stops being packed.
+func (a *strArena) drop(v *Value) {
+	if v.flags&flagPacked == 0 {
+		return
+	}
+	a.chunks[v.c].live -= int32(v.n)
+	a.live -= int(v.n)
+	a.release(int32(v.c))
+}
+
+// release forgets chunk id when no counted value is left in it and it
+// takes no allocations.
+func (a *strArena) release(id int32) {
+	c := &a.chunks[id]
+	if c.live != 0 || id == a.cur {
+		return
+	}
+	a.used -= int(c.used)
+	*c = strChunk{}
+	a.free = append(a.free, uint32(id))
+}
+
+// wasteful: enough dead bytes to start a defragmentation pass.
+func (a *strArena) wasteful() bool {
+	waste := a.used - a.live
+	return waste >= defragMinWaste && waste*3 >= a.used
+}
+
+// sparse: v is packed in a chunk worth emptying.
+func (a *strArena) sparse(v *Value) bool {
+	if v.flags&flagPacked == 0 || int32(v.c) == a.cur {
+		return false
+	}
+	c := &a.chunks[v.c]
+	return c.used == strChunkSize && c.live < defragSparse
+}
+
+// move gives the live packed v a copy of its bytes in the current chunk.
+// The bytes stay the same, so this is no mutation: no hook, version,
+// journal entry or watch sees it, and marks (Mark, Share) stay.
+func (a *strArena) move(v *Value) {
+	flags := v.flags
+	c := a.alloc(v.Str())
+	a.drop(v)
+	v.ptr, v.c = c.ptr, c.c
+	a.chunks[v.c].live += int32(v.n)
+	a.live += int(v.n)
+	v.flags = flags
+}
+
+// NewString makes a string value holding a copy of b, packed in the DB's
+// chunks when small: for values about to be stored in db (Insert, Set),
+// on the shard goroutine.
+func (db *DB) NewString(b []byte) Value {
+	if Packable(len(b)) {
+		return db.strs.alloc(b)
+	}
+	return NewString(b)
+}
+
+// Offloaded makes the stored v an offloaded string of n bytes at off in
+// the backing file (Value.SetExternal), dropping its memory.
+func (db *DB) Offloaded(v *Value, off int64, n uint32) {
+	db.strs.drop(v)
+	v.SetExternal(off, n)
+}
+
+// unpack gives the stored v bytes of its own (with spare capacity for
+// in-place edits) instead of its chunk's: before an in-place edit.
+func (db *DB) unpack(v *Value) {
+	if v.flags&flagPacked == 0 {
+		return
+	}
+	db.strs.drop(v)
+	v.SetStr(append(make([]byte, 0, v.n+v.n/4+8), v.Str()...))
+}
+
+// DefragStep runs one bounded step of the DB's defragmentation pass,
+// started when the chunks hold enough dead bytes: it visits about
+// maxVisits keys and moves the values of sparse chunks into the current
+// one, so those chunks empty and are dropped. It reports whether a pass
+// is still running.
+func (db *DB) DefragStep(maxVisits int) bool {
+	a := &db.strs
+	if !a.defragging {
+		if !a.wasteful() {
+			return false
+		}
+		a.defragging, a.cursor = true, 0
+	}
+	visits := 0
+	for visits < maxVisits {
+		a.cursor = db.Table.Traverse(a.cursor, func(it Iterator) {
+			visits++
+			if v := db.Table.Value(it); a.sparse(v) {
+				a.move(v)
+			}
+		})
+		if a.cursor == 0 {
+			a.defragging = false
+			return false
+		}
+	}
+	return true
+}
+
+// PackedStats reports the DB's chunk bytes: held (used) and those of live
+// values, and the number of chunks held.
+func (db *DB) PackedStats() (used, live, chunks int) {
+	a := &db.strs
+	return a.used, a.live, len(a.chunks) - len(a.free)
+}
