@@ -552,6 +552,9 @@ type loadItem struct {
 	// with a TTL (RESIZEDB; DB.Reserve).
 	reservation         bool
 	reserve, reserveExp int32
+	// chunk: no key; key is a block of small values the loader fills
+	// for the items after this one (DB.ImportChunk).
+	chunk bool
 }
 
 // applyItems stores decoded keys; it runs on the shard's goroutine. A key
@@ -561,6 +564,10 @@ func applyItems(sh *shard.Shard, items []loadItem) {
 		it := &items[i]
 		if it.reservation {
 			sh.DBs[it.db].Reserve(int(it.reserve), int(it.reserveExp))
+			continue
+		}
+		if it.chunk {
+			sh.DBs[it.db].ImportChunk(it.key)
 			continue
 		}
 		sh.DBs[it.db].Load(it.key, it.val, it.expireAt)

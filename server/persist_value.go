@@ -101,7 +101,6 @@ const (
 	loadBatch = 256
 	// loadKeyArena is the size of the blocks the loader copies keys into.
 	loadKeyArena = 16 << 10
-	loadValArena = 64 << 10
 )
 
 // loader builds values from decoded records. In file mode each finished
@@ -291,15 +290,20 @@ func (l *loader) String(key, val []byte, m rdb.Meta) error {
 		l.finish(shard.NewString(val))
 		return nil
 	}
-	// DB.Load copies a small value into the shard's chunks: until then it
-	// waits in a block like the keys', not in a heap object of its own.
+	// A small value waits in a block of its shard's values, not in a heap
+	// object of its own: the block becomes one of the DB's chunks
+	// (DB.ImportChunk), or, when the batch is reused, Load copies it.
 	a := l.valBufs[l.curSid]
-	if len(a)+len(val) > cap(a) {
-		a = make([]byte, 0, loadValArena)
+	off := (len(a) + 7) &^ 7 // chunks are 8-byte aligned
+	if off+len(val) > cap(a) {
+		a, off = make([]byte, 0, shard.ChunkSize), 0
+		if !l.reuse {
+			l.add(l.curSid, loadItem{db: l.db, key: a[:cap(a)], chunk: true})
+		}
 	}
-	a = append(a, val...)
+	a = append(a[:off], val...)
 	l.valBufs[l.curSid] = a
-	l.finish(shard.StringValue(a[len(a)-len(val) : len(a) : len(a)]))
+	l.finish(shard.StringValue(a[off:len(a):len(a)]))
 	return nil
 }
 

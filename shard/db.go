@@ -32,7 +32,7 @@ func newDB(s *Shard, index int) *DB {
 // to the shard's move hooks.
 func (db *DB) newTables() {
 	db.Table, db.Expire = dash.New[Value](), dash.New[int64]()
-	db.strs = newStrArena() // the old tables keep their chunks alive
+	db.strs = newStrArena(&db.shard.defragDue) // the old tables keep their chunks alive
 	db.Table.OnMove(func(moves []dash.Move) {
 		for _, h := range db.shard.moveHooks {
 			h.OnMoved(db, moves)
@@ -121,26 +121,33 @@ func (db *DB) Mutate(it dash.Iterator) *Value {
 func (db *DB) MutateMeta(it dash.Iterator) *Value { return db.mutate(it) }
 
 // SetBytes makes the string value at it hold a copy of b, keeping its TTL
-// (SET over a string): in the DB's chunks when b is small, else in the
-// value's own buffer when it fits.
+// (SET over a string). The bytes the value has take b in place when it
+// fits, packed (strs.go) or not: an overwrite allocates nothing. A packed
+// value's bytes that a snapshot may still read (Shared) are left alone,
+// as copy-on-write does for a value of its own (snapshot's cow).
 func (db *DB) SetBytes(it dash.Iterator, b []byte) {
 	p := db.mutate(it)
 	if p.ext {
 		db.shard.tier.Free(p)
 		p.SetStr(nil) // its bytes are replaced unread
 	}
-	packed := p.Packed()
+	if !p.Packed() {
+		p.SetStr(append(p.Str()[:0], b...))
+		return
+	}
+	if len(b) > 0 && len(b) <= int(p.n) && !p.Shared() {
+		copy(p.Str(), b)
+		db.strs.shrink(p, uint32(len(b)))
+		return
+	}
 	db.strs.drop(p)
-	switch {
-	case Packable(len(b)):
+	if Packable(len(b)) {
 		nv := db.strs.alloc(b)
 		p.ptr, p.n, p.c, p.flags = nv.ptr, nv.n, nv.c, nv.flags
 		db.strs.adopt(p)
-	case packed:
-		p.SetStr(append([]byte(nil), b...)) // never into the chunk's bytes
-	default:
-		p.SetStr(append(p.Str()[:0], b...))
+		return
 	}
+	p.SetStr(append([]byte(nil), b...))
 }
 
 // mutate is Mutate for a caller that replaces the whole value (Set).
@@ -233,7 +240,11 @@ func (db *DB) hidden(key []byte) dash.Iterator {
 func (db *DB) Load(key []byte, v Value, expireAt int64) {
 	s := db.shard
 	if v.Type == TypeString && v.flags&flagPacked == 0 && !v.ext && Packable(int(v.n)) {
-		v = db.strs.alloc(v.Str()) // a loaded value's bytes are nobody's
+		if db.strs.imported(&v) {
+			v.c, v.flags = uint32(db.strs.imp), flagPacked
+		} else {
+			v = db.strs.alloc(v.Str()) // a loaded value's bytes are nobody's
+		}
 	}
 	if len(s.hooks) == 0 {
 		k := view(key)

@@ -97,6 +97,10 @@ type Shard struct {
 	// tier and noLoad: tiered storage, nil when off (tier.go).
 	tier   Tier
 	noLoad bool
+	// defragDue: a DB allocated chunks its defragmentation pass has not
+	// paid for (strs.go); depth counts nested Execs, paid at depth 0.
+	defragDue bool
+	depth     int
 
 	// Replica mode (issue 8, server/repl_replica.go): a replica never
 	// expires keys itself; its master's DELs delete them. With ReplicaMode
@@ -156,8 +160,22 @@ func (s *Shard) Send(r Runnable) {
 // Exec runs r now; only the shard's owning goroutine may call it.
 func (s *Shard) Exec(r Runnable) {
 	s.now = time.Now().UnixMilli()
+	s.depth++
 	r.Run(s)
+	s.depth--
 	s.serveReady()
+	if s.defragDue && s.depth == 0 {
+		s.payDefrag()
+	}
+}
+
+// payDefrag runs the defragmentation the DBs' allocations charged, between
+// messages: no DB method is then half done (strs.go's accounting).
+func (s *Shard) payDefrag() {
+	s.defragDue = false
+	for _, db := range s.DBs {
+		db.payDefrag()
+	}
 }
 
 // Now is the shard's clock in unix ms, fixed for the duration of a message
@@ -302,8 +320,13 @@ func (s *Shard) loop() {
 		select {
 		case r := <-s.inbox:
 			s.now = time.Now().UnixMilli()
+			s.depth++
 			r.Run(s)
+			s.depth--
 			s.serveReady()
+			if s.defragDue && s.depth == 0 {
+				s.payDefrag()
+			}
 		case <-s.quit:
 			// Drain what was queued before Stop.
 			for {

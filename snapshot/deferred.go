@@ -137,7 +137,9 @@ func (sl *Slice) deferMain() {
 }
 
 // cow (PreUpdate) gives a string value about to change in place its own
-// bytes while a deferred record may still reference the old ones.
+// bytes while a deferred record may still reference the old ones. A
+// packed value (shard/strs.go) needs none: its shared bytes are never
+// edited in place (DB.SetBytes checks Shared; Mutate moves it out first).
 func (sl *Slice) cow(v *shard.Value) {
 	if v.Type != shard.TypeString || v.IsExternal() || !v.Shared() || v.Packed() || !sl.referencing() {
 		return
