@@ -174,7 +174,9 @@ func (s *Shard) Exec(r Runnable) {
 func (s *Shard) payDefrag() {
 	s.defragDue = false
 	for _, db := range s.DBs {
-		db.payDefrag()
+		if db.payDefrag() {
+			s.defragDue = true // the rest after the next message
+		}
 	}
 }
 

@@ -68,7 +68,10 @@ type strArena struct {
 	// charged: chunks allocated while a pass runs or should, not yet
 	// paid for by the pass (payDefrag); due tells the shard.
 	charged int
+	debt    int // visits owed (payDefrag)
 	due     *bool
+	// freed: bytes dropped since the last chunk's worth (drop).
+	freed int
 }
 
 func newStrArena(due *bool) strArena { return strArena{cur: -1, imp: -1, due: due} }
@@ -152,9 +155,15 @@ func (a *strArena) drop(v *Value) {
 	if v.flags&flagPacked == 0 {
 		return
 	}
-	a.chunks[v.c].live -= int32(v.n)
-	a.live -= int(v.n)
-	a.release(int32(v.c))
+	a.uncount(v)
+	// Deletes, expiry and offloading free no chunk by themselves: they
+	// charge the pass too, a chunk's worth at a time.
+	if a.freed += int(v.n); a.freed >= strChunkSize {
+		a.freed = 0
+		if a.defragging || a.wasteful() {
+			a.charge()
+		}
+	}
 }
 
 // shrink makes the live packed v n bytes long (n <= v.n): an overwrite in
@@ -164,6 +173,13 @@ func (a *strArena) shrink(v *Value, n uint32) {
 	v.n = n
 	a.chunks[v.c].live -= int32(d)
 	a.live -= int(d)
+}
+
+// uncount is drop without the charge: for the pass's own moves.
+func (a *strArena) uncount(v *Value) {
+	a.chunks[v.c].live -= int32(v.n)
+	a.live -= int(v.n)
+	a.release(int32(v.c))
 }
 
 // release forgets chunk id when no counted value is left in it and it
@@ -208,7 +224,7 @@ func (a *strArena) sparse(v *Value) bool {
 func (a *strArena) move(v *Value) {
 	flags := v.flags
 	c := a.alloc(v.Str())
-	a.drop(v)
+	a.uncount(v)
 	v.ptr, v.c = c.ptr, c.c
 	a.chunks[v.c].live += int32(v.n)
 	a.live += int(v.n)
@@ -304,27 +320,30 @@ func (db *DB) DefragStep(maxVisits int) bool {
 	return true
 }
 
-// payDefrag runs the pass for the chunks charged since the last call. A
-// pass visits every key, and it must end before the DB allocates another
+// payDefrag runs the pass for the chunks charged so far. A pass visits
+// every key, and it must end before the DB allocates (or frees) another
 // half of its chunk bytes, or it would never catch up with a stream of
-// overwrites (the tick's step alone gives it 1% of the shard): that is
-// 2 x keys x chunk size / bytes held visits per chunk. With 100-byte
-// values about 1300 visits, some 40 us, per 630 SETs.
-func (db *DB) payDefrag() {
+// writes (the tick's step alone gives it 1% of the shard): that is
+// 2 x keys x chunk size / bytes held visits per chunk; with 100-byte
+// values about 1300 visits, some 40 us, per 630 values. One call pays at
+// most payMax visits, so no message waits long behind it; it reports
+// whether debt is left.
+func (db *DB) payDefrag() bool {
 	a := &db.strs
-	if a.charged == 0 {
-		return
+	if a.charged > 0 {
+		a.debt += int(min(int64(a.charged)*2*int64(db.Len())*strChunkSize/int64(max(a.used, 1)), 1<<24))
+		a.charged = 0
 	}
-	visits := int(min(int64(a.charged)*2*int64(db.Len())*strChunkSize/int64(max(a.used, 1)), 1<<20))
-	a.charged = 0
-	for visits > 0 {
-		n := min(visits, 1024)
-		visits -= n
-		if !db.DefragStep(n) {
-			return
-		}
+	n := min(a.debt, payMax)
+	a.debt -= n
+	if n > 0 && !db.DefragStep(n) {
+		a.debt = 0 // the pass ended
 	}
+	return a.debt > 0
 }
+
+// payMax bounds the visits one payDefrag makes (about 100 us).
+const payMax = 4096
 
 // PackedStats reports the DB's chunk bytes: held (used) and those of live
 // values, and the number of chunks held.
