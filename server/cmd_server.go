@@ -278,7 +278,7 @@ func cmdInfo(x *Coord) {
 		saveKeys uint64
 		// packed, packedLive: bytes of the chunks of small strings
 		// (shard/strs.go) and of the live values in them.
-		packed, packedLive int
+		packed shard.PackedStats
 	}
 	infos := make([]shardInfo, x.NumShards())
 	x.OnEach(func(s *shard.Shard) {
@@ -287,9 +287,11 @@ func cmdInfo(x *Coord) {
 		for _, db := range s.DBs {
 			in.keys = append(in.keys, db.Len())
 			in.expires = append(in.expires, db.Expire.Len())
-			used, live, _ := db.PackedStats()
-			in.packed += used
-			in.packedLive += live
+			p := db.Packed()
+			in.packed.Used += p.Used
+			in.packed.Live += p.Live
+			in.packed.Passes += p.Passes
+			in.packed.Moves += p.Moves
 		}
 		if sl := srv.persist.slice(s.ID); sl != nil {
 			in.saveKeys = sl.Keys
@@ -349,12 +351,17 @@ func cmdInfo(x *Coord) {
 		field("gc_cycles", ms.NumGC)
 		field("gc_pause_total_ns", ms.PauseTotalNs)
 		field("gc_cpu_fraction", fmt.Sprintf("%.6f", ms.GCCPUFraction))
-		var packed, live int
+		var packed shard.PackedStats
 		for _, in := range infos {
-			packed, live = packed+in.packed, live+in.packedLive
+			packed.Used += in.packed.Used
+			packed.Live += in.packed.Live
+			packed.Passes += in.packed.Passes
+			packed.Moves += in.packed.Moves
 		}
-		field("packed_strings_bytes", packed)
-		field("packed_strings_live_bytes", live)
+		field("packed_strings_bytes", packed.Used)
+		field("packed_strings_live_bytes", packed.Live)
+		field("packed_strings_defrag_passes", packed.Passes)
+		field("packed_strings_defrag_moves", packed.Moves)
 	}
 	if want("persistence", true) {
 		section("Persistence")

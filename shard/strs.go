@@ -72,6 +72,8 @@ type strArena struct {
 	due     *bool
 	// freed: bytes dropped since the last chunk's worth (drop).
 	freed int
+	// passes, moves: the pass's work so far (INFO).
+	passes, moves int
 }
 
 func newStrArena(due *bool) strArena { return strArena{cur: -1, imp: -1, due: due} }
@@ -303,6 +305,7 @@ func (db *DB) DefragStep(maxVisits int) bool {
 			return false
 		}
 		a.defragging, a.cursor = true, 0
+		a.passes++
 	}
 	visits := 0
 	for visits < maxVisits {
@@ -310,6 +313,7 @@ func (db *DB) DefragStep(maxVisits int) bool {
 			visits++
 			if v := db.Table.Value(it); a.sparse(v) {
 				a.move(v)
+				a.moves++
 			}
 		})
 		if a.cursor == 0 {
@@ -345,9 +349,16 @@ func (db *DB) payDefrag() bool {
 // payMax bounds the visits one payDefrag makes (about 100 us).
 const payMax = 4096
 
-// PackedStats reports the DB's chunk bytes: held (used) and those of live
-// values, and the number of chunks held.
-func (db *DB) PackedStats() (used, live, chunks int) {
+// PackedStats are the DB's packed strings (INFO memory).
+type PackedStats struct {
+	// Used: bytes of the chunks held; Live: of the values in them.
+	Used, Live, Chunks int
+	// Passes started and values moved by the defragmentation.
+	Passes, Moves int
+}
+
+// Packed reports the DB's PackedStats.
+func (db *DB) Packed() PackedStats {
 	a := &db.strs
-	return a.used, a.live, len(a.chunks) - len(a.free)
+	return PackedStats{Used: a.used, Live: a.live, Chunks: len(a.chunks) - len(a.free), Passes: a.passes, Moves: a.moves}
 }

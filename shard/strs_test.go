@@ -204,7 +204,8 @@ func TestDefragReclaims(t *testing.T) {
 	for i := 0; i < n; i++ {
 		db.Set([]byte(fmt.Sprintf("key:%d", i)), db.NewString(val), false)
 	}
-	used, live, chunks := db.PackedStats()
+	st := db.Packed()
+	used, live, chunks := st.Used, st.Live, st.Chunks
 	if live != n*100 || used > live*12/10+strChunkSize {
 		t.Fatalf("after %d sets: used %d live %d in %d chunks", n, used, live, chunks)
 	}
@@ -213,7 +214,8 @@ func TestDefragReclaims(t *testing.T) {
 			db.Delete(db.Table.Find(fmt.Sprintf("key:%d", i)))
 		}
 	}
-	used, live, _ = db.PackedStats()
+	st = db.Packed()
+	used, live = st.Used, st.Live
 	if !db.strs.wasteful() {
 		t.Fatalf("used %d live %d: no pass starts", used, live)
 	}
@@ -221,7 +223,8 @@ func TestDefragReclaims(t *testing.T) {
 	for db.DefragStep(256) {
 		steps++
 	}
-	used, live, chunks = db.PackedStats()
+	st = db.Packed()
+	used, live, chunks = st.Used, st.Live, st.Chunks
 	t.Logf("after deleting 80%% and %d steps: used %d live %d in %d chunks", steps, used, live, chunks)
 	if live != n/5*100 || used > live*12/10+strChunkSize {
 		t.Fatalf("the pass left used %d for live %d", used, live)
@@ -339,7 +342,7 @@ func TestImportChunk(t *testing.T) {
 	db.ImportChunk(make([]byte, ChunkSize))
 	checkStrs(t, db, model, "after the last import")
 	checkStrs(t, db1, nil, "db 1")
-	if used, live, chunks := db.PackedStats(); chunks != 3 || used != 3*ChunkSize || live == 0 {
-		t.Fatalf("db 0 holds %d chunks, %d bytes, %d live; want the 2 filled imports and the empty current one", chunks, used, live)
+	if st := db.Packed(); st.Chunks != 3 || st.Used != 3*ChunkSize || st.Live == 0 {
+		t.Fatalf("db 0 holds %d chunks, %d bytes, %d live; want the 2 filled imports and the empty current one", st.Chunks, st.Used, st.Live)
 	}
 }

@@ -107,6 +107,7 @@ func StartServer(t testing.TB, flags ...string) *Server {
 }
 
 func launch(t testing.TB, binary string, args []string, port int) (*Server, error) {
+	statOnce.Do(statSources) // deps_test.go
 	s := &Server{
 		Addr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		Port:   port,
