@@ -196,8 +196,8 @@ func (a *strArena) release(id int32) {
 	a.free = append(a.free, uint32(id))
 }
 
-// charge records one more chunk allocated while the DB's chunks hold
-// enough dead bytes for a pass (payDefrag pays it).
+// charge records one more chunk's worth allocated or freed while the
+// DB's chunks hold enough dead bytes for a pass (payDefrag pays it).
 func (a *strArena) charge() {
 	a.charged++
 	if a.due != nil {
@@ -234,13 +234,11 @@ func (a *strArena) move(v *Value) {
 }
 
 // NewString makes a string value holding a copy of b, packed in the DB's
-// chunks when small, for a value about to be stored in db on the shard
-// goroutine by a bulk load (DEBUG POPULATE; DB.Load packs what snapshots
-// and full syncs load). SET keeps making values of their own: a value
-// that is overwritten is rewritten in place (SetBytes), where a packed
-// one needs a buffer of its own first and leaves dead chunk bytes
-// (measured: SETs over 1M keys, each key written three times, 20% slower
-// and 1.7x the peak RSS when SET packed new keys).
+// chunks when small: for a value about to be stored in db (Insert, Set)
+// on the shard goroutine. SET, SETNX, MSET and DEBUG POPULATE use it; a
+// later SET of no more bytes rewrites it in place (SetBytes). Values that
+// are edited in place (APPEND, INCR, SETBIT ...) are made as values of
+// their own instead: Mutate would move them out of the chunk at once.
 func (db *DB) NewString(b []byte) Value {
 	if Packable(len(b)) {
 		return db.strs.alloc(b)
