@@ -112,7 +112,7 @@ func (db *DB) ExpireAt(it dash.Iterator) (int64, bool) {
 // value), then the bucket version is stamped. The caller then edits the
 // value through the returned pointer, before any other mutation of db.
 func (db *DB) Mutate(it dash.Iterator) *Value {
-	db.unpack(db.Table.Value(it)) // chunk bytes are never edited (strs.go)
+	db.unpack(db.Table.Value(it)) // an edit in place needs bytes of the value's own (strs.go)
 	return db.mutate(it)
 }
 
@@ -147,7 +147,7 @@ func (db *DB) SetBytes(it dash.Iterator, b []byte) {
 		db.strs.adopt(p)
 		return
 	}
-	p.SetStr(append([]byte(nil), b...))
+	p.SetStr(append(make([]byte, 0, len(b)), b...)) // non-nil when empty, as NewString
 }
 
 // mutate is Mutate for a caller that replaces the whole value (Set).
