@@ -287,11 +287,7 @@ func cmdInfo(x *Coord) {
 		for _, db := range s.DBs {
 			in.keys = append(in.keys, db.Len())
 			in.expires = append(in.expires, db.Expire.Len())
-			p := db.Packed()
-			in.packed.Used += p.Used
-			in.packed.Live += p.Live
-			in.packed.Passes += p.Passes
-			in.packed.Moves += p.Moves
+			in.packed.Add(db.Packed())
 		}
 		if sl := srv.persist.slice(s.ID); sl != nil {
 			in.saveKeys = sl.Keys
@@ -353,10 +349,7 @@ func cmdInfo(x *Coord) {
 		field("gc_cpu_fraction", fmt.Sprintf("%.6f", ms.GCCPUFraction))
 		var packed shard.PackedStats
 		for _, in := range infos {
-			packed.Used += in.packed.Used
-			packed.Live += in.packed.Live
-			packed.Passes += in.packed.Passes
-			packed.Moves += in.packed.Moves
+			packed.Add(in.packed)
 		}
 		field("packed_strings_bytes", packed.Used)
 		field("packed_strings_live_bytes", packed.Live)

@@ -148,6 +148,11 @@ func (a *strArena) adopt(v *Value) {
 		c := a.alloc(v.Str())
 		v.ptr, v.c = c.ptr, c.c
 	}
+	a.count(v)
+}
+
+// count adds the packed v to its chunk's live bytes.
+func (a *strArena) count(v *Value) {
 	a.chunks[v.c].live += int32(v.n)
 	a.live += int(v.n)
 }
@@ -228,8 +233,7 @@ func (a *strArena) move(v *Value) {
 	c := a.alloc(v.Str())
 	a.uncount(v)
 	v.ptr, v.c = c.ptr, c.c
-	a.chunks[v.c].live += int32(v.n)
-	a.live += int(v.n)
+	a.count(v)
 	v.flags = flags
 }
 
@@ -353,6 +357,15 @@ type PackedStats struct {
 	Used, Live, Chunks int
 	// Passes started and values moved by the defragmentation.
 	Passes, Moves int
+}
+
+// Add adds o's figures to p (several DBs', several shards').
+func (p *PackedStats) Add(o PackedStats) {
+	p.Used += o.Used
+	p.Live += o.Live
+	p.Chunks += o.Chunks
+	p.Passes += o.Passes
+	p.Moves += o.Moves
 }
 
 // Packed reports the DB's PackedStats.
