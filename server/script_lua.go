@@ -397,15 +397,14 @@ func (vm *luaVM) writeReply(w *resp.Writer, v lua.LValue, depth int) {
 	}
 }
 
+// luaInt is Redis's (long long) cast of a Lua number as x86-64 does it:
+// truncated toward zero, and the "integer indefinite" value (the minimum)
+// for NaN, the infinities and anything else out of range, so a script
+// returning 2^63 (DECR of the maximum, read back as a double) replies
+// -9223372036854775808 as Redis does.
 func luaInt(n lua.LNumber) int64 {
 	f := float64(n)
-	if math.IsNaN(f) {
-		return math.MinInt64
-	}
-	if f >= math.MaxInt64 {
-		return math.MaxInt64
-	}
-	if f <= math.MinInt64 {
+	if math.IsNaN(f) || f >= 0x1p63 || f < -0x1p63 {
 		return math.MinInt64
 	}
 	return int64(f)

@@ -114,7 +114,7 @@ func runDifferential(t *testing.T, proto, n int, cmds []diffCommand) {
 
 	g := &diffGen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), query: func(args ...string) Reply {
 		return rc.Do(args...) // TTLs are far away: a read deletes nothing
-	}}
+	}, cmds: cmds}
 	total := 0
 	for _, c := range cmds {
 		total += c.weight
@@ -130,17 +130,13 @@ func runDifferential(t *testing.T, proto, n int, cmds []diffCommand) {
 			}
 			pick -= c.weight
 		}
-		st := c.gen(g)
-		if st.name == "" {
-			st.name = c.name
-		}
-		st.args = append([]string{st.name}, st.args...)
-		if known := knownMismatch(st.args); known != "" {
+		st := c.gen(g).named(c.name)
+		if known := st.knownMismatch(); known != "" {
 			skipped[known]++
 			continue
 		}
-		want, got := rc.Do(st.args...), dc.Do(st.args...)
-		line := cliLine(st.args)
+		want, got := st.run(rc), st.run(dc)
+		line := st.line()
 		if w, d := normalize(st, want), normalize(st, got); w != d {
 			var b strings.Builder
 			fmt.Fprintf(&b, "mismatch at command %d (DFLY_TEST_SEED=%d, RESP%d)\n", i, seed, proto)
@@ -153,7 +149,7 @@ func runDifferential(t *testing.T, proto, n int, cmds []diffCommand) {
 			fmt.Fprintf(&b, "\nKEYS on redis: %s\nKEYS on dfly: %s", unorderedString(rc.Do("KEYS", "*"), 1), unorderedString(dc.Do("KEYS", "*"), 1))
 			mismatches = append(mismatches, b.String())
 			// Bring the two back in step: drop every key the command named.
-			if del := namedKeys(st.args); len(del) > 0 {
+			if del := st.namedKeys(); len(del) > 0 {
 				rc.Do(append([]string{"DEL"}, del...)...)
 				dc.Do(append([]string{"DEL"}, del...)...)
 			}
@@ -205,6 +201,9 @@ func dumpKey(c *RawConn, key string) string {
 		return typ + "\n" + unorderedString(c.Do("SMEMBERS", key), 1)
 	case "zset":
 		r = c.Do("ZRANGE", key, "0", "-1", "WITHSCORES")
+	case "stream":
+		r = Reply{Kind: KindArray, Elems: []Reply{c.Do("XRANGE", key, "-", "+"),
+			fixStreamInfo(c.Do("XINFO", "STREAM", key)), c.Do("XINFO", "GROUPS", key)}}
 	}
 	ttl := "no ttl"
 	if c.Do("TTL", key).Int > 0 {
@@ -266,6 +265,9 @@ var familyProbes = map[string][]string{
 	"zsets":   {"ZCARD", "diff:probe"},
 	"sort":    {"SORT_RO", "diff:probe"},
 	"geo":     {"GEOPOS", "diff:probe", "m"},
+	"streams": {"XLEN", "diff:probe"},
+	"hll":     {"PFCOUNT", "diff:probe"},
+	"tx":      {"EXISTS", "diff:probe"},
 }
 
 // knownMismatches are reported, unfixed differences from Redis. Commands
@@ -296,6 +298,71 @@ type diffStep struct {
 	// chunks > 0: the top-level array is unordered in groups of chunks
 	// elements (SORT BY nosort of a set, rows of a SORT ... GET).
 	chunks int
+	// fix, when set, rewrites the reply's implementation- or clock-
+	// dependent parts (idle times, radix tree sizes) before comparison.
+	fix func(Reply) Reply
+	// wrap is "MULTI" (inner runs as one transaction) or "EVAL" (args
+	// is the EVAL that runs inner[0] through redis.pcall).
+	wrap  string
+	inner []diffStep
+}
+
+// named completes a generated step: its command name first in args.
+func (st diffStep) named(def string) diffStep {
+	if st.wrap == "MULTI" {
+		return st
+	}
+	if st.name == "" {
+		st.name = def
+	}
+	st.args = append([]string{st.name}, st.args...)
+	return st
+}
+
+// run sends the step and reads its reply; a transaction's reply is an
+// array of MULTI's, each queued command's and EXEC's replies.
+func (st diffStep) run(c *RawConn) Reply {
+	if st.wrap != "MULTI" {
+		return c.Do(st.args...)
+	}
+	out := Reply{Kind: KindArray, Elems: []Reply{c.Do("MULTI")}}
+	for _, in := range st.inner {
+		out.Elems = append(out.Elems, c.Do(in.args...))
+	}
+	out.Elems = append(out.Elems, c.Do("EXEC"))
+	return out
+}
+
+func (st diffStep) line() string {
+	if st.wrap != "MULTI" {
+		return cliLine(st.args)
+	}
+	parts := []string{"MULTI"}
+	for _, in := range st.inner {
+		parts = append(parts, cliLine(in.args))
+	}
+	return strings.Join(append(parts, "EXEC"), " ; ")
+}
+
+func (st diffStep) namedKeys() []string {
+	out := namedKeys(st.args)
+	for _, in := range st.inner {
+		for _, k := range namedKeys(in.args) {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+func (st diffStep) knownMismatch() string {
+	for _, in := range st.inner {
+		if known := knownMismatch(in.args); known != "" {
+			return known
+		}
+	}
+	return knownMismatch(st.args)
 }
 
 type diffCommand struct {
@@ -315,6 +382,27 @@ var unorderedReplies = map[string]bool{
 
 // normalize renders a reply for comparison.
 func normalize(st diffStep, r Reply) string {
+	switch st.wrap {
+	case "EVAL":
+		return normalize(st.inner[0], r)
+	case "MULTI":
+		// MULTI's, the queued and EXEC's replies; EXEC's elements are
+		// each the reply of one queued command.
+		var parts []string
+		for i, e := range r.Elems {
+			if i == len(r.Elems)-1 && e.Kind == KindArray && len(e.Elems) == len(st.inner) {
+				for j, x := range e.Elems {
+					parts = append(parts, fmt.Sprintf("exec[%d]: %s", j, normalize(st.inner[j], x)))
+				}
+				continue
+			}
+			parts = append(parts, e.String())
+		}
+		return strings.Join(parts, "\n")
+	}
+	if st.fix != nil && !r.IsError() {
+		r = st.fix(r)
+	}
 	name := strings.ToUpper(st.args[0])
 	switch {
 	case r.IsError():
@@ -364,7 +452,7 @@ func cliLine(args []string) string {
 // diffKeys is the key space: a few keys per type that the families prefer,
 // plus two sharing a hash tag. Elements "0".."2", "a" and "b" make SORT
 // patterns such as s* and {g}* name keys of this space.
-var diffKeys = []string{"s0", "s1", "s2", "l0", "l1", "h0", "h1", "t0", "t1", "z0", "z1", "p0", "p1", "{g}a", "{g}b"}
+var diffKeys = []string{"s0", "s1", "s2", "l0", "l1", "h0", "h1", "t0", "t1", "z0", "z1", "p0", "p1", "x0", "x1", "y0", "y1", "{g}a", "{g}b"}
 
 func namedKeys(args []string) []string {
 	var out []string
@@ -377,7 +465,9 @@ func namedKeys(args []string) []string {
 }
 
 type diffGen struct {
-	r *rand.Rand
+	r    *rand.Rand
+	cmds []diffCommand // the commands the run generates
+	ms   int           // the last stream ID's milliseconds
 	// query asks redis-server something that changes nothing, to shape a
 	// command (TYPE, ZRANGE).
 	query func(args ...string) Reply

@@ -270,6 +270,27 @@ func TestTrimMinIDKeepsNewer(t *testing.T) {
 	checkInvariants(t, s)
 }
 
+// A node's entries deleted by XDEL stay in it, as in a Redis listpack, so
+// an approximate MINID trim compares with the last entry the node was
+// given, not its last live one (found by the differential test).
+func TestApproxMinIDSeesDeletedTail(t *testing.T) {
+	s := New()
+	for i := 1; i <= 5; i++ {
+		s.Append(ID{uint64(i), 0}, [][]byte{[]byte("f"), []byte("v")})
+	}
+	s.Delete(ID{5, 0})
+	if n := s.Trim(Trim{Strategy: TrimMinID, MinID: ID{5, 0}, Approx: true}); n != 0 {
+		t.Fatalf("approx MINID 5 removed %d entries of a node whose last entry (deleted) is 5-0", n)
+	}
+	if s.Trims(Trim{Strategy: TrimMinID, MinID: ID{5, 0}, Approx: true}) {
+		t.Fatal("Trims says approx MINID 5 trims")
+	}
+	if n := s.Trim(Trim{Strategy: TrimMinID, MinID: ID{5, 1}, Approx: true}); n != 4 {
+		t.Fatalf("approx MINID 5-1 removed %d, want the whole node's 4", n)
+	}
+	checkInvariants(t, s)
+}
+
 func TestNextID(t *testing.T) {
 	s := New()
 	if id, err := s.NextID(5, &ID{0, 0}, false); err != nil || id != (ID{0, 1}) {

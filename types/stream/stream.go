@@ -31,6 +31,12 @@ type node struct {
 	// like the deleted-entries flag count of a Redis listpack, it counts
 	// toward the node's fullness.
 	deleted int
+	// tail is the ID of the last entry appended to the node, deleted or
+	// not: a Redis listpack keeps a deleted entry (flagged) until the
+	// whole node goes, and approximate MINID trimming compares the
+	// threshold with the node's last entry as stored, not its last live
+	// one.
+	tail ID
 }
 
 // newNode makes the node after prev for an entry of about size bytes. A
@@ -84,6 +90,7 @@ func (n *node) clone() *node {
 		ends:    append([]uint32(nil), n.ends...),
 		data:    append([]byte(nil), n.data...),
 		deleted: n.deleted,
+		tail:    n.tail,
 	}
 }
 
@@ -232,6 +239,7 @@ func (s *Stream) Append(id ID, fields [][]byte) {
 	}
 	n.ids = append(n.ids, id)
 	n.ends = append(n.ends, uint32(len(n.data)))
+	n.tail = id
 	s.length++
 	s.LastID = id
 	s.EntriesAdded++
@@ -430,7 +438,7 @@ func (s *Stream) Trims(t Trim) bool {
 		}
 		return !t.Approx // over MaxLen: an exact trim removes the first entry
 	}
-	if n.last().Less(t.MinID) {
+	if n.tail.Less(t.MinID) {
 		return true
 	}
 	return !t.Approx && n.ids[0].Less(t.MinID)
@@ -454,7 +462,7 @@ func (s *Stream) Trim(t Trim) int64 {
 		if t.Strategy == TrimMaxLen {
 			whole = int64(s.length)-entries >= t.MaxLen
 		} else {
-			whole = n.last().Less(t.MinID)
+			whole = n.tail.Less(t.MinID)
 		}
 		if whole {
 			s.nodes[0] = nil
@@ -480,6 +488,15 @@ func (s *Stream) Trim(t Trim) int64 {
 		n.removeRange(0, k)
 		s.length -= k
 		deleted += int64(k)
+		if len(n.ids) == 0 {
+			// Every live entry was below MinID, the node's deleted tail
+			// was not. Redis keeps such a node, empty, until a later trim
+			// or its last append; it holds nothing a reader sees, so it
+			// goes now (the one difference: appends it would have taken
+			// start a new node).
+			s.nodes[0] = nil
+			s.nodes = s.nodes[1:]
+		}
 		break
 	}
 	if len(s.nodes) == 0 {
