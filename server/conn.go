@@ -89,7 +89,10 @@ type Conn struct {
 
 	sub   subState
 	multi *multiState // open MULTI, nil otherwise
-	watch *watchState // WATCHed keys, nil when none
+	// inExec is set while EXEC runs the queued commands (SSUBSCRIBE
+	// refuses to run there, as in Redis).
+	inExec bool
+	watch  *watchState // WATCHed keys, nil when none
 	// protoShared mirrors proto for publishers on other goroutines.
 	protoShared atomic.Int32
 

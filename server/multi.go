@@ -27,6 +27,14 @@ type queued struct {
 	db   int
 }
 
+// local runs a queued connection command inside EXEC (every EXEC path
+// calls it), with c.inExec set.
+func (q queued) local(c *Conn, w *resp.Writer) {
+	c.inExec = true
+	defer func() { c.inExec = false }()
+	q.cmd.local(c, q.args, w)
+}
+
 type multiState struct {
 	cmds  []queued
 	dirty bool // a queuing error: EXEC answers EXECABORT
@@ -266,7 +274,7 @@ func (x *Coord) execParallel(t *tx.Tx, m *multiState) bool {
 	for i, q := range m.cmds {
 		if sids[i] < 0 {
 			q.cmd.calls.Add(1)
-			q.cmd.local(x.Conn, q.args, &replies[i])
+			q.local(x.Conn, &replies[i])
 		}
 	}
 	t.Finish(func(s *shard.Shard) {
@@ -302,7 +310,7 @@ func (x *Coord) execQueued(t *tx.Tx, q queued) {
 	switch {
 	case cmd.Local != nil:
 		// The loop is waiting for EXEC, so connection state is ours.
-		cmd.local(c, q.args, x.W)
+		q.local(c, x.W)
 	case sid >= 0:
 		st.q = q
 		st.e = Exec{W: x.W, Srv: x.Srv, Conn: c, prop: st.e.prop[:0]}
@@ -435,7 +443,7 @@ func execOnShard(x *Exec, c *Conn, m *multiState, w *watchState) {
 		for _, q := range m.cmds {
 			q.cmd.calls.Add(1)
 			if q.cmd.Local != nil {
-				q.cmd.local(c, q.args, x.W)
+				q.local(c, x.W)
 				continue
 			}
 			e := Exec{S: x.S, DB: x.S.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}

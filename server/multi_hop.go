@@ -432,7 +432,7 @@ func (h *hopExec) answer(c *Conn, w *resp.Writer) {
 	for i, q := range h.m.cmds {
 		if h.sids[i] < 0 {
 			q.cmd.calls.Add(1)
-			q.cmd.local(c, q.args, &h.replies[i])
+			q.local(c, &h.replies[i])
 		}
 	}
 	w.Array(len(h.m.cmds))

@@ -23,38 +23,91 @@ import (
 const pubsubOutputLimit = 32 << 20
 
 type pubsub struct {
-	mu       sync.RWMutex
-	channels map[string]map[*Conn]struct{}
-	patterns map[string]map[*Conn]struct{}
+	mu sync.RWMutex
+	// reg[k] maps a channel (kind channels, shard channels) or pattern to
+	// its subscribers.
+	reg [subKinds]map[string]map[*Conn]struct{}
+}
+
+// subKind is what a subscription names: a channel (SUBSCRIBE), a pattern
+// (PSUBSCRIBE) or a shard channel (SSUBSCRIBE, Redis 7's sharded Pub/Sub:
+// without a cluster, a namespace of its own that only SPUBLISH reaches).
+type subKind int
+
+const (
+	subChannel subKind = iota
+	subPattern
+	subShard
+	subKinds
+)
+
+// subVerbs are each kind's (un)subscribe confirmation and message names.
+var subVerbs = [subKinds]struct{ sub, unsub, message string }{
+	{"subscribe", "unsubscribe", "message"},
+	{"psubscribe", "punsubscribe", "pmessage"},
+	{"ssubscribe", "sunsubscribe", "smessage"},
 }
 
 func newPubsub() *pubsub {
-	return &pubsub{channels: map[string]map[*Conn]struct{}{}, patterns: map[string]map[*Conn]struct{}{}}
+	ps := &pubsub{}
+	for k := range ps.reg {
+		ps.reg[k] = map[string]map[*Conn]struct{}{}
+	}
+	return ps
 }
 
 // subState is a connection's own view of its subscriptions, owned by its loop.
 type subState struct {
-	channels map[string]struct{}
-	patterns map[string]struct{}
+	own [subKinds]map[string]struct{}
 	// queued counts bytes handed to AsyncWrite and not yet written.
 	queued atomic.Int64
 }
 
+// subscriptions counts every subscription: a RESP2 connection with any is
+// in subscribed mode.
 func (c *Conn) subscriptions() int {
-	return len(c.sub.channels) + len(c.sub.patterns)
+	return len(c.sub.own[subChannel]) + len(c.sub.own[subPattern]) + len(c.sub.own[subShard])
+}
+
+// subCount is the count a confirmation of kind k reports: shard channels
+// are counted apart from channels and patterns, as Redis does.
+func (c *Conn) subCount(k subKind) int {
+	if k == subShard {
+		return len(c.sub.own[subShard])
+	}
+	return len(c.sub.own[subChannel]) + len(c.sub.own[subPattern])
 }
 
 func pubsubCommands() []*Command {
 	f := FlagPubSub | FlagNoScript | FlagLoading | FlagStale
-	return []*Command{
-		{Name: "subscribe", Arity: -2, Flags: f, Local: func(c *Conn, a [][]byte, w *resp.Writer) { c.subscribe(a[1:], false, w) }},
-		{Name: "psubscribe", Arity: -2, Flags: f, Local: func(c *Conn, a [][]byte, w *resp.Writer) { c.subscribe(a[1:], true, w) }},
-		{Name: "unsubscribe", Arity: -1, Flags: f, Local: func(c *Conn, a [][]byte, w *resp.Writer) { c.unsubscribe(a[1:], false, w) }},
-		{Name: "punsubscribe", Arity: -1, Flags: f, Local: func(c *Conn, a [][]byte, w *resp.Writer) { c.unsubscribe(a[1:], true, w) }},
-		{Name: "publish", Arity: 3, Flags: FlagPubSub | FlagLoading | FlagStale | FlagFast, Local: func(c *Conn, a [][]byte, w *resp.Writer) {
-			w.Int(int64(c.srv.pubsub.publish(a[1], a[2])))
+	sub := func(k subKind) func(*Conn, [][]byte, *resp.Writer) {
+		return func(c *Conn, a [][]byte, w *resp.Writer) { c.subscribe(a[1:], k, w) }
+	}
+	unsub := func(k subKind) func(*Conn, [][]byte, *resp.Writer) {
+		return func(c *Conn, a [][]byte, w *resp.Writer) { c.unsubscribe(a[1:], k, w) }
+	}
+	publish := func(k subKind) func(*Conn, [][]byte, *resp.Writer) {
+		return func(c *Conn, a [][]byte, w *resp.Writer) {
+			w.Int(int64(c.srv.pubsub.publish(a[1], a[2], k)))
 			c.srv.master.propagate(a) // replicas' subscribers get it too, as in Redis
+		}
+	}
+	pubFlags := FlagPubSub | FlagLoading | FlagStale | FlagFast
+	return []*Command{
+		{Name: "subscribe", Arity: -2, Flags: f, Local: sub(subChannel)},
+		{Name: "psubscribe", Arity: -2, Flags: f, Local: sub(subPattern)},
+		{Name: "ssubscribe", Arity: -2, Flags: f, Local: func(c *Conn, a [][]byte, w *resp.Writer) {
+			if c.inExec {
+				w.Error("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")
+				return
+			}
+			c.subscribe(a[1:], subShard, w)
 		}},
+		{Name: "unsubscribe", Arity: -1, Flags: f, Local: unsub(subChannel)},
+		{Name: "punsubscribe", Arity: -1, Flags: f, Local: unsub(subPattern)},
+		{Name: "sunsubscribe", Arity: -1, Flags: f, Local: unsub(subShard)},
+		{Name: "publish", Arity: 3, Flags: pubFlags, Local: publish(subChannel)},
+		{Name: "spublish", Arity: 3, Flags: pubFlags, Local: publish(subShard)},
 		{Name: "pubsub", Arity: -2, Flags: FlagPubSub | FlagLoading | FlagStale, Local: cmdPubsub},
 	}
 }
@@ -63,9 +116,9 @@ func init() { typeFamilies = append(typeFamilies, pubsubCommands) }
 
 // subReply writes one (un)subscribe confirmation: a push in RESP3, an
 // array in RESP2.
-func subReply(w *resp.Writer, kind string, name []byte, count int) {
+func subReply(w *resp.Writer, verb string, name []byte, count int) {
 	w.Push(3)
-	w.BulkString(kind)
+	w.BulkString(verb)
 	if name == nil {
 		w.Null()
 	} else {
@@ -74,13 +127,9 @@ func subReply(w *resp.Writer, kind string, name []byte, count int) {
 	w.Int(int64(count))
 }
 
-func (c *Conn) subscribe(names [][]byte, pattern bool, w *resp.Writer) {
+func (c *Conn) subscribe(names [][]byte, k subKind, w *resp.Writer) {
 	ps := c.srv.pubsub
-	kind := "subscribe"
-	own, reg := &c.sub.channels, ps.channels
-	if pattern {
-		kind, own, reg = "psubscribe", &c.sub.patterns, ps.patterns
-	}
+	own, reg := &c.sub.own[k], ps.reg[k]
 	if *own == nil {
 		*own = map[string]struct{}{}
 	}
@@ -96,18 +145,15 @@ func (c *Conn) subscribe(names [][]byte, pattern bool, w *resp.Writer) {
 			}
 			set[c] = struct{}{}
 		}
-		subReply(w, kind, n, c.subscriptions())
+		subReply(w, subVerbs[k].sub, n, c.subCount(k))
 	}
 	ps.mu.Unlock()
 }
 
-func (c *Conn) unsubscribe(names [][]byte, pattern bool, w *resp.Writer) {
+func (c *Conn) unsubscribe(names [][]byte, k subKind, w *resp.Writer) {
 	ps := c.srv.pubsub
-	kind := "unsubscribe"
-	own, reg := c.sub.channels, ps.channels
-	if pattern {
-		kind, own, reg = "punsubscribe", c.sub.patterns, ps.patterns
-	}
+	verb := subVerbs[k].unsub
+	own, reg := c.sub.own[k], ps.reg[k]
 	if len(names) == 0 {
 		for name := range own {
 			names = append(names, []byte(name))
@@ -115,7 +161,7 @@ func (c *Conn) unsubscribe(names [][]byte, pattern bool, w *resp.Writer) {
 		sort.Slice(names, func(i, j int) bool { return string(names[i]) < string(names[j]) })
 		if len(names) == 0 {
 			if w != nil {
-				subReply(w, kind, nil, c.subscriptions())
+				subReply(w, verb, nil, c.subCount(k))
 			}
 			return
 		}
@@ -133,7 +179,7 @@ func (c *Conn) unsubscribe(names [][]byte, pattern bool, w *resp.Writer) {
 			}
 		}
 		if w != nil {
-			subReply(w, kind, n, c.subscriptions())
+			subReply(w, verb, n, c.subCount(k))
 		}
 	}
 	ps.mu.Unlock()
@@ -144,12 +190,14 @@ func (c *Conn) dropSubscriptions() {
 	if c.subscriptions() == 0 {
 		return
 	}
-	c.unsubscribe(nil, false, nil)
-	c.unsubscribe(nil, true, nil)
+	for k := range subKinds {
+		c.unsubscribe(nil, k, nil)
+	}
 }
 
 // message is one publication, encoded at most once per protocol.
 type message struct {
+	kind             subKind
 	channel, payload []byte
 	resp2, resp3     map[string][]byte // by pattern ("" for a channel match)
 }
@@ -168,10 +216,10 @@ func (m *message) encode(proto int, pattern string) []byte {
 	w := resp.Writer{Proto: proto}
 	if pattern == "" {
 		w.Push(3)
-		w.BulkString("message")
+		w.BulkString(subVerbs[m.kind].message)
 	} else {
 		w.Push(4)
-		w.BulkString("pmessage")
+		w.BulkString(subVerbs[subPattern].message)
 		w.BulkString(pattern)
 	}
 	w.Bulk(m.channel)
@@ -180,18 +228,22 @@ func (m *message) encode(proto int, pattern string) []byte {
 	return w.Buf
 }
 
-// publish delivers payload to the channel's subscribers and to those of
-// matching patterns, and returns how many deliveries it made.
-func (ps *pubsub) publish(channel, payload []byte) int {
-	m := &message{channel: channel, payload: payload}
+// publish delivers payload to the subscribers of channel (kind
+// subChannel: and to those of matching patterns; subShard: of the shard
+// channel) and returns how many deliveries it made.
+func (ps *pubsub) publish(channel, payload []byte, k subKind) int {
+	m := &message{kind: k, channel: channel, payload: payload}
 	n := 0
 	ps.mu.RLock()
 	defer ps.mu.RUnlock()
-	for c := range ps.channels[string(channel)] {
+	for c := range ps.reg[k][string(channel)] {
 		c.deliver(m.encode(c.protoAtomic(), ""))
 		n++
 	}
-	for pat, set := range ps.patterns {
+	if k != subChannel {
+		return n
+	}
+	for pat, set := range ps.reg[subPattern] {
 		if !glob.MatchString(pat, string(channel), false) {
 			continue
 		}
@@ -236,9 +288,13 @@ func cmdPubsub(c *Conn, a [][]byte, w *resp.Writer) {
 	ps.mu.RLock()
 	defer ps.mu.RUnlock()
 	switch {
-	case sub == "channels" && len(a) <= 3:
+	case (sub == "channels" || sub == "shardchannels") && len(a) <= 3:
+		k := subChannel
+		if sub == "shardchannels" {
+			k = subShard
+		}
 		var out []string
-		for ch := range ps.channels {
+		for ch := range ps.reg[k] {
 			if len(a) == 2 || glob.MatchString(string(a[2]), ch, false) {
 				out = append(out, ch)
 			}
@@ -248,25 +304,35 @@ func cmdPubsub(c *Conn, a [][]byte, w *resp.Writer) {
 		for _, ch := range out {
 			w.BulkString(ch)
 		}
-	case sub == "numsub":
-		w.Array(2 * (len(a) - 2))
-		for _, ch := range a[2:] {
-			w.Bulk(ch)
-			w.Int(int64(len(ps.channels[string(ch)])))
+	case sub == "numsub" || sub == "shardnumsub":
+		k := subChannel
+		if sub == "shardnumsub" {
+			k = subShard
 		}
-	case sub == "shardchannels" && len(a) <= 3:
-		w.Array(0) // shard channels exist only in a cluster, as in Redis
-	case sub == "shardnumsub":
 		w.Array(2 * (len(a) - 2))
 		for _, ch := range a[2:] {
 			w.Bulk(ch)
-			w.Int(0)
+			w.Int(int64(len(ps.reg[k][string(ch)])))
 		}
 	case sub == "numpat" && len(a) == 2:
-		w.Int(int64(len(ps.patterns)))
+		w.Int(int64(len(ps.reg[subPattern])))
 	case sub == "help":
-		w.Array(1)
-		w.SimpleString("PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are: CHANNELS [<pattern>], NUMSUB [<channel> ...], NUMPAT, HELP")
+		writeHelp(w, []string{
+			"PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"CHANNELS [<pattern>]",
+			"    Return the currently active channels matching a <pattern> (default: '*').",
+			"NUMPAT",
+			"    Return number of subscriptions to patterns.",
+			"NUMSUB [<channel> ...]",
+			"    Return the number of subscribers for the specified channels, excluding",
+			"    pattern subscriptions(default: no channels).",
+			"SHARDCHANNELS [<pattern>]",
+			"    Return the currently active shard level channels matching a <pattern> (default: '*').",
+			"SHARDNUMSUB [<shardchannel> ...]",
+			"    Return the number of subscribers for the specified shard level channel(s)",
+			"HELP",
+			"    Prints this help.",
+		})
 	default: // PUBSUB CHANNELS with two patterns
 		subcommandSyntaxErr(w, a, "pubsub")
 	}

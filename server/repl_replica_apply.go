@@ -303,10 +303,10 @@ func (a *replApplier) runCoord(t *tx.Tx, db int, args [][]byte, cmd *Command) {
 }
 
 // applyLocal runs the connection-level commands a master propagates
-// (PUBLISH); others (SELECT is the link's) are ignored.
+// (PUBLISH, SPUBLISH); others (SELECT is the link's) are ignored.
 func (a *replApplier) applyLocal(op *replica.Op, cmd *Command) {
 	switch cmd.Name {
-	case "publish", "script":
+	case "publish", "spublish", "script":
 		var w resp.Writer
 		w.Proto = 2
 		cmd.calls.Add(1)

@@ -84,3 +84,54 @@ func TestPubSubSlowSubscriber(t *testing.T) {
 	expectReply(t, pub.Do("PUBSUB", "NUMSUB", "flood"), fmt.Sprintf("(array)\n  \"flood\"\n  (integer) %d", 0))
 	expectReply(t, pub.Do("PING"), "PONG")
 }
+
+// TestShardedPubSub: Redis 7's shard channels outside a cluster are a
+// namespace of their own: SPUBLISH reaches SSUBSCRIBE only (no pattern),
+// PUBLISH never reaches them, confirmations count shard channels apart,
+// and PUBSUB SHARDCHANNELS / SHARDNUMSUB see them.
+func TestShardedPubSub(t *testing.T) {
+	srv := StartServer(t)
+	sub, psub, pub := srv.Raw(t), srv.Raw(t), srv.Raw(t)
+	sub.Send("SSUBSCRIBE", "orders", "users")
+	expectReply(t, sub.MustRead(), "(array)\n  \"ssubscribe\"\n  \"orders\"\n  (integer) 1")
+	expectReply(t, sub.MustRead(), "(array)\n  \"ssubscribe\"\n  \"users\"\n  (integer) 2")
+	sub.Send("SUBSCRIBE", "orders")
+	expectReply(t, sub.MustRead(), "(array)\n  \"subscribe\"\n  \"orders\"\n  (integer) 1")
+	psub.Send("PSUBSCRIBE", "*")
+	expectReply(t, psub.MustRead(), "(array)\n  \"psubscribe\"\n  \"*\"\n  (integer) 1")
+
+	expectReply(t, pub.Do("SPUBLISH", "orders", "o1"), "(integer) 1")
+	expectReply(t, sub.MustRead(), "(array)\n  \"smessage\"\n  \"orders\"\n  \"o1\"")
+	expectReply(t, pub.Do("PUBLISH", "orders", "o2"), "(integer) 2") // sub's channel and psub's pattern
+	expectReply(t, sub.MustRead(), "(array)\n  \"message\"\n  \"orders\"\n  \"o2\"")
+	expectReply(t, psub.MustRead(), "(array)\n  \"pmessage\"\n  \"*\"\n  \"orders\"\n  \"o2\"")
+	expectReply(t, pub.Do("SPUBLISH", "nobody", "x"), "(integer) 0")
+
+	if got := unorderedString(pub.Do("PUBSUB", "SHARDCHANNELS"), 1); got != "(array of 2)\n\"orders\"\n\"users\"" {
+		t.Fatalf("PUBSUB SHARDCHANNELS (any order): %s", got)
+	}
+	expectReply(t, pub.Do("PUBSUB", "SHARDCHANNELS", "u*"), "(array)\n  \"users\"")
+	expectReply(t, pub.Do("PUBSUB", "SHARDNUMSUB", "orders", "nobody"), "(array)\n  \"orders\"\n  (integer) 1\n  \"nobody\"\n  (integer) 0")
+	expectReply(t, pub.Do("PUBSUB", "CHANNELS"), "(array)\n  \"orders\"")
+
+	expectReply(t, sub.Do("SUNSUBSCRIBE", "users"), "(array)\n  \"sunsubscribe\"\n  \"users\"\n  (integer) 1")
+	expectReply(t, sub.Do("SUNSUBSCRIBE"), "(array)\n  \"sunsubscribe\"\n  \"orders\"\n  (integer) 0")
+	expectReply(t, sub.Do("GET", "k"), "(error) ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+	expectReply(t, pub.Do("SPUBLISH", "orders", "late"), "(integer) 0")
+	expectReply(t, pub.Do("PUBSUB", "SHARDCHANNELS"), "(empty array)")
+
+	// EXEC refuses SSUBSCRIBE (and runs the rest), as Redis does.
+	tx := srv.Raw(t)
+	expectReply(t, tx.Do("MULTI"), "OK")
+	expectReply(t, tx.Do("SSUBSCRIBE", "c"), "QUEUED")
+	expectReply(t, tx.Do("SET", "k", "v"), "QUEUED")
+	expectReply(t, tx.Do("EXEC"), "(array)\n  (error) ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client\n  OK")
+
+	// RESP3: a push.
+	p3 := srv.Raw(t)
+	p3.Do("HELLO", "3")
+	p3.Send("SSUBSCRIBE", "c")
+	expectReply(t, p3.MustRead(), "(push)\n  \"ssubscribe\"\n  \"c\"\n  (integer) 1")
+	expectReply(t, pub.Do("SPUBLISH", "c", "m"), "(integer) 1")
+	expectReply(t, p3.MustRead(), "(push)\n  \"smessage\"\n  \"c\"\n  \"m\"")
+}
