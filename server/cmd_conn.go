@@ -21,6 +21,7 @@ func connCommands() []*Command {
 		{Name: "auth", Arity: -2, Flags: FlagNoAuth | FlagFast | FlagNoScript | FlagLoading | FlagStale, Local: cmdAuth},
 		{Name: "hello", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagNoScript | FlagLoading | FlagStale, Local: cmdHello},
 		{Name: "reset", Arity: 1, Flags: FlagNoAuth | FlagFast | FlagNoScript | FlagLoading | FlagStale, Local: cmdReset},
+		{Name: "monitor", Arity: 1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdMonitor},
 		{Name: "client", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdClient},
 		{Name: "command", Arity: -1, Flags: FlagLoading | FlagStale, Local: cmdCommand},
 		{Name: "time", Arity: 1, Flags: FlagFast | FlagLoading | FlagStale, Local: func(c *Conn, a [][]byte, w *resp.Writer) {
@@ -191,6 +192,7 @@ func cmdHello(c *Conn, a [][]byte, w *resp.Writer) {
 
 func cmdReset(c *Conn, a [][]byte, w *resp.Writer) {
 	c.dropSubscriptions()
+	c.stopMonitor()
 	c.multi = nil
 	c.unwatch()
 	c.db = 0

@@ -89,6 +89,8 @@ type Conn struct {
 
 	sub   subState
 	multi *multiState // open MULTI, nil otherwise
+	// monitor: the connection asked for MONITOR (monitor.go).
+	monitor bool
 	// inExec is set while EXEC runs the queued commands (SSUBSCRIBE
 	// refuses to run there, as in Redis).
 	inExec bool
@@ -332,6 +334,9 @@ gather:
 			continue
 		}
 		cmd := p.cmd
+		if c.srv.monitors.active() && (cmd.Local == nil || c.multi != nil && !multiControl[cmd.Name]) {
+			c.srv.monitors.feed(c, c.db, cmd, p.args)
+		}
 		if c.multi != nil && !multiControl[cmd.Name] {
 			if cmd.Flags&FlagNoMulti != 0 {
 				// SYNC, PSYNC, SAVE: Redis refuses them and aborts EXEC.
@@ -352,6 +357,11 @@ gather:
 			start := nanotime()
 			cmd.local(c, p.args, &p.reply)
 			c.srv.slowCheck(c, p.args, start)
+			if c.srv.monitors.active() {
+				// After it ran, as Redis feeds: SELECT shows the new
+				// database, RESET and QUIT of a monitor are not fed back.
+				c.srv.monitors.feed(c, c.db, cmd, p.args)
+			}
 			c.doneGathering()
 			if c.closing {
 				c.cmds = c.cmds[:c.next] // nothing after QUIT runs
@@ -542,6 +552,10 @@ func (c *Conn) prepare(p *pending) bool {
 	}
 	if !p.cmd.arityOK(len(p.args)) {
 		w.Error("ERR wrong number of arguments for '" + p.cmd.Name + "' command")
+		return false
+	}
+	if c.monitor && p.cmd.Flags&(FlagWrite|FlagReadonly) != 0 {
+		w.Error("ERR Replica can't interact with the keyspace")
 		return false
 	}
 	if !c.authed && p.cmd.Flags&FlagNoAuth == 0 {

@@ -695,6 +695,9 @@ func (vm *luaVM) call(L *lua.LState, raise bool) int {
 	if write && !(cmd.Name == "sort" && len(vm.pos) == 1) && !sc.run.beginWrite() {
 		L.Error(vm.errorTable(msgScriptKill[len("ERR "):]), 1)
 	}
+	if srv.monitors.active() {
+		srv.monitors.feed(nil, sc.db, cmd, args)
+	}
 	vm.exec(cmd, args)
 	v, _ := vm.toLua(vm.reply.Buf, 0)
 	if raise && len(vm.reply.Buf) > 0 && vm.reply.Buf[0] == '-' {

@@ -55,6 +55,7 @@ type Server struct {
 	// on it (cmdEvalShard), owned by its goroutine: one script at a time.
 	evalCoords []Coord
 	pubsub     *pubsub
+	monitors   monitors
 	persist    persistState // SAVE/BGSAVE/LASTSAVE bookkeeping (persist.go)
 	tiered     *tieredState // tiered storage, nil when off (tiered.go)
 	master     *replMaster  // master side of replication (repl_master.go)
@@ -359,6 +360,7 @@ func (s *Server) OnClose(gc gnet.Conn, _ error) gnet.Action {
 		c.closed.Store(true)
 		close(c.gone)
 		c.dropSubscriptions()
+		c.stopMonitor()
 		if c.inflight.Load() == 0 {
 			c.unwatch() // else the EXEC or WATCH in flight owns c.watch
 		}
