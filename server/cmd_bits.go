@@ -43,13 +43,15 @@ func cmdSetBit(x *Exec) {
 	}
 	if v == nil {
 		val, old := bitmap.SetBit(nil, off, on)
-		x.DB.Insert(x.Args[1], shard.StringValue(val))
+		x.DB.Insert(x.Args[1], rawString(val))
 		x.W.Int(int64(old))
 		return
 	}
 	if cur := v.Str(); off < uint64(len(cur))*8 && bitmap.Bit(cur, off) == boolInt(on) {
 		// The bit is already so and the string long enough: no write, so
-		// a WATCH of the key holds (Redis 7 signals only a change).
+		// a WATCH of the key holds (Redis 7 signals only a change). Redis
+		// still gives the key a raw string of its own.
+		v.SetEncoding(shard.EncRaw)
 		x.W.Int(int64(boolInt(on)))
 		return
 	}
@@ -58,6 +60,7 @@ func cmdSetBit(x *Exec) {
 	var newStr []byte
 	newStr, old = bitmap.SetBit(p.Str(), off, on)
 	p.SetStr(newStr)
+	p.SetEncoding(shard.EncRaw)
 	x.W.Int(int64(old))
 }
 
@@ -142,12 +145,13 @@ func cmdBitfield(x *Exec, readOnly bool) {
 	case v == nil:
 		var val []byte
 		val, results = prog.Exec(nil, nil)
-		x.DB.Insert(x.Args[1], shard.StringValue(val))
+		x.DB.Insert(x.Args[1], rawString(val))
 	default:
 		p := x.DB.Mutate(it)
 		var newStr []byte
 		newStr, results = prog.Exec(p.Str(), nil)
 		p.SetStr(newStr)
+		p.SetEncoding(shard.EncRaw)
 	}
 	x.W.Array(len(results))
 	for _, r := range results {
@@ -168,7 +172,7 @@ func bitOpStore(db *shard.DB, dest []byte, op bitmap.Op, srcs [][]byte) int {
 		}
 		return 0
 	}
-	db.Set(dest, shard.StringValue(res), false)
+	db.Set(dest, rawString(res), false)
 	return len(res)
 }
 
@@ -275,7 +279,7 @@ func cmdSetRange(x *Exec) {
 			replyErr(x.W, err)
 			return
 		}
-		x.DB.Insert(x.Args[1], shard.StringValue(res))
+		x.DB.Insert(x.Args[1], rawString(res))
 		x.W.Int(int64(len(res)))
 		return
 	}
@@ -291,7 +295,16 @@ func cmdSetRange(x *Exec) {
 	var newStr []byte
 	newStr, _ = bitmap.SetRange(p.Str(), off, val)
 	p.SetStr(newStr)
+	p.SetEncoding(shard.EncRaw)
 	x.W.Int(int64(len(p.Str())))
+}
+
+// rawString is a new string value a bit or HyperLogLog command built:
+// OBJECT ENCODING raw whatever it holds, as in Redis.
+func rawString(b []byte) shard.Value {
+	v := shard.StringValue(b)
+	v.SetEncoding(shard.EncRaw)
+	return v
 }
 
 // lcsInput reads one LCS operand: nil for a missing key; ok=false for a

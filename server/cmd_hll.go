@@ -50,19 +50,21 @@ func cmdPFAdd(x *Exec) {
 		}
 		// Like Redis, a created key counts as an update: stale cache.
 		b[15] |= 0x80
-		x.DB.Insert(key, shard.StringValue(b))
+		x.DB.Insert(key, rawString(b))
 		x.W.Int(1)
 		return
 	}
 	if len(x.Args) == 2 || !hll.WouldAdd(v.Str(), x.Args[2:]) {
 		// No register would grow: no write, so a WATCH of the key holds
-		// (Redis signals only an update).
+		// (Redis signals only an update). Its string is raw all the same.
+		v.SetEncoding(shard.EncRaw)
 		x.W.Int(0)
 		return
 	}
 	p := x.DB.Mutate(it)
 	b, updated, err := hll.Add(p.Str(), x.Args[2:])
 	p.SetStr(b)
+	p.SetEncoding(shard.EncRaw)
 	if err != nil {
 		replyErr(x.W, err)
 		return
@@ -116,6 +118,7 @@ func cmdPFCount(x *Exec) {
 		// Computing the count rewrites the cached cardinality.
 		v = x.DB.Mutate(it)
 	}
+	v.SetEncoding(shard.EncRaw) // Redis unshares the string either way
 	card, _, err := hll.Count(v.Str())
 	if err != nil {
 		replyErr(x.W, err)
@@ -179,7 +182,7 @@ func pfStore(db *shard.DB, key []byte, r *hll.RawRegisters, dense bool) string {
 		if err != nil {
 			return string(hll.ErrInvalid)
 		}
-		db.Insert(key, shard.StringValue(b))
+		db.Insert(key, rawString(b))
 		return ""
 	}
 	p := db.Mutate(it)
@@ -188,6 +191,7 @@ func pfStore(db *shard.DB, key []byte, r *hll.RawRegisters, dense bool) string {
 		return string(hll.ErrInvalid)
 	}
 	p.SetStr(b)
+	p.SetEncoding(shard.EncRaw)
 	return ""
 }
 

@@ -467,12 +467,16 @@ func encodingOf(v *shard.Value) string {
 		}
 		return "unknown"
 	}
-	if len(v.Str()) <= 20 {
+	enc := v.Encoding()
+	if enc == shard.EncRaw {
+		return "raw"
+	}
+	if enc == shard.EncByBytes && v.StrLen() <= 20 {
 		if _, ok := num.ParseInt(v.Str()); ok {
 			return "int"
 		}
 	}
-	if len(v.Str()) <= 44 {
+	if v.StrLen() <= 44 {
 		return "embstr"
 	}
 	return "raw"
@@ -562,16 +566,14 @@ func ttlGeneric(x *Exec, unit int64, absolute bool) {
 		x.W.Int(-1)
 		return
 	}
-	if absolute {
-		x.W.Int(at / unit)
-		return
+	if !absolute {
+		at = max(at-x.Now(), 0)
 	}
-	left := max(at-x.Now(), 0)
 	if unit == 1000 {
-		x.W.Int((left + 500) / 1000)
+		x.W.Int((at + 500) / 1000) // rounded, TTL and EXPIRETIME alike, as in Redis
 		return
 	}
-	x.W.Int(left)
+	x.W.Int(at)
 }
 
 func cmdPersist(x *Exec) {

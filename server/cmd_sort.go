@@ -318,6 +318,13 @@ func (j *sortJob) load(db *shard.DB, key []byte) {
 		j.errText = errWrongType
 		return
 	}
+	if v != nil && v.Type == shard.TypeZSet {
+		// Redis 7.0 converts the sorted set it sorts to a skiplist, for
+		// good (SORT_RO and BY nosort too): OBJECT ENCODING shows it. The
+		// contents stay, so no hook or version sees a change; a listpack
+		// set is small enough that no snapshot writes it in pieces.
+		v.Obj().(*zset.Set).ToSkiplist()
+	}
 	o := &j.o
 	if o.dontSort && v != nil && v.Type == shard.TypeSet && o.store != nil {
 		// Redis sorts a set anyway when storing it, so the stored list does

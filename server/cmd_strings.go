@@ -435,6 +435,7 @@ func cmdAppend(x *Exec) {
 	}
 	p := x.DB.Mutate(it)
 	p.SetStr(append(p.Str(), x.Args[2]...))
+	p.SetEncoding(shard.EncRaw)
 	x.W.Int(int64(len(p.Str())))
 }
 
@@ -525,10 +526,13 @@ func cmdIncrByFloat(x *Exec) {
 	}
 	s := num.AppendFloatIncr(nil, res)
 	if v == nil {
-		x.DB.Insert(x.Args[1], shard.StringValue(s))
+		nv := shard.StringValue(s)
+		nv.SetEncoding(shard.EncNotInt)
+		x.DB.Insert(x.Args[1], nv)
 	} else {
 		p := x.DB.Mutate(it)
 		p.SetStr(append(p.Str()[:0], s...))
+		p.SetEncoding(shard.EncNotInt)
 	}
 	x.W.Bulk(s)
 }

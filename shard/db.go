@@ -138,6 +138,7 @@ func (db *DB) SetBytes(it dash.Iterator, b []byte) {
 	if len(b) > 0 && len(b) <= int(p.n) && !p.Shared() {
 		copy(p.Str(), b)
 		db.strs.shrink(p, uint32(len(b)))
+		p.SetEncoding(EncByBytes)
 		return
 	}
 	db.strs.drop(p)

@@ -292,7 +292,9 @@ func (db *DB) unpack(v *Value) {
 		return
 	}
 	db.strs.drop(v)
+	enc := v.Encoding()
 	v.SetStr(append(make([]byte, 0, v.n+v.n/4+8), v.Str()...))
+	v.SetEncoding(enc)
 }
 
 // DefragStep runs one bounded step of the DB's defragmentation pass,

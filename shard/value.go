@@ -69,7 +69,49 @@ const (
 	// flagPacked: the bytes are in one of the DB's chunks (strs.go), c is
 	// the chunk's id and the capacity is n.
 	flagPacked
+	// flagEncRaw, flagEncFloat: how the string was written, for OBJECT
+	// ENCODING (SetEncoding).
+	flagEncRaw
+	flagEncFloat
 )
+
+// StrEncoding is what OBJECT ENCODING says of a string beyond its bytes.
+// Redis's encoding of a string depends on how it was written: SET and its
+// kin pick int, embstr or raw from the bytes; a string edited in place or
+// built by a bit or HyperLogLog command is raw whatever it holds; an
+// INCRBYFLOAT result is never int. Replacing the bytes (SetStr, DB.Set,
+// DB.SetBytes) goes back to EncByBytes. Not kept by RDB files, as in
+// Redis, whose loader picks again from the bytes.
+type StrEncoding uint8
+
+const (
+	EncByBytes StrEncoding = iota
+	EncRaw
+	EncNotInt
+)
+
+// SetEncoding records how a string value was written (after SetStr,
+// which resets it).
+func (v *Value) SetEncoding(e StrEncoding) {
+	v.flags &^= flagEncRaw | flagEncFloat
+	switch e {
+	case EncRaw:
+		v.flags |= flagEncRaw
+	case EncNotInt:
+		v.flags |= flagEncFloat
+	}
+}
+
+// Encoding is what SetEncoding recorded.
+func (v *Value) Encoding() StrEncoding {
+	switch {
+	case v.flags&flagEncRaw != 0:
+		return EncRaw
+	case v.flags&flagEncFloat != 0:
+		return EncNotInt
+	}
+	return EncByBytes
+}
 
 type box struct{ obj any }
 
@@ -203,6 +245,7 @@ func (v *Value) Clone() Value {
 	c := *v
 	if v.Type == TypeString {
 		c.SetStr(append([]byte(nil), v.Str()...))
+		c.SetEncoding(v.Encoding()) // Redis's COPY keeps it too
 	} else if cl, ok := v.Obj().(Cloner); ok {
 		c.SetObj(cl.Clone())
 	}

@@ -39,7 +39,7 @@ func (g *diffGen) plain(ok func(diffCommand) bool) diffStep {
 	var cmds []diffCommand
 	total := 0
 	for _, c := range g.cmds {
-		if c.family != "tx" && (ok == nil || ok(c)) {
+		if c.family != "tx" && !c.solo && (ok == nil || ok(c)) {
 			cmds = append(cmds, c)
 			total += c.weight
 		}
@@ -372,4 +372,169 @@ var hllCommands = []diffCommand{
 	}},
 	{name: "PFCOUNT", family: "hll", weight: 2, gen: func(g *diffGen) diffStep { return mkStep(g.keys("y", 1, 3)) }},
 	{name: "PFMERGE", family: "hll", weight: 1, gen: func(g *diffGen) diffStep { return mkStep(g.keys("y", 1, 3)) }},
+}
+
+// More of every family: bit fields, LCS, absolute expiry times, random
+// picks whose result is the whole collection (count >= size, or 0), and
+// full SCAN iterations (the set of what they return; cursors are the
+// server's own).
+func init() {
+	diffCommands = append(diffCommands, moreCommands...)
+}
+
+// farTime is an absolute Unix time far in the future (seconds), or a
+// past one (deletes the key), or a bad one.
+func (g *diffGen) farTime(ms bool) string {
+	switch g.r.IntN(12) {
+	case 0:
+		return g.pick("1", "100")
+	case 1:
+		return g.badTime()
+	}
+	t := 4000000000 + g.r.IntN(1000)
+	if ms {
+		return strconv.Itoa(t) + "000"
+	}
+	return strconv.Itoa(t)
+}
+
+// bitfieldOps are BITFIELD's operations (readonly: GET only).
+func (g *diffGen) bitfieldOps(readonly bool) []string {
+	var out []string
+	for n := 1 + g.r.IntN(3); n > 0; n-- {
+		typ := g.pick("u8", "i8", "u1", "i16", "u63", "i64", "u5", "i3", "u64", "x8")
+		off := g.pick("0", "3", "#1", "16", "#0", "-1")
+		switch op := g.r.IntN(4); {
+		case readonly || op == 0:
+			out = append(out, "GET", typ, off)
+		case op == 1:
+			out = append(out, "SET", typ, off, g.pick("0", "1", "-1", "127", "255", "300", "-200", "x"))
+		case op == 2:
+			out = append(out, "INCRBY", typ, off, g.pick("1", "-1", "100", "-300", "x"))
+		default:
+			out = append(out, "OVERFLOW", g.pick("WRAP", "SAT", "FAIL", "BAD"))
+		}
+	}
+	return out
+}
+
+// randomAll is a random-pick command (SRANDMEMBER, HRANDFIELD ...) with a
+// count that takes the whole collection, so its reply is defined up to
+// order: compared in groups of one, or of two WITH... (RESP2 pairs).
+func randomAll(name, family, prefix, with string) diffCommand {
+	return diffCommand{name: name, family: family, weight: 1, resp3: true, gen: func(g *diffGen) diffStep {
+		st := mkStep(strs(g.key(prefix), g.pick("0", "20")))
+		st.chunks = 1
+		if with != "" && g.r.IntN(2) == 0 {
+			st.args = append(st.args, with)
+			st.chunks = 2
+		}
+		return st
+	}}
+}
+
+// scanCommand is a whole SCAN-style iteration run as one step (wrap
+// "SCAN"): the union of its pages, compared unordered; key is "" for SCAN.
+func scanCommand(name, family, prefix string, pairs bool, opts func(g *diffGen) []string) diffCommand {
+	return diffCommand{name: name, family: family, weight: 1, solo: true, gen: func(g *diffGen) diffStep {
+		st := diffStep{wrap: "SCAN", chunks: 1}
+		if pairs {
+			st.chunks = 2
+		}
+		if prefix != "" {
+			st.args = strs(g.key(prefix))
+		}
+		st.args = append(append(st.args, "0"), opts(g)...)
+		return st
+	}}
+}
+
+// scan runs the iteration of a "SCAN" step: pages from cursor 0 until the
+// server gives 0 back (at most 1000), their elements deduplicated (a
+// rehash may repeat some) into one array.
+func (st diffStep) scan(c *RawConn) Reply {
+	args := append([]string(nil), st.args...)
+	cur := 2 // NAME key cursor ...
+	if st.name == "SCAN" {
+		cur = 1
+	}
+	seen := map[string]bool{}
+	out := Reply{Kind: KindArray}
+	for range 1000 {
+		r := c.Do(args...)
+		if r.IsError() || len(r.Elems) != 2 {
+			return r
+		}
+		page := r.Elems[1].Elems
+		for i := 0; i+st.chunks <= len(page); i += st.chunks {
+			var k strings.Builder
+			for _, e := range page[i : i+st.chunks] {
+				k.WriteString(e.String() + "\x00")
+			}
+			if !seen[k.String()] {
+				seen[k.String()] = true
+				out.Elems = append(out.Elems, page[i:i+st.chunks]...)
+			}
+		}
+		if r.Elems[0].Str == "0" {
+			return out
+		}
+		args[cur] = r.Elems[0].Str
+	}
+	return Reply{Kind: KindError, Str: "SCAN did not end in 1000 pages"}
+}
+
+var moreCommands = []diffCommand{
+	keyCommand("BITFIELD", "bits", "s", 2, false, func(g *diffGen) []string { return g.bitfieldOps(false) }),
+	keyCommand("BITFIELD_RO", "bits", "s", 1, false, func(g *diffGen) []string { return g.bitfieldOps(true) }),
+	{name: "LCS", family: "strings", weight: 1, gen: func(g *diffGen) diffStep {
+		opts := g.maybe(0.3, "LEN")
+		if len(opts) == 0 && g.r.IntN(2) == 0 {
+			opts = concat(strs("IDX"), g.maybe(0.5, "MINMATCHLEN", g.intIn(0, 2)), g.maybe(0.5, "WITHMATCHLEN"))
+		}
+		return mkStep(strs(g.key("s"), g.key("s")), opts)
+	}},
+	keyCommand("SUBSTR", "strings", "s", 1, false, func(g *diffGen) []string { return strs(g.index(), g.index()) }),
+	keyCommand("EXPIREAT", "keys", "", 1, false, func(g *diffGen) []string {
+		return concat(strs(g.farTime(false)), g.maybe(0.3, g.pick("NX", "XX", "GT", "LT")))
+	}),
+	keyCommand("PEXPIREAT", "keys", "", 1, false, func(g *diffGen) []string { return strs(g.farTime(true)) }),
+	keyCommand("EXPIRETIME", "keys", "", 1, false, nil),
+	keyCommand("PEXPIRETIME", "keys", "", 1, false, nil),
+	keyCommand("GETEX", "strings", "s", 1, false, func(g *diffGen) []string {
+		if g.r.IntN(2) == 0 {
+			return strs("EXAT", g.farTime(false))
+		}
+		return strs("PXAT", g.farTime(true))
+	}),
+	{name: "SET", family: "strings", weight: 1, gen: func(g *diffGen) diffStep {
+		// Never a time in the past (see setOptions).
+		at := strconv.Itoa(4000000000 + g.r.IntN(1000))
+		if g.r.IntN(2) == 0 {
+			return mkStep(strs(g.key("s"), g.value(), "EXAT", at), g.maybe(0.3, "GET"))
+		}
+		return mkStep(strs(g.key("s"), g.value(), "PXAT", at+"000"), g.maybe(0.3, "GET"))
+	}},
+	randomAll("SRANDMEMBER", "sets", "t", ""),
+	randomAll("HRANDFIELD", "hashes", "h", "WITHVALUES"),
+	randomAll("ZRANDMEMBER", "zsets", "z", "WITHSCORES"),
+	randomAll("SPOP", "sets", "t", ""),
+	{name: "ZINTERCARD", family: "zsets", weight: 1, gen: func(g *diffGen) diffStep {
+		return mkStep(g.numKeys("z", 1, 3), g.maybe(0.4, "LIMIT", g.intIn(0, 3)))
+	}},
+	lexCommand("ZREVRANGEBYLEX"),
+	scanCommand("SCAN", "keys", "", false, func(g *diffGen) []string {
+		return concat(g.maybe(0.5, "MATCH", g.pick("*", "s*", "?1", "{g}*")), g.maybe(0.3, "COUNT", g.intIn(1, 5)),
+			g.maybe(0.4, "TYPE", g.pick("string", "list", "hash", "set", "zset", "stream", "none")))
+	}),
+	scanCommand("HSCAN", "hashes", "h", true, func(g *diffGen) []string {
+		return concat(g.maybe(0.4, "MATCH", g.pick("*", "f1", "f?")), g.maybe(0.3, "COUNT", g.intIn(1, 3)))
+	}),
+	scanCommand("SSCAN", "sets", "t", false, func(g *diffGen) []string {
+		return concat(g.maybe(0.4, "MATCH", g.pick("*", "1*", "?")), g.maybe(0.3, "COUNT", g.intIn(1, 3)))
+	}),
+	scanCommand("ZSCAN", "zsets", "z", true, func(g *diffGen) []string {
+		return concat(g.maybe(0.4, "MATCH", g.pick("*", "1*", "?")), g.maybe(0.3, "COUNT", g.intIn(1, 3)))
+	}),
+	{name: "OBJECT", family: "keys", weight: 1, gen: func(g *diffGen) diffStep { return mkStep(strs("ENCODING", g.key(""))) }},
 }

@@ -170,6 +170,15 @@ func (s *Set) smallInsert(e entry) {
 	s.small[pos] = e
 }
 
+// ToSkiplist switches a listpack set to the skiplist form for good, as
+// Redis 7.0's SORT does to the sorted set it reads (OBJECT ENCODING then
+// says skiplist). The members and scores stay the same.
+func (s *Set) ToSkiplist() {
+	if s.tree == nil {
+		s.convert()
+	}
+}
+
 // convert switches to the skiplist form.
 func (s *Set) convert() {
 	t := newTree()
