@@ -570,7 +570,10 @@ func ttlGeneric(x *Exec, unit int64, absolute bool) {
 		at = max(at-x.Now(), 0)
 	}
 	if unit == 1000 {
-		x.W.Int((at + 500) / 1000) // rounded, TTL and EXPIRETIME alike, as in Redis
+		// Rounded, TTL and EXPIRETIME alike, as in Redis; at >= 0, and
+		// unsigned so a deadline near the int64 maximum rounds without
+		// overflowing, as Redis's build computes it.
+		x.W.Int(int64((uint64(at) + 500) / 1000))
 		return
 	}
 	x.W.Int(at)

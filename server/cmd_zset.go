@@ -676,7 +676,13 @@ func zrangeCollect(z *zset.Set, sp *zrangeSpec) *zset.Set {
 	if wd.n == 0 {
 		return nil
 	}
+	// Redis 7.0 creates the destination for the length it will hold: a
+	// skiplist past the listpack limit, so every score keeps its sign
+	// (a listpack's -0 reads back 0).
 	out := zset.New()
+	if wd.n > zset.MaxListpackEntries {
+		out = zset.NewSkiplist()
+	}
 	wd.each(z, func(m string, s float64) { out.Add([]byte(m), s) })
 	return out
 }

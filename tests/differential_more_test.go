@@ -423,7 +423,7 @@ func (g *diffGen) bitfieldOps(readonly bool) []string {
 // order: compared in groups of one, or of two WITH... (RESP2 pairs).
 func randomAll(name, family, prefix, with string) diffCommand {
 	return diffCommand{name: name, family: family, weight: 1, resp3: true, gen: func(g *diffGen) diffStep {
-		st := mkStep(strs(g.key(prefix), g.pick("0", "20")))
+		st := mkStep(strs(g.key(prefix), g.pick("0", "100000")))
 		st.chunks = 1
 		if with != "" && g.r.IntN(2) == 0 {
 			st.args = append(st.args, with)
@@ -536,5 +536,39 @@ var moreCommands = []diffCommand{
 	scanCommand("ZSCAN", "zsets", "z", true, func(g *diffGen) []string {
 		return concat(g.maybe(0.4, "MATCH", g.pick("*", "1*", "?")), g.maybe(0.3, "COUNT", g.intIn(1, 3)))
 	}),
-	{name: "OBJECT", family: "keys", weight: 1, gen: func(g *diffGen) diffStep { return mkStep(strs("ENCODING", g.key(""))) }},
+	{name: "OBJECT", family: "keys", weight: 2, gen: func(g *diffGen) diffStep { return mkStep(strs("ENCODING", g.key(""))) }},
+
+	// Bulk writes that cross Redis's encoding thresholds (128 entries or
+	// a 64-byte element for listpacks, 512 integers for an intset), so
+	// conversions and the big representations meet every other command.
+	keyCommand("SADD", "sets", "t", 1, false, func(g *diffGen) []string { return g.bulk(g.pick("130", "520"), false) }),
+	keyCommand("HSET", "hashes", "h", 1, false, func(g *diffGen) []string { return g.bulk("130", true) }),
+	keyCommand("ZADD", "zsets", "z", 1, false, func(g *diffGen) []string { return g.bulk("130", true) }),
+	keyCommand("RPUSH", "lists", "l", 1, false, func(g *diffGen) []string { return g.bulk("130", false) }),
+	keyCommand("HSET", "hashes", "h", 1, false, func(g *diffGen) []string { return strs(g.field(), g.long()) }),
+	keyCommand("SADD", "sets", "t", 1, false, func(g *diffGen) []string { return strs(g.long()) }),
+	keyCommand("ZADD", "zsets", "z", 1, false, func(g *diffGen) []string { return strs(g.score(), g.long()) }),
+	keyCommand("SET", "strings", "s", 1, false, func(g *diffGen) []string { return strs(g.long()) }),
+}
+
+// long is a 65-byte element (over the listpack element limit, and over
+// embstr's 44 bytes).
+func (g *diffGen) long() string { return strings.Repeat(g.pick("a", "b", "1"), 64) + g.pick("x", "y") }
+
+// bulk is n elements (pairs: score or field first) over a range wider
+// than n, so repeated bulks grow a key further; integers for a set, so
+// it may stay an intset.
+func (g *diffGen) bulk(count string, pairs bool) []string {
+	n, _ := strconv.Atoi(count)
+	var out []string
+	base := g.r.IntN(1000)
+	for i := 0; i < n; i++ {
+		m := strconv.Itoa(base + i)
+		if pairs {
+			out = append(out, strconv.Itoa(g.r.IntN(50)), m)
+		} else {
+			out = append(out, m)
+		}
+	}
+	return out
 }

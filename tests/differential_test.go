@@ -612,6 +612,33 @@ func (g *diffGen) geoSearchArgs(store bool) []string {
 	return append(out, g.maybe(0.3, g.pick("WITHDIST", "WITHHASH", "WITHCOORD"))...)
 }
 
+// geoTies adapts a GEO search of key whose members share positions (a
+// sorted set's equal scores: bulk ZADDs make them): Redis orders equal
+// distances as its qsort leaves them, so the step drops COUNT (which ties
+// would pick among) and compares the result unordered.
+func (g *diffGen) geoTies(key string, st diffStep) diffStep {
+	seen := map[string]bool{}
+	tied := false
+	for i, e := range g.query("ZRANGE", key, "0", "-1", "WITHSCORES").Elems {
+		score := e.Str
+		if e.Kind == KindArray && len(e.Elems) == 2 { // RESP3
+			score = e.Elems[1].String()
+		} else if i%2 == 0 {
+			continue
+		}
+		tied = tied || seen[score]
+		seen[score] = true
+	}
+	if !tied {
+		return st
+	}
+	if i := slices.Index(st.args, "COUNT"); i >= 0 {
+		st.args = slices.Delete(st.args, i, i+2)
+	}
+	st.chunks = 1
+	return st
+}
+
 // badTime is an expire time that is not an integer or at an int64 limit
 // (the minimum deletes the key in PEXPIRE, and is an error elsewhere).
 func (g *diffGen) badTime() string {
@@ -997,13 +1024,18 @@ var diffCommands = []diffCommand{
 	keyCommand("GEODIST", "geo", "p", 1, false, func(g *diffGen) []string {
 		return concat(strs(g.member(), g.member()), g.maybe(0.5, g.pick("m", "km", "mi", "ft")))
 	}),
-	keyCommand("GEOSEARCH", "geo", "p", 2, true, func(g *diffGen) []string { return g.geoSearchArgs(false) }),
+	{name: "GEOSEARCH", family: "geo", weight: 2, resp3: true, gen: func(g *diffGen) diffStep {
+		k := g.key("p")
+		return g.geoTies(k, mkStep(strs(k), g.geoSearchArgs(false)))
+	}},
 	{name: "GEOSEARCHSTORE", family: "geo", weight: 1, gen: func(g *diffGen) diffStep {
-		return mkStep(strs(g.key("p"), g.key("p")), g.geoSearchArgs(true))
+		k := g.key("p")
+		return g.geoTies(k, mkStep(strs(g.key("p"), k), g.geoSearchArgs(true)))
 	}},
 	{name: "GEORADIUS", family: "geo", weight: 1, gen: func(g *diffGen) diffStep {
-		return mkStep(strs(g.key("p"), g.lon(), g.lat(), g.geoRadius(), "km"), g.maybe(0.5, g.pick("ASC", "DESC")),
-			g.maybe(0.3, "COUNT", g.intIn(1, 3)), g.maybe(0.3, "STORE", g.key("p")))
+		k := g.key("p")
+		return g.geoTies(k, mkStep(strs(k, g.lon(), g.lat(), g.geoRadius(), "km"), g.maybe(0.5, g.pick("ASC", "DESC")),
+			g.maybe(0.3, "COUNT", g.intIn(1, 3)), g.maybe(0.3, "STORE", g.key("p"))))
 	}},
 	{name: "ZMPOP", family: "zsets", weight: 1, resp3: true, gen: func(g *diffGen) diffStep {
 		return mkStep(g.numKeys("z", 1, 3), strs(g.pick("MIN", "MAX")), g.maybe(0.5, "COUNT", g.intIn(1, 3)))
