@@ -193,6 +193,10 @@ func cmdHello(c *Conn, a [][]byte, w *resp.Writer) {
 func cmdReset(c *Conn, a [][]byte, w *resp.Writer) {
 	c.dropSubscriptions()
 	c.stopMonitor()
+	if c.track.Load() != nil {
+		c.srv.tracking.set(c, nil)
+	}
+	c.caching = false
 	c.multi = nil
 	c.unwatch()
 	c.db = 0
@@ -229,6 +233,7 @@ func (c *Conn) setInfo(fn func()) {
 var clientArity = map[string]int{
 	"id": 2, "setname": 3, "getname": 2, "setinfo": 4, "list": -2, "info": 2, "kill": -3,
 	"no-evict": 3, "no-touch": 3, "reply": 3, "help": 2,
+	"tracking": -3, "caching": 3, "getredir": 2, "trackinginfo": 2,
 }
 
 func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
@@ -292,10 +297,20 @@ func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
 		w.SimpleString("OK")
 	case sub == "reply" && len(a) == 3:
 		w.SimpleString("OK")
+	case sub == "tracking":
+		clientTracking(c, a, w)
+	case sub == "caching":
+		clientCaching(c, a, w)
+	case sub == "getredir":
+		clientGetRedir(c, w)
+	case sub == "trackinginfo":
+		clientTrackingInfo(c, w)
 	case sub == "help":
 		lines := []string{"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"ID", "GETNAME", "SETNAME <name>", "SETINFO <LIB-NAME|LIB-VER> <value>", "LIST", "INFO",
-			"KILL <ip:port> | ID <id> | ADDR <ip:port> | LADDR <ip:port>", "NO-EVICT (ON|OFF)", "HELP"}
+			"KILL <ip:port> | ID <id> | ADDR <ip:port> | LADDR <ip:port>", "NO-EVICT (ON|OFF)",
+			"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]] [OPTIN] [OPTOUT] [NOLOOP]",
+			"CACHING (YES|NO)", "GETREDIR", "TRACKINGINFO", "HELP"}
 		w.Array(len(lines))
 		for _, l := range lines {
 			w.SimpleString(l)

@@ -65,6 +65,7 @@ func flush(x *Coord, all bool) {
 			s.DBs[x.DB].Flush()
 		}
 	})
+	x.Srv.trackingFlushed()
 	x.W.SimpleString("OK")
 }
 

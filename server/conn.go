@@ -35,6 +35,8 @@ type pending struct {
 	watch *watchState
 	hop   *hopExec
 	kind  pendingKind
+	// track: register the keys the command reads (CLIENT TRACKING).
+	track bool
 }
 
 // Conn is one client connection. Its fields are owned by the event loop
@@ -91,6 +93,12 @@ type Conn struct {
 	multi *multiState // open MULTI, nil otherwise
 	// monitor: the connection asked for MONITOR (monitor.go).
 	monitor bool
+	// track is the CLIENT TRACKING configuration (tracking.go), nil when
+	// never enabled; tracker is the connection as shards know it; caching
+	// is CLIENT CACHING's flag for the next command.
+	track   atomic.Pointer[trackState]
+	tracker *connTracker
+	caching bool
 	// inExec is set while EXEC runs the queued commands (SSUBSCRIBE
 	// refuses to run there, as in Redis).
 	inExec bool
@@ -349,6 +357,7 @@ gather:
 			continue
 		}
 		c.lastCmd.Store(cmd)
+		p.track = c.track.Load() != nil && c.tracksNext(cmd)
 		if cmd.Local != nil {
 			// Connection commands touch no key, so they run now, between
 			// the commands already gathered and those after (which see
@@ -382,6 +391,9 @@ gather:
 			}
 		}
 		if p.sid < 0 {
+			if p.track {
+				c.trackAhead(p) // its shards get this before its own messages
+			}
 			if cmd.Name == "exec" && groupOK && c.startsGroup(p, &g) {
 				c.next++
 				if p.hop.conn {
@@ -674,6 +686,9 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 		b.x.W = &p.reply
 		if p.multi != nil {
 			execOnShard(&b.x, b.c, p.multi, p.watch)
+			if p.track {
+				b.c.trackOnShard(s, p, p.multi)
+			}
 			if b.tierActive() {
 				b.tierAfter(s)
 			}
@@ -682,6 +697,9 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 		} else {
 			b.x.canRetry = true
 			b.x.run(p.cmd)
+			if p.track {
+				b.c.trackOnShard(s, p, nil)
+			}
 			b.clock = b.c.srv.slowCheck(b.c, p.args, b.clock)
 			b.x.canRetry = false
 			if b.tierActive() {

@@ -56,6 +56,7 @@ type Server struct {
 	evalCoords []Coord
 	pubsub     *pubsub
 	monitors   monitors
+	tracking   trackingRegistry
 	persist    persistState // SAVE/BGSAVE/LASTSAVE bookkeeping (persist.go)
 	tiered     *tieredState // tiered storage, nil when off (tiered.go)
 	master     *replMaster  // master side of replication (repl_master.go)
@@ -116,6 +117,7 @@ func New(cfg *Config, log *Logger) *Server {
 	}
 	s.setupTiered() // tiered.go
 	s.initReplMaster()
+	s.installTracking()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	s.startupHeap = int64(ms.HeapAlloc)
@@ -361,6 +363,9 @@ func (s *Server) OnClose(gc gnet.Conn, _ error) gnet.Action {
 		close(c.gone)
 		c.dropSubscriptions()
 		c.stopMonitor()
+		if c.track.Load() != nil {
+			s.tracking.set(c, nil)
+		}
 		if c.inflight.Load() == 0 {
 			c.unwatch() // else the EXEC or WATCH in flight owns c.watch
 		}

@@ -94,6 +94,7 @@ type Shard struct {
 	waking      bool // wakeWaiters is resuming waiters (Release defers to it)
 	block       blockState
 	watch       watchState
+	tracking    trackingState
 	// tier and noLoad: tiered storage, nil when off (tier.go).
 	tier   Tier
 	noLoad bool

@@ -55,6 +55,7 @@ func (s *Shard) RemoveWatch(db int, key string, w *Watch) {
 
 // touched marks the watchers of key dirty.
 func (s *Shard) touched(db int, key string) {
+	s.trackingChanged(key) // CLIENT TRACKING (tracking.go)
 	if len(s.watch.keys) == 0 {
 		return
 	}
@@ -68,6 +69,7 @@ func (s *Shard) touched(db int, key string) {
 // a flush changes nothing for a key watched while absent, and EXEC then
 // runs.
 func (s *Shard) flushed(db *DB) {
+	s.trackingFlushed()
 	if s.watch.dbs[db.Index] == 0 {
 		return
 	}
