@@ -405,12 +405,35 @@ func (c *Conn) describe() string {
 	}
 	c.info.Lock()
 	defer c.info.Unlock()
+	// Flags in Redis's order: O monitor, P subscribed, t tracking, B
+	// broadcasting; N none.
+	flags := ""
+	if c.info.monitor {
+		flags += "O"
+	}
+	if c.info.subs[subChannel]+c.info.subs[subPattern]+c.info.subs[subShard] > 0 {
+		flags += "P"
+	}
+	redir := int64(-1)
+	if st := c.track.Load(); st != nil && st.on {
+		flags += "t"
+		if st.bcast {
+			flags += "B"
+		}
+		redir = st.redirect
+	}
+	if flags == "" {
+		flags = "N"
+	}
 	now := time.Now()
 	return "id=" + strconv.FormatInt(c.ID, 10) + " addr=" + c.info.addr + " laddr=" + c.info.laddr +
 		" fd=0 name=" + c.info.name +
 		" age=" + strconv.Itoa(int(now.Sub(c.info.created).Seconds())) +
 		" idle=" + strconv.Itoa(int(now.Sub(time.Unix(0, c.lastActive.Load())).Seconds())) +
-		" flags=N db=" + strconv.Itoa(c.info.db) + " sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" +
-		lastName + " user=default redir=-1 resp=" + strconv.Itoa(c.info.proto) +
+		" flags=" + flags + " db=" + strconv.Itoa(c.info.db) +
+		" sub=" + strconv.Itoa(c.info.subs[subChannel]) + " psub=" + strconv.Itoa(c.info.subs[subPattern]) +
+		" ssub=" + strconv.Itoa(c.info.subs[subShard]) +
+		" multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" +
+		lastName + " user=default redir=" + strconv.FormatInt(redir, 10) + " resp=" + strconv.Itoa(c.info.proto) +
 		" lib-name=" + c.info.lib + " lib-ver=" + c.info.libver
 }

@@ -332,6 +332,9 @@ func cmdInfo(x *Coord) {
 		field("connected_clients", n)
 		field("maxclients", srv.cfg.MaxClients)
 		field("blocked_clients", srv.blockedClients.Load())
+		srv.tracking.mu.RLock()
+		field("tracking_clients", len(srv.tracking.conns))
+		srv.tracking.mu.RUnlock()
 	}
 	if want("memory", true) {
 		section("Memory")

@@ -58,6 +58,10 @@ type Conn struct {
 		lib, libver       string
 		created           time.Time
 		db, proto         int
+		// subs counts subscriptions by kind, monitor mirrors Conn.monitor:
+		// the loop's own state as CLIENT LIST on another loop shows it.
+		subs    [subKinds]int
+		monitor bool
 	}
 
 	cmds   []pending

@@ -145,6 +145,7 @@ func cmdMonitor(c *Conn, _ [][]byte, w *resp.Writer) {
 		return
 	}
 	c.monitor = true
+	c.setInfo(func() { c.info.monitor = true })
 	c.srv.monitors.add(c)
 	w.SimpleString("OK")
 }
@@ -153,6 +154,7 @@ func cmdMonitor(c *Conn, _ [][]byte, w *resp.Writer) {
 func (c *Conn) stopMonitor() {
 	if c.monitor {
 		c.monitor = false
+		c.setInfo(func() { c.info.monitor = false })
 		c.srv.monitors.remove(c)
 	}
 }

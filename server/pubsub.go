@@ -148,6 +148,7 @@ func (c *Conn) subscribe(names [][]byte, k subKind, w *resp.Writer) {
 		subReply(w, subVerbs[k].sub, n, c.subCount(k))
 	}
 	ps.mu.Unlock()
+	c.setInfo(func() { c.info.subs[k] = len(c.sub.own[k]) })
 }
 
 func (c *Conn) unsubscribe(names [][]byte, k subKind, w *resp.Writer) {
@@ -183,6 +184,7 @@ func (c *Conn) unsubscribe(names [][]byte, k subKind, w *resp.Writer) {
 		}
 	}
 	ps.mu.Unlock()
+	c.setInfo(func() { c.info.subs[k] = len(c.sub.own[k]) })
 }
 
 // dropSubscriptions forgets every subscription of c (close, RESET).

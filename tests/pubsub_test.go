@@ -132,6 +132,9 @@ func TestShardedPubSub(t *testing.T) {
 	p3.Do("HELLO", "3")
 	p3.Send("SSUBSCRIBE", "c")
 	expectReply(t, p3.MustRead(), "(push)\n  \"ssubscribe\"\n  \"c\"\n  (integer) 1")
+	if info := p3.Do("CLIENT", "INFO").Str; !strings.Contains(info, " flags=P ") || !strings.Contains(info, " sub=0 psub=0 ssub=1 ") {
+		t.Fatalf("CLIENT INFO of a shard channel subscriber: %s", info)
+	}
 	expectReply(t, pub.Do("SPUBLISH", "c", "m"), "(integer) 1")
 	expectReply(t, p3.MustRead(), "(push)\n  \"smessage\"\n  \"c\"\n  \"m\"")
 }

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -91,6 +92,9 @@ func TestClientTracking(t *testing.T) {
 	// BCAST with a prefix.
 	a.Do("CLIENT", "TRACKING", "OFF")
 	expectReply(t, a.Do("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "user:"), "OK")
+	if info := a.Do("CLIENT", "INFO").Str; !strings.Contains(info, " flags=tB ") || !strings.Contains(info, " redir=0 ") {
+		t.Fatalf("CLIENT INFO of a BCAST tracking client: %s", info)
+	}
 	b.Do("SET", "user:1", "x")
 	b.Do("SET", "order:1", "x")
 	expectInvalidate(t, a, "user:1")
