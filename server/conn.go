@@ -689,7 +689,13 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 		b.x.Args = p.args
 		b.x.W = &p.reply
 		if p.multi != nil {
+			if b.c.tracker != nil {
+				s.SetWriter(b.c.tracker)
+			}
 			execOnShard(&b.x, b.c, p.multi, p.watch)
+			if b.c.tracker != nil {
+				s.SetWriter(nil)
+			}
 			if p.track {
 				b.c.trackOnShard(s, p, p.multi)
 			}
@@ -700,7 +706,13 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 			p.multi, p.watch = nil, nil
 		} else {
 			b.x.canRetry = true
+			if b.c.tracker != nil {
+				s.SetWriter(b.c.tracker) // NOLOOP (tracking.go)
+			}
 			b.x.run(p.cmd)
+			if b.c.tracker != nil {
+				s.SetWriter(nil)
+			}
 			if p.track {
 				b.c.trackOnShard(s, p, nil)
 			}

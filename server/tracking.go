@@ -30,10 +30,15 @@ import (
 // __redis__:invalidate if it subscribed to it. They are queued like
 // Pub/Sub messages (Conn.deliver), bounded the same way.
 //
-// Not done: NOLOOP is accepted and reported but a client is still told of
-// its own writes (an extra invalidation, never a stale cache); BCAST sends
-// each key as it changes instead of batching a loop's keys; PREFIX
-// collisions between a client's prefixes are not refused.
+// NOLOOP: a client is not told of changes its own commands made, when they
+// run in its connection's batch (the shard knows the writer: SetWriter);
+// a command run by a coordinator (one spanning shards, EXEC across shards,
+// a script on a coordinator) still tells it: an extra invalidation, never
+// a stale cache.
+//
+// Not done: BCAST sends each key as it changes instead of batching a
+// loop's keys; PREFIX collisions between a client's prefixes are not
+// refused.
 
 const trackingChannel = "__redis__:invalidate"
 
@@ -53,7 +58,12 @@ func (t *connTracker) Tracking() bool {
 	return st != nil && st.on && !st.bcast && !t.c.closed.Load()
 }
 
-func (t *connTracker) Invalidate(key string) { t.c.srv.invalidate(t.c, key, false) }
+func (t *connTracker) Invalidate(key string, writer shard.Tracker) {
+	if st := t.c.track.Load(); st != nil && st.noloop && writer == shard.Tracker(t) {
+		return // NOLOOP: its own write
+	}
+	t.c.srv.invalidate(t.c, key, false)
+}
 
 // trackingRegistry is the server's list of tracking clients (flushes tell
 // them all) and of BCAST ones (every change is checked against them).
@@ -92,7 +102,7 @@ func (s *Server) installTracking() {
 
 // bcastChanged tells the BCAST clients whose prefixes match that key
 // changed; on the shard goroutine, for every changed key.
-func (s *Server) bcastChanged(key string) {
+func (s *Server) bcastChanged(key string, writer shard.Tracker) {
 	r := &s.tracking
 	if r.bcast.Load() == 0 {
 		return
@@ -101,7 +111,7 @@ func (s *Server) bcastChanged(key string) {
 	defer r.mu.RUnlock()
 	for c := range r.conns {
 		st := c.track.Load()
-		if st == nil || !st.bcast || c.closed.Load() {
+		if st == nil || !st.bcast || c.closed.Load() || st.noloop && writer == shard.Tracker(c.tracker) {
 			continue
 		}
 		match := len(st.prefixes) == 0

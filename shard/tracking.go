@@ -15,9 +15,10 @@ package shard
 type Tracker interface {
 	// Tracking reports whether the client still tracks keys it read.
 	Tracking() bool
-	// Invalidate tells the client that key changed; called on the shard
-	// goroutine, so it must only queue the message.
-	Invalidate(key string)
+	// Invalidate tells the client that key changed, by the command of
+	// writer (nil when not known); called on the shard goroutine, so it
+	// must only queue the message.
+	Invalidate(key string, writer Tracker)
 }
 
 // MaxTrackedKeys bounds the keys one shard tracks (Redis's
@@ -30,8 +31,15 @@ type trackingState struct {
 	keys  map[string][]Tracker
 	order []string // registration order of keys, for the bound (may hold stale names)
 	// OnChange, when set, sees every changed key (BCAST clients).
-	OnChange func(key string)
+	OnChange func(key string, writer Tracker)
+	// writer is the tracking client whose command runs now, if known
+	// (SetWriter): NOLOOP clients are not told of their own writes.
+	writer Tracker
 }
+
+// SetWriter records the tracking client whose command the shard runs
+// next (nil: none, or not known); the caller resets it after.
+func (s *Shard) SetWriter(t Tracker) { s.tracking.writer = t }
 
 // Track registers t's interest in key (the client read it).
 func (s *Shard) Track(key string, t Tracker) {
@@ -74,7 +82,7 @@ func (ts *trackingState) compact() {
 
 // SetTrackingHook sets the function that sees every changed key of this
 // shard (BCAST tracking), nil for none.
-func (s *Shard) SetTrackingHook(f func(key string)) { s.tracking.OnChange = f }
+func (s *Shard) SetTrackingHook(f func(key string, writer Tracker)) { s.tracking.OnChange = f }
 
 // invalidate tells the clients tracking key that it changed and forgets
 // them.
@@ -86,7 +94,7 @@ func (s *Shard) invalidate(key string) {
 	delete(s.tracking.keys, key)
 	for _, t := range list {
 		if t.Tracking() {
-			t.Invalidate(key)
+			t.Invalidate(key, s.tracking.writer)
 		}
 	}
 }
@@ -97,7 +105,7 @@ func (s *Shard) trackingChanged(key string) {
 		s.invalidate(key)
 	}
 	if f := s.tracking.OnChange; f != nil {
-		f(key)
+		f(key, s.tracking.writer)
 	}
 }
 

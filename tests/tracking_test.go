@@ -100,6 +100,16 @@ func TestClientTracking(t *testing.T) {
 	expectInvalidate(t, a, "user:1")
 	expectReply(t, a.Do("PING"), "PONG")
 
+	// NOLOOP: not told of its own writes, still of others'.
+	a.Do("CLIENT", "TRACKING", "OFF")
+	expectReply(t, a.Do("CLIENT", "TRACKING", "ON", "NOLOOP"), "OK")
+	a.Do("GET", "own")
+	a.Do("SET", "own", "1")
+	expectReply(t, a.Do("PING"), "PONG")
+	a.Do("GET", "own")
+	b.Do("SET", "own", "2")
+	expectInvalidate(t, a, "own")
+
 	// REDIRECT to a RESP2 subscriber.
 	sub := srv.Raw(t)
 	id := sub.Do("CLIENT", "ID").Int
