@@ -147,11 +147,22 @@ func cmdBitfield(x *Exec, readOnly bool) {
 		val, results = prog.Exec(nil, nil)
 		x.DB.Insert(x.Args[1], rawString(val))
 	default:
-		p := x.DB.Mutate(it)
-		var newStr []byte
-		newStr, results = prog.Exec(p.Str(), nil)
-		p.SetStr(newStr)
-		p.SetEncoding(shard.EncRaw)
+		// Redis 7.0 signals the key changed (WATCH, tracking) only when
+		// its bytes did: the string grew, or a SET or INCRBY (not refused
+		// by OVERFLOW FAIL) wrote other bits than were there.
+		var changed bool
+		quietly(x.S, func() {
+			old := append([]byte(nil), v.Str()...)
+			p := x.DB.Mutate(it)
+			var newStr []byte
+			newStr, results = prog.Exec(p.Str(), nil)
+			p.SetStr(newStr)
+			p.SetEncoding(shard.EncRaw)
+			changed = !bytes.Equal(old, newStr)
+		})
+		if changed {
+			x.DB.Touch(x.Args[1])
+		}
 	}
 	x.W.Array(len(results))
 	for _, r := range results {
@@ -297,6 +308,14 @@ func cmdSetRange(x *Exec) {
 	p.SetStr(newStr)
 	p.SetEncoding(shard.EncRaw)
 	x.W.Int(int64(len(p.Str())))
+}
+
+// quietly runs fn with the shard's key-change signals off (shard.Quiet),
+// also when fn panics.
+func quietly(s *shard.Shard, fn func()) {
+	s.Quiet(true)
+	defer s.Quiet(false)
+	fn()
 }
 
 // rawString is a new string value a bit or HyperLogLog command built:

@@ -114,15 +114,20 @@ func cmdPFCount(x *Exec) {
 		x.W.Int(0)
 		return
 	}
-	if !hll.CacheValid(v.Str()) {
-		// Computing the count rewrites the cached cardinality.
-		v = x.DB.Mutate(it)
+	recompute := !hll.CacheValid(v.Str())
+	if recompute {
+		// Computing the count rewrites the cached cardinality; Redis
+		// signals the key changed only once that succeeded.
+		quietly(x.S, func() { v = x.DB.Mutate(it) })
 	}
 	v.SetEncoding(shard.EncRaw) // Redis unshares the string either way
 	card, _, err := hll.Count(v.Str())
 	if err != nil {
 		replyErr(x.W, err)
 		return
+	}
+	if recompute {
+		x.DB.Touch(x.Args[1])
 	}
 	x.W.Int(int64(card))
 }

@@ -28,12 +28,12 @@ func streamCommands() []*Command {
 		k1("xrevrange", -4, FlagReadonly, func(x *Exec) { xrangeGeneric(x, true) }),
 		k1("xdel", -3, FlagWrite|FlagFast, cmdXDel),
 		k1("xtrim", -4, FlagWrite, cmdXTrim),
-		k1("xsetid", -3, rw|FlagFast, cmdXSetID),
-		k1("xack", -4, FlagWrite|FlagFast, cmdXAck),
+		k1("xsetid", -3, rw|FlagFast|FlagQuiet, cmdXSetID),
+		k1("xack", -4, FlagWrite|FlagFast|FlagQuiet, cmdXAck),
 		k1("xpending", -3, FlagReadonly, cmdXPending),
-		k1("xclaim", -6, FlagWrite|FlagFast, cmdXClaim),
-		k1("xautoclaim", -6, FlagWrite|FlagFast, cmdXAutoClaim),
-		k2("xgroup", -2, rw, cmdXGroup),
+		k1("xclaim", -6, FlagWrite|FlagFast|FlagQuiet, cmdXClaim),
+		k1("xautoclaim", -6, FlagWrite|FlagFast|FlagQuiet, cmdXAutoClaim),
+		k2("xgroup", -2, rw|FlagQuiet, cmdXGroup),
 		k2("xinfo", -2, FlagReadonly, cmdXInfo),
 		{Name: "xread", Arity: -4, Flags: FlagReadonly | FlagBlocking, KeyPositions: xreadKeyPositions, Coordinate: xreadBlocks,
 			Shard: func(x *Exec) { xreadOne(x, false) }, Multi: func(x *Coord) { xreadMulti(x, false) }},
@@ -646,6 +646,7 @@ func cmdXGroup(x *Exec) {
 			s = stream.New()
 			s.CreateGroup(name, id, entriesRead)
 			x.DB.Insert(key, shard.ObjectValue(shard.TypeStream, s))
+			x.DB.TouchAlways(key) // a new key is a change (the rest of XGROUP is quiet)
 		case s.Group(name) != nil:
 			x.W.Error("BUSYGROUP Consumer Group name already exists")
 			return
@@ -1516,6 +1517,11 @@ func readFrom(s *stream.Stream, r *xreadRequest, i int) (after stream.ID, ok boo
 // written on another goroutine). This is the entry point for the blocking
 // machinery, after xreadReady.
 func xreadServe(db *shard.DB, args [][]byte, r *xreadRequest, i int, now int64, copyOut bool, res *xreadResult) {
+	if r.group != nil {
+		// A group's delivery state is no key change (Redis 7.0).
+		db.Shard().Quiet(true)
+		defer db.Shard().Quiet(false)
+	}
 	it, v := db.Find(args[r.keys+i])
 	if v == nil || v.Type != shard.TypeStream {
 		return

@@ -25,6 +25,9 @@ const (
 	FlagPubSub
 	FlagBlocking
 	FlagNoMulti
+	// FlagQuiet: the command's writes are no key change to WATCH and
+	// CLIENT TRACKING (shard.Quiet), as in Redis 7.0.
+	FlagQuiet
 )
 
 var flagNames = []struct {

@@ -59,6 +59,10 @@ func (x *Coord) Propagate(args ...[]byte) {
 // run runs cmd on the shard, journaling its write when the journal records.
 func (x *Exec) run(cmd *Command) {
 	defer x.Srv.recoverCommand(cmd.Name, x.W, len(x.W.Buf))
+	if cmd.Flags&FlagQuiet != 0 {
+		x.S.Quiet(true)
+		defer x.S.Quiet(false)
+	}
 	if !x.S.Journal.Active() {
 		cmd.Shard(x)
 		return

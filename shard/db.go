@@ -166,6 +166,18 @@ func (db *DB) mutate(it dash.Iterator) *Value {
 	return v
 }
 
+// TouchAlways is Touch even inside Quiet: a quiet command's change that
+// Redis does signal (XGROUP CREATE MKSTREAM creating the stream).
+func (db *DB) TouchAlways(key []byte) {
+	q := db.shard.quiet
+	db.shard.quiet = 0
+	db.Touch(key)
+	db.shard.quiet = q
+}
+
+// Shard is the shard that owns the DB.
+func (db *DB) Shard() *Shard { return db.shard }
+
 // Touch marks key changed for its watchers (WATCH) without changing it:
 // a command Redis counts as a write of the key even when it left it as it
 // was (LTRIM keeping every element).

@@ -95,6 +95,7 @@ type Shard struct {
 	block       blockState
 	watch       watchState
 	tracking    trackingState
+	quiet       int // Quiet's depth
 	// tier and noLoad: tiered storage, nil when off (tier.go).
 	tier   Tier
 	noLoad bool

@@ -55,12 +55,29 @@ func (s *Shard) RemoveWatch(db int, key string, w *Watch) {
 
 // touched marks the watchers of key dirty.
 func (s *Shard) touched(db int, key string) {
+	if s.quiet > 0 {
+		return
+	}
 	s.trackingChanged(key) // CLIENT TRACKING (tracking.go)
 	if len(s.watch.keys) == 0 {
 		return
 	}
 	for _, w := range s.watch.keys[blockKey{db, key}] {
 		w.dirty.Store(true)
+	}
+}
+
+// Quiet turns off (on) or back on (off) what touched does, around a
+// command whose writes Redis 7.0 does not signal as key changes: a
+// consumer group's state (XGROUP, XREADGROUP, XACK, XCLAIM, XAUTOCLAIM,
+// XSETID), a BITFIELD whose writes all failed. WATCH and CLIENT TRACKING
+// then see no change; the journal, snapshots and blocked clients still do.
+// Calls nest.
+func (s *Shard) Quiet(on bool) {
+	if on {
+		s.quiet++
+	} else {
+		s.quiet--
 	}
 }
 

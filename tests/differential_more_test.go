@@ -22,6 +22,16 @@ func init() {
 			}
 			return st
 		}},
+		diffCommand{name: "WATCH", family: "tx", weight: 6, gen: func(g *diffGen) diffStep {
+			// A command another client runs on keys one client watches:
+			// Redis 7 fails the watcher's EXEC only when the command
+			// changed one of them (expired or deleted it too).
+			in := g.plain(func(c diffCommand) bool { return c.family != "sort" })
+			if len(namedKeys(in.args)) == 0 {
+				return in
+			}
+			return diffStep{name: in.args[0], wrap: "WATCH", inner: []diffStep{in}}
+		}},
 		diffCommand{name: "EVAL", family: "tx", weight: 6, resp3: true, gen: func(g *diffGen) diffStep {
 			// Scripts declare their keys; SORT's BY and GET patterns name
 			// keys no script could declare.
@@ -31,6 +41,20 @@ func init() {
 			return diffStep{name: "EVAL", args: append(args, in.args...), wrap: "EVAL", inner: []diffStep{in}}
 		}},
 	)
+}
+
+// watch runs a "WATCH" step: watcher WATCHes the keys inner[0] names, c
+// runs it, watcher runs MULTI PING EXEC. The reply is [inner's reply,
+// EXEC's].
+func (st diffStep) watch(c, watcher *RawConn) Reply {
+	keys := st.namedKeys()
+	if r := watcher.Do(append([]string{"WATCH"}, keys...)...); r.IsError() {
+		return r
+	}
+	r := c.Do(st.inner[0].args...)
+	watcher.Do("MULTI")
+	watcher.Do("PING")
+	return Reply{Kind: KindArray, Elems: []Reply{r, watcher.Do("EXEC")}}
 }
 
 // plain generates one command of a family other than the wrappers' (and

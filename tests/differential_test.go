@@ -100,6 +100,8 @@ func runDifferential(t *testing.T, proto, n int, cmds []diffCommand) {
 	ref := startRedis(t)
 	srv := StartServer(t, "--shards", "4")
 	dc, rc := srv.Raw(t), ref.Raw(t)
+	// A second client on each: the one that WATCHes (diffStep.run).
+	dw, rw := srv.Raw(t), ref.Raw(t)
 	if proto == 3 {
 		for _, c := range []*RawConn{dc, rc} {
 			if r := c.Do("HELLO", "3"); r.IsError() {
@@ -135,7 +137,7 @@ func runDifferential(t *testing.T, proto, n int, cmds []diffCommand) {
 			skipped[known]++
 			continue
 		}
-		want, got := st.run(rc), st.run(dc)
+		want, got := st.run(rc, rw), st.run(dc, dw)
 		line := st.line()
 		if w, d := normalize(st, want), normalize(st, got); w != d {
 			var b strings.Builder
@@ -301,15 +303,17 @@ type diffStep struct {
 	// fix, when set, rewrites the reply's implementation- or clock-
 	// dependent parts (idle times, radix tree sizes) before comparison.
 	fix func(Reply) Reply
-	// wrap is "MULTI" (inner runs as one transaction) or "EVAL" (args
-	// is the EVAL that runs inner[0] through redis.pcall).
+	// wrap is "MULTI" (inner runs as one transaction), "EVAL" (args is
+	// the EVAL that runs inner[0] through redis.pcall), "SCAN" (a whole
+	// iteration) or "WATCH" (another client watches inner[0]'s keys while
+	// it runs: whether its EXEC then fails is compared too).
 	wrap  string
 	inner []diffStep
 }
 
 // named completes a generated step: its command name first in args.
 func (st diffStep) named(def string) diffStep {
-	if st.wrap == "MULTI" {
+	if st.wrap == "MULTI" || st.wrap == "WATCH" {
 		return st
 	}
 	if st.name == "" {
@@ -321,10 +325,12 @@ func (st diffStep) named(def string) diffStep {
 
 // run sends the step and reads its reply; a transaction's reply is an
 // array of MULTI's, each queued command's and EXEC's replies.
-func (st diffStep) run(c *RawConn) Reply {
+func (st diffStep) run(c, watcher *RawConn) Reply {
 	switch st.wrap {
 	case "SCAN":
 		return st.scan(c)
+	case "WATCH":
+		return st.watch(c, watcher)
 	case "MULTI":
 	default:
 		return c.Do(st.args...)
@@ -338,6 +344,9 @@ func (st diffStep) run(c *RawConn) Reply {
 }
 
 func (st diffStep) line() string {
+	if st.wrap == "WATCH" {
+		return "(another client: WATCH " + strings.Join(st.namedKeys(), " ") + ") " + cliLine(st.inner[0].args)
+	}
 	if st.wrap != "MULTI" {
 		return cliLine(st.args)
 	}
@@ -390,6 +399,11 @@ func normalize(st diffStep, r Reply) string {
 	switch st.wrap {
 	case "EVAL":
 		return normalize(st.inner[0], r)
+	case "WATCH":
+		if len(r.Elems) != 2 {
+			return r.String()
+		}
+		return normalize(st.inner[0], r.Elems[0]) + "\nwatcher's EXEC: " + r.Elems[1].String()
 	case "MULTI":
 		// MULTI's, the queued and EXEC's replies; EXEC's elements are
 		// each the reply of one queued command.
@@ -469,6 +483,9 @@ var diffKeys = []string{"s0", "s1", "s2", "l0", "l1", "h0", "h1", "t0", "t1", "z
 
 func namedKeys(args []string) []string {
 	var out []string
+	if len(args) == 0 {
+		return nil
+	}
 	for _, a := range args[1:] {
 		if slices.Contains(diffKeys, a) && !slices.Contains(out, a) {
 			out = append(out, a)

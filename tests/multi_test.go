@@ -362,3 +362,46 @@ func multiPipelined(t *testing.T, shards string) {
 		t.Fatalf("seed %d: final total %d, want %d", seed, total, accounts*start)
 	}
 }
+
+// TestWatchQuietWrites: as in Redis 7.0, a consumer group's state changes
+// (XGROUP, XREADGROUP, XACK, XCLAIM, XSETID) and a BITFIELD that leaves the
+// bytes as they were do not fail a WATCH of the key; a new entry, a
+// stream created by XGROUP CREATE MKSTREAM and a BITFIELD that changed bits
+// do.
+func TestWatchQuietWrites(t *testing.T) {
+	srv := StartServer(t)
+	w, o := srv.Raw(t), srv.Raw(t)
+	o.Do("XADD", "s", "1-0", "f", "v")
+	o.Do("SET", "b", "\x00")
+	execAfter := func(key string, cmd ...string) string {
+		t.Helper()
+		expectReply(t, w.Do("WATCH", key), "OK")
+		if r := o.Do(cmd...); r.IsError() {
+			t.Fatalf("%v: %s", cmd, r)
+		}
+		w.Do("MULTI")
+		w.Do("PING")
+		return w.Do("EXEC").String()
+	}
+	ran, failed := "(array)\n  PONG", "(nil)"
+	for _, c := range []struct {
+		key  string
+		cmd  []string
+		want string
+	}{
+		{"s", []string{"XGROUP", "CREATE", "s", "g", "0"}, ran},
+		{"s", []string{"XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"}, ran},
+		{"s", []string{"XCLAIM", "s", "g", "c2", "0", "1-0"}, ran},
+		{"s", []string{"XACK", "s", "g", "1-0"}, ran},
+		{"s", []string{"XSETID", "s", "5-0"}, ran},
+		{"s", []string{"XADD", "s", "6-0", "f", "v"}, failed},
+		{"n", []string{"XGROUP", "CREATE", "n", "g", "0", "MKSTREAM"}, failed},
+		{"b", []string{"BITFIELD", "b", "INCRBY", "u1", "0", "2"}, ran}, // wraps to the same bit
+		{"b", []string{"BITFIELD", "b", "OVERFLOW", "FAIL", "INCRBY", "u2", "0", "9"}, ran},
+		{"b", []string{"BITFIELD", "b", "SET", "u8", "0", "7"}, failed},
+	} {
+		if got := execAfter(c.key, c.cmd...); got != c.want {
+			t.Fatalf("WATCH %s, another client: %v; EXEC gave %s, want %s", c.key, c.cmd, got, c.want)
+		}
+	}
+}
