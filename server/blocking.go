@@ -2,11 +2,11 @@ package server
 
 import (
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
+	"github.com/dfly/dfly/types/num"
 )
 
 // Blocking commands run on a coordinator goroutine. With every key locked
@@ -34,19 +34,24 @@ type blockSpec struct {
 }
 
 // parseTimeout reads a blocking command's timeout in seconds (fractions
-// allowed), with Redis's errors.
+// allowed) as Redis 7.0 does: a long double (so "inf" and "1e400" parse),
+// times 1000, truncated to whole milliseconds by a C cast (x86-64: an
+// infinity or an out-of-range product becomes the minimum int64, hence
+// "timeout is negative"); 0 (also -0.0001) waits for ever, and so, in
+// effect, does a timeout of centuries (Redis 7.0 has no upper bound).
 func parseTimeout(b []byte) (time.Duration, string) {
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+	x, ok := num.ParseLongDouble(b)
+	if !ok {
 		return 0, "ERR timeout is not a float or out of range"
 	}
-	if f < 0 {
+	ms := x.MulTrunc(1000)
+	if ms < 0 {
 		return 0, "ERR timeout is negative"
 	}
-	if f > float64(math.MaxInt64/int64(time.Second)) {
-		return 0, "ERR timeout is out of range"
+	if ms > int64(math.MaxInt64/time.Millisecond) {
+		return math.MaxInt64, "" // centuries: as good as for ever
 	}
-	return time.Duration(f * float64(time.Second)), ""
+	return time.Duration(ms) * time.Millisecond, ""
 }
 
 func (x *Coord) block(spec blockSpec) {

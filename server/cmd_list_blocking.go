@@ -16,7 +16,9 @@ func listBlockingCommands() []*Command {
 		{Name: "brpop", Arity: -3, Flags: f, FirstKey: 1, LastKey: -2, Step: 1, Multi: func(x *Coord) { cmdBPop(x, false) }},
 		{Name: "blmove", Arity: 6, Flags: f | FlagDenyOOM, FirstKey: 1, LastKey: 2, Step: 1, Multi: cmdBLMove},
 		{Name: "brpoplpush", Arity: 4, Flags: f | FlagDenyOOM, FirstKey: 1, LastKey: 2, Step: 1, Multi: cmdBRPopLPush},
-		{Name: "blmpop", Arity: -5, Flags: f, KeyPositions: numKeysPositions(2), Multi: cmdBLMPop},
+		// Redis 7.0 lets scripts call BLMPOP and BZMPOP (they do not wait
+		// there), not the older blocking commands.
+		{Name: "blmpop", Arity: -5, Flags: FlagWrite | FlagBlocking, KeyPositions: numKeysPositions(2), Multi: cmdBLMPop},
 	}
 }
 

@@ -1303,6 +1303,17 @@ func xinfoStream(x *Exec, s *stream.Stream) {
 // xreadStreamsArg is the index of the first key after STREAMS, walking the
 // options as XREAD's parser does (so a group named "streams" is no
 // keyword); 0 when there is no STREAMS option.
+// xreadHasBlock reports whether XREAD or XREADGROUP args give BLOCK.
+func xreadHasBlock(args [][]byte) bool {
+	end := xreadStreamsArg(args)
+	for i := 1; i < end && i < len(args)-1; i++ {
+		if isWord(args[i], "block") {
+			return true
+		}
+	}
+	return false
+}
+
 func xreadStreamsArg(args [][]byte) int {
 	for i := 1; i < len(args); i++ {
 		more := len(args) - 1 - i

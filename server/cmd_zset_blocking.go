@@ -11,7 +11,7 @@ func zsetBlockingCommands() []*Command {
 	return []*Command{
 		{Name: "bzpopmin", Arity: -3, Flags: f, FirstKey: 1, LastKey: -2, Step: 1, Multi: func(x *Coord) { cmdBZPop(x, false) }},
 		{Name: "bzpopmax", Arity: -3, Flags: f, FirstKey: 1, LastKey: -2, Step: 1, Multi: func(x *Coord) { cmdBZPop(x, true) }},
-		{Name: "bzmpop", Arity: -5, Flags: FlagWrite | FlagBlocking | FlagNoScript, KeyPositions: zsetNumKeys(2, false), Multi: cmdBZMPop},
+		{Name: "bzmpop", Arity: -5, Flags: FlagWrite | FlagBlocking, KeyPositions: zsetNumKeys(2, false), Multi: cmdBZMPop},
 	}
 }
 

@@ -698,6 +698,11 @@ func (vm *luaVM) call(L *lua.LState, raise bool) int {
 	if srv.monitors.active() {
 		srv.monitors.feed(nil, sc.db, cmd, args)
 	}
+	if (cmd.Name == "xread" || cmd.Name == "xreadgroup") && xreadHasBlock(args) {
+		// Redis refuses BLOCK in a script outright (in EXEC it just does
+		// not wait), naming the command as the script wrote it.
+		return vm.fail(L, raise, "-ERR "+string(args[0])+" command is not allowed with BLOCK option from scripts")
+	}
 	vm.exec(cmd, args)
 	v, _ := vm.toLua(vm.reply.Buf, 0)
 	if raise && len(vm.reply.Buf) > 0 && vm.reply.Buf[0] == '-' {

@@ -573,6 +573,40 @@ var moreCommands = []diffCommand{
 	keyCommand("SADD", "sets", "t", 1, false, func(g *diffGen) []string { return strs(g.long()) }),
 	keyCommand("ZADD", "zsets", "z", 1, false, func(g *diffGen) []string { return strs(g.score(), g.long()) }),
 	keyCommand("SET", "strings", "s", 1, false, func(g *diffGen) []string { return strs(g.long()) }),
+
+	// Blocking commands with a short timeout: served at once when there is
+	// data, else a null after the timeout (inside MULTI or a script they
+	// never wait). Bad timeouts meet Redis's errors.
+	{name: "BLPOP", family: "lists", weight: 1, gen: func(g *diffGen) diffStep {
+		return mkStep(g.keys("l", 1, 2), strs(g.blockTimeout()))
+	}},
+	{name: "BRPOP", family: "lists", weight: 1, gen: func(g *diffGen) diffStep {
+		return mkStep(g.keys("l", 1, 2), strs(g.blockTimeout()))
+	}},
+	{name: "BLMOVE", family: "lists", weight: 1, gen: func(g *diffGen) diffStep {
+		return mkStep(strs(g.key("l"), g.key("l"), g.pick("LEFT", "RIGHT"), g.pick("LEFT", "RIGHT"), g.blockTimeout()))
+	}},
+	{name: "BLMPOP", family: "lists", weight: 1, gen: func(g *diffGen) diffStep {
+		return mkStep(strs(g.blockTimeout()), g.numKeys("l", 1, 2), strs(g.pick("LEFT", "RIGHT")), g.maybe(0.5, "COUNT", g.intIn(1, 3)))
+	}},
+	{name: "BZPOPMIN", family: "zsets", weight: 1, gen: func(g *diffGen) diffStep {
+		return mkStep(g.keys("z", 1, 2), strs(g.blockTimeout()))
+	}},
+	{name: "BZMPOP", family: "zsets", weight: 1, gen: func(g *diffGen) diffStep {
+		return mkStep(strs(g.blockTimeout()), g.numKeys("z", 1, 2), strs(g.pick("MIN", "MAX")), g.maybe(0.5, "COUNT", g.intIn(1, 3)))
+	}},
+	{name: "XREAD", family: "streams", weight: 1, gen: func(g *diffGen) diffStep {
+		k := g.key("x")
+		return mkStep(strs("COUNT", g.intIn(1, 3), "BLOCK", g.pick("10", "-1", "x"), "STREAMS", k, g.readID(k, false)))
+	}},
+}
+
+// blockTimeout is a blocking command's timeout in seconds: short, or bad.
+func (g *diffGen) blockTimeout() string {
+	if g.r.IntN(15) == 0 {
+		return g.pick("-1", "x", "inf", "1e400")
+	}
+	return g.pick("0.01", "0.02")
 }
 
 // long is a 65-byte element (over the listpack element limit, and over

@@ -123,6 +123,26 @@ func (x LongDouble) big() *big.Float {
 	return f
 }
 
+// MulTrunc is (long long)(x * k) as Redis's x86-64 build computes it: the
+// product rounded to a long double, truncated toward zero, and the minimum
+// int64 (the "integer indefinite" value) for an infinity or a product out
+// of range (blocking commands' timeouts: "inf" is then "negative").
+func (x LongDouble) MulTrunc(k int64) int64 {
+	if x.inf {
+		return math.MinInt64
+	}
+	f := x.big()
+	f.Mul(f, new(big.Float).SetInt64(k))
+	if f.IsInf() {
+		return math.MinInt64
+	}
+	i, acc := f.Int64()
+	if i == math.MaxInt64 && acc == big.Below {
+		return math.MinInt64 // above the range
+	}
+	return i
+}
+
 // IsInf reports whether x is an infinity (HINCRBYFLOAT refuses such an
 // increment with ErrIncrNaNInf).
 func (x LongDouble) IsInf() bool { return x.inf }
