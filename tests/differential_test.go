@@ -39,6 +39,11 @@ var checkEvery = 500
 
 func TestDifferential(t *testing.T) {
 	n := uint64(diffDefaultN)
+	if raceBuild() {
+		// The race pass is for concurrency; the plain run covers the
+		// replies. A quarter keeps CI's race pass short.
+		n /= 4
+	}
 	if v, ok := lookupEnvUint("DFLY_TEST_DIFF_N"); ok {
 		n = v
 	}
@@ -49,6 +54,9 @@ func TestDifferential(t *testing.T) {
 // (maps, sets, doubles, nulls) after HELLO 3 on both servers.
 func TestDifferentialRESP3(t *testing.T) {
 	n := uint64(diffDefaultN / 4)
+	if raceBuild() {
+		n /= 4
+	}
 	if v, ok := lookupEnvUint("DFLY_TEST_DIFF_N"); ok {
 		n = v / 4
 	}
