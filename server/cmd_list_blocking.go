@@ -161,8 +161,15 @@ func (x *Coord) blmove(timeout time.Duration, fromLeft, toLeft bool) {
 			}
 			x.Propagate(nonBlockingMove(x.Args)...)
 			var out [][]byte
-			t.Run(ss, func(s *shard.Shard) { out = listPop(s.DBs[x.DB], src, fromLeft, 1) })
-			t.Run(ds, func(s *shard.Shard) { listPush(s.DBs[x.DB], dst, toLeft, false, out[0]) })
+			if ss == ds {
+				// listMove: a one-element list rotated onto itself keeps
+				// its key and TTL, as in Redis (found by the differential
+				// test).
+				t.Run(ss, func(s *shard.Shard) { out = [][]byte{listMove(s.DBs[x.DB], src, dst, fromLeft, toLeft)} })
+			} else {
+				t.Run(ss, func(s *shard.Shard) { out = listPop(s.DBs[x.DB], src, fromLeft, 1) })
+				t.Run(ds, func(s *shard.Shard) { listPush(s.DBs[x.DB], dst, toLeft, false, out[0]) })
+			}
 			x.W.Bulk(out[0])
 			return true
 		},
