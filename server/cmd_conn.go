@@ -386,6 +386,13 @@ func (c *Conn) addrString() string {
 	return c.info.addr
 }
 
+// connByID is the connected client with that ID, nil when none.
+func (s *Server) connByID(id int64) *Conn {
+	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	return s.conns[id]
+}
+
 func (s *Server) clientList() []*Conn {
 	s.connsMu.Lock()
 	out := make([]*Conn, 0, len(s.conns))

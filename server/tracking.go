@@ -147,10 +147,7 @@ func (s *Server) invalidate(c *Conn, key string, all bool) {
 	}
 	target := c
 	if st.redirect > 0 {
-		s.connsMu.Lock()
-		target = s.conns[st.redirect]
-		s.connsMu.Unlock()
-		if target == nil {
+		if target = s.connByID(st.redirect); target == nil {
 			return
 		}
 	}
@@ -250,8 +247,6 @@ func (c *Conn) trackAhead(p *pending) {
 	}
 }
 
-var errTrackingArgs = "ERR syntax error"
-
 // clientTracking is CLIENT TRACKING on|off [REDIRECT id] [BCAST]
 // [PREFIX p ...] [OPTIN] [OPTOUT] [NOLOOP], with Redis's checks.
 func clientTracking(c *Conn, a [][]byte, w *resp.Writer) {
@@ -283,7 +278,7 @@ func clientTracking(c *Conn, a [][]byte, w *resp.Writer) {
 			j++
 			st.prefixes = append(st.prefixes, string(a[j]))
 		default:
-			w.Error(errTrackingArgs)
+			w.Error(errSyntax)
 			return
 		}
 	}
@@ -295,7 +290,7 @@ func clientTracking(c *Conn, a [][]byte, w *resp.Writer) {
 		w.SimpleString("OK")
 		return
 	default:
-		w.Error(errTrackingArgs)
+		w.Error(errSyntax)
 		return
 	}
 	old := c.track.Load()
@@ -317,10 +312,7 @@ func clientTracking(c *Conn, a [][]byte, w *resp.Writer) {
 		return
 	}
 	if st.redirect != 0 {
-		c.srv.connsMu.Lock()
-		_, ok := c.srv.conns[st.redirect]
-		c.srv.connsMu.Unlock()
-		if !ok {
+		if c.srv.connByID(st.redirect) == nil {
 			w.Error("ERR The client ID you want redirect to does not exist")
 			return
 		}
@@ -401,10 +393,7 @@ func clientTrackingInfo(c *Conn, w *resp.Writer) {
 		}
 		redirect = st.redirect
 		if redirect > 0 {
-			c.srv.connsMu.Lock()
-			_, ok := c.srv.conns[redirect]
-			c.srv.connsMu.Unlock()
-			if !ok {
+			if c.srv.connByID(redirect) == nil {
 				flags = append(flags, "broken_redirect")
 			}
 		}

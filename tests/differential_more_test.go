@@ -7,6 +7,7 @@ package tests
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -187,21 +188,12 @@ func dropFields(r Reply, names ...string) Reply {
 	}
 	var out []Reply
 	for i := 0; i+1 < len(r.Elems); i += 2 {
-		if !containsFold(names, r.Elems[i].Str) {
+		if !slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, r.Elems[i].Str) }) {
 			out = append(out, r.Elems[i], r.Elems[i+1])
 		}
 	}
 	r.Elems = out
 	return r
-}
-
-func containsFold(list []string, s string) bool {
-	for _, x := range list {
-		if strings.EqualFold(x, s) {
-			return true
-		}
-	}
-	return false
 }
 
 // fixStreamInfo drops XINFO STREAM's radix tree sizes, which depend on
