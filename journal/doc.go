@@ -21,7 +21,11 @@
 //     in LSN order on the dataset of the cut reproduces the shard (relative
 //     TTLs already made absolute, random choices already made, expiries
 //     recorded as DEL).
-//   - An Entry is immutable once appended: subscribers may keep it.
+//   - An entry a subscriber or ReadFrom's fn gets is valid only during the
+//     call: the backlog keeps entries encoded (a circular buffer), and the
+//     Args of a recorded command are the writer's own. A consumer that
+//     keeps an entry keeps a Clone; the flows encode it at once. So a
+//     write while a replica follows allocates nothing in the journal.
 //   - A multi-shard transaction appears in each of its shards' journals as
 //     one contiguous part: zero or more OpMulti entries then one OpExec
 //     entry naming every shard of the transaction. Parts are appended when

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 )
 
 // Binary form of an entry (the payload of an rdb.OpJournal chunk):
@@ -25,6 +26,28 @@ const (
 	MaxShards = 1 << 16
 	MaxDB     = 1 << 16
 )
+
+// EncodedSize is the length of e's binary form.
+func (e *Entry) EncodedSize() int {
+	n := 1 + uvarintLen(e.LSN) + uvarintLen(uint64(e.DB))
+	switch e.Op {
+	case OpExec:
+		n += uvarintLen(e.TxID) + uvarintLen(uint64(len(e.Shards)))
+		for _, s := range e.Shards {
+			n += uvarintLen(uint64(s))
+		}
+		return n
+	case OpMulti:
+		n += uvarintLen(e.TxID) + uvarintLen(uint64(e.Seq))
+	}
+	n += uvarintLen(uint64(len(e.Args)))
+	for _, a := range e.Args {
+		n += uvarintLen(uint64(len(a))) + len(a)
+	}
+	return n
+}
+
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 // Encode appends e's binary form to dst.
 func (e *Entry) Encode(dst []byte) []byte {

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 )
@@ -45,19 +46,10 @@ type Entry struct {
 	Args [][]byte
 }
 
-// Size approximates the bytes the entry holds, for the backlog's bound.
-func (e *Entry) Size() int {
-	n := 48 + 2*len(e.Shards)
-	for _, a := range e.Args {
-		n += 24 + len(a)
-	}
-	return n
-}
-
 // Config bounds the backlog.
 type Config struct {
-	// BacklogBytes bounds the ring (entry sizes as Size counts them);
-	// 0 keeps no backlog.
+	// BacklogBytes bounds the ring (the entries' encoded bytes); 0 keeps
+	// no backlog.
 	BacklogBytes int
 	// BacklogAge drops entries older than this from the ring (0: no bound).
 	BacklogAge time.Duration
@@ -79,23 +71,35 @@ type Journal struct {
 	nextID int
 
 	// ring holds the backlog: entries ring[head], ring[head+1] ... (mod
-	// len), n of them, bytes in all.
-	ring  []slot
-	head  int
-	n     int
-	bytes int
+	// len), n of them, bytes in all. Their encodings (Encode) lie in buf,
+	// a circular buffer of the bound's size, one after the other from
+	// ring[head]'s (the next at tail), wrapping around its end.
+	//
+	// The backlog keeps encodings, not entries: an Entry and a copy of its
+	// arguments per write were the garbage of every write while a replica
+	// synced (a heap profile of a master: half of its allocations during a
+	// full sync under tests/bench/repl.sh's SET load, once the snapshot's
+	// own went), and the collector's cycles they brought were the
+	// master's worst latency (a 50-150 ms stall of an open-loop load).
+	ring    []slot
+	head    int
+	n       int
+	bytes   int
+	buf     []byte
+	tail    int
+	scratch []byte // an encoding that wraps, written or read
 
 	cur *Part
+	rec Entry // Record's entry, valid during the call (subscribers' rule)
 }
 
 // slot is a backlog entry with what trimming the backlog reads: the
-// oldest entry's size and age are in the ring itself, not behind a
-// pointer to an entry written long ago (a cache miss for every write once
-// the backlog is full, 4.5% of a master's CPU in stable sync).
+// oldest entry's size and age are in the ring itself.
 type slot struct {
-	e    *Entry
+	lsn  uint64
+	off  int   // of its encoding in buf
+	size int   // of its encoding
 	at   int64 // unix ms of the append, for the age bound
-	size int
 }
 
 // New makes the journal of shard sid.
@@ -120,7 +124,7 @@ func (j *Journal) Start() {
 // remain.
 func (j *Journal) Stop() {
 	j.keep = false
-	j.ring, j.head, j.n, j.bytes = nil, 0, 0, 0
+	j.ring, j.head, j.n, j.bytes, j.buf, j.tail = nil, 0, 0, 0, nil, 0
 	j.update()
 }
 
@@ -129,7 +133,8 @@ func (j *Journal) LSN() uint64 { return j.lsn }
 
 // Subscribe registers fn for every entry appended from now on; it returns
 // the subscription's id and the last LSN before it, so that LSN+1 is the
-// first entry fn sees. fn runs on the shard goroutine and must not block.
+// first entry fn sees. fn runs on the shard goroutine and must not block;
+// the entry and its Args are valid only during the call (Clone keeps one).
 func (j *Journal) Subscribe(fn func(*Entry)) (id int, lsn uint64) {
 	j.nextID++
 	j.subs = append(j.subs, subscriber{id: j.nextID, fn: fn})
@@ -153,7 +158,7 @@ func (j *Journal) First() uint64 {
 	if j.n == 0 {
 		return 0
 	}
-	return j.ring[j.head].e.LSN
+	return j.ring[j.head].lsn
 }
 
 // BacklogBytes is the size of the entries the backlog holds.
@@ -162,6 +167,7 @@ func (j *Journal) BacklogBytes() int { return j.bytes }
 // ReadFrom calls fn with every held entry whose LSN is at least lsn, in
 // order, and reports true; it reports false (calling nothing) when the
 // backlog no longer holds lsn. lsn = LSN()+1 reads nothing and succeeds.
+// As for a subscriber, an entry is valid only during the call.
 func (j *Journal) ReadFrom(lsn uint64, fn func(*Entry)) bool {
 	if lsn == 0 || lsn > j.lsn+1 {
 		return false
@@ -174,21 +180,28 @@ func (j *Journal) ReadFrom(lsn uint64, fn func(*Entry)) bool {
 		return false
 	}
 	for i := int(lsn - first); i < j.n; i++ {
-		fn(j.ring[(j.head+i)%len(j.ring)].e)
+		s := j.ring[(j.head+i)%len(j.ring)]
+		e, _, err := Decode(j.encoding(s))
+		if err != nil {
+			panic(fmt.Sprintf("journal: backlog entry %d does not decode: %v", s.lsn, err)) // our own encoding
+		}
+		fn(&e)
 	}
 	return true
 }
 
 // Record journals a write of the command args in database db: into the
-// transaction part being built when one is entered, else as an OpCommand.
-// args are copied.
+// transaction part being built when one is entered (a copy), else as an
+// OpCommand, which subscribers see during the call and the backlog keeps
+// encoded: args are not kept.
 func (j *Journal) Record(db int, args [][]byte) {
 	if p := j.cur; p != nil {
 		p.add(db, args)
 		return
 	}
-	e := &Entry{Op: OpCommand, DB: db, Args: cloneArgs(args)}
-	j.append(e)
+	j.rec = Entry{Op: OpCommand, DB: db, Args: args}
+	j.append(&j.rec)
+	j.rec = Entry{}
 }
 
 // Enter makes p the part that Record fills until Leave; it returns the
@@ -209,20 +222,19 @@ func (j *Journal) InPart() bool { return j.cur != nil }
 // (ascending): its entries as OpMulti, then the OpExec. p is reset.
 func (j *Journal) Commit(p *Part, txid uint64, shards []uint16) {
 	for i := range p.entries {
-		e := p.entries[i]
+		e := &p.entries[i]
 		e.Op, e.TxID = OpMulti, txid
-		j.append(&e)
+		j.append(e)
 	}
-	j.append(&Entry{Op: OpExec, TxID: txid, Shards: shards})
+	j.rec = Entry{Op: OpExec, TxID: txid, Shards: shards}
+	j.append(&j.rec)
+	j.rec = Entry{}
+	clear(p.entries) // their arguments may go
 	p.entries = p.entries[:0]
 }
 
-// Append appends a copy of e (LSN assigned here) and returns its LSN.
+// Append appends e (LSN assigned here) and returns its LSN.
 func (j *Journal) Append(e Entry) uint64 {
-	e.Args = cloneArgs(e.Args)
-	if e.Shards != nil {
-		e.Shards = append([]uint16(nil), e.Shards...)
-	}
 	j.append(&e)
 	return e.LSN
 }
@@ -238,31 +250,67 @@ func (j *Journal) append(e *Entry) {
 	}
 }
 
+// keepInRing encodes e into the backlog, first dropping the oldest
+// entries past the bounds or in the way; the newest entry always stays,
+// so ReadFrom(LSN()) works. An encoding may wrap around buf's end.
 func (j *Journal) keepInRing(e *Entry) {
-	s := slot{e: e, size: e.Size()}
+	size := e.EncodedSize()
+	s := slot{lsn: e.LSN, size: size}
 	if j.cfg.BacklogAge > 0 {
 		s.at = time.Now().UnixMilli()
 	}
-	if j.n == len(j.ring) {
-		j.grow()
+	if size > len(j.buf) {
+		// The first entry, or one larger than the bound: it stays alone.
+		j.clearRing()
+		j.buf = make([]byte, max(j.cfg.BacklogBytes, size))
 	}
-	j.ring[(j.head+j.n)%len(j.ring)] = s
-	j.n++
-	j.bytes += s.size
 	oldest := int64(0)
 	if j.cfg.BacklogAge > 0 {
 		oldest = s.at - j.cfg.BacklogAge.Milliseconds()
 	}
-	// Keep at least the newest entry, so ReadFrom(LSN()) works.
-	for j.n > 1 && (j.bytes > j.cfg.BacklogBytes || j.ring[j.head].at < oldest) {
+	room := min(j.cfg.BacklogBytes, len(j.buf))
+	for j.n > 0 && (j.bytes+size > room || j.ring[j.head].at < oldest) {
 		j.bytes -= j.ring[j.head].size
 		j.ring[j.head] = slot{}
 		j.head = (j.head + 1) % len(j.ring)
 		j.n--
 	}
+	if j.n == 0 {
+		j.tail = 0
+	}
+	if j.n == len(j.ring) {
+		j.grow()
+	}
+	s.off = j.tail
+	if end := j.tail + size; end <= len(j.buf) {
+		e.Encode(j.buf[j.tail:j.tail:end])
+	} else {
+		j.scratch = e.Encode(j.scratch[:0])
+		k := copy(j.buf[j.tail:], j.scratch)
+		copy(j.buf, j.scratch[k:])
+	}
+	j.tail = (j.tail + size) % len(j.buf)
+	j.ring[(j.head+j.n)%len(j.ring)] = s
+	j.n++
+	j.bytes += size
 	if j.n < len(j.ring)/4 && len(j.ring) > 64 {
 		j.shrink()
 	}
+}
+
+// encoding is the held entry s's encoding (in scratch when it wraps).
+func (j *Journal) encoding(s slot) []byte {
+	if end := s.off + s.size; end <= len(j.buf) {
+		return j.buf[s.off:end]
+	}
+	j.scratch = append(append(j.scratch[:0], j.buf[s.off:]...), j.buf[:s.size-(len(j.buf)-s.off)]...)
+	return j.scratch
+}
+
+// clearRing drops every held entry.
+func (j *Journal) clearRing() {
+	clear(j.ring)
+	j.head, j.n, j.bytes, j.tail = 0, 0, 0, 0
 }
 
 func (j *Journal) grow() {

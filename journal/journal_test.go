@@ -62,19 +62,86 @@ func TestLSNsConsecutiveAndSubscribersSeeLaterEntries(t *testing.T) {
 	j.Start()
 	j.Record(0, args("SET", "a", "1"))
 	var got []*Entry
-	_, last := j.Subscribe(func(e *Entry) { got = append(got, e) })
+	_, last := j.Subscribe(func(e *Entry) {
+		c := e.Clone() // valid only during the call
+		got = append(got, &c)
+	})
 	if last != 1 {
 		t.Fatalf("subscribe lsn %d, want 1", last)
 	}
 	buf := args("SET", "b", "2")
 	j.Record(2, buf)
-	buf[1][0] = 'X' // the journal copied the args
+	buf[1][0] = 'X' // the backlog copied the args
 	j.Record(0, args("DEL", "a"))
 	if len(got) != 2 || got[0].LSN != 2 || got[1].LSN != 3 {
 		t.Fatalf("subscriber saw %+v", got)
 	}
 	if string(got[0].Args[1]) != "b" || got[0].DB != 2 || got[0].Op != OpCommand {
-		t.Fatalf("entry not copied or wrong: %+v", got[0])
+		t.Fatalf("entry wrong: %+v", got[0])
+	}
+	var held []string
+	j.ReadFrom(2, func(e *Entry) { held = append(held, string(e.Args[1])) })
+	if !reflect.DeepEqual(held, []string{"b", "a"}) {
+		t.Fatalf("backlog holds %q, want [b a]", held)
+	}
+}
+
+// TestBacklogRingMatchesModel appends entries of random sizes (some
+// larger than the whole bound) and checks after each that ReadFrom
+// returns exactly the newest entries whose sizes fit the bound, byte for
+// byte, wherever their encodings wrapped around the buffer's end.
+func TestBacklogRingMatchesModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(seed(t), 3))
+	const bound = 1500
+	j := New(0, Config{BacklogBytes: bound})
+	j.Start()
+	var model []Entry // every appended entry, cloned
+	for i := 0; i < 3000; i++ {
+		var e Entry
+		switch r.IntN(10) {
+		case 0: // a transaction part
+			p := NewPart(nil)
+			prev := j.Enter(p)
+			j.Record(r.IntN(3), args("SET", fmt.Sprint("t", i), string(make([]byte, r.IntN(40)))))
+			j.Leave(prev)
+			j.Commit(p, uint64(i), []uint16{0, uint16(r.IntN(4))})
+			for lsn := j.LSN() - 1; lsn <= j.LSN(); lsn++ {
+				model = append(model, Entry{LSN: lsn}) // checked by LSN and size below
+			}
+			continue
+		case 1:
+			e.Args = args("SET", "big", string(make([]byte, bound+r.IntN(500))))
+		default:
+			e.Args = args("SET", fmt.Sprint("k", i), string(bytes.Repeat([]byte{byte(i)}, r.IntN(200))))
+		}
+		e.DB = r.IntN(16)
+		j.Record(e.DB, e.Args)
+		e.LSN, e.Op = j.LSN(), OpCommand
+		model = append(model, e.Clone())
+		// The newest entries whose encodings sum to at most the bound
+		// (at least the newest one) must be held, in order.
+		first := j.First()
+		var got []Entry
+		if !j.ReadFrom(first, func(e *Entry) { got = append(got, e.Clone()) }) {
+			t.Fatalf("step %d: ReadFrom(First()=%d) failed", i, first)
+		}
+		if got[len(got)-1].LSN != j.LSN() || uint64(len(got)) != j.LSN()-first+1 {
+			t.Fatalf("step %d: held LSNs %d..%d, last %d", i, first, got[len(got)-1].LSN, j.LSN())
+		}
+		size := 0
+		for k := range got {
+			size += got[k].EncodedSize()
+			m := model[int(got[k].LSN)-1]
+			if m.Op == OpCommand && !reflect.DeepEqual(got[k], m) {
+				t.Fatalf("step %d: entry %d is %+v, want %+v", i, got[k].LSN, got[k], m)
+			}
+		}
+		if len(got) > 1 && size > bound {
+			t.Fatalf("step %d: %d bytes held, bound %d", i, size, bound)
+		}
+		if size != j.BacklogBytes() {
+			t.Fatalf("step %d: BacklogBytes %d, entries %d", i, j.BacklogBytes(), size)
+		}
 	}
 }
 

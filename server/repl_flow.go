@@ -81,6 +81,7 @@ type flow struct {
 	blobs bool
 
 	slice *snapshot.Slice
+	jbuf  []byte // onEntry's encoding of an entry for the Slice (shard goroutine)
 	out   chan snapshot.Chunk
 	free  chan []byte // chunk buffers back to the Slice (snapshot.Options.Free)
 	subID int
@@ -268,7 +269,11 @@ func (f *flow) onEntry(e *journal.Entry) {
 	}
 	f.sent.Store(e.LSN)
 	if f.slice != nil && !f.slice.Done() {
-		je := snapshot.JournalEntry{Data: e.Encode(nil), DB: e.DB}
+		// Encoded into the flow's scratch buffer: Slice.Journal copies
+		// what it keeps (an entry a write made per command was garbage
+		// the size of the writes during a sync).
+		f.jbuf = e.Encode(f.jbuf[:0])
+		je := snapshot.JournalEntry{Data: f.jbuf, DB: e.DB}
 		if e.Op == journal.OpCommand && len(e.Args) == 2 && strings.EqualFold(string(e.Args[0]), "DEL") {
 			// Possibly an expiry: a command's DEL of a key whose value is
 			// half written cannot come (see Slice.Journal).

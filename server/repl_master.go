@@ -164,7 +164,10 @@ func (m *replMaster) startShard(s *shard.Shard) {
 		return
 	}
 	sid := s.ID
-	m.subIDs[sid], _ = s.Journal.Subscribe(func(e *journal.Entry) { m.push(sid, feedItem{e: e}) })
+	m.subIDs[sid], _ = s.Journal.Subscribe(func(e *journal.Entry) {
+		c := e.Clone() // the feed keeps it past the call
+		m.push(sid, feedItem{e: &c})
+	})
 	s.Journal.Start()
 	m.srv.journalExpiries(s, true)
 }

@@ -44,13 +44,36 @@ type deferredMain struct {
 }
 
 // batch is a deferred cut's records and references. The Materializer
-// hands batches back (Slice.batches) for the next cuts: per cut, a new
-// one would be garbage the size of a save's keys, which the heap grows
-// by before the collector runs.
+// hands batches back to their pool (home) for the next cuts: per cut, a
+// new one would be garbage the size of a save's keys, which the heap
+// grows by before the collector runs.
+//
+// Cuts come in two sizes, so batches come from two pools (Slice.batches,
+// Slice.smallBatches). While a flow streams its journal, every write
+// between two walk steps cuts the main stream (the entry must follow the
+// records before it), so most cuts hold a bucket or two; the walk's cuts
+// hold a chunk's worth. One pool of 256 batches fell short of the small
+// cuts outstanding at once (thousands, under repl.sh's SET load), and a
+// batch made anew grew its arrays from nothing: during a full sync of 1M
+// keys that was 45 MB of garbage in 2 s (a heap profile of the master),
+// most of what brought a garbage collection, and its stall, into the
+// sync. A small batch's arrays are made at their final size and never
+// grow; the pools hold no more batches than were outstanding at once, so
+// they add nothing to the Slice's peak memory.
 type batch struct {
 	main    []byte
 	splices []splice
+	home    chan *batch
 }
+
+const (
+	// smallCutKeys, smallCutBytes: the largest cut a small batch takes.
+	smallCutKeys  = 16
+	smallCutBytes = 1 << 10
+	// smallBatches, bigBatches: the pools' sizes.
+	smallBatches = 8192
+	bigBatches   = 256
+)
 
 // deferred is what a chunk still owes its Data.
 type deferred struct {
@@ -58,7 +81,6 @@ type deferred struct {
 	tagged       bool
 	outstanding  *atomic.Int64
 	materialized *atomic.Uint64
-	batches      chan *batch
 }
 
 // retention: bytes of old values that deferred cuts up to seq keep alive.
@@ -119,15 +141,24 @@ func (sl *Slice) deferMain() {
 	// copy of that size, not the encoder's chunk-sized buffer, waits for
 	// the consumer (thousands of cuts may wait while hooks capture).
 	buf := sl.main.SwapBytes(sl.mainSpare)
+	pool := sl.batches
+	if len(sl.splices) <= smallCutKeys && len(buf) <= smallCutBytes {
+		pool = sl.smallBatches
+	}
 	var bt *batch
 	select {
-	case bt = <-sl.batches:
+	case bt = <-pool:
 	default:
-		bt = &batch{}
+		bt = &batch{home: pool}
+		if pool == sl.smallBatches {
+			bt.main, bt.splices = make([]byte, 0, smallCutBytes), make([]splice, 0, smallCutKeys)
+		}
 	}
 	bt.main = append(bt.main[:0], buf...)
 	sl.mainSpare = buf[:0]
-	bt.splices, sl.splices = sl.splices, bt.splices[:0]
+	bt.splices = append(bt.splices[:0], sl.splices...)
+	clear(sl.splices) // the batch holds the references now
+	sl.splices = sl.splices[:0]
 	sl.outstanding.Add(1)
 	sl.seq++
 	sl.wireDeferred = append(sl.wireDeferred, deferredMain{seq: sl.seq, pos: len(sl.wire), batch: bt})
@@ -218,7 +249,7 @@ func (m *Materializer) Materialize(c *Chunk) {
 		clear(dm.splices) // the values may go
 		dm.splices = dm.splices[:0]
 		select {
-		case d.batches <- dm.batch:
+		case dm.home <- dm.batch:
 		default:
 		}
 		d.materialized.Store(dm.seq)

@@ -227,8 +227,9 @@ type Slice struct {
 	spare  [][]byte
 	// Options.Defer: references of the main stream's string values, and
 	// the deferred cuts of main the wire owes its next chunk.
-	mainSpare         []byte // main's other buffer while a cut waits (deferMain)
-	batches           chan *batch
+	mainSpare         []byte      // main's other buffer while a cut waits (deferMain)
+	batches           chan *batch // pools of batches (deferred.go)
+	smallBatches      chan *batch
 	splices           []splice
 	spliceBytes       int
 	wireDeferred      []deferredMain
@@ -303,7 +304,7 @@ func Start(sh *shard.Shard, opt Options) *Slice {
 		byKey: map[keyRef]*bucket{}, nextStream: firstBucket}
 	sl.main.SetCompression(!opt.NoLZF)
 	if opt.Defer {
-		sl.batches = make(chan *batch, 256)
+		sl.batches, sl.smallBatches = make(chan *batch, bigBatches), make(chan *batch, smallBatches)
 	}
 	// The consumer checksums what it writes; a checksum of the chunks
 	// here would only spend the shard's time (it was a third of a save's
@@ -745,7 +746,7 @@ func (sl *Slice) takeWire(c Chunk) Chunk {
 	c.refs = sl.wireDeferredRefs
 	if len(sl.wireDeferred) > 0 {
 		c.deferred = &deferred{mains: sl.wireDeferred, tagged: sl.opt.Tagged, outstanding: &sl.outstanding,
-			materialized: &sl.materialized, batches: sl.batches}
+			materialized: &sl.materialized}
 		sl.wireDeferred, sl.wireDeferredBytes, sl.wireDeferredRefs = nil, 0, 0
 	}
 	sl.pendingBytes += c.size - c.refs
@@ -943,7 +944,8 @@ func (sl *Slice) journal(data []byte) {
 }
 
 // Journal offers one journal entry of the shard, on its goroutine, while
-// the snapshot runs (tagged output only). An expiry's DEL of a key whose
+// the snapshot runs (tagged output only); it copies what it keeps of
+// e.Data. An expiry's DEL of a key whose
 // value is still being written in pieces goes to its bucket's deferred
 // deletion queue: the bucket emits it when Covered. (A command's DEL of
 // such a key cannot come: the writer was parked, or finished the value

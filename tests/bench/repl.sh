@@ -27,7 +27,9 @@
 # on a shared machine, an approximation of a replica on a machine of its own),
 # REPLICA_FLAGS (more flags for dfly replicas, e.g. "--shards 3"), MASTER_FLAGS (more flags for
 # dfly masters, e.g. "--point_in_time_snapshot=false"), PIN=1 (master and load on
-# the first half of the CPUs, the replica on the other half: see below).
+# the first half of the CPUs, the replica on the other half: see below), TIMELINE (a
+# directory: each pair's replies and longest latency per 10 ms window go to
+# TIMELINE/MASTER-REPLICA.txt, lines "ms phase replies max_us", phase 0 idle, 1 sync, 2 stable).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 KEYS=${KEYS:-1000000}
@@ -85,7 +87,8 @@ for pair in $PAIRS; do
 	start "$replica" "$RPORT" "$work/r-$pair" "${REPLICA_NICE:-}" "$([[ $replica == dfly ]] && echo "${REPLICA_FLAGS:-}")" "${rcpus:-}"; rpid=$PID
 	redis-cli -p "$MPORT" debug populate "$KEYS" key "$SIZE" >/dev/null
 	read -r u ri pi rs ps rt pt cm cr mui mus mut rui rus rut < <(on "${mcpus:-}" "$work/replload" -master "127.0.0.1:$MPORT" -replica "127.0.0.1:$RPORT" \
-		-c "$CLIENTS" ${RATE:+-rate "$RATE"} -r "$KEYS" -d "$SIZE" -idle "${IDLE}s" -stable "${STABLE}s" -pids "$mpid,$rpid")
+		-c "$CLIENTS" ${RATE:+-rate "$RATE"} -r "$KEYS" -d "$SIZE" -idle "${IDLE}s" -stable "${STABLE}s" -pids "$mpid,$rpid" \
+		${TIMELINE:+-timeline "$TIMELINE/$master-$replica.txt"})
 	up[$pair]=$u p99[$pair]=$(awk -v a="$ps" -v b="$pi" 'BEGIN { printf "%.2f", a / b }')
 	t1=$(now)
 	same=DIFF

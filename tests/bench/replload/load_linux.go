@@ -86,7 +86,9 @@ func drive(addr string, clients int, rate float64, phase *atomic.Int32, hists []
 					return fmt.Errorf("SET: %q", strings.TrimSpace(string(line)))
 				}
 				c.in = c.in[:copy(c.in, c.in[i+1:])]
-				c.h[c.phase][bucket(uint64(time.Since(c.sent).Microseconds()))]++
+				lat := uint64(time.Since(c.sent).Microseconds())
+				c.h[c.phase][bucket(lat)]++
+				timeline.note(lat)
 				s.inFlight--
 				if err := s.ready(c, phase.Load()); err != nil {
 					return err

@@ -104,6 +104,7 @@ func main() {
 	stable := flag.Duration("stable", 3*time.Second, "load after the link is up")
 	timeout := flag.Duration("timeout", 120*time.Second, "longest wait for the link")
 	pidList := flag.String("pids", "", "comma-separated process ids whose CPU time during the sync to print")
+	timelinePath := flag.String("timeline", "", "write replies and the longest latency per 10 ms window to this file")
 	flag.Parse()
 	var pids []string
 	if *pidList != "" {
@@ -121,6 +122,7 @@ func main() {
 	hists := make([][phases]hist, *clients)
 	value := bytes.Repeat([]byte{'x'}, *size)
 	errs := make(chan error, 1)
+	timeline.on, timeline.start, timeline.phase = *timelinePath != "", time.Now(), &phase
 	loadDone := make(chan struct{})
 	go func() {
 		defer close(loadDone)
@@ -172,6 +174,11 @@ func main() {
 		fail(err)
 	default:
 	}
+	if timeline.on {
+		if err := timeline.write(*timelinePath); err != nil {
+			fail(err)
+		}
+	}
 	var total [phases]hist
 	for i := range hists {
 		for p := range phases {
@@ -217,4 +224,48 @@ func cpuTimes(pids []string) []float64 {
 func fail(err error) {
 	fmt.Fprintf(os.Stderr, "replload: %v\n", err)
 	os.Exit(1)
+}
+
+// timeline, with -timeline FILE, records each window of timelineStep: the
+// replies that arrived in it and the longest latency among them, written
+// to FILE at the end (one line per window: ms since start, phase, replies,
+// max latency in µs), to show when a phase's tail latency happens.
+var timeline timeLine
+
+type timeLine struct {
+	on    bool
+	start time.Time
+	phase *atomic.Int32
+	win   []timelineWin
+}
+
+type timelineWin struct {
+	phase int32
+	n     uint32
+	max   uint64
+}
+
+const timelineStep = 10 * time.Millisecond
+
+// note records a reply of latency lat (µs) arriving now.
+func (t *timeLine) note(lat uint64) {
+	if !t.on {
+		return
+	}
+	i := int(time.Since(t.start) / timelineStep)
+	for len(t.win) <= i {
+		t.win = append(t.win, timelineWin{phase: t.phase.Load()})
+	}
+	w := &t.win[i]
+	w.n++
+	w.max = max(w.max, lat)
+}
+
+// write saves the windows to path.
+func (t *timeLine) write(path string) error {
+	var b []byte
+	for i, w := range t.win {
+		b = fmt.Appendf(b, "%d %d %d %d\n", i*int(timelineStep/time.Millisecond), w.phase, w.n, w.max)
+	}
+	return os.WriteFile(path, b, 0o644)
 }
