@@ -137,6 +137,9 @@ func cmdBgsave(x *Coord) {
 		x.W.Error("ERR Background save already in progress")
 		return
 	}
+	if x.local == nil { // never on a loop's goroutine
+		snapshot.CollectAhead()
+	}
 	x.Srv.bgsave()
 	x.W.SimpleString("Background saving started")
 }
@@ -150,6 +153,7 @@ func (s *Server) bgsaveEnded(start time.Time, err error) {
 	}
 	if p.scheduled.CompareAndSwap(true, false) {
 		s.log.Noticef("Starting the scheduled BGSAVE")
+		snapshot.CollectAhead()
 		s.bgsave() // persist.bgsave is still set: it passes on to this one
 		return
 	}

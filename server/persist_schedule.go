@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/snapshot"
 )
 
 // SavePoint is one <seconds> <changes> pair of the save schedule.
@@ -95,6 +96,7 @@ func (s *Server) startBgsave() bool {
 	if !p.bgsave.CompareAndSwap(false, true) {
 		return false
 	}
+	snapshot.CollectAhead()
 	s.bgsave()
 	return true
 }

@@ -220,6 +220,7 @@ func (f *flow) attach() {
 // twice (each shard subscribes in the same step that reads its backlog or
 // takes its cut).
 func (s *Server) startSession(sess *flowSession) {
+	snapshot.CollectAhead() // before a full sync's cut (a partial one rarely follows a busy heap)
 	t := tx.New(s.shards)
 	t.AddAllShards()
 	t.Lock()

@@ -16,6 +16,7 @@ import (
 	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tx"
 )
 
@@ -673,6 +674,7 @@ func (m *replMaster) fullSync(r *replicaConn, req psyncRequest) bool {
 	r.state.Store("wait_bgsave")
 	m.syncFull.Add(1)
 	cut := &cutMark{r: r, done: make(chan int64, 1)}
+	snapshot.CollectAhead() // before the cut, while no lock is held
 	m.cutMu.Lock()
 	m.mu.Lock()
 	m.ensureFeedLocked()
