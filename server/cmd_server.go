@@ -24,6 +24,7 @@ func serverCommands() []*Command {
 		{Name: "config", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdConfig},
 		{Name: "debug", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Multi: cmdDebug},
 		{Name: "slowlog", Arity: -2, Flags: FlagAdmin | FlagLoading | FlagStale, Local: cmdSlowlog},
+		{Name: "latency", Arity: -2, Flags: FlagAdmin | FlagLoading | FlagStale, Local: cmdLatency},
 		{Name: "shutdown", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdShutdown},
 	}
 }

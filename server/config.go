@@ -70,10 +70,18 @@ type Config struct {
 	// link and reconnects.
 	ReplTimeout int
 
-	// SLOWLOG's settings (slowlog.go), read on every command without mu.
+	// SLOWLOG's settings (slowlog.go), read on every command without mu,
+	// and the latency monitor's threshold in ms (latency.go; 0: off).
 	slowlogSlowerThan, slowlogMaxLen atomic.Int64
+	latencyThreshold                 atomic.Int64
 
 	mu sync.RWMutex
+}
+
+// timing reports whether commands are timed: SLOWLOG or the latency
+// monitor is on.
+func (c *Config) timing() bool {
+	return c.slowlogSlowerThan.Load() >= 0 || c.latencyThreshold.Load() > 0
 }
 
 // DefaultConfig has Redis's defaults where Redis has one.
@@ -171,6 +179,19 @@ var params = []param{
 			c.slowlogSlowerThan.Store(n)
 			return nil
 		}},
+	{name: "latency-monitor-threshold", get: func(c *Config) string { return strconv.FormatInt(c.latencyThreshold.Load(), 10) },
+		set: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("argument couldn't be parsed into an integer")
+			}
+			if n < 0 {
+				return fmt.Errorf("argument must be between 0 and 9223372036854775807 inclusive")
+			}
+			c.latencyThreshold.Store(n)
+			return nil
+		}},
+	fixed("latency-tracking", "no"), // per-command histograms: not kept (latency.go)
 	{name: "slowlog-max-len", get: func(c *Config) string { return strconv.FormatInt(c.slowlogMaxLen.Load(), 10) },
 		set: func(c *Config, v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)

@@ -31,14 +31,15 @@ const (
 type Server struct {
 	gnet.BuiltinEventEngine
 
-	cfg    *Config
-	slow   slowlog
-	shards []*shard.Shard
-	table  *Table
-	log    *Logger
-	eng    gnet.Engine
-	runID  string
-	start  time.Time
+	cfg     *Config
+	slow    slowlog
+	latency latencyMonitor // latency.go
+	shards  []*shard.Shard
+	table   *Table
+	log     *Logger
+	eng     gnet.Engine
+	runID   string
+	start   time.Time
 	// startupHeap is the heap in use once the server was built, before any
 	// data (MEMORY STATS startup.allocated).
 	startupHeap int64

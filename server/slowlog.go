@@ -47,16 +47,20 @@ const (
 func nanotime() int64
 
 // slowCheck logs the command c sent (args) if it ran for at least the
-// threshold since start (a nanotime); it returns the time it read, the
-// next command's start in a batch. c may be nil (no client).
+// threshold since start (a nanotime), and gives the latency monitor its
+// time; it returns the time it read, the next command's start in a
+// batch. c may be nil (no client).
 func (s *Server) slowCheck(c *Conn, args [][]byte, start int64) (now int64) {
-	thr := s.cfg.slowlogSlowerThan.Load()
-	if thr < 0 {
+	if !s.cfg.timing() {
 		return 0 // off: no clock read at all
 	}
 	now = nanotime()
+	if start == 0 { // timing was off when the batch began
+		return now
+	}
 	us := (now - start) / 1000
-	if us < thr || start == 0 { // start 0: the log was off when the batch began
+	s.latencyCheck(us) // latency.go
+	if thr := s.cfg.slowlogSlowerThan.Load(); thr < 0 || us < thr {
 		return now
 	}
 	e := slowEntry{at: time.Now().Unix(), usec: us}
