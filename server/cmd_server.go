@@ -154,7 +154,7 @@ func (s *Server) resetStats() {
 	snapshot.ResetMaxStall()
 	for _, cmd := range s.table.byName {
 		cmd.calls.Store(0)
-		cmd.usec.Store(0)
+		cmd.nsec.Store(0)
 		cmd.failed.Store(0)
 	}
 	// CONFIG runs on a connection's event loop, which may own a shard:
@@ -276,7 +276,7 @@ func cmdInfo(x *Coord) {
 		stats    shard.Stats
 		keys     []int
 		expires  []int
-		calls    map[string]uint64
+		calls    map[string]cmdCount
 		saveKeys uint64
 		// packed, packedLive: bytes of the chunks of small strings
 		// (shard/strs.go) and of the live values in them.
@@ -294,9 +294,12 @@ func cmdInfo(x *Coord) {
 		if sl := srv.persist.slice(s.ID); sl != nil {
 			in.saveKeys = sl.Keys
 		}
-		in.calls = map[string]uint64{}
+		in.calls = map[string]cmdCount{}
 		for cmd, n := range srv.cmdStats[s.ID].calls {
-			in.calls[cmd.Name] += n
+			c := in.calls[cmd.Name]
+			c.calls += n.calls
+			c.nsec += n.nsec
+			in.calls[cmd.Name] = c
 		}
 	})
 	var st shard.Stats
@@ -398,24 +401,32 @@ func cmdInfo(x *Coord) {
 	}
 	if want("commandstats", false) {
 		section("Commandstats")
-		calls := map[string]uint64{}
+		calls := map[string]cmdCount{}
+		add := func(k string, v cmdCount) {
+			c := calls[k]
+			c.calls += v.calls
+			c.nsec += v.nsec
+			calls[k] = c
+		}
 		for _, in := range infos {
 			for k, v := range in.calls {
-				calls[k] += v
+				add(k, v)
 			}
 		}
 		for _, cmd := range srv.table.byName {
-			calls[cmd.Name] += cmd.calls.Load()
+			add(cmd.Name, cmdCount{calls: cmd.calls.Load(), nsec: cmd.nsec.Load()})
 		}
 		names := make([]string, 0, len(calls))
 		for k, v := range calls {
-			if v > 0 {
+			if v.calls > 0 {
 				names = append(names, k)
 			}
 		}
 		sort.Strings(names)
 		for _, k := range names {
-			field("cmdstat_"+k, fmt.Sprintf("calls=%d,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0", calls[k]))
+			c := calls[k]
+			field("cmdstat_"+k, fmt.Sprintf("calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=0,failed_calls=0",
+				c.calls, c.nsec/1000, float64(c.nsec)/1000/float64(c.calls)))
 		}
 	}
 	if want("tiered", srv.tiered != nil) {

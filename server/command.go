@@ -66,7 +66,7 @@ type Command struct {
 	// offloaded values, see evalCoordinate).
 	Coordinate func(s *Server, args [][]byte) bool
 
-	calls, usec, failed atomic.Uint64
+	calls, nsec, failed atomic.Uint64
 }
 
 // Exec is a command running on a shard goroutine.

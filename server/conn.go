@@ -369,7 +369,9 @@ gather:
 			cmd.calls.Add(1)
 			start := nanotime()
 			cmd.local(c, p.args, &p.reply)
-			c.srv.slowCheck(c, p.args, start)
+			if end := c.srv.slowCheck(c, p.args, start); end != 0 {
+				cmd.nsec.Add(uint64(end - start))
+			}
 			if c.srv.monitors.active() {
 				// After it ran, as Redis feeds: SELECT shows the new
 				// database, RESET and QUIT of a monitor are not fed back.
@@ -645,6 +647,7 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 	}
 	for b.pos < len(b.idx) {
 		p := &b.c.cmds[b.idx[b.pos]]
+		var ns int64 // the command's time, for INFO commandstats
 		if p.hop != nil && (s.Journal.Active() || s.Tier() != nil) {
 			g.refuse(b) // see hopGroup: the coordinator will run it
 			return
@@ -716,7 +719,11 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 			if p.track {
 				b.c.trackOnShard(s, p, nil)
 			}
+			start := b.clock
 			b.clock = b.c.srv.slowCheck(b.c, p.args, b.clock)
+			if start != 0 && b.clock != 0 {
+				ns = b.clock - start
+			}
 			b.x.canRetry = false
 			if b.tierActive() {
 				b.tierAfter(s)
@@ -738,7 +745,7 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 			}
 		}
 		s.Stats.Commands++
-		b.c.srv.countShardCall(s.ID, p.cmd)
+		b.c.srv.countShardCall(s.ID, p.cmd, ns)
 		b.pos++
 	}
 	if g != nil {
@@ -759,6 +766,7 @@ func (b *shardBatch) runOne(s *shard.Shard, p *pending) {
 	b.x.DB = s.DBs[p.db]
 	b.x.Args = p.args
 	b.x.W = &p.reply
+	var ns int64
 	if p.multi != nil {
 		execOnShard(&b.x, b.c, p.multi, p.watch)
 		b.c.unwatchLater(p.watch)
@@ -766,10 +774,12 @@ func (b *shardBatch) runOne(s *shard.Shard, p *pending) {
 	} else {
 		start := nanotime()
 		b.x.run(p.cmd)
-		b.c.srv.slowCheck(b.c, p.args, start)
+		if end := b.c.srv.slowCheck(b.c, p.args, start); end != 0 {
+			ns = end - start
+		}
 	}
 	s.Stats.Commands++
-	b.c.srv.countShardCall(s.ID, p.cmd)
+	b.c.srv.countShardCall(s.ID, p.cmd, ns)
 }
 
 func (b *shardBatch) lockKeys(p *pending, dst []shard.KeyLock) []shard.KeyLock {

@@ -51,7 +51,9 @@ func (x *Coord) run(c *Conn) {
 	} else {
 		start := nanotime()
 		x.runMulti()
-		x.Srv.slowCheck(c, x.Args, start)
+		if end := x.Srv.slowCheck(c, x.Args, start); end != 0 {
+			x.cmd.nsec.Add(uint64(end - start))
+		}
 	}
 	c.complete(false)
 }

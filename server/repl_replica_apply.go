@@ -440,7 +440,7 @@ func (b *applyBatch) exec(s *shard.Shard, resumed bool) {
 		}
 		b.a.checkReply(&b.w, op.cmd)
 		s.Stats.Commands++
-		b.a.s.countShardCall(s.ID, op.cmd)
+		b.a.s.countShardCall(s.ID, op.cmd, 0)
 		b.pos++
 	}
 	s.MasterApply = false
