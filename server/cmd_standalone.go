@@ -1,0 +1,56 @@
+package server
+
+import "github.com/dfly/dfly/resp"
+
+// Commands of features dfly does not have, answered as a standalone
+// redis-server without them answers, so that clients and tools probing for
+// them (cluster discovery, module lists) take the same branch as against
+// Redis instead of meeting an unknown command.
+//
+//   - CLUSTER (every subcommand), READONLY, READWRITE, ASKING: dfly is not a
+//     cluster node; Redis with cluster-enabled no refuses them with "This
+//     instance has cluster support disabled".
+//   - MODULE: no modules can be loaded; LIST is empty, LOAD and LOADEX fail
+//     as a load that failed does, UNLOAD finds no module.
+func standaloneCommands() []*Command {
+	noCluster := func(_ *Conn, _ [][]byte, w *resp.Writer) {
+		w.Error("ERR This instance has cluster support disabled")
+	}
+	return []*Command{
+		{Name: "cluster", Arity: -2, Flags: FlagLoading | FlagStale, Local: noCluster},
+		{Name: "readonly", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, Local: noCluster},
+		{Name: "readwrite", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, Local: noCluster},
+		{Name: "asking", Arity: 1, Flags: FlagFast, Local: noCluster},
+		{Name: "module", Arity: -2, Flags: FlagAdmin | FlagNoScript, Local: cmdModule},
+	}
+}
+
+func init() { typeFamilies = append(typeFamilies, standaloneCommands) }
+
+var moduleArities = map[string]int{"list": 2, "load": -3, "loadex": -3, "unload": 3, "help": 2}
+
+func cmdModule(c *Conn, a [][]byte, w *resp.Writer) {
+	switch subcommand(w, a, "module", moduleArities) {
+	case "list":
+		w.Array(0)
+	case "load", "loadex":
+		c.srv.log.Warnf("Module %s not loaded: dfly does not support modules", a[2])
+		w.Error("ERR Error loading the extension. Please check the server logs.")
+	case "unload":
+		w.Error("ERR Error unloading module: no such module with that name")
+	case "help":
+		writeHelp(w, []string{
+			"MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"LIST",
+			"    Return a list of loaded modules (dfly loads none).",
+			"LOAD <path> [<arg> ...]",
+			"    Load a module library from <path>: refused, dfly does not support modules.",
+			"LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
+			"    As LOAD: refused.",
+			"UNLOAD <name>",
+			"    Unload a module: there is none.",
+			"HELP",
+			"    Print this help.",
+		})
+	}
+}
