@@ -345,6 +345,13 @@ gather:
 			c.doneGathering()
 			continue
 		}
+		if c.pausedFor(p) { // CLIENT PAUSE (pause.go): p runs again once it ends
+			if len(c.used) > 0 || g != nil {
+				break // what was gathered before it goes first
+			}
+			c.park()
+			return
+		}
 		cmd := p.cmd
 		if c.srv.monitors.active() && (cmd.Local == nil || c.multi != nil && !multiControl[cmd.Name]) {
 			c.srv.monitors.feed(c, c.db, cmd, p.args)

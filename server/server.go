@@ -34,6 +34,7 @@ type Server struct {
 	cfg     *Config
 	slow    slowlog
 	latency latencyMonitor // latency.go
+	pause   pauseState     // CLIENT PAUSE (pause.go)
 	shards  []*shard.Shard
 	table   *Table
 	log     *Logger

@@ -66,8 +66,8 @@ func (db *DB) find(key []byte, load bool) (dash.Iterator, *Value) {
 	}
 	v := db.Table.Value(it)
 	if v.HasExpire && !db.shard.MasterApply && db.expired(it) {
-		if db.shard.ReplicaMode {
-			return dash.Iterator{}, nil // issue 8: hidden, not deleted
+		if db.shard.NoExpiry() {
+			return dash.Iterator{}, nil // issue 8 (or a pause): hidden, not deleted
 		}
 		db.deleteExpired(it)
 		return dash.Iterator{}, nil
@@ -240,7 +240,7 @@ func (db *DB) Set(key []byte, v Value, keepTTL bool) dash.Iterator {
 // hidden is the item of a key find hides on a replica (see Set), or an
 // invalid Iterator. It costs a probe only where find hides keys.
 func (db *DB) hidden(key []byte) dash.Iterator {
-	if !db.shard.ReplicaMode || db.shard.MasterApply {
+	if !db.shard.NoExpiry() || db.shard.MasterApply {
 		return dash.Iterator{}
 	}
 	return db.Table.Find(view(key))

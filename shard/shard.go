@@ -111,7 +111,14 @@ type Shard struct {
 	// master's command stream sees every key, as in Redis.
 	ReplicaMode bool
 	MasterApply bool
+	// Paused (CLIENT PAUSE, server/pause.go): no expiry either, as in
+	// ReplicaMode, until the pause ends.
+	Paused bool
 }
+
+// NoExpiry reports whether the shard leaves logically expired keys in
+// place, hidden from readers (ReplicaMode or Paused).
+func (s *Shard) NoExpiry() bool { return s.ReplicaMode || s.Paused }
 
 // InboxSize bounds each shard's inbox; senders block when it is full, which
 // is the backpressure a flood of pipelined commands meets.
@@ -248,8 +255,8 @@ var tickMsg Runnable = tick{}
 const expireBudget = time.Millisecond
 
 func (s *Shard) expireStep() {
-	if s.ReplicaMode {
-		return // issue 8: a replica waits for its master's DELs
+	if s.NoExpiry() {
+		return // issue 8: a replica waits for its master's DELs; a pause
 	}
 	start := time.Now()
 	for _, db := range s.DBs {

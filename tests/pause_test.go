@@ -1,0 +1,88 @@
+package tests
+
+import (
+	"testing"
+	"time"
+)
+
+// TestClientPause: CLIENT PAUSE WRITE holds writes (and EVAL) but not
+// reads, on every connection, keeping each connection's order; UNPAUSE or
+// the timeout releases them; ALL holds every command, CLIENT UNPAUSE
+// included; a key that expires during a pause reads as missing but stays
+// counted until the pause ends. Checked against redis-server too.
+func TestClientPause(t *testing.T) {
+	t.Parallel()
+	srv := StartServer(t)
+	admin := srv.Raw(t)
+	c := srv.Raw(t)
+	expectReply(t, c.Do("SET", "a", "0"), "OK")
+	expectReply(t, c.Do("SET", "exp", "v", "PX", "150"), "OK")
+
+	expectReply(t, admin.Do("CLIENT", "PAUSE", "5000", "WRITE"), "OK")
+	// A pipeline: the read before the write is answered at once, the write
+	// and the read after it wait (in order) for the end of the pause.
+	c.Send("GET", "a")
+	c.Send("SET", "a", "1")
+	c.Send("GET", "a")
+	expectReply(t, c.MustRead(), `"0"`)
+	held := make(chan [2]Reply, 1)
+	go func() {
+		r1, err1 := c.Read()
+		r2, err2 := c.Read()
+		if err1 != nil || err2 != nil {
+			r1.Str, r2.Str = "read failed", "read failed"
+		}
+		held <- [2]Reply{r1, r2}
+	}()
+	other := srv.Raw(t)
+	expectReply(t, other.Do("GET", "a"), `"0"`) // reads go on
+	expectReply(t, other.Do("PING"), "PONG")
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case r := <-held:
+		t.Fatalf("a write ran during CLIENT PAUSE WRITE: %v", r)
+	default:
+	}
+	// The key expired meanwhile: hidden from reads, not deleted.
+	expectReply(t, other.Do("EXISTS", "exp"), "(integer) 0")
+	expectReply(t, other.Do("DBSIZE"), "(integer) 2")
+	expectReply(t, admin.Do("CLIENT", "UNPAUSE"), "OK")
+	select {
+	case r := <-held:
+		expectReply(t, r[0], "OK")
+		expectReply(t, r[1], `"1"`)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held write did not run after CLIENT UNPAUSE")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for other.Do("DBSIZE").Int != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the key that expired during the pause was not deleted after it")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// ALL, ended by its timeout: even PING and CLIENT UNPAUSE wait.
+	expectReply(t, admin.Do("CLIENT", "PAUSE", "400", "ALL"), "OK")
+	start := time.Now()
+	expectReply(t, other.Do("CLIENT", "UNPAUSE"), "OK")
+	expectReply(t, other.Do("PING"), "PONG")
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Fatalf("CLIENT PAUSE 400 ALL let a command through after %v", d)
+	}
+
+	// EVAL is held by a WRITE pause; the timeout ends it.
+	expectReply(t, admin.Do("CLIENT", "PAUSE", "300", "WRITE"), "OK")
+	start = time.Now()
+	expectReply(t, other.Do("EVAL", "return 1", "0"), "(integer) 1")
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Fatalf("EVAL ran %v into CLIENT PAUSE 300 WRITE", d)
+	}
+
+	expectReply(t, admin.Do("CLIENT", "PAUSE", "abc"), "(error) ERR timeout is not an integer or out of range")
+	expectReply(t, admin.Do("CLIENT", "PAUSE", "-1"), "(error) ERR timeout is negative")
+	expectReply(t, admin.Do("CLIENT", "PAUSE", "10", "foo"), "(error) ERR CLIENT PAUSE mode must be WRITE or ALL")
+	expectReply(t, admin.Do("CLIENT", "PAUSE", "10", "write", "x"), "(error) ERR unknown subcommand or wrong number of arguments for 'PAUSE'. Try CLIENT HELP.")
+	expectReply(t, admin.Do("CLIENT", "PAUSE"), "(error) ERR wrong number of arguments for 'client|pause' command")
+	expectReply(t, admin.Do("CLIENT", "UNPAUSE", "x"), "(error) ERR wrong number of arguments for 'client|unpause' command")
+}
