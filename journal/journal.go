@@ -277,6 +277,10 @@ func (j *Journal) keepInRing(e *Entry) {
 	}
 	if j.n == 0 {
 		j.tail = 0
+		if want := max(j.cfg.BacklogBytes, size); len(j.buf) > want {
+			// A large entry has gone: so does its buffer.
+			j.buf = make([]byte, want)
+		}
 	}
 	if j.n == len(j.ring) {
 		j.grow()

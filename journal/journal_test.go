@@ -142,6 +142,10 @@ func TestBacklogRingMatchesModel(t *testing.T) {
 		if size != j.BacklogBytes() {
 			t.Fatalf("step %d: BacklogBytes %d, entries %d", i, j.BacklogBytes(), size)
 		}
+		// The buffer is the bound's size, or the one entry's larger than it.
+		if want := max(bound, got[len(got)-1].EncodedSize()); len(got) == 1 && len(j.buf) > want || len(got) > 1 && len(j.buf) != bound {
+			t.Fatalf("step %d: buffer of %d bytes holding %d entries (bound %d)", i, len(j.buf), len(got), bound)
+		}
 	}
 }
 
