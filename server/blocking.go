@@ -2,8 +2,11 @@ package server
 
 import (
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
 	"github.com/dfly/dfly/types/num"
@@ -96,9 +99,24 @@ func (x *Coord) block(spec blockSpec) {
 			x.blocked = true
 			x.Srv.blockedClients.Add(1)
 		}
+		x.Conn.startWaiting()
 		select {
+		case asError := <-x.Conn.unblock: // CLIENT UNBLOCK
+			x.Conn.waiting.Store(false)
+			if b.Cancel() {
+				x.unblock(b, spec.keys)
+				if asError {
+					x.W.Error(errUnblocked)
+				} else {
+					spec.timedOut()
+				}
+				return
+			}
+			<-b.Done
 		case <-b.Done:
+			x.Conn.waiting.Store(false)
 		case <-deadline:
+			x.Conn.waiting.Store(false)
 			if b.Cancel() {
 				x.unblock(b, spec.keys)
 				spec.timedOut()
@@ -106,6 +124,7 @@ func (x *Coord) block(spec blockSpec) {
 			}
 			<-b.Done
 		case <-x.Conn.gone:
+			x.Conn.waiting.Store(false)
 			if b.Cancel() {
 				x.unblock(b, spec.keys)
 				return
@@ -117,6 +136,54 @@ func (x *Coord) block(spec blockSpec) {
 			return
 		}
 	}
+}
+
+// errUnblocked is the reply of a command CLIENT UNBLOCK ... ERROR stopped.
+const errUnblocked = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
+
+// startWaiting marks c as waiting in a blocking command, after dropping
+// an UNBLOCK meant for an earlier one.
+func (c *Conn) startWaiting() {
+	select {
+	case <-c.unblock:
+	default:
+	}
+	c.waiting.Store(true)
+}
+
+// clientUnblock is CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 when client id was
+// waiting in a blocking command, which then answers as if it timed out
+// (or with an UNBLOCKED error), 0 otherwise.
+func clientUnblock(c *Conn, a [][]byte, w *resp.Writer) {
+	id, err := strconv.ParseInt(string(a[2]), 10, 64)
+	if err != nil {
+		w.Error(errNotInt)
+		return
+	}
+	asError := false
+	if len(a) == 4 {
+		switch strings.ToLower(string(a[3])) {
+		case "timeout":
+		case "error":
+			asError = true
+		default:
+			w.Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+			return
+		}
+	} else if len(a) > 4 {
+		subcommandSyntaxErr(w, a, "client")
+		return
+	}
+	t := c.srv.connByID(id)
+	if t == nil || !t.waiting.Load() {
+		w.Int(0)
+		return
+	}
+	select {
+	case t.unblock <- asError:
+	default: // one is pending already
+	}
+	w.Int(1)
 }
 
 // forEachKeyShard registers, within the transaction, fn for each distinct

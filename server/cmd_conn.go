@@ -232,7 +232,7 @@ func (c *Conn) setInfo(fn func()) {
 // clientArity is each CLIENT subcommand's arity, Redis style.
 var clientArity = map[string]int{
 	"id": 2, "setname": 3, "getname": 2, "setinfo": 4, "list": -2, "info": 2, "kill": -3,
-	"no-evict": 3, "no-touch": 3, "reply": 3, "help": 2, "pause": -3, "unpause": 2,
+	"no-evict": 3, "no-touch": 3, "reply": 3, "help": 2, "pause": -3, "unpause": 2, "unblock": -3,
 	"tracking": -3, "caching": 3, "getredir": 2, "trackinginfo": 2,
 }
 
@@ -297,6 +297,8 @@ func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
 		w.SimpleString("OK")
 	case sub == "pause":
 		clientPause(c, a, w) // pause.go
+	case sub == "unblock":
+		clientUnblock(c, a, w) // blocking.go
 	case sub == "unpause":
 		c.srv.unpause()
 		w.SimpleString("OK")
@@ -315,7 +317,7 @@ func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
 			"ID", "GETNAME", "SETNAME <name>", "SETINFO <LIB-NAME|LIB-VER> <value>", "LIST", "INFO",
 			"KILL <ip:port> | ID <id> | ADDR <ip:port> | LADDR <ip:port>", "NO-EVICT (ON|OFF)",
 			"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]] [OPTIN] [OPTOUT] [NOLOOP]",
-			"CACHING (YES|NO)", "GETREDIR", "TRACKINGINFO", "PAUSE <timeout> [WRITE|ALL]", "UNPAUSE", "HELP"}
+			"CACHING (YES|NO)", "GETREDIR", "TRACKINGINFO", "PAUSE <timeout> [WRITE|ALL]", "UNPAUSE", "UNBLOCK <clientid> [TIMEOUT|ERROR]", "HELP"}
 		w.Array(len(lines))
 		for _, l := range lines {
 			w.SimpleString(l)

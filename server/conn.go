@@ -125,6 +125,11 @@ type Conn struct {
 	// gone is closed when the client disconnects (blocked commands stop
 	// waiting).
 	gone chan struct{}
+	// waiting is set while a blocking command (BLPOP & co., XREAD BLOCK,
+	// WAIT) waits; CLIENT UNBLOCK then sends on unblock: true for ERROR,
+	// false for TIMEOUT (blocking.go).
+	waiting atomic.Bool
+	unblock chan bool
 	// lastActive (unix ns) and lastCmd are what CLIENT LIST shows as idle
 	// and cmd; they are atomics so the loop pays no lock per read.
 	lastActive atomic.Int64
@@ -138,6 +143,7 @@ func newConn(srv *Server, gc gnet.Conn) *Conn {
 	c := &Conn{srv: srv, gc: gc, proto: 2, loop: -2}
 	c.protoShared.Store(2)
 	c.gone = make(chan struct{})
+	c.unblock = make(chan bool, 1)
 	c.ID = srv.nextConnID.Add(1)
 	c.parser = resp.NewParser(srv.cfg.ProtoMaxBulk, int(srv.cfg.QueryBufMax))
 	c.authed = srv.cfg.Requirepass == ""

@@ -907,6 +907,8 @@ func cmdWait(x *Coord) {
 		deadline = time.Now().Add(time.Duration(ms) * time.Millisecond)
 	}
 	asked := false
+	x.Conn.startWaiting() // CLIENT UNBLOCK may end the wait (blocking.go)
+	defer x.Conn.waiting.Store(false)
 	for {
 		got := acked()
 		if int64(got) >= n || (!deadline.IsZero() && time.Now().After(deadline)) {
@@ -924,6 +926,13 @@ func cmdWait(x *Coord) {
 		select {
 		case <-x.Conn.gone:
 			x.W.Int(int64(acked()))
+			return
+		case asError := <-x.Conn.unblock:
+			if asError {
+				x.W.Error(errUnblocked)
+			} else {
+				x.W.Int(int64(acked()))
+			}
 			return
 		case <-time.After(5 * time.Millisecond):
 		}

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"strconv"
 	"testing"
 	"time"
 )
@@ -85,4 +86,51 @@ func TestClientPause(t *testing.T) {
 	expectReply(t, admin.Do("CLIENT", "PAUSE", "10", "write", "x"), "(error) ERR unknown subcommand or wrong number of arguments for 'PAUSE'. Try CLIENT HELP.")
 	expectReply(t, admin.Do("CLIENT", "PAUSE"), "(error) ERR wrong number of arguments for 'client|pause' command")
 	expectReply(t, admin.Do("CLIENT", "UNPAUSE", "x"), "(error) ERR wrong number of arguments for 'client|unpause' command")
+}
+
+// TestClientUnblock: CLIENT UNBLOCK ends a blocking command as its timeout
+// would, or with an UNBLOCKED error; a client not waiting is not
+// affected. Checked against redis-server too.
+func TestClientUnblock(t *testing.T) {
+	t.Parallel()
+	srv := StartServer(t)
+	admin := srv.Raw(t)
+	c := srv.Raw(t)
+	id := strconv.FormatInt(c.Do("CLIENT", "ID").Int, 10)
+	// unblock retries until c is waiting (UNBLOCK answers 0 before).
+	unblock := func(args ...string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for admin.Do(append([]string{"CLIENT", "UNBLOCK", id}, args...)...).Int != 1 {
+			if time.Now().After(deadline) {
+				t.Fatal("CLIENT UNBLOCK never found the client waiting")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for _, tc := range []struct {
+		cmd  []string
+		mode []string
+		want string
+	}{
+		{[]string{"BLPOP", "nolist", "0"}, nil, "(nil)"},
+		{[]string{"BLPOP", "nolist", "0"}, []string{"TIMEOUT"}, "(nil)"},
+		{[]string{"BLPOP", "nolist", "0"}, []string{"ERROR"}, "(error) UNBLOCKED client unblocked via CLIENT UNBLOCK"},
+		{[]string{"BZPOPMIN", "nozset", "0"}, []string{"error"}, "(error) UNBLOCKED client unblocked via CLIENT UNBLOCK"},
+		{[]string{"XREAD", "BLOCK", "0", "STREAMS", "nostream", "$"}, nil, "(nil)"},
+		{[]string{"WAIT", "1", "0"}, nil, "(integer) 0"},
+		{[]string{"WAIT", "1", "0"}, []string{"ERROR"}, "(error) UNBLOCKED client unblocked via CLIENT UNBLOCK"},
+	} {
+		c.Send(tc.cmd...)
+		unblock(tc.mode...)
+		expectReply(t, c.MustRead(), tc.want)
+	}
+	// The client goes on normally; not waiting, it is not unblocked.
+	expectReply(t, c.Do("RPUSH", "nolist", "x"), "(integer) 1")
+	expectReply(t, admin.Do("CLIENT", "UNBLOCK", id), "(integer) 0")
+	expectReply(t, c.Do("BLPOP", "nolist", "0"), "(array)\n  \"nolist\"\n  \"x\"")
+	expectReply(t, admin.Do("CLIENT", "UNBLOCK", "999999"), "(integer) 0")
+	expectReply(t, admin.Do("CLIENT", "UNBLOCK", "abc"), "(error) ERR value is not an integer or out of range")
+	expectReply(t, admin.Do("CLIENT", "UNBLOCK", id, "foo"), "(error) ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+	expectReply(t, admin.Do("CLIENT", "UNBLOCK"), "(error) ERR wrong number of arguments for 'client|unblock' command")
 }
