@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"math/bits"
 	"sync/atomic"
 	"time"
 
@@ -57,9 +58,11 @@ type deferredMain struct {
 // batch made anew grew its arrays from nothing: during a full sync of 1M
 // keys that was 45 MB of garbage in 2 s (a heap profile of the master),
 // most of what brought a garbage collection, and its stall, into the
-// sync. A small batch's arrays are made at their final size and never
-// grow; the pools hold no more batches than were outstanding at once, so
-// they add nothing to the Slice's peak memory.
+// sync. Now a batch's arrays are made at its first cut's size rounded up
+// to a power of two and grow only for a larger cut, rarely; the pools hold
+// no more batches than were outstanding at once, so the memory of
+// outstanding cuts stays near their records' (a fixed size for small
+// batches would have cost up to 1.5 KB per cut behind a slow consumer).
 type batch struct {
 	main    []byte
 	splices []splice
@@ -149,10 +152,9 @@ func (sl *Slice) deferMain() {
 	select {
 	case bt = <-pool:
 	default:
-		bt = &batch{home: pool}
-		if pool == sl.smallBatches {
-			bt.main, bt.splices = make([]byte, 0, smallCutBytes), make([]splice, 0, smallCutKeys)
-		}
+		bt = &batch{home: pool, // sized to the cut (see batch)
+			main:    make([]byte, 0, 1<<bits.Len(uint(max(len(buf), 32)-1))),
+			splices: make([]splice, 0, 1<<bits.Len(uint(max(len(sl.splices), 1)-1)))}
 	}
 	bt.main = append(bt.main[:0], buf...)
 	sl.mainSpare = buf[:0]
