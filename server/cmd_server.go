@@ -296,10 +296,7 @@ func cmdInfo(x *Coord) {
 		}
 		in.calls = map[string]cmdCount{}
 		for cmd, n := range srv.cmdStats[s.ID].calls {
-			c := in.calls[cmd.Name]
-			c.calls += n.calls
-			c.nsec += n.nsec
-			in.calls[cmd.Name] = c
+			addCount(in.calls, cmd.Name, *n)
 		}
 	})
 	var st shard.Stats
@@ -402,19 +399,13 @@ func cmdInfo(x *Coord) {
 	if want("commandstats", false) {
 		section("Commandstats")
 		calls := map[string]cmdCount{}
-		add := func(k string, v cmdCount) {
-			c := calls[k]
-			c.calls += v.calls
-			c.nsec += v.nsec
-			calls[k] = c
-		}
 		for _, in := range infos {
 			for k, v := range in.calls {
-				add(k, v)
+				addCount(calls, k, v)
 			}
 		}
 		for _, cmd := range srv.table.byName {
-			add(cmd.Name, cmdCount{calls: cmd.calls.Load(), nsec: cmd.nsec.Load()})
+			addCount(calls, cmd.Name, cmdCount{calls: cmd.calls.Load(), nsec: cmd.nsec.Load()})
 		}
 		names := make([]string, 0, len(calls))
 		for k, v := range calls {

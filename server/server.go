@@ -95,6 +95,14 @@ type shardCmdStats struct{ calls map[*Command]*cmdCount }
 
 type cmdCount struct{ calls, nsec uint64 }
 
+// addCount adds v to m[k] (INFO gathering the shards' and loops' counts).
+func addCount(m map[string]cmdCount, k string, v cmdCount) {
+	c := m[k]
+	c.calls += v.calls
+	c.nsec += v.nsec
+	m[k] = c
+}
+
 // New builds a server with its shards; Serve starts it.
 func New(cfg *Config, log *Logger) *Server {
 	if cfg.Shards <= 0 {
