@@ -42,10 +42,13 @@ const (
 	// MaxPackedString is the largest string value kept in a chunk; a
 	// longer one is one heap object of its own (few of them per byte).
 	MaxPackedString = 1024
-	// A pass starts when dead bytes reach a third of the chunks' bytes and
-	// at least defragMinWaste; it moves the values of chunks less than
-	// defragSparse full.
-	defragMinWaste = 1 << 20
+	// A pass moves the values of chunks less than defragSparse full. It
+	// starts when the dead bytes of such chunks (what a pass gives back)
+	// reach an eighth of the chunks' bytes and at least defragMinWaste; a
+	// chunk that empties after the pass visited its values is left to the
+	// next pass, which starts on the same rule, so the arena settles below
+	// it once deletes stop.
+	defragMinWaste = 256 << 10
 	defragSparse   = strChunkSize * 6 / 10
 )
 
@@ -62,6 +65,9 @@ type strArena struct {
 	// used: bytes handed out (or lost at chunk tails) in the chunks held;
 	// live: bytes of the values counted in them.
 	used, live int
+	// reclaimable: the dead bytes of the sparse chunks (sparseDead), kept
+	// by every change of a chunk's live bytes, cur or imp.
+	reclaimable int
 	// defragging: a pass runs, resuming at cursor.
 	defragging bool
 	cursor     uint64
@@ -107,6 +113,7 @@ func (a *strArena) newChunk() {
 		c.used = strChunkSize
 		a.cur = -1
 		a.release(old)
+		a.reclaimable += a.sparseDead(old) // it counted nothing as cur
 	}
 	a.cur = a.add(make([]byte, strChunkSize), 0)
 }
@@ -153,8 +160,10 @@ func (a *strArena) adopt(v *Value) {
 
 // count adds the packed v to its chunk's live bytes.
 func (a *strArena) count(v *Value) {
+	a.reclaimable -= a.sparseDead(int32(v.c))
 	a.chunks[v.c].live += int32(v.n)
 	a.live += int(v.n)
+	a.reclaimable += a.sparseDead(int32(v.c))
 }
 
 // drop uncounts v, which leaves the DB or stops being packed.
@@ -178,15 +187,19 @@ func (a *strArena) drop(v *Value) {
 func (a *strArena) shrink(v *Value, n uint32) {
 	d := v.n - n
 	v.n = n
+	a.reclaimable -= a.sparseDead(int32(v.c))
 	a.chunks[v.c].live -= int32(d)
 	a.live -= int(d)
+	a.reclaimable += a.sparseDead(int32(v.c))
 }
 
 // uncount is drop without the charge: for the pass's own moves.
 func (a *strArena) uncount(v *Value) {
+	a.reclaimable -= a.sparseDead(int32(v.c))
 	a.chunks[v.c].live -= int32(v.n)
 	a.live -= int(v.n)
 	a.release(int32(v.c))
+	a.reclaimable += a.sparseDead(int32(v.c))
 }
 
 // release forgets chunk id when no counted value is left in it and it
@@ -210,19 +223,30 @@ func (a *strArena) charge() {
 	}
 }
 
-// wasteful: enough dead bytes to start a defragmentation pass.
+// wasteful: enough dead bytes in sparse chunks to start a
+// defragmentation pass.
 func (a *strArena) wasteful() bool {
-	waste := a.used - a.live
-	return waste >= defragMinWaste && waste*3 >= a.used
+	return a.reclaimable >= defragMinWaste && a.reclaimable*8 >= a.used
+}
+
+// sparseDead returns the dead bytes of chunk id if it is worth emptying
+// (a pass moves its values), else 0. The callers that change a chunk's
+// live bytes, or make it stop being cur or imp, keep reclaimable the sum
+// of it over the chunks: subtract before, add after.
+func (a *strArena) sparseDead(id int32) int {
+	if id == a.cur || id == a.imp {
+		return 0
+	}
+	c := &a.chunks[id]
+	if c.buf == nil || c.used != strChunkSize || c.live >= defragSparse {
+		return 0
+	}
+	return int(c.used - c.live)
 }
 
 // sparse: v is packed in a chunk worth emptying.
 func (a *strArena) sparse(v *Value) bool {
-	if v.flags&flagPacked == 0 || int32(v.c) == a.cur || int32(v.c) == a.imp {
-		return false
-	}
-	c := &a.chunks[v.c]
-	return c.used == strChunkSize && c.live < defragSparse
+	return v.flags&flagPacked != 0 && a.sparseDead(int32(v.c)) > 0
 }
 
 // move gives the live packed v a copy of its bytes in the current chunk.
@@ -266,6 +290,7 @@ func (db *DB) ImportChunk(buf []byte) {
 	a.imp = a.add(buf, strChunkSize) // what the loader leaves unused is dead
 	if old >= 0 {
 		a.release(old)
+		a.reclaimable += a.sparseDead(old) // it counted nothing as imp
 	}
 }
 
