@@ -76,3 +76,33 @@ func DecodeDump(payload []byte, h Handler) error {
 	}
 	return nil
 }
+
+// DecodeFunctionDump verifies a FUNCTION DUMP payload (ErrDumpPayload)
+// and returns the library sources of its FUNCTION2 records, in order.
+func DecodeFunctionDump(payload []byte) ([][]byte, error) {
+	if err := VerifyDump(payload); err != nil {
+		return nil, err
+	}
+	body := payload[:len(payload)-10]
+	d := &Decoder{num1: make([]byte, 0, 24), num2: make([]byte, 0, 24)}
+	d.r.initBytes(body)
+	d.version = MaxVersion
+	var codes [][]byte
+	for !d.r.atEOF() {
+		off := d.r.offset()
+		op, err := d.r.readByte()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadDataFormat, d.wrap(err))
+		}
+		if op != opFunction2 {
+			return nil, fmt.Errorf("%w: %w", ErrBadDataFormat, d.wrap(d.corrupt(off, "record type %d in a function dump", op)))
+		}
+		var buf []byte
+		code, err := d.readString(&buf)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadDataFormat, d.wrap(err))
+		}
+		codes = append(codes, append([]byte(nil), code...))
+	}
+	return codes, nil
+}

@@ -595,7 +595,7 @@ func (c *Conn) prepare(p *pending) bool {
 	}
 	// Issue 8: a replica refuses client writes (READONLY) and, during a
 	// full sync, whatever cannot run while loading (LOADING).
-	if e := c.srv.replicaRefusal(p.cmd); e != "" {
+	if e := c.srv.replicaRefusal(p.cmd, p.args); e != "" {
 		w.Error(e)
 		return false
 	}

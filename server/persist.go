@@ -204,6 +204,8 @@ func (s *Server) save(t *tx.Tx) error {
 
 // shardSnapshot is one shard's records, per database.
 type shardSnapshot struct {
+	// funcs (shard 0's): the function libraries at the cut (cutFunctions).
+	funcs   []byte
 	dbs     [][]byte
 	keys    []uint64
 	expires []uint64
@@ -215,6 +217,7 @@ type shardSnapshot struct {
 func (s *Server) serialize(t *tx.Tx) []shardSnapshot {
 	snap := make([]shardSnapshot, len(s.shards))
 	t.RunAll(func(sh *shard.Shard) { snap[sh.ID] = serializeShard(sh) })
+	snap[0].funcs = s.cutFunctions()
 	return snap
 }
 
@@ -338,6 +341,7 @@ func (s *Server) writeSnapshotFile(path string, snap []shardSnapshot) (writes ui
 	e.WriteHeader()
 	e.StandardAUX(RedisVersion, 0)
 	put(e.TakeBytes())
+	put(snap[0].funcs)
 	for db := 0; db < len(s.shards[0].DBs); db++ {
 		var keys, expires uint64
 		for _, ss := range snap {

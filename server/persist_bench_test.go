@@ -76,7 +76,7 @@ func BenchmarkLoadOnStart(b *testing.B) {
 			if format == "dfly" {
 				files := make([]dfsEntry, len(src.shards))
 				for i, sh := range src.shards {
-					files[i] = encodeShardFile(sh, dir, shardFileName("dump", i)).wait()
+					files[i] = encodeShardFile(sh, dir, shardFileName("dump", i), nil).wait()
 				}
 				if err := src.writeSummary(dir, "dump", files); err != nil {
 					b.Fatal(err)

@@ -112,7 +112,11 @@ func (s *Server) saveDfly(t *tx.Tx) (err error) {
 	var writes atomic.Uint64
 	t.RunAll(func(sh *shard.Shard) {
 		writes.Add(sh.Stats.Writes)
-		out[sh.ID] = encodeShardFile(sh, dir, shardFileName(base, sh.ID))
+		var funcs []byte
+		if sh.ID == 0 {
+			funcs = s.cutFunctions() // every shard is held
+		}
+		out[sh.ID] = encodeShardFile(sh, dir, shardFileName(base, sh.ID), funcs)
 	})
 	t.Finish(nil)
 	files := make([]dfsEntry, len(out))
@@ -214,6 +218,25 @@ func (w *dfsWriter) plain(stream uint32, b []byte) {
 		b = b[rdb.MaxChunkPayload:]
 	}
 	w.chunk(rdb.OpChunkEnd, stream, b)
+}
+
+// appendPlainFrames is plain into a buffer: b framed as one item of
+// stream, appended to dst.
+func appendPlainFrames(dst []byte, stream uint32, b []byte) []byte {
+	for {
+		n, op := len(b), byte(rdb.OpChunkEnd)
+		if n > rdb.MaxChunkPayload {
+			n, op = rdb.MaxChunkPayload, rdb.OpChunk
+		}
+		dst = append(dst, op)
+		dst = binary.LittleEndian.AppendUint32(dst, stream)
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
+		dst = append(dst, b[:n]...)
+		b = b[n:]
+		if op == rdb.OpChunkEnd {
+			return dst
+		}
+	}
 }
 
 // fragment writes a fragment as a blob when compressing shrinks it,
@@ -334,7 +357,7 @@ func (f *dfsFile) wait() dfsEntry { return <-f.done }
 // encodeShardFile encodes sh's databases into fragments for a new
 // dfsFile; it runs on the shard's goroutine and returns when every
 // fragment is queued.
-func encodeShardFile(sh *shard.Shard, dir, name string) *dfsFile {
+func encodeShardFile(sh *shard.Shard, dir, name string, funcs []byte) *dfsFile {
 	out := startShardFile(dir, name, uint32(sh.ID))
 	defer close(out.frags)
 	e := rdb.NewEncoder(nil)
@@ -342,6 +365,7 @@ func encodeShardFile(sh *shard.Shard, dir, name string) *dfsFile {
 	e.SetChecksum(false) // the writer checksums the file
 	e.SwapBytes(out.buffer())
 	e.StandardAUX(RedisVersion, 0)
+	e.Raw(funcs)
 	now := sh.Now()
 	for i, db := range sh.DBs {
 		if db.Len() == 0 {

@@ -40,6 +40,7 @@ func (s *Server) bgsaveDfly(done func(error)) {
 	t.Finish(func(sh *shard.Shard) {
 		writes[sh.ID] = sh.Stats.Writes
 		ref.take(sh)
+		s.functionsAtCut(sh, outs[sh.ID], true)
 		slices[sh.ID] = snapshot.Deferred(sh, snapshot.Options{Tagged: true, Encode: encodeForSnapshot, NoLZF: true,
 			Out: outs[sh.ID], Free: frees[sh.ID], MaxChunk: s.serializationChunk(), Load: tierLoader(sh)}) // tiered.go
 	})

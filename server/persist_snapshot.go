@@ -41,6 +41,7 @@ func (s *Server) snapshotCut() ([]chan snapshot.Chunk, chan []byte, uint64) {
 	t.Finish(func(sh *shard.Shard) {
 		writes[sh.ID] = sh.Stats.Writes
 		ref.take(sh)
+		s.functionsAtCut(sh, outs[sh.ID], false)
 		slices[sh.ID] = snapshot.Deferred(sh, snapshot.Options{Encode: encodeForSnapshot, Out: outs[sh.ID], Free: free,
 			MaxChunk: s.serializationChunk(), Load: tierLoader(sh)}) // tierLoader: tiered.go
 	})

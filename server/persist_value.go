@@ -274,7 +274,18 @@ func (l *loader) ResizeDB(keys, exp uint64) error {
 	}
 	return nil
 }
-func (l *loader) Function(code []byte) error { return nil }
+
+// Function loads a function library (replacing one of its name). One that
+// does not load here is reported and skipped: the keys matter more.
+func (l *loader) Function(code []byte) error {
+	if l.srv == nil {
+		return nil
+	}
+	if err := l.srv.loadFunctionLibrary(code); err != nil {
+		l.srv.log.Warnf("Skipping a function library of the snapshot: %v", err)
+	}
+	return nil
+}
 
 func (l *loader) SelectDB(db uint64) error {
 	if db >= uint64(len(l.srv.shards[0].DBs)) {

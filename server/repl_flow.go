@@ -244,6 +244,7 @@ func (s *Server) startSession(sess *flowSession) {
 			f.fullAt = sh.Journal.LSN()
 			f.out = make(chan snapshot.Chunk, 16)
 			f.free = make(chan []byte, 32)
+			s.functionsAtCut(sh, f.out, true)
 			f.slice = snapshot.DeferredSelf(sh, snapshot.Options{Mode: sess.mode, Tagged: true, Journal: true,
 				FullSyncCut: true, Sizes: true, NoLZF: f.blobs, Encode: encodeForSnapshot, Out: f.out, Free: f.free, MaxChunk: chunk, Load: tierLoader(sh)}) // tiered.go
 		}

@@ -382,6 +382,7 @@ func (l *flowLink) session() error {
 				db.Flush()
 			}
 		})
+		s.flushFunctions() // the master's come with the sync
 		pending.Store(int32(shards))
 	} else {
 		l.cfg.Logf("MASTER <-> REPLICA flows: partial sync of %d shards", shards)

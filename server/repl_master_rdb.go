@@ -35,6 +35,7 @@ func (s *Server) replicationCut(also func(*shard.Shard)) ([]chan snapshot.Chunk,
 	chunk := s.serializationChunk()
 	t.Finish(func(sh *shard.Shard) {
 		also(sh)
+		s.functionsAtCut(sh, outs[sh.ID], false)
 		snapshot.Deferred(sh, snapshot.Options{Encode: encodeForSnapshot, Out: outs[sh.ID], Free: free, MaxChunk: chunk,
 			Load: tierLoader(sh)}) // tiered.go
 	})

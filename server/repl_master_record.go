@@ -29,10 +29,11 @@ import (
 // are replicated by effects: their redis.call writes, never EVAL itself.
 
 // effectsOnly are commands journaled by their effects, not themselves.
-var effectsOnly = map[string]bool{"eval": true, "evalsha": true, "exec": true}
+var effectsOnly = map[string]bool{"eval": true, "evalsha": true, "exec": true, "fcall": true}
 
-// notJournaled write commands change nothing a replica should repeat.
-var notJournaled = map[string]bool{"debug": true}
+// notJournaled write commands change nothing a replica should repeat, or
+// journal themselves (FUNCTION: changeFunctions).
+var notJournaled = map[string]bool{"debug": true, "function": true}
 
 // Propagate makes the journal record args instead of the command as sent;
 // called several times, it records each in order. For commands whose

@@ -78,14 +78,15 @@ func (s *Server) isReplica() bool { return s.replica.active.Load() }
 // every command (Conn.prepare), so the master case is one atomic load.
 // EVAL and EVALSHA run, as on Redis 7 (where they are not write
 // commands): a script's writes fail instead (luaVM.call).
-func (s *Server) replicaRefusal(cmd *Command) string {
+func (s *Server) replicaRefusal(cmd *Command, args [][]byte) string {
 	if !s.replica.active.Load() {
 		return ""
 	}
 	if s.replica.loading.Load() && cmd.Flags&FlagLoading == 0 {
 		return errLoading
 	}
-	if cmd.Flags&FlagWrite != 0 && cmd.Name != "eval" && cmd.Name != "evalsha" {
+	if cmd.Flags&FlagWrite != 0 && cmd.Name != "eval" && cmd.Name != "evalsha" && cmd.Name != "fcall" &&
+		(cmd.Name != "function" || len(args) < 2 || functionWrites(args[1])) {
 		return errReadonlyReplica
 	}
 	return ""

@@ -90,6 +90,7 @@ func (a *replApplier) FullSync(r io.Reader, size int64) (err error) {
 			db.Flush()
 		}
 	})
+	s.flushFunctions() // the master's come in its RDB
 	defer s.beginLoad(size, 0)()
 	free := make(chan []loadItem, (applyLoadInflight+1)*len(s.shards))
 	l := newLoader(s, func(sid int, items []loadItem) {

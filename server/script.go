@@ -68,6 +68,11 @@ type scriptEngine struct {
 	// vms are idle interpreters; each is reset after a run.
 	vms sync.Pool
 
+	// fn: the function libraries (function.go), under mu; libGen counts
+	// their changes (an interpreter's closures of an older one are stale).
+	fn     funcRegistry
+	libGen atomic.Uint64
+
 	runMu   sync.Mutex
 	running map[*scriptRun]struct{}
 }
@@ -174,6 +179,8 @@ type scriptRun struct {
 	start  time.Time
 	active bool
 	sha    []byte // the running script's SHA (its bytes may be a request's)
+	fn     *funcDef
+	cmd    [][]byte // the command running it (a request's)
 	wrote  bool
 	killed atomic.Bool
 	// demoted: an inline run overran its budget before writing; it was
@@ -188,10 +195,12 @@ type scriptRun struct {
 	pending  bool
 }
 
-// begin starts a run of sha; budgeted: see localScriptBudget.
-func (r *scriptRun) begin(sha []byte, budgeted bool) {
+// begin starts a run of sha (of function fn, when not nil) for command
+// cmd; budgeted: see localScriptBudget.
+func (r *scriptRun) begin(sha []byte, fn *funcDef, cmd [][]byte, budgeted bool) {
 	r.mu.Lock()
 	r.start, r.active, r.sha, r.wrote, r.budgeted = time.Now(), true, sha, false, budgeted
+	r.fn, r.cmd = fn, cmd
 	if budgeted && !r.pending {
 		r.pending = true
 		if r.budget == nil {
@@ -206,7 +215,7 @@ func (r *scriptRun) begin(sha []byte, budgeted bool) {
 // end closes the run; the budget timer then finds it inactive.
 func (r *scriptRun) end() {
 	r.mu.Lock()
-	r.active, r.sha = false, nil
+	r.active, r.sha, r.fn, r.cmd = false, nil, nil, nil
 	r.mu.Unlock()
 }
 
@@ -264,15 +273,20 @@ func (r *scriptRun) beginWrite() bool {
 	return true
 }
 
-// kill stops the busy scripts that have not written: the reply for SCRIPT
-// KILL.
-func (e *scriptEngine) kill() string {
+// kill stops the busy scripts (functions: FUNCTION KILL) that have not
+// written: the reply for SCRIPT KILL (FUNCTION KILL).
+func (e *scriptEngine) kill(functions bool) string {
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
-	busy, killed := 0, 0
+	busy, killed, other := 0, 0, 0
 	for r := range e.running {
 		r.mu.Lock()
 		if time.Since(r.start) < busyScriptThreshold || r.killed.Load() {
+			r.mu.Unlock()
+			continue
+		}
+		if (r.fn != nil) != functions {
+			other++
 			r.mu.Unlock()
 			continue
 		}
@@ -290,6 +304,10 @@ func (e *scriptEngine) kill() string {
 		return ""
 	case busy > 0:
 		return errUnkillable
+	case other > 0 && functions:
+		return "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	case other > 0:
+		return "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
 	}
 	return errNotBusy
 }
@@ -300,16 +318,16 @@ func scriptCommands() []*Command {
 	f := FlagNoScript | FlagStale
 	return []*Command{
 		{Name: "eval", Arity: -3, Flags: f | FlagWrite, KeyPositions: evalKeyPositions,
-			Coordinate: evalCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, false, false) },
+			Coordinate: evalCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, func(c *Coord) { cmdEval(c, false, false) }) },
 			Multi: func(x *Coord) { cmdEval(x, false, false) }},
 		{Name: "evalsha", Arity: -3, Flags: f | FlagWrite, KeyPositions: evalKeyPositions,
-			Coordinate: evalCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, true, false) },
+			Coordinate: evalCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, func(c *Coord) { cmdEval(c, true, false) }) },
 			Multi: func(x *Coord) { cmdEval(x, true, false) }},
 		{Name: "eval_ro", Arity: -3, Flags: f | FlagReadonly, KeyPositions: evalKeyPositions,
-			Coordinate: evalCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, false, true) },
+			Coordinate: evalCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, func(c *Coord) { cmdEval(c, false, true) }) },
 			Multi: func(x *Coord) { cmdEval(x, false, true) }},
 		{Name: "evalsha_ro", Arity: -3, Flags: f | FlagReadonly, KeyPositions: evalKeyPositions,
-			Coordinate: evalCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, true, true) },
+			Coordinate: evalCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, func(c *Coord) { cmdEval(c, true, true) }) },
 			Multi: func(x *Coord) { cmdEval(x, true, true) }},
 		{Name: "script", Arity: -2, Flags: FlagNoScript, Local: cmdScript},
 	}
@@ -375,7 +393,7 @@ func cmdScript(c *Conn, a [][]byte, w *resp.Writer) {
 		e.mu.Unlock()
 		w.SimpleString("OK")
 	case sub == "kill" && len(a) == 2:
-		if err := e.kill(); err != "" {
+		if err := e.kill(false); err != "" {
 			w.Error(err)
 			return
 		}
@@ -440,13 +458,29 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 		}
 		sha = []byte(s)
 	}
+	runScript(x, scriptTarget{script: proto, id: sha}, numKeys, readonly)
+}
+
+// scriptTarget is what a script run executes: a script (EVAL, EVALSHA) or
+// a library's function (FCALL); id names its runs (coordScripts).
+type scriptTarget struct {
+	script *compiledScript
+	fn     *funcDef
+	id     []byte
+}
+
+// runScript runs target with the request's keys (numKeys after numkeys)
+// and arguments, writing its reply: the part EVAL and FCALL share.
+func runScript(x *Coord, target scriptTarget, numKeys int, readonly bool) {
+	e := x.Srv.scripts()
+	sha := target.id
 	keys := x.Args[3 : 3+numKeys]
 	argv := x.Args[3+numKeys:]
 
 	vm := e.vms.Get().(*luaVM)
 	sc := &vm.cur
 	var owned *tx.Tx // the script's transaction, finished after the run
-	*sc = scriptCtx{x: x, sha: sha, db: x.DB, readonly: readonly, resp: 2, keyed: numKeys > 0, run: &vm.runState}
+	*sc = scriptCtx{x: x, sha: sha, fn: target.fn, db: x.DB, readonly: readonly, resp: 2, keyed: numKeys > 0, run: &vm.runState}
 	if x.local != nil {
 		// Confined to this shard, whose goroutine runs it: no other
 		// command can run here meanwhile, so it needs no locks. Its
@@ -472,7 +506,7 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 	// before it writes: past localScriptBudget it is stopped — having
 	// changed nothing — and run again on a coordinator (as are its later
 	// runs), where it holds only its keys.
-	run.begin(sha, x.local != nil && x.canRetry)
+	run.begin(sha, target.fn, x.Args, x.local != nil && x.canRetry)
 	if x.local != nil && x.canRetry {
 		x.script = run // its commands may demote it (scriptRun.demote)
 		defer func() { x.script = nil }()
@@ -482,7 +516,11 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 	e.running[run] = struct{}{}
 	e.runMu.Unlock()
 
-	vm.run(sc, proto.proto, keys, argv, x.W)
+	if target.fn != nil {
+		vm.runFunction(sc, target.fn, keys, argv, x.W)
+	} else {
+		vm.run(sc, target.script.proto, keys, argv, x.W)
+	}
 	if owned != nil {
 		// Before the interpreter goes back to the pool: the next script
 		// to take it recycles this transaction (Coord.scriptTx).
@@ -613,14 +651,14 @@ func toCoordinator(sha []byte) {
 // pays no cross-shard coordination). While it runs, the event loop that
 // owns the shard serves nothing else; SCRIPT KILL from a client of another
 // loop still stops a long read-only script.
-func cmdEvalShard(e *Exec, bySHA, readonly bool) {
+func cmdEvalShard(e *Exec, run func(x *Coord)) {
 	// The shard's own coordinator value: nothing keeps it once cmdEval
 	// returned (the interpreter drops its context), and a script cannot
 	// run a script, so one per shard serves every inline run.
 	x := &e.Srv.evalCoords[e.S.ID]
 	*x = Coord{Srv: e.Srv, Conn: e.Conn, DB: e.DB.Index, Args: e.Args, W: e.W, inTx: true, local: e.S, canRetry: e.canRetry,
 		step: x.step}
-	cmdEval(x, bySHA, readonly)
+	run(x)
 	if x.demoted {
 		e.retry = &Coord{Srv: e.Srv, Conn: e.Conn, DB: e.DB.Index, Args: e.Args, W: e.W,
 			cmd: e.Srv.table.lookup(e.Args[0])}

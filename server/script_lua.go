@@ -34,7 +34,8 @@ type scriptCtx struct {
 	// t: the run's transaction; nil when it holds no lock, and for a
 	// script confined to its shard until a call needs one (see tx).
 	t        *tx.Tx
-	sha      []byte // as the request gave it
+	sha      []byte   // as the request gave it
+	fn       *funcDef // FCALL's function; nil for a script
 	db       int
 	readonly bool
 	keyed    bool     // declared keys (keyless writes such as FLUSHALL are refused)
@@ -76,6 +77,16 @@ type luaVM struct {
 	coord    Coord
 	step     *queuedStep
 	tx       *tx.Tx // the last script transaction, recycled (Coord.scriptTx)
+
+	// Function libraries (function_lua.go): the environment of their
+	// chunks and functions and the load-time API it shows while a chunk
+	// loads (loading), and the functions made in this interpreter per
+	// library, valid for the engine's libGen.
+	fnEnv   *lua.LTable
+	loadAPI *lua.LTable
+	loading *libLoad
+	libFns  map[*funcLib]map[string]*lua.LFunction
+	libGen  uint64
 }
 
 // maxCachedFns bounds an interpreter's functions cache; past it the cache
@@ -85,9 +96,15 @@ const maxCachedFns = 256
 // namesCommands: every command it can call is a literal in its text, and
 // names are those literals (scriptNamesCommands).
 func compileScript(body []byte) (proto *lua.FunctionProto, namesCommands bool, names []string, _ string) {
-	chunk, err := parse.Parse(bytes.NewReader(body), scriptSource)
+	return compileChunk(body, scriptSource, "ERR Error compiling script (new function): ")
+}
+
+// compileChunk is compileScript for a chunk named source, its errors
+// starting with prefix.
+func compileChunk(body []byte, source, prefix string) (proto *lua.FunctionProto, namesCommands bool, names []string, _ string) {
+	chunk, err := parse.Parse(bytes.NewReader(body), source)
 	if err == nil {
-		if proto, err = lua.Compile(chunk, scriptSource); err == nil {
+		if proto, err = lua.Compile(chunk, source); err == nil {
 			// Redis runs a script as a function body: no Lua 5.0 "arg"
 			// table for its varargs, which gopher-lua would otherwise
 			// build (with a map) on every run.
@@ -102,11 +119,11 @@ func compileScript(body []byte) (proto *lua.FunctionProto, namesCommands bool, n
 		if line <= 0 {
 			line, near = bytes.Count(body, []byte("\n"))+1, "<eof>"
 		}
-		msg = scriptSource + ":" + strconv.Itoa(line) + ": " + pe.Message + " near '" + near + "'"
+		msg = source + ":" + strconv.Itoa(line) + ": " + pe.Message + " near '" + near + "'"
 	} else if ce, ok := err.(*lua.CompileError); ok {
-		msg = scriptSource + ":" + strconv.Itoa(ce.Line) + ": " + ce.Message
+		msg = source + ":" + strconv.Itoa(ce.Line) + ": " + ce.Message
 	}
-	return nil, false, nil, "ERR Error compiling script (new function): " + strings.TrimSpace(msg)
+	return nil, false, nil, prefix + strings.TrimSpace(msg)
 }
 
 func newLuaVM(e *scriptEngine) *luaVM {
@@ -246,17 +263,24 @@ func (vm *luaVM) run(sc *scriptCtx, proto *lua.FunctionProto, keys, argv [][]byt
 	L.Push(fn)
 	err := L.PCall(0, 1, vm.handler)
 	L.RemoveContext()
+	vm.finishRun(err, w)
+	vm.reset(len(keys), len(argv))
+}
+
+// finishRun writes the reply of a run that ended with err (nil: its
+// result is on the stack).
+func (vm *luaVM) finishRun(err error, w *resp.Writer) {
+	L := vm.L
 	if err != nil {
 		var obj lua.LValue = lua.LString(err.Error())
 		if ae, ok := err.(*lua.ApiError); ok {
 			obj = ae.Object
 		}
-		vm.writeError(w, obj, sc.run.killed.Load())
+		vm.writeError(w, obj, vm.sc.run.killed.Load())
 	} else {
 		vm.writeReply(w, L.Get(-1), 0)
 		L.Pop(1)
 	}
-	vm.reset(len(keys), len(argv))
 }
 
 // reset empties the globals for the next run. Only Go code writes into the
@@ -327,13 +351,13 @@ func (vm *luaVM) writeError(w *resp.Writer, obj lua.LValue, killed bool) {
 			line = strconv.FormatInt(int64(n), 10)
 		}
 	} else {
-		msg = "ERR Error running script " + strings.ToLower(string(sc.sha)) + ", " + obj.String()
+		msg = "ERR Error running script " + sc.name() + ", " + obj.String()
 	}
 	if killed {
 		msg = msgScriptKill
 	}
 	if source != "" && line != "" {
-		msg += " script: " + strings.ToLower(string(sc.sha)) + ", on " + source + ":" + line + "."
+		msg += " script: " + sc.name() + ", on " + source + ":" + line + "."
 	}
 	writeRawError(w, msg)
 }
@@ -895,6 +919,14 @@ func (vm *luaVM) toLua(b []byte, pos int) (lua.LValue, int) {
 		return vm.toLua(b, next)
 	}
 	return lua.LNil, len(b)
+}
+
+// name is the script's SHA in lower case, or the function's name.
+func (sc *scriptCtx) name() string {
+	if sc.fn != nil {
+		return sc.fn.name
+	}
+	return strings.ToLower(string(sc.sha))
 }
 
 func (sc *scriptCtx) isDeclared(key []byte) bool {

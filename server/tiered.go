@@ -1345,6 +1345,7 @@ func (s *Server) serializeAsync(t *tx.Tx) []shardSnapshot {
 	}
 	snap := make([]shardSnapshot, len(s.shards))
 	t.RunAll(func(sh *shard.Shard) { snap[sh.ID] = ws[sh.ID].finish() })
+	snap[0].funcs = s.cutFunctions()
 	return snap
 }
 
