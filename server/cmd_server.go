@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/dfly/dfly/glob"
@@ -20,6 +21,7 @@ func serverCommands() []*Command {
 		{Name: "dbsize", Arity: 1, Flags: FlagReadonly | FlagFast, Multi: cmdDBSize},
 		{Name: "flushdb", Arity: -1, Flags: FlagWrite, Multi: func(x *Coord) { flush(x, false) }},
 		{Name: "flushall", Arity: -1, Flags: FlagWrite, Multi: func(x *Coord) { flush(x, true) }},
+		{Name: "swapdb", Arity: 3, Flags: FlagWrite | FlagFast, Multi: cmdSwapDB},
 		{Name: "info", Arity: -1, Flags: FlagLoading | FlagStale, Multi: cmdInfo},
 		{Name: "config", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdConfig},
 		{Name: "debug", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Multi: cmdDebug},
@@ -37,6 +39,58 @@ func cmdDBSize(x *Coord) {
 		total += n
 	}
 	x.W.Int(int64(total))
+}
+
+// cmdSwapDB is SWAPDB index1 index2, on every shard under one lock, so
+// no client sees one shard swapped and another not.
+func cmdSwapDB(x *Coord) {
+	n := len(x.Srv.shards[0].DBs)
+	var idx [2]int
+	for i, which := range []string{"first", "second"} {
+		v, err := strconv.Atoi(string(x.Args[1+i]))
+		if err != nil {
+			x.W.Error("ERR invalid " + which + " DB index")
+			return
+		}
+		idx[i] = v
+	}
+	for _, v := range idx {
+		if v < 0 || v >= n {
+			x.W.Error("ERR DB index is out of range")
+			return
+		}
+	}
+	if x.Srv.tiered != nil {
+		x.W.Error("ERR SWAPDB is not supported with tiered storage")
+		return
+	}
+	for {
+		t := x.Tx()
+		t.AddAllShards()
+		t.Lock()
+		// A snapshot's walk cannot follow a swap (shard.SwapDBs): wait for
+		// it to end (a BGSAVE, a replica's full sync), holding nothing
+		// meanwhile. Within EXEC or a script the locks cannot be let go:
+		// refuse instead.
+		var blocked atomic.Bool
+		t.RunAll(func(sh *shard.Shard) {
+			if sh.SwapBlocked() {
+				blocked.Store(true)
+			}
+		})
+		if !blocked.Load() {
+			t.Finish(func(sh *shard.Shard) { sh.SwapDBs(idx[0], idx[1]) })
+			break
+		}
+		t.Finish(nil)
+		if x.inTx {
+			x.W.Error("ERR SWAPDB cannot run in a transaction while a snapshot is being taken")
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	x.Srv.trackingFlushed()
+	x.W.SimpleString("OK")
 }
 
 // flush drops one DB or all, under a lock on every shard so no

@@ -111,7 +111,11 @@ func (s *Shard) signal(db int, key string) {
 // a transaction waits until the lock is released, so a blocked client
 // never sees the middle of a transaction.
 func (s *Shard) serveReady() {
-	if len(s.block.ready) == 0 || s.block.serving {
+	// Under a hold of the whole shard (SWAPDB, DEBUG RELOAD) every key is
+	// locked: the keys stay ready until its Release, which serves them
+	// after the transaction's journal commit (a pop journaled before the
+	// commit would reach replicas before the change that fed it).
+	if len(s.block.ready) == 0 || s.block.serving || s.Locks.allHeld {
 		return
 	}
 	s.block.serving = true

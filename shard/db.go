@@ -33,6 +33,12 @@ func newDB(s *Shard, index int) *DB {
 func (db *DB) newTables() {
 	db.Table, db.Expire = dash.New[Value](), dash.New[int64]()
 	db.strs = newStrArena(&db.shard.defragDue) // the old tables keep their chunks alive
+	db.reportMoves()
+}
+
+// reportMoves makes db's main table report its item moves, as db's, to
+// the shard's move hooks.
+func (db *DB) reportMoves() {
 	db.Table.OnMove(func(moves []dash.Move) {
 		for _, h := range db.shard.moveHooks {
 			h.OnMoved(db, moves)

@@ -1018,6 +1018,10 @@ func (sl *Slice) PreInsert(db *shard.DB, key string) {
 	}
 }
 
+// BlocksSwap: the walk's state is per database index, so SWAPDB waits
+// for it to end (shard.SwapDBs).
+func (sl *Slice) BlocksSwap() bool { return true }
+
 // PreFlush keeps the tables being flushed: PIT walks what is left of them
 // (they are nobody else's now), and with a journal its entries wait until
 // the baseline is complete: the flush must not reach the consumer before
