@@ -7,7 +7,29 @@ import (
 )
 
 // cmdCommand: COMMAND, COMMAND COUNT | INFO [name...] | DOCS [name...] | LIST.
-var commandArities = map[string]int{"count": 2, "list": -2, "info": -2, "docs": -2, "getkeys": -3}
+var commandArities = map[string]int{"count": 2, "list": -2, "info": -2, "docs": -2, "getkeys": -3, "help": 2}
+
+var commandHelp = []string{
+	"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"(no subcommand)",
+	"    Return details about all Redis commands.",
+	"COUNT",
+	"    Return the total number of commands in this Redis server.",
+	"LIST",
+	"    Return a list of all commands in this Redis server.",
+	"INFO [<command-name> ...]",
+	"    Return details about multiple Redis commands.",
+	"    If no command names are given, documentation details for all",
+	"    commands are returned.",
+	"DOCS [<command-name> ...]",
+	"    Return documentation details about multiple Redis commands.",
+	"    If no command names are given, documentation details for all",
+	"    commands are returned.",
+	"GETKEYS <full-command>",
+	"    Return the keys from a full Redis command.",
+	"HELP",
+	"    Prints this help.",
+}
 
 func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 	t := c.srv.table
@@ -22,6 +44,11 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 	switch subcommand(w, a, "command", commandArities) {
 	case "":
 		return
+	case "help":
+		w.Array(len(commandHelp))
+		for _, l := range commandHelp {
+			w.SimpleString(l)
+		}
 	case "count":
 		w.Int(int64(len(t.byName)))
 	case "list":

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/glob"
+	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
@@ -239,15 +240,47 @@ func cmdDebug(x *Coord) {
 		debugPopulate(x)
 	case sub == "reload" && len(x.Args) == 2:
 		debugReload(x) // persist.go
+	case sub == "object" && len(x.Args) == 3:
+		debugObject(x)
 	case sub == "gc" && len(x.Args) == 2:
 		// dfly's own: collect garbage now, so INFO's used_memory shows live
 		// data (benchmarks compare it with Redis's allocator count).
 		runtime.GC()
 		runtime.GC() // a second cycle also empties sync.Pool victim caches (I/O buffers)
 		x.W.SimpleString("OK")
+	case sub == "object":
+		x.W.Error("ERR unknown subcommand or wrong number of arguments for '" + truncArg(x.Args[1]) + "'. Try DEBUG HELP.")
 	default:
 		x.W.Error("ERR unknown subcommand '" + truncArg(x.Args[1]) + "'. Try DEBUG HELP.")
 	}
+}
+
+// debugObject is DEBUG OBJECT key in Redis's words: the value's address,
+// refcount (always 1: values are not shared), encoding (as OBJECT
+// ENCODING), serialized length (its RDB encoding, LZF included; for an
+// offloaded string its length), and its LRU clock and idle seconds.
+func debugObject(x *Coord) {
+	key := x.Args[2]
+	var line string
+	x.On(x.ShardOf(key), func(s *shard.Shard) {
+		_, v := s.DBs[x.DB].Find(key)
+		if v == nil {
+			return
+		}
+		size := int(v.StrLen())
+		if !v.IsExternal() {
+			if p, err := rdb.EncodeDump(func(e *rdb.Encoder) { encodeValue(e, nil, v, rdb.Meta{}) }); err == nil {
+				size = len(p) - 11 // the type byte, the version and the CRC
+			}
+		}
+		line = fmt.Sprintf("Value at:%p refcount:1 encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d",
+			v, encodingOf(v), size, v.Access&(1<<24-1), s.IdleSeconds(v))
+	})
+	if line == "" {
+		x.W.Error("ERR no such key")
+		return
+	}
+	x.W.SimpleString(line)
 }
 
 // debugPopulate: DEBUG POPULATE count [prefix] [size] creates keys

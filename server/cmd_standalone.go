@@ -1,6 +1,11 @@
 package server
 
-import "github.com/dfly/dfly/resp"
+import (
+	"strconv"
+	"strings"
+
+	"github.com/dfly/dfly/resp"
+)
 
 // Commands of features dfly does not have, answered as a standalone
 // redis-server without them answers, so that clients and tools probing for
@@ -22,7 +27,21 @@ func standaloneCommands() []*Command {
 		{Name: "readwrite", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, Local: noCluster},
 		{Name: "asking", Arity: 1, Flags: FlagFast, Local: noCluster},
 		{Name: "module", Arity: -2, Flags: FlagAdmin | FlagNoScript, Local: cmdModule},
+		{Name: "lolwut", Arity: -1, Flags: FlagReadonly | FlagFast, Local: cmdLolwut},
 	}
+}
+
+// cmdLolwut is LOLWUT [VERSION v]: the version line, which is all Redis
+// 7.0 prints for its own version (the art of versions 5 and 6 is not
+// drawn here).
+func cmdLolwut(c *Conn, a [][]byte, w *resp.Writer) {
+	if len(a) >= 3 && strings.EqualFold(string(a[1]), "version") {
+		if _, err := strconv.ParseInt(string(a[2]), 10, 64); err != nil {
+			w.Error(errNotInt)
+			return
+		}
+	}
+	w.Verbatim("txt", []byte("Redis ver. "+RedisVersion+"\n"))
 }
 
 func init() { typeFamilies = append(typeFamilies, standaloneCommands) }

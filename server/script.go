@@ -398,7 +398,17 @@ func cmdScript(c *Conn, a [][]byte, w *resp.Writer) {
 			return
 		}
 		w.SimpleString("OK")
-	case sub == "help" || sub == "load" || sub == "exists" || sub == "flush" || sub == "kill":
+	case sub == "debug" && len(a) == 3:
+		// There is no Lua debugger (redis-cli --ldb): only NO is accepted.
+		switch strings.ToLower(string(a[2])) {
+		case "no":
+			w.SimpleString("OK")
+		case "yes", "sync":
+			w.Error("ERR SCRIPT DEBUG " + strings.ToUpper(string(a[2])) + " is not supported: this server has no Lua debugger")
+		default:
+			w.Error("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+		}
+	case sub == "help" || sub == "load" || sub == "exists" || sub == "flush" || sub == "kill" || sub == "debug":
 		w.Error("ERR wrong number of arguments for 'script|" + sub + "' command")
 	default:
 		w.Error("ERR unknown subcommand '" + truncArg(a[1]) + "'. Try SCRIPT HELP.")

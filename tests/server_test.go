@@ -72,7 +72,8 @@ func StartServer(t testing.TB, flags ...string) *Server {
 			t.Skip("DFLY_TEST_TARGET=redis but redis-server is not installed")
 		}
 		binary = path
-		args = append(args, "--save", "", "--appendonly", "no")
+		// DEBUG is dfly's by default; Redis 7 refuses it unless enabled.
+		args = append(args, "--save", "", "--appendonly", "no", "--enable-debug-command", "yes")
 		args = append(args, redisFlags(flags)...)
 	default:
 		if buildErr != nil {
