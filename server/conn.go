@@ -565,7 +565,7 @@ func (c *Conn) startCoord(p *pending) {
 // them). Replies before it may wait for it (holdReplies).
 func answersSoon(cmd *Command) bool {
 	switch cmd.Name {
-	case "exec", "eval", "evalsha", "eval_ro", "evalsha_ro":
+	case "exec", "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
 		return true
 	}
 	return false

@@ -198,7 +198,7 @@ func tracksKeys(cmd *Command) bool {
 		return true
 	}
 	switch cmd.Name {
-	case "eval", "evalsha", "eval_ro", "evalsha_ro":
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
 		return true
 	}
 	return false
