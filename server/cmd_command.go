@@ -45,10 +45,7 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 	case "":
 		return
 	case "help":
-		w.Array(len(commandHelp))
-		for _, l := range commandHelp {
-			w.SimpleString(l)
-		}
+		writeHelp(w, commandHelp)
 	case "count":
 		w.Int(int64(len(t.byName)))
 	case "list":
@@ -92,7 +89,7 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 			w.BulkString("since")
 			w.BulkString("1.0.0")
 			w.BulkString("group")
-			w.BulkString("generic")
+			w.BulkString(cmd.Group)
 		}
 	case "getkeys":
 		cmd := t.lookup(a[2])
@@ -155,7 +152,11 @@ func writeCommandInfo(w *resp.Writer, cmd *Command) {
 	w.Int(int64(first))
 	w.Int(int64(last))
 	w.Int(int64(step))
-	w.Set(0)
+	cats := shownCategories(cmd)
+	w.Set(len(cats))
+	for _, c := range cats {
+		w.SimpleString("@" + c)
+	}
 	w.Set(0)
 	w.Array(0)
 	w.Array(0)

@@ -72,13 +72,18 @@ func cmdSelect(c *Conn, a [][]byte, w *resp.Writer) {
 
 const errWrongPass = "WRONGPASS invalid username-password pair or user is disabled."
 
-// checkAuth validates user/password against requirepass (the default user
-// is the only one).
+// checkAuth authenticates the connection as user with pass (ACL users,
+// acl.go); false when they do not match or the user is disabled.
 func (c *Conn) checkAuth(user, pass []byte) bool {
-	c.srv.cfg.mu.RLock()
-	want := c.srv.cfg.Requirepass
-	c.srv.cfg.mu.RUnlock()
-	return string(user) == "default" && string(pass) == want
+	e := c.srv.authenticate(user, pass)
+	if e == nil {
+		c.srv.logDenialAs(c, string(user), "auth", "toplevel", "AUTH")
+		return false
+	}
+	c.setUser(e)
+	c.authed = true
+	c.parser.SetAuthenticated(true)
+	return true
 }
 
 func cmdAuth(c *Conn, a [][]byte, w *resp.Writer) {
@@ -86,32 +91,18 @@ func cmdAuth(c *Conn, a [][]byte, w *resp.Writer) {
 		w.Error(errSyntax)
 		return
 	}
-	c.srv.cfg.mu.RLock()
-	pass := c.srv.cfg.Requirepass
-	c.srv.cfg.mu.RUnlock()
 	user, pw := []byte("default"), a[1]
 	if len(a) == 3 {
 		user, pw = a[1], a[2]
 	}
-	if pass == "" && len(a) == 2 {
+	if len(a) == 2 && c.srv.acl.def.cur.Load().nopass {
 		w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-		return
-	}
-	if pass == "" {
-		// No password: the default user accepts any password (nopass).
-		if string(user) != "default" {
-			w.Error(errWrongPass)
-			return
-		}
-		w.SimpleString("OK")
 		return
 	}
 	if !c.checkAuth(user, pw) {
 		w.Error(errWrongPass)
 		return
 	}
-	c.authed = true
-	c.parser.SetAuthenticated(true)
 	w.SimpleString("OK")
 }
 
@@ -138,16 +129,9 @@ func cmdHello(c *Conn, a [][]byte, w *resp.Writer) {
 		switch {
 		case opt == "auth" && i+2 < len(a):
 			if !c.checkAuth(a[i+1], a[i+2]) {
-				c.srv.cfg.mu.RLock()
-				nopass := c.srv.cfg.Requirepass == ""
-				c.srv.cfg.mu.RUnlock()
-				if !(nopass && string(a[i+1]) == "default") {
-					w.Error(errWrongPass)
-					return
-				}
+				w.Error(errWrongPass)
+				return
 			}
-			c.authed = true
-			c.parser.SetAuthenticated(true)
 			i += 2
 		case opt == "setname" && i+1 < len(a):
 			name, setName = a[i+1], true
@@ -203,9 +187,8 @@ func cmdReset(c *Conn, a [][]byte, w *resp.Writer) {
 	c.proto = 2
 	c.protoShared.Store(2)
 	w.Proto = 2
-	c.srv.cfg.mu.RLock()
-	c.authed = c.srv.cfg.Requirepass == ""
-	c.srv.cfg.mu.RUnlock()
+	c.setUser(c.srv.acl.def)
+	c.authed = c.srv.acl.open()
 	c.parser.SetAuthenticated(c.authed)
 	c.setInfo(func() { c.info.name, c.info.db, c.info.proto = "", 0, 2 })
 	w.SimpleString("RESET")
@@ -223,6 +206,12 @@ func validClientName(b []byte) bool {
 }
 
 // setInfo edits the fields CLIENT LIST reads, under their lock.
+// setUser makes e the connection's user; other loops read it from info.
+func (c *Conn) setUser(e *aclEntry) {
+	c.user = e
+	c.setInfo(func() { c.info.user = e })
+}
+
 func (c *Conn) setInfo(fn func()) {
 	c.info.Lock()
 	fn()
@@ -344,7 +333,7 @@ func cmdClientKill(c *Conn, a [][]byte, w *resp.Writer) {
 		return
 	}
 	var id int64 = -1
-	var addr, laddr string
+	var addr, laddr, user string
 	for i := 2; i+1 < len(a); i += 2 {
 		switch strings.ToLower(string(a[i])) {
 		case "id":
@@ -358,7 +347,13 @@ func cmdClientKill(c *Conn, a [][]byte, w *resp.Writer) {
 			addr = string(a[i+1])
 		case "laddr":
 			laddr = string(a[i+1])
-		case "skipme", "type", "user", "maxage":
+		case "user":
+			user = string(a[i+1])
+			if c.srv.acl.lookup(user) == nil {
+				w.Error("ERR No such user '" + user + "'")
+				return
+			}
+		case "skipme", "type", "maxage":
 		default:
 			w.Error(errSyntax)
 			return
@@ -367,9 +362,10 @@ func cmdClientKill(c *Conn, a [][]byte, w *resp.Writer) {
 	killed := 0
 	for _, o := range c.srv.clientList() {
 		o.info.Lock()
-		oaddr, oladdr := o.info.addr, o.info.laddr
+		oaddr, oladdr, ouser := o.info.addr, o.info.laddr, entryName(o.info.user)
 		o.info.Unlock()
-		if (id >= 0 && o.ID != id) || (addr != "" && oaddr != addr) || (laddr != "" && oladdr != laddr) {
+		if (id >= 0 && o.ID != id) || (addr != "" && oaddr != addr) || (laddr != "" && oladdr != laddr) ||
+			(user != "" && ouser != user) {
 			continue
 		}
 		o.kill(c)
@@ -448,6 +444,6 @@ func (c *Conn) describe() string {
 		" sub=" + strconv.Itoa(c.info.subs[subChannel]) + " psub=" + strconv.Itoa(c.info.subs[subPattern]) +
 		" ssub=" + strconv.Itoa(c.info.subs[subShard]) +
 		" multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" +
-		lastName + " user=default redir=" + strconv.FormatInt(redir, 10) + " resp=" + strconv.Itoa(c.info.proto) +
+		lastName + " user=" + entryName(c.info.user) + " redir=" + strconv.FormatInt(redir, 10) + " resp=" + strconv.Itoa(c.info.proto) +
 		" lib-name=" + c.info.lib + " lib-ver=" + c.info.libver
 }

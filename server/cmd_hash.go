@@ -13,7 +13,7 @@ import (
 	"github.com/dfly/dfly/types/num"
 )
 
-func init() { typeFamilies = append(typeFamilies, hashCommands) }
+func init() { addFamily("hash", hashCommands) }
 
 func hashCommands() []*Command {
 	rw := FlagWrite | FlagDenyOOM

@@ -8,7 +8,7 @@ import (
 // HyperLogLog commands. Values are plain strings in Redis's HYLL layout
 // (package hll), so GET/SET/DUMP see exactly what redis-server stores.
 
-func init() { typeFamilies = append(typeFamilies, hllCommands) }
+func init() { addFamily("hyperloglog", hllCommands) }
 
 func hllCommands() []*Command {
 	return []*Command{

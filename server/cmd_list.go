@@ -11,7 +11,7 @@ import (
 	"github.com/dfly/dfly/types/num"
 )
 
-func init() { typeFamilies = append(typeFamilies, listCommands) }
+func init() { addFamily("list", listCommands) }
 
 func listCommands() []*Command {
 	rw := FlagWrite | FlagDenyOOM

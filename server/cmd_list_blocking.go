@@ -7,7 +7,7 @@ import (
 	"github.com/dfly/dfly/tx"
 )
 
-func init() { typeFamilies = append(typeFamilies, listBlockingCommands) }
+func init() { addFamily("list", listBlockingCommands) }
 
 func listBlockingCommands() []*Command {
 	f := FlagWrite | FlagBlocking | FlagNoScript

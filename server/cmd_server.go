@@ -23,6 +23,7 @@ func serverCommands() []*Command {
 		{Name: "flushdb", Arity: -1, Flags: FlagWrite, Multi: func(x *Coord) { flush(x, false) }},
 		{Name: "flushall", Arity: -1, Flags: FlagWrite, Multi: func(x *Coord) { flush(x, true) }},
 		{Name: "swapdb", Arity: 3, Flags: FlagWrite | FlagFast, Multi: cmdSwapDB},
+		{Name: "acl", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdACL},
 		{Name: "info", Arity: -1, Flags: FlagLoading | FlagStale, Multi: cmdInfo},
 		{Name: "config", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdConfig},
 		{Name: "debug", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Multi: cmdDebug},
@@ -182,6 +183,9 @@ func cmdConfig(c *Conn, a [][]byte, w *resp.Writer) {
 			if err := p.set(cfg, string(a[i+1])); err != nil {
 				w.Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())
 				return
+			}
+			if name == "requirepass" {
+				c.srv.acl.setRequirepass(string(a[i+1])) // the default user's password
 			}
 		}
 		w.SimpleString("OK")

@@ -14,7 +14,7 @@ import (
 	"github.com/dfly/dfly/types/set"
 )
 
-func init() { typeFamilies = append(typeFamilies, setCommands) }
+func init() { addFamily("set", setCommands) }
 
 func setCommands() []*Command {
 	rw := FlagWrite | FlagDenyOOM

@@ -62,7 +62,7 @@ import (
 // BY nosort of a set inside a Lua script is not forced to ALPHA (a Coord
 // cannot tell a script from EXEC), so it keeps the set's own order.
 
-func init() { typeFamilies = append(typeFamilies, sortCommands) }
+func init() { addFamily("generic", sortCommands) }
 
 const errSortScore = "ERR One or more scores can't be converted into double"
 

@@ -44,7 +44,7 @@ func cmdLolwut(c *Conn, a [][]byte, w *resp.Writer) {
 	w.Verbatim("txt", []byte("Redis ver. "+RedisVersion+"\n"))
 }
 
-func init() { typeFamilies = append(typeFamilies, standaloneCommands) }
+func init() { addFamily("server", standaloneCommands) }
 
 var moduleArities = map[string]int{"list": 2, "load": -3, "loadex": -3, "unload": 3, "help": 2}
 

@@ -11,7 +11,7 @@ import (
 	"github.com/dfly/dfly/types/stream"
 )
 
-func init() { typeFamilies = append(typeFamilies, streamCommands) }
+func init() { addFamily("stream", streamCommands) }
 
 func streamCommands() []*Command {
 	rw := FlagWrite | FlagDenyOOM

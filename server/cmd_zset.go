@@ -21,7 +21,7 @@ import (
 // 7.2). Blocking pops (BZPOPMIN, BZPOPMAX, BZMPOP) live with the blocking
 // machinery, which pops through zsetPop.
 
-func init() { typeFamilies = append(typeFamilies, zsetCommands) }
+func init() { addFamily("sortedset", zsetCommands) }
 
 const (
 	errZNaN        = "ERR resulting score is not a number (NaN)"

@@ -4,7 +4,7 @@ import (
 	"github.com/dfly/dfly/shard"
 )
 
-func init() { typeFamilies = append(typeFamilies, zsetBlockingCommands) }
+func init() { addFamily("sortedset", zsetBlockingCommands) }
 
 func zsetBlockingCommands() []*Command {
 	f := FlagWrite | FlagBlocking | FlagNoScript | FlagFast

@@ -65,6 +65,12 @@ type Command struct {
 	// coordinator, not on a shard; so must a script that may SORT by
 	// offloaded values, see evalCoordinate).
 	Coordinate func(s *Server, args [][]byte) bool
+	// Group is the command's family (table.add); cats its ACL categories
+	// (aclCategories bits, acl_cat.go).
+	Group string
+	cats  uint32
+	// subs: a container's subcommands by name, for ACL (acl_cat.go).
+	subs map[string]*Command
 
 	calls, nsec, failed atomic.Uint64
 }
@@ -144,11 +150,12 @@ type Table struct {
 	byName map[string]*Command
 }
 
-func (t *Table) add(cmds ...*Command) {
+func (t *Table) add(group string, cmds ...*Command) {
 	for _, c := range cmds {
 		if _, dup := t.byName[c.Name]; dup {
 			panic("server: command registered twice: " + c.Name)
 		}
+		c.Group = group
 		t.byName[c.Name] = c
 	}
 }
@@ -171,20 +178,33 @@ func (t *Table) lookup(name []byte) *Command {
 
 func newTable() *Table {
 	t := &Table{byName: make(map[string]*Command)}
-	t.add(connCommands()...)
-	t.add(serverCommands()...)
-	t.add(memoryCommands()...)
-	t.add(stringCommands()...)
-	t.add(bitCommands()...)
-	t.add(keyCommands()...)
-	t.add(geoCommands()...)
-	for _, family := range typeFamilies {
-		t.add(family()...)
+	t.add("connection", connCommands()...)
+	t.add("server", serverCommands()...)
+	t.add("server", memoryCommands()...)
+	t.add("string", stringCommands()...)
+	t.add("bitmap", bitCommands()...)
+	t.add("generic", keyCommands()...)
+	t.add("geo", geoCommands()...)
+	for _, f := range typeFamilies {
+		t.add(f.group, f.commands()...)
+	}
+	for _, c := range t.byName {
+		c.cats = categoriesOf(c) // acl_cat.go
+		c.subs = subcommandsOf(c)
 	}
 	return t
 }
 
-// typeFamilies are the data-type command families (lists, hashes, sets,
-// sorted sets, streams, HyperLogLog, Pub/Sub); each family's file adds its
-// constructor here from an init function.
-var typeFamilies []func() []*Command
+// typeFamilies are the command families registered by their files' init
+// functions (data types, Pub/Sub, scripting ...), each in its group (as
+// COMMAND DOCS names it; it decides ACL categories).
+var typeFamilies []family
+
+type family struct {
+	group    string
+	commands func() []*Command
+}
+
+func addFamily(group string, commands func() []*Command) {
+	typeFamilies = append(typeFamilies, family{group, commands})
+}

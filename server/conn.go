@@ -51,6 +51,8 @@ type Conn struct {
 	db     int
 	proto  int
 	authed bool
+	// user is the ACL user the connection runs as (acl.go).
+	user *aclEntry
 
 	info struct {
 		sync.Mutex
@@ -62,6 +64,7 @@ type Conn struct {
 		// the loop's own state as CLIENT LIST on another loop shows it.
 		subs    [subKinds]int
 		monitor bool
+		user    *aclEntry // Conn.user, for other loops
 	}
 
 	cmds   []pending
@@ -146,7 +149,8 @@ func newConn(srv *Server, gc gnet.Conn) *Conn {
 	c.unblock = make(chan bool, 1)
 	c.ID = srv.nextConnID.Add(1)
 	c.parser = resp.NewParser(srv.cfg.ProtoMaxBulk, int(srv.cfg.QueryBufMax))
-	c.authed = srv.cfg.Requirepass == ""
+	c.user, c.info.user = srv.acl.def, srv.acl.def
+	c.authed = srv.acl.open()
 	c.parser.SetAuthenticated(c.authed)
 	now := time.Now()
 	c.info.created, c.info.proto = now, 2
@@ -592,6 +596,17 @@ func (c *Conn) prepare(p *pending) bool {
 	if !c.authed && p.cmd.Flags&FlagNoAuth == 0 {
 		w.Error("NOAUTH Authentication required.")
 		return false
+	}
+	if u := c.user.cur.Load(); !u.unrestricted && p.cmd.Flags&FlagNoAuth == 0 {
+		if reason, object := u.check(p.cmd, p.args); reason != "" {
+			context := "toplevel"
+			if c.multi != nil {
+				context = "multi"
+			}
+			c.srv.logDenial(c, reason, context, object)
+			w.Error(aclDenied(reason, object))
+			return false
+		}
 	}
 	// Issue 8: a replica refuses client writes (READONLY) and, during a
 	// full sync, whatever cannot run while loading (LOADING).

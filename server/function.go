@@ -289,7 +289,7 @@ func functionCommands() []*Command {
 	}
 }
 
-func init() { typeFamilies = append(typeFamilies, functionCommands) }
+func init() { addFamily("scripting", functionCommands) }
 
 // fcallCoordinate is evalCoordinate for a function.
 func fcallCoordinate(srv *Server, args [][]byte) bool {
@@ -396,10 +396,7 @@ func cmdFunction(x *Coord) {
 		if len(a) != 2 {
 			break
 		}
-		w.Array(len(functionHelp))
-		for _, l := range functionHelp {
-			w.SimpleString(l)
-		}
+		writeHelp(w, functionHelp)
 		return
 	case "list":
 		functionList(e, a[2:], w)

@@ -79,7 +79,7 @@ func multiCommands() []*Command {
 	}
 }
 
-func init() { typeFamilies = append(typeFamilies, multiCommands) }
+func init() { addFamily("transactions", multiCommands) }
 
 // multiControl are the commands that act on a transaction instead of being
 // queued in it.

@@ -61,7 +61,7 @@ func (p *persistState) slice(sid int) *snapshot.Slice {
 	return nil
 }
 
-func init() { typeFamilies = append(typeFamilies, persistCommands) }
+func init() { addFamily("server", persistCommands) }
 
 func persistCommands() []*Command {
 	return []*Command{

@@ -112,7 +112,7 @@ func pubsubCommands() []*Command {
 	}
 }
 
-func init() { typeFamilies = append(typeFamilies, pubsubCommands) }
+func init() { addFamily("pubsub", pubsubCommands) }
 
 // subReply writes one (un)subscribe confirmation: a push in RESP3, an
 // array in RESP2.

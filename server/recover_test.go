@@ -26,7 +26,7 @@ func TestCommandPanicIsAnError(t *testing.T) {
 	cfg.Port, cfg.Shards, cfg.Dir = port, 2, t.TempDir()
 	srv := New(cfg, NewLogger(io.Discard, "warning"))
 	// Registered before Serve: the table is read-only once clients come.
-	srv.table.add(
+	srv.table.add("server",
 		&Command{Name: "test.shardpanic", Arity: 2, FirstKey: 1, LastKey: 1, Step: 1, Flags: FlagWrite,
 			Shard: func(x *Exec) {
 				x.W.Array(2)

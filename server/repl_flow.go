@@ -115,7 +115,7 @@ func (s *Server) flows() *flowMaster {
 }
 
 func init() {
-	typeFamilies = append(typeFamilies, func() []*Command {
+	addFamily("server", func() []*Command {
 		return []*Command{{Name: "dfly", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagNoMulti | FlagStale, Local: cmdDfly}}
 	})
 }

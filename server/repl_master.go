@@ -797,7 +797,7 @@ func replMasterCommands() []*Command {
 	}
 }
 
-func init() { typeFamilies = append(typeFamilies, replMasterCommands) }
+func init() { addFamily("server", replMasterCommands) }
 
 func cmdSync(c *Conn, a [][]byte, w *resp.Writer) {
 	if c.srv.isReplica() {

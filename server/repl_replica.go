@@ -58,7 +58,7 @@ const (
 	errLoading         = "LOADING Redis is loading the dataset in memory"
 )
 
-func init() { typeFamilies = append(typeFamilies, replicaCommands) }
+func init() { addFamily("server", replicaCommands) }
 
 func replicaCommands() []*Command {
 	f := FlagAdmin | FlagNoScript | FlagLoading | FlagStale

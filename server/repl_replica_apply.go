@@ -54,7 +54,8 @@ const applyLoadInflight = 8
 
 func newReplApplier(s *Server) *replApplier {
 	a := &replApplier{s: s, batches: make([]*applyBatch, len(s.shards)), load: make([]chan struct{}, len(s.shards))}
-	a.conn = &Conn{srv: s, proto: 2, loop: -1, authed: true, gone: make(chan struct{})}
+	a.conn = &Conn{srv: s, proto: 2, loop: -1, authed: true, gone: make(chan struct{}), user: masterUser}
+	a.conn.info.user = masterUser
 	a.conn.ID = s.nextConnID.Add(1)
 	a.conn.protoShared.Store(2)
 	for i := range a.batches {

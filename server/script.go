@@ -333,7 +333,7 @@ func scriptCommands() []*Command {
 	}
 }
 
-func init() { typeFamilies = append(typeFamilies, scriptCommands) }
+func init() { addFamily("scripting", scriptCommands) }
 
 var scriptHelp = []string{
 	"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -491,6 +491,13 @@ func runScript(x *Coord, target scriptTarget, numKeys int, readonly bool) {
 	sc := &vm.cur
 	var owned *tx.Tx // the script's transaction, finished after the run
 	*sc = scriptCtx{x: x, sha: sha, fn: target.fn, db: x.DB, readonly: readonly, resp: 2, keyed: numKeys > 0, run: &vm.runState}
+	if c := x.Conn; c != nil {
+		c.info.Lock() // the script may run on a shard's goroutine
+		if u := c.info.user.cur.Load(); !u.unrestricted {
+			sc.user = u
+		}
+		c.info.Unlock()
+	}
 	if x.local != nil {
 		// Confined to this shard, whose goroutine runs it: no other
 		// command can run here meanwhile, so it needs no locks. Its

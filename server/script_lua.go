@@ -36,6 +36,7 @@ type scriptCtx struct {
 	t        *tx.Tx
 	sha      []byte   // as the request gave it
 	fn       *funcDef // FCALL's function; nil for a script
+	user     *aclUser // the caller's ACL user; nil: unrestricted
 	db       int
 	readonly bool
 	keyed    bool     // declared keys (keyless writes such as FLUSHALL are refused)
@@ -697,6 +698,12 @@ func (vm *luaVM) call(L *lua.LState, raise bool) int {
 		// As on a Redis 7 replica: EVAL runs (it is no write command
 		// itself, replicaRefusal), its writes fail.
 		return vm.fail(L, raise, "-"+errReadonlyReplica)
+	}
+	if u := sc.user; u != nil {
+		if reason, object := u.check(cmd, args); reason != "" {
+			srv.logDenial(sc.x.Conn, reason, "lua", object)
+			return vm.fail(L, raise, aclScriptDenied(reason))
+		}
 	}
 	vm.pos = cmd.keys(vm.pos[:0], args)
 	for _, i := range vm.pos {

@@ -53,6 +53,7 @@ type Server struct {
 	rejectedConns  atomic.Int64
 	blockedClients atomic.Int64
 	cmdStats       []shardCmdStats // per shard, owned by its goroutine
+	acl            *aclState       // users (acl.go)
 	// evalCoords: per shard, the coordinator of the script running inline
 	// on it (cmdEvalShard), owned by its goroutine: one script at a time.
 	evalCoords []Coord
@@ -118,6 +119,7 @@ func New(cfg *Config, log *Logger) *Server {
 	}
 	s := &Server{cfg: cfg, log: log, table: newTable(), conns: make(map[int64]*Conn),
 		ready: make(chan struct{}), done: make(chan struct{}), start: time.Now(), pubsub: newPubsub()}
+	s.acl = newACL(s.table, cfg.Requirepass)
 	var id [20]byte
 	_, _ = rand.Read(id[:])
 	s.runID = hex.EncodeToString(id[:])

@@ -1,0 +1,128 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ACL users as clients meet them: rules that change under an open
+// connection, deleted users, requirepass, HELLO AUTH, go-redis's Username
+// option, CLIENT LIST/KILL by user. Replies are in testdata/acl.txt.
+
+func TestACLUsersAndConnections(t *testing.T) {
+	srv := StartServer(t, "--requirepass", "rootpw")
+	admin := srv.Raw(t)
+	if r := admin.Do("GET", "x"); !strings.HasPrefix(r.Str, "NOAUTH") {
+		t.Fatalf("GET before AUTH with requirepass: %s", r)
+	}
+	mustOK(t, admin.Do("AUTH", "rootpw"), "AUTH")
+	mustOK(t, admin.Do("ACL", "SETUSER", "app", "on", ">apppw", "~app:*", "+@all", "-@dangerous"), "SETUSER")
+
+	// go-redis with a username.
+	ctx := context.Background()
+	gc := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "app", Password: "apppw"})
+	defer gc.Close()
+	if err := gc.Set(ctx, "app:1", "v", 0).Err(); err != nil {
+		t.Fatalf("go-redis as app: %v", err)
+	}
+	if err := gc.Set(ctx, "other", "v", 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+		t.Fatalf("go-redis as app, a key outside its pattern: %v", err)
+	}
+	if who, err := gc.Do(ctx, "ACL", "WHOAMI").Text(); who != "app" {
+		t.Fatalf("ACL WHOAMI through go-redis: %q %v", who, err)
+	}
+
+	// HELLO AUTH, and a rule change reaching an open connection.
+	c := srv.Raw(t)
+	if r := c.Do("HELLO", "3", "AUTH", "app", "apppw"); r.Kind != KindMap {
+		t.Fatalf("HELLO 3 AUTH: %s", r)
+	}
+	if r := c.Do("GET", "app:1"); r.Str != "v" {
+		t.Fatalf("GET as app: %s", r)
+	}
+	mustOK(t, admin.Do("ACL", "SETUSER", "app", "-get"), "SETUSER -get")
+	if r := c.Do("GET", "app:1"); r.Str != "NOPERM this user has no permissions to run the 'get' command" {
+		t.Fatalf("GET after -get on an open connection: %s", r)
+	}
+	if !strings.Contains(admin.Do("CLIENT", "LIST").Str, " user=app ") {
+		t.Fatalf("CLIENT LIST names no client of user app:\n%s", admin.Do("CLIENT", "LIST").Str)
+	}
+
+	// A disabled user cannot authenticate; a deleted one loses its
+	// connections.
+	mustOK(t, admin.Do("ACL", "SETUSER", "app", "off"), "SETUSER off")
+	c2 := srv.Raw(t)
+	if r := c2.Do("AUTH", "app", "apppw"); !strings.HasPrefix(r.Str, "WRONGPASS") {
+		t.Fatalf("AUTH as a disabled user: %s", r)
+	}
+	if r := admin.Do("ACL", "DELUSER", "app"); r.Int != 1 {
+		t.Fatalf("DELUSER: %s", r)
+	}
+	c.ExpectClosed(5 * time.Second)
+
+	// CLIENT KILL USER.
+	mustOK(t, admin.Do("ACL", "SETUSER", "k", "on", "nopass", "+@all", "~*"), "SETUSER k")
+	victim := srv.Raw(t)
+	mustOK(t, victim.Do("AUTH", "k", "any"), "AUTH k")
+	if r := admin.Do("CLIENT", "KILL", "USER", "k"); r.Int != 1 {
+		t.Fatalf("CLIENT KILL USER k: %s", r)
+	}
+	victim.ExpectClosed(5 * time.Second)
+	if r := admin.Do("CLIENT", "KILL", "USER", "nosuch"); r.Str != "ERR No such user 'nosuch'" {
+		t.Fatalf("CLIENT KILL USER nosuch: %s", r)
+	}
+
+	// CONFIG SET requirepass "" opens the default user again.
+	mustOK(t, admin.Do("CONFIG", "SET", "requirepass", ""), "CONFIG SET requirepass")
+	if r := srv.Raw(t).Do("PING"); r.Str != "PONG" {
+		t.Fatalf("PING without AUTH after requirepass was cleared: %s", r)
+	}
+}
+
+// COMMAND INFO's ACL categories are Redis's for every command both have.
+func TestACLCategoriesMatchRedis(t *testing.T) {
+	needPersistTools(t, "redis-server")
+	r := startRedisOn(t, t.TempDir(), "dump.rdb")
+	d := StartServer(t)
+	cats := func(s *Server) map[string][]string {
+		out, err := exec.Command("redis-cli", "-p", strings.TrimPrefix(s.Addr[strings.LastIndex(s.Addr, ":"):], ":"),
+			"--json", "COMMAND", "INFO").Output()
+		if err != nil {
+			t.Skipf("redis-cli --json: %v", err)
+		}
+		var rows [][]any
+		if err := json.Unmarshal(out, &rows); err != nil {
+			t.Fatalf("COMMAND INFO as JSON: %v", err)
+		}
+		m := map[string][]string{}
+		for _, row := range rows {
+			var cs []string
+			for _, c := range row[6].([]any) {
+				cs = append(cs, c.(string))
+			}
+			sort.Strings(cs)
+			m[row[0].(string)] = cs
+		}
+		return m
+	}
+	want, got := cats(r), cats(d)
+	compared := 0
+	for name, g := range got {
+		w, ok := want[name]
+		if !ok {
+			continue
+		}
+		compared++
+		if strings.Join(w, " ") != strings.Join(g, " ") {
+			t.Errorf("%s: categories %v, redis-server has %v", name, g, w)
+		}
+	}
+	t.Logf("%d commands compared", compared)
+}
