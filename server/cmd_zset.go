@@ -934,6 +934,9 @@ func parseZMPop(args [][]byte) (pos []int, max bool, count int, errText string) 
 	if !ok || n <= 0 { // Redis: one message for both
 		return nil, false, 0, "ERR numkeys should be greater than 0"
 	}
+	if n >= int64(len(args)) { // before the sum, which a huge n overflows
+		return nil, false, 0, errSyntax
+	}
 	whereIdx := int64(2) + n
 	if whereIdx >= int64(len(args)) {
 		return nil, false, 0, errSyntax
