@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,9 +28,10 @@ import (
 // with every permission and no password (requirepass gives it one); while
 // it keeps them, the check is that load and one flag.
 //
-// Not done: selectors, ACL LOAD/SAVE (no aclfile), and per-subcommand
-// categories: a container command (CLIENT, CONFIG ...) is judged by the
-// categories of all its subcommands together, and +cmd|sub allows one.
+// Users persist in --aclfile, one "user <name> <rules>" line each (ACL
+// LIST's lines): loaded at start, by ACL LOAD (all or nothing), written by
+// ACL SAVE. Not done: selectors; key permissions judged per key by key
+// specs (a command that writes needs W on every key, one that reads R).
 
 const (
 	errACLFile = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."
@@ -711,7 +714,21 @@ func cmdACL(c *Conn, a [][]byte, w *resp.Writer) {
 	case "log":
 		aclLog(acl, a, w)
 	case "load", "save":
-		w.Error(errACLFile)
+		if s.cfg.ACLFile == "" {
+			w.Error(errACLFile)
+			return
+		}
+		var err error
+		if strings.EqualFold(string(a[1]), "save") {
+			err = s.saveACLFile()
+		} else {
+			err = s.loadACLFile(c)
+		}
+		if err != nil {
+			w.Error("ERR " + err.Error())
+			return
+		}
+		w.SimpleString("OK")
 	}
 }
 
@@ -784,19 +801,25 @@ func (s *Server) deleteUsers(by *Conn, names [][]byte) (int, string) {
 		}
 	}
 	a.mu.Unlock()
-	if len(gone) > 0 {
-		for _, o := range s.clientList() {
-			o.info.Lock()
-			u := o.info.user
-			o.info.Unlock()
-			for _, e := range gone {
-				if u == e {
-					o.kill(by)
-				}
+	s.closeUsers(by, gone)
+	return len(gone), ""
+}
+
+// closeUsers closes the connections authenticated as the users gone.
+func (s *Server) closeUsers(by *Conn, gone []*aclEntry) {
+	if len(gone) == 0 {
+		return
+	}
+	for _, o := range s.clientList() {
+		o.info.Lock()
+		u := o.info.user
+		o.info.Unlock()
+		for _, e := range gone {
+			if u == e {
+				o.kill(by)
 			}
 		}
 	}
-	return len(gone), ""
 }
 
 func writeACLUser(w *resp.Writer, u *aclUser) {
@@ -945,4 +968,84 @@ func entryName(e *aclEntry) string {
 		return "default"
 	}
 	return e.name
+}
+
+// LoadACLFile loads --aclfile at start; a missing file is an error, as in
+// Redis.
+func (s *Server) LoadACLFile() error {
+	if s.cfg.ACLFile == "" {
+		return nil
+	}
+	return s.loadACLFile(nil)
+}
+
+// loadACLFile replaces every user by the file's (the default user, when
+// the file has none, by its initial rules), all or nothing; the
+// connections of users it removed are closed (by: the client asking).
+func (s *Server) loadACLFile(by *Conn) error {
+	data, err := os.ReadFile(s.cfg.ACLFile)
+	if err != nil {
+		return err
+	}
+	t := s.table
+	users := map[string]*aclUser{}
+	for n, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(strings.TrimSuffix(line, "\r"))
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		f := strings.Fields(line)
+		const unchanged = ". WARNING: ACL errors detected, no change to the previously active ACL rules was performed"
+		if len(f) < 2 || f[0] != "user" {
+			return fmt.Errorf("%s:%d should start with user keyword followed by the username%s", s.cfg.ACLFile, n+1, unchanged)
+		}
+		if _, dup := users[f[1]]; dup {
+			return fmt.Errorf("WARNING: Duplicate user '%s' found on line %d%s", f[1], n+1, unchanged)
+		}
+		u := &aclUser{name: f[1]}
+		u.setAll(t, false)
+		for _, rule := range f[2:] {
+			if why := u.apply(t, rule); why != "" {
+				return fmt.Errorf("%s:%d: %s%s", s.cfg.ACLFile, n+1, why, unchanged)
+			}
+		}
+		users[f[1]] = u.finish()
+	}
+	if users["default"] == nil {
+		u := &aclUser{name: "default", enabled: true, nopass: true, allKeys: true, allChans: true}
+		u.setAll(t, true)
+		users["default"] = u.finish()
+	}
+	a := s.acl
+	a.mu.Lock()
+	var gone []*aclEntry
+	for name, e := range a.users {
+		if u := users[name]; u != nil {
+			e.cur.Store(u)
+			delete(users, name)
+		} else {
+			delete(a.users, name)
+			e.deleted.Store(true)
+			gone = append(gone, e)
+		}
+	}
+	for name, u := range users {
+		e := &aclEntry{name: name}
+		e.cur.Store(u)
+		a.users[name] = e
+	}
+	a.mu.Unlock()
+	s.closeUsers(by, gone)
+	return nil
+}
+
+// saveACLFile writes every user as ACL LIST shows it, atomically.
+func (s *Server) saveACLFile() error {
+	var b strings.Builder
+	for _, n := range s.acl.names() {
+		if e := s.acl.lookup(n); e != nil {
+			b.WriteString(e.cur.Load().describe() + "\n")
+		}
+	}
+	return writeFileAtomic(s.cfg.ACLFile, []byte(b.String()))
 }

@@ -15,8 +15,10 @@ type Config struct {
 	Bind   string
 	Shards int
 	// Loops is the number of event loops (0: GOMAXPROCS at start).
-	Loops        int
-	Requirepass  string
+	Loops       int
+	Requirepass string
+	// ACLFile keeps the ACL users (ACL SAVE, ACL LOAD, loaded at start).
+	ACLFile      string
 	MaxClients   int
 	Dir          string
 	DBFilename   string
@@ -149,6 +151,7 @@ var params = []param{
 	intParam("port", func(c *Config) *int { return &c.Port }, 0),
 	strParam("bind", func(c *Config) *string { return &c.Bind }, false),
 	strParam("requirepass", func(c *Config) *string { return &c.Requirepass }, true),
+	strParam("aclfile", func(c *Config) *string { return &c.ACLFile }, false),
 	intParam("maxclients", func(c *Config) *int { return &c.MaxClients }, 1),
 	strParam("dir", func(c *Config) *string { return &c.Dir }, true),
 	strParam("dbfilename", func(c *Config) *string { return &c.DBFilename }, true),

@@ -3,7 +3,9 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -125,4 +127,61 @@ func TestACLCategoriesMatchRedis(t *testing.T) {
 		}
 	}
 	t.Logf("%d commands compared", compared)
+}
+
+// Users persist in --aclfile: loaded at start, written by ACL SAVE, read
+// again by ACL LOAD (all or nothing; connections of users it drops close).
+func TestACLFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "users.acl")
+	if err := os.WriteFile(path, []byte("user alice on >pw ~a* +get\nuser default on nopass ~* &* +@all\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := StartServer(t, "--aclfile", path)
+	c := srv.Raw(t)
+	want := []string{
+		"user alice on #30c952fab122c3f9759f02a6d95c3758b246b4fee239957b2d4fee46e26170c4 ~a* resetchannels -@all +get",
+		"user default on nopass ~* &* +@all",
+	}
+	list := func(c *RawConn) []string {
+		var out []string
+		for _, e := range c.Do("ACL", "LIST").Elems {
+			out = append(out, e.Str)
+		}
+		return out
+	}
+	if got := list(c); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("ACL LIST after loading the file:\n%s", strings.Join(got, "\n"))
+	}
+	mustOK(t, c.Do("ACL", "SETUSER", "bob", "on", "nopass", "+@read", "~*"), "SETUSER bob")
+	mustOK(t, c.Do("ACL", "SAVE"), "ACL SAVE")
+	want = list(c)
+	srv.Terminate(10 * time.Second)
+
+	srv = StartServer(t, "--aclfile", path)
+	c = srv.Raw(t)
+	if got := list(c); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("ACL LIST after a restart:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	bob := srv.Raw(t)
+	mustOK(t, bob.Do("AUTH", "bob", "x"), "AUTH bob")
+	// A bad file changes nothing.
+	if err := os.WriteFile(path, []byte("user alice on >pw bogus\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Do("ACL", "LOAD"); r.Str != "ERR "+path+":1: Syntax error. WARNING: ACL errors detected, no change to the previously active ACL rules was performed" {
+		t.Fatalf("ACL LOAD of a bad file: %s", r)
+	}
+	if got := list(c); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("ACL LIST after a failed ACL LOAD:\n%s", strings.Join(got, "\n"))
+	}
+	// A good one replaces the users; bob's connection closes.
+	if err := os.WriteFile(path, []byte("user z on nopass +@all ~*\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, c.Do("ACL", "LOAD"), "ACL LOAD")
+	if got := strings.Join(list(c), "\n"); got != "user default on nopass ~* &* +@all\nuser z on nopass ~* resetchannels +@all" {
+		t.Fatalf("ACL LIST after ACL LOAD:\n%s", got)
+	}
+	bob.ExpectClosed(5 * time.Second)
 }

@@ -58,6 +58,11 @@ func run(args []string, stderr io.Writer) int {
 	}
 	tuneGC(cfg)
 	srv := server.New(cfg, log)
+	if err := srv.LoadACLFile(); err != nil {
+		log.Warnf("Aborting startup because of ACL errors: %v", err)
+		fmt.Fprintf(stderr, "dfly: %v\n", err)
+		return 1
+	}
 	if err := srv.LoadOnStart(); err != nil {
 		log.Warnf("Fatal error loading the DB: %v. Exiting.", err)
 		fmt.Fprintf(stderr, "dfly: %v\n", err)
@@ -118,6 +123,7 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 	fs.IntVar(&cfg.Shards, "shards", 0, "number of shards (default --proactor_threads, else GOMAXPROCS)")
 	fs.IntVar(&cfg.Loops, "proactor_threads", 0, "number of threads (event loops; default GOMAXPROCS); also the shard count unless --shards is given")
 	fs.StringVar(&cfg.Requirepass, "requirepass", "", "password of the default user")
+	fs.StringVar(&cfg.ACLFile, "aclfile", "", "file of the ACL users: loaded at start, written by ACL SAVE, read by ACL LOAD")
 	fs.StringVar(&cfg.MasterAuth, "masterauth", "", "password a replica authenticates to its master with")
 	fs.StringVar(&cfg.MasterUser, "masteruser", "", "user a replica authenticates to its master as")
 	fs.Func("replicaof", `"<host> <port>": start as a replica of that master`, func(v string) error {
