@@ -1049,3 +1049,37 @@ func (s *Server) saveACLFile() error {
 	}
 	return writeFileAtomic(s.cfg.ACLFile, []byte(b.String()))
 }
+
+// recheckQueued is Redis 7's check at EXEC: a queued command the user may
+// no longer run (its rules changed after it was queued) answers NOPERM in
+// its place, and the others run. Every EXEC path runs a queued connection
+// command (Local) where it stands, holding no lock for it.
+func (c *Conn) recheckQueued() {
+	m := c.multi
+	if m == nil {
+		return
+	}
+	u := c.user.cur.Load()
+	if u.unrestricted {
+		return
+	}
+	for i := range m.cmds {
+		q := &m.cmds[i]
+		reason, object := u.check(q.cmd, q.args)
+		if reason == "" {
+			continue
+		}
+		c.srv.logDenial(c, reason, "multi", object)
+		why := "no permission to execute the command or subcommand"
+		switch reason {
+		case deniedKey:
+			why = "no permission to touch the specified keys"
+		case deniedChannel:
+			why = "no permission to access one of the channels used as arguments"
+		}
+		msg := "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. " +
+			"This command is no longer allowed for the following reason: " + why
+		q.cmd = &Command{Name: q.cmd.Name, Arity: -1, Group: q.cmd.Group,
+			Local: func(_ *Conn, _ [][]byte, w *resp.Writer) { w.Error(msg) }}
+	}
+}

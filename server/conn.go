@@ -405,6 +405,7 @@ gather:
 		p.sid = c.srv.singleShard(cmd, p.args, &c.keyPos)
 		hasKeys := len(c.keyPos) > 0
 		if cmd.Name == "exec" {
+			c.recheckQueued() // acl.go
 			// A transaction confined to one shard runs there as one
 			// message (see execShard); the rest take the coordinator.
 			if sid := c.execShard(); sid >= 0 {

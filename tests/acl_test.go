@@ -185,3 +185,30 @@ func TestACLFile(t *testing.T) {
 	}
 	bob.ExpectClosed(5 * time.Second)
 }
+
+// Rules changed by another client between MULTI and EXEC: the queued
+// command no longer allowed answers NOPERM at EXEC, the others run.
+func TestACLRecheckedAtExec(t *testing.T) {
+	srv := StartServer(t)
+	admin, c := srv.Raw(t), srv.Raw(t)
+	mustOK(t, admin.Do("ACL", "SETUSER", "m", "on", ">pw", "~*", "&*", "+@all"), "SETUSER")
+	mustOK(t, c.Do("AUTH", "m", "pw"), "AUTH")
+	mustOK(t, c.Do("MULTI"), "MULTI")
+	for _, cmd := range [][]string{{"SET", "k", "v"}, {"INCR", "n"}, {"GET", "k"}} {
+		if r := c.Do(cmd...); r.Str != "QUEUED" {
+			t.Fatalf("%v: %s", cmd, r)
+		}
+	}
+	mustOK(t, admin.Do("ACL", "SETUSER", "m", "-set"), "SETUSER -set")
+	r := c.Do("EXEC")
+	want := "(array)\n" +
+		"  (error) NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: no permission to execute the command or subcommand\n" +
+		"  (integer) 1\n" +
+		"  (nil)"
+	if r.String() != want {
+		t.Fatalf("EXEC after the rules changed:\n%s\nwant\n%s", r, want)
+	}
+	if got := admin.Do("ACL", "LOG", "1").String(); !strings.Contains(got, "\"multi\"") || !strings.Contains(got, "\"set\"") {
+		t.Fatalf("ACL LOG after the denial at EXEC:\n%s", got)
+	}
+}
