@@ -215,6 +215,7 @@ func (s *Server) resetStats() {
 		cmd.calls.Store(0)
 		cmd.nsec.Store(0)
 		cmd.failed.Store(0)
+		cmd.rejected.Store(0)
 	}
 	// CONFIG runs on a connection's event loop, which may own a shard:
 	// waiting for the shards here would wait for itself. The resets are
@@ -225,6 +226,7 @@ func (s *Server) resetStats() {
 			sh.Stats = shard.Stats{}
 		}))
 	}
+	s.errors.reset()
 	s.totalConns.Store(0)
 	s.rejectedConns.Store(0)
 }
@@ -471,6 +473,8 @@ func cmdInfo(x *Coord) {
 		field("total_commands_processed", st.Commands+local)
 		field("rejected_connections", srv.rejectedConns.Load())
 		field("command_panics", commandPanics.Load()) // recover.go
+		field("unexpected_error_replies", 0)          // replies of a master a replica could not apply are logged
+		field("total_error_replies", srv.errors.total.Load())
 		field("expired_keys", st.ExpiredKeys)
 		field("evicted_keys", 0)
 		field("keyspace_hits", st.Hits)
@@ -500,16 +504,24 @@ func cmdInfo(x *Coord) {
 		}
 		names := make([]string, 0, len(calls))
 		for k, v := range calls {
-			if v.calls > 0 {
+			if cmd := srv.table.byName[k]; v.calls > 0 || cmd != nil && cmd.failed.Load()+cmd.rejected.Load() > 0 {
 				names = append(names, k)
 			}
 		}
 		sort.Strings(names)
 		for _, k := range names {
 			c := calls[k]
-			field("cmdstat_"+k, fmt.Sprintf("calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=0,failed_calls=0",
-				c.calls, c.nsec/1000, float64(c.nsec)/1000/float64(c.calls)))
+			var failed, rejected uint64
+			if cmd := srv.table.byName[k]; cmd != nil {
+				failed, rejected = cmd.failed.Load(), cmd.rejected.Load()
+			}
+			field("cmdstat_"+k, fmt.Sprintf("calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d",
+				c.calls, c.nsec/1000, float64(c.nsec)/1000/float64(max(c.calls, 1)), rejected, failed))
 		}
+	}
+	if want("errorstats", true) {
+		section("Errorstats")
+		srv.errors.each(func(code string, n uint64) { field("errorstat_"+code, fmt.Sprintf("count=%d", n)) })
 	}
 	if want("tiered", srv.tiered != nil) {
 		section("Tiered")

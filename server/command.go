@@ -72,7 +72,7 @@ type Command struct {
 	// subs: a container's subcommands by name, for ACL (acl_cat.go).
 	subs map[string]*Command
 
-	calls, nsec, failed atomic.Uint64
+	calls, nsec, failed, rejected atomic.Uint64
 }
 
 // Exec is a command running on a shard goroutine.

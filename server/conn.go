@@ -37,6 +37,9 @@ type pending struct {
 	kind  pendingKind
 	// track: register the keys the command reads (CLIENT TRACKING).
 	track bool
+	// rejected: refused before it ran (prepare); INFO counts its error
+	// reply as rejected_calls, a later one as failed_calls.
+	rejected bool
 }
 
 // Conn is one client connection. Its fields are owned by the event loop
@@ -241,6 +244,9 @@ func (c *Conn) writeOut() {
 func (c *Conn) collectReplies(upTo int) {
 	for c.flushed < upTo {
 		p := &c.cmds[c.flushed]
+		if b := p.reply.Buf; len(b) > 0 && b[0] == '-' {
+			c.srv.countErrorReply(p.cmd, p.rejected, b)
+		}
 		c.out = append(c.out, p.reply.Buf...)
 		if cap(p.reply.Buf) > replyKeepCap {
 			p.reply.Buf = nil
@@ -348,7 +354,9 @@ gather:
 			continue
 		}
 		p.reply.Proto = c.proto
+		p.rejected = false
 		if !c.prepare(p) {
+			p.rejected = true
 			if c.multi != nil {
 				c.multi.dirty = true // EXEC will answer EXECABORT
 			}

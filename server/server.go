@@ -54,6 +54,7 @@ type Server struct {
 	blockedClients atomic.Int64
 	cmdStats       []shardCmdStats // per shard, owned by its goroutine
 	acl            *aclState       // users (acl.go)
+	errors         errorStats      // error replies (INFO errorstats)
 	// evalCoords: per shard, the coordinator of the script running inline
 	// on it (cmdEvalShard), owned by its goroutine: one script at a time.
 	evalCoords []Coord
