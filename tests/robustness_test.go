@@ -108,8 +108,11 @@ func TestEveryCommandSurvivesRandomArguments(t *testing.T) {
 	c.Timeout = 3 * time.Second
 	setup(c)
 	sent := 0
-	for _, name := range names {
-		for i := 0; i < per; i++ {
+	// Rounds over every name in a new order each: so a random MULTI is
+	// followed by EXEC or DISCARD now and then, with random commands queued.
+	for i := 0; i < per; i++ {
+		rng.Shuffle(len(names), func(a, b int) { names[a], names[b] = names[b], names[a] })
+		for _, name := range names {
 			args := []string{name}
 			for n := rng.IntN(7); n > 0; n-- {
 				args = append(args, arg())
