@@ -22,7 +22,7 @@ import (
 // timeout) costs the connection, which is replaced.
 //
 //	DFLY_TEST_SEED=n          the arguments' seed (printed)
-//	DFLY_TEST_ROBUST_N=n      argument lists per command (default 12)
+//	DFLY_TEST_ROBUST_N=n      argument lists per command and protocol (default 8)
 
 // robustSkip are commands whose effect would end the run rather than test
 // it: they stop the server, turn the connection into something else, or
@@ -61,8 +61,16 @@ func TestEveryCommandSurvivesRandomArguments(t *testing.T) {
 	if IsRedis() {
 		t.Skip("dfly-only: Redis's own crashes are not ours to find")
 	}
+	for _, proto := range []int{2, 3} {
+		t.Run("RESP"+strconv.Itoa(proto), func(t *testing.T) { randomArguments(t, proto) })
+	}
+}
+
+// randomArguments runs TestEveryCommandSurvivesRandomArguments over
+// connections speaking RESP proto.
+func randomArguments(t *testing.T, proto int) {
 	seed := newSeed(t)
-	per := 12
+	per := 8
 	if n, ok := lookupEnvUint("DFLY_TEST_ROBUST_N"); ok {
 		per = int(n)
 	}
@@ -112,8 +120,17 @@ func TestEveryCommandSurvivesRandomArguments(t *testing.T) {
 			return string(b)
 		}
 	}
-	c := srv.Raw(t)
-	c.Timeout = 3 * time.Second
+	dial := func() *RawConn {
+		c := srv.Raw(t)
+		c.Timeout = 3 * time.Second
+		if proto == 3 {
+			if r := c.Do("HELLO", "3"); r.Kind != KindMap {
+				t.Fatalf("HELLO 3: %s", r)
+			}
+		}
+		return c
+	}
+	c := dial()
 	setup(c)
 	sent := 0
 	// Rounds over every name in a new order each: so a random MULTI is
@@ -144,8 +161,7 @@ func TestEveryCommandSurvivesRandomArguments(t *testing.T) {
 					t.Fatalf("seed %d: the server died after %q (command %d):\n%s", seed, args, sent, srv.Output())
 				}
 				// It waits (a blocking command): a fresh connection.
-				c = srv.Raw(t)
-				c.Timeout = 3 * time.Second
+				c = dial()
 			}
 			if sent%200 == 0 {
 				setup(c)
