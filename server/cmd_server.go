@@ -416,6 +416,11 @@ func cmdInfo(x *Coord) {
 		field("uptime_in_seconds", int64(uptime.Seconds()))
 		field("uptime_in_days", int64(uptime.Hours()/24))
 		field("executable", os.Args[0])
+		field("config_file", "")
+		field("hz", 10) // the shards' expiry and defragmentation tick
+		field("configured_hz", 10)
+		field("lru_clock", time.Now().Unix()&(1<<24-1))
+		field("server_time_usec", time.Now().UnixMicro())
 		field("num_shards", x.NumShards())
 	}
 	if want("clients", true) {
@@ -436,8 +441,22 @@ func cmdInfo(x *Coord) {
 		runtime.ReadMemStats(&ms)
 		field("used_memory", ms.HeapAlloc)
 		field("used_memory_human", humanBytes(int64(ms.HeapAlloc)))
-		field("used_memory_rss", rss())
+		rssBytes := rss()
+		field("used_memory_rss", rssBytes)
+		field("used_memory_rss_human", humanBytes(int64(rssBytes)))
 		field("used_memory_peak", ms.HeapSys)
+		field("used_memory_peak_human", humanBytes(int64(ms.HeapSys)))
+		if ms.HeapAlloc > 0 {
+			field("mem_fragmentation_ratio", fmt.Sprintf("%.2f", float64(rssBytes)/float64(ms.HeapAlloc)))
+		}
+		field("mem_allocator", "go")
+		e := srv.scripts()
+		e.mu.RLock()
+		scripts, libs, fns := len(e.protos), len(e.fn.libs), len(e.fn.funcs)
+		e.mu.RUnlock()
+		field("number_of_cached_scripts", scripts)
+		field("number_of_functions", fns)
+		field("number_of_libraries", libs)
 		field("used_memory_heap_sys", ms.HeapSys)
 		field("maxmemory", srv.cfg.MaxMemory)
 		field("maxmemory_human", humanBytes(srv.cfg.MaxMemory))
@@ -472,6 +491,16 @@ func cmdInfo(x *Coord) {
 		}
 		field("total_commands_processed", st.Commands+local)
 		field("rejected_connections", srv.rejectedConns.Load())
+		in, out, _ := srv.traffic.totals()
+		field("total_net_input_bytes", in)
+		field("total_net_output_bytes", out)
+		field("instantaneous_ops_per_sec", srv.traffic.opsRate.Load())
+		field("instantaneous_input_kbps", fmt.Sprintf("%.2f", float64(srv.traffic.inRate.Load())/1024))
+		field("instantaneous_output_kbps", fmt.Sprintf("%.2f", float64(srv.traffic.outRate.Load())/1024))
+		channels, patterns, shardChannels := srv.pubsub.counts()
+		field("pubsub_channels", channels)
+		field("pubsub_patterns", patterns)
+		field("pubsubshard_channels", shardChannels)
 		field("command_panics", commandPanics.Load()) // recover.go
 		field("unexpected_error_replies", 0)          // replies of a master a replica could not apply are logged
 		field("total_error_replies", srv.errors.total.Load())

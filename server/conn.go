@@ -233,6 +233,7 @@ func (c *Conn) writeOut() {
 		return
 	}
 	_, _ = c.gc.Write(c.out)
+	c.srv.traffic.slot(c.loop).out.Add(uint64(len(c.out)))
 	if cap(c.out) > 4*replyKeepCap {
 		c.out = nil
 	} else {
@@ -278,7 +279,7 @@ func (c *Conn) parse() bool {
 	if len(buf) == 0 {
 		return false
 	}
-	consumed := 0
+	consumed, before := 0, len(c.cmds)
 	for len(c.cmds) < maxBatchCmds && len(c.arena) < maxBatchBytes {
 		args, n, ok, err := c.parser.Next(buf[consumed:])
 		if err != nil {
@@ -307,6 +308,9 @@ func (c *Conn) parse() bool {
 	}
 	if consumed > 0 {
 		_, _ = c.gc.Discard(consumed) // Discard(0) would drop everything
+		slot := c.srv.traffic.slot(c.loop)
+		slot.in.Add(uint64(consumed))
+		slot.cmds.Add(uint64(len(c.cmds) - before))
 	}
 	if len(c.cmds) > 0 {
 		c.lastActive.Store(time.Now().UnixNano())

@@ -344,3 +344,11 @@ func cmdPubsub(c *Conn, a [][]byte, w *resp.Writer) {
 // subscribed.
 var subscribedAllowed = map[string]bool{"subscribe": true, "psubscribe": true, "unsubscribe": true,
 	"punsubscribe": true, "ping": true, "quit": true, "reset": true, "ssubscribe": true, "sunsubscribe": true}
+
+// counts returns the channels, patterns and shard channels subscribed to
+// (INFO stats).
+func (ps *pubsub) counts() (channels, patterns, shardChannels int) {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	return len(ps.reg[subChannel]), len(ps.reg[subPattern]), len(ps.reg[subShard])
+}

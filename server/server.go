@@ -55,6 +55,7 @@ type Server struct {
 	cmdStats       []shardCmdStats // per shard, owned by its goroutine
 	acl            *aclState       // users (acl.go)
 	errors         errorStats      // error replies (INFO errorstats)
+	traffic        trafficStats    // bytes and commands (traffic.go)
 	// evalCoords: per shard, the coordinator of the script running inline
 	// on it (cmdEvalShard), owned by its goroutine: one script at a time.
 	evalCoords []Coord
@@ -327,7 +328,8 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 			return
 		}
 		s.loopsReady.Store(true)
-		s.startTiered() // tiered.go: offloading starts once shards have loops
+		s.startSampler() // traffic.go
+		s.startTiered()  // tiered.go: offloading starts once shards have loops
 		close(s.ready)
 		s.earlyMu.Lock()
 		for _, gc := range s.early {

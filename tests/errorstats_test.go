@@ -1,8 +1,10 @@
 package tests
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // INFO counts error replies by code (errorstats, total_error_replies) and
@@ -33,5 +35,37 @@ func TestErrorStats(t *testing.T) {
 				t.Errorf("%s: want one failed call", line)
 			}
 		}
+	}
+}
+
+// INFO's traffic fields follow the commands clients send.
+func TestInfoTraffic(t *testing.T) {
+	srv := StartServer(t)
+	c := srv.Raw(t)
+	const n = 5000
+	for round := 0; round < 5; round++ {
+		for i := 0; i < n; i++ {
+			c.Send("PING")
+		}
+		for i := 0; i < n; i++ {
+			c.MustRead()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	in, _ := strconv.Atoi(infoField(c, "stats", "total_net_input_bytes"))
+	out, _ := strconv.Atoi(infoField(c, "stats", "total_net_output_bytes"))
+	if in < 5*n*len("*1\r\n$4\r\nPING\r\n") || out < 5*n*len("+PONG\r\n") {
+		t.Fatalf("after %d PINGs: total_net_input_bytes %d, total_net_output_bytes %d", 5*n, in, out)
+	}
+	if ops, _ := strconv.Atoi(infoField(c, "stats", "instantaneous_ops_per_sec")); ops <= 0 {
+		t.Fatalf("instantaneous_ops_per_sec %d right after %d PINGs", ops, 5*n)
+	}
+	for _, f := range []string{"mem_fragmentation_ratio", "used_memory_rss_human", "number_of_libraries"} {
+		if infoField(c, "memory", f) == "" {
+			t.Errorf("INFO memory has no %s", f)
+		}
+	}
+	if infoField(c, "stats", "pubsub_channels") != "0" {
+		t.Errorf("pubsub_channels: %q", infoField(c, "stats", "pubsub_channels"))
 	}
 }
