@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,17 +65,22 @@ func TestEveryCommandSurvivesRandomArguments(t *testing.T) {
 	for _, proto := range []int{2, 3} {
 		t.Run("RESP"+strconv.Itoa(proto), func(t *testing.T) { randomArguments(t, proto) })
 	}
+	// With tiered storage every string of 8 bytes or more is offloaded:
+	// commands meet values on disk, being written and being read back.
+	t.Run("tiered", func(t *testing.T) {
+		randomArguments(t, 2, "--tiered_prefix", filepath.Join(t.TempDir(), "tier"), "--tiered_min_value_size", "8")
+	})
 }
 
 // randomArguments runs TestEveryCommandSurvivesRandomArguments over
-// connections speaking RESP proto.
-func randomArguments(t *testing.T, proto int) {
+// connections speaking RESP proto, the server started with flags.
+func randomArguments(t *testing.T, proto int, flags ...string) {
 	seed := newSeed(t)
 	per := 8
 	if n, ok := lookupEnvUint("DFLY_TEST_ROBUST_N"); ok {
 		per = int(n)
 	}
-	srv := StartServer(t, "--shards", "3")
+	srv := StartServer(t, append([]string{"--shards", "3"}, flags...)...)
 	admin := srv.Raw(t)
 	var names []string
 	for _, e := range admin.Do("COMMAND", "LIST").Elems {
@@ -86,7 +92,8 @@ func randomArguments(t *testing.T, proto int) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	var history [][]string // the last commands sent, for a failure's report
 	setup := func(c *RawConn) {
-		for _, cmd := range [][]string{{"DISCARD"}, {"FLUSHALL"}, {"SET", "str", "hello world"}, {"SET", "num", "42"},
+		for _, cmd := range [][]string{{"DISCARD"}, {"FLUSHALL"}, {"SET", "str", "hello world"},
+			{"SET", "str2", strings.Repeat("long value ", 40)}, {"SET", "num", "42"},
 			{"RPUSH", "list", "a", "b", "c", "1", "2"}, {"HSET", "hash", "f", "v", "n", "7"}, {"SADD", "set", "a", "b", "1"},
 			{"ZADD", "zset", "1", "a", "2", "b", "2.5", "c"}, {"XADD", "stream", "1-1", "f", "v"},
 			{"XGROUP", "CREATE", "stream", "g", "0"}, {"PFADD", "hll", "a", "b"},
@@ -175,7 +182,12 @@ func randomArguments(t *testing.T, proto int) {
 	if p := infoField(srv.Raw(t), "stats", "command_panics"); p != "0" {
 		t.Fatalf("seed %d: %s commands panicked:\n%s", seed, p, srv.Output())
 	}
-	t.Logf("seed %d: %d commands over %d command names", seed, sent, len(names))
+	tier := ""
+	if len(flags) > 0 {
+		a := srv.Raw(t)
+		tier = " (tiered: " + infoField(a, "tiered", "tiered_writes") + " writes, " + infoField(a, "tiered", "tiered_reads") + " reads)"
+	}
+	t.Logf("seed %d: %d commands over %d command names%s", seed, sent, len(names), tier)
 }
 
 // alive reports whether srv answers PING on a new connection.
