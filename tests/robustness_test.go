@@ -70,6 +70,13 @@ func TestEveryCommandSurvivesRandomArguments(t *testing.T) {
 	t.Run("tiered", func(t *testing.T) {
 		randomArguments(t, 2, "--tiered_prefix", filepath.Join(t.TempDir(), "tier"), "--tiered_min_value_size", "8")
 	})
+	// A dfly replica, and a redis-server one, follow the random commands;
+	// each must hold what the master does at every set-up.
+	t.Run("replicated", func(t *testing.T) { randomArguments(t, 2, "replica") })
+	t.Run("redis-replica", func(t *testing.T) {
+		needRedisReplica(t)
+		randomArguments(t, 2, "redis-replica")
+	})
 }
 
 // randomArguments runs TestEveryCommandSurvivesRandomArguments over
@@ -80,8 +87,32 @@ func randomArguments(t *testing.T, proto int, flags ...string) {
 	if n, ok := lookupEnvUint("DFLY_TEST_ROBUST_N"); ok {
 		per = int(n)
 	}
+	replicaKind := ""
+	if len(flags) == 1 && strings.HasSuffix(flags[0], "replica") {
+		replicaKind, flags = flags[0], nil
+	}
+	replicated := replicaKind != ""
 	srv := StartServer(t, append([]string{"--shards", "3"}, flags...)...)
 	admin := srv.Raw(t)
+	var rc *RawConn
+	switch replicaKind {
+	case "replica":
+		rc = StartServer(t, "--shards", "2").Raw(t)
+		mustOK(t, rc.Do("REPLICAOF", "127.0.0.1", strconv.Itoa(srv.Port)), "REPLICAOF")
+	case "redis-replica":
+		rc = startRedisReplica(t, srv, t.TempDir(), 0).Raw(t)
+	}
+	var mc *RawConn // the master, for the replica's comparisons
+	if replicated {
+		waitLinkUp(t, rc)
+		mc = srv.Raw(t)
+	}
+	equal := func() {
+		if replicaKind == "redis-replica" {
+			waitCaughtUp(t, mc, rc)
+		}
+		waitDigestsEqual(t, mc, rc)
+	}
 	var names []string
 	for _, e := range admin.Do("COMMAND", "LIST").Elems {
 		if !robustSkip[e.Str] {
@@ -92,6 +123,12 @@ func randomArguments(t *testing.T, proto int, flags ...string) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	var history [][]string // the last commands sent, for a failure's report
 	setup := func(c *RawConn) {
+		if replicated && len(history) > 0 {
+			// Before the data goes: the replica holds what the master does
+			// (the marker: the random commands may have emptied it all).
+			mustOK(t, mc.Do("SET", "robust:end", strconv.Itoa(len(history))), "SET")
+			equal()
+		}
 		for _, cmd := range [][]string{{"DISCARD"}, {"FLUSHALL"}, {"SET", "str", "hello world"},
 			{"SET", "str2", strings.Repeat("long value ", 40)}, {"SET", "num", "42"},
 			{"RPUSH", "list", "a", "b", "c", "1", "2"}, {"HSET", "hash", "f", "v", "n", "7"}, {"SADD", "set", "a", "b", "1"},
@@ -181,6 +218,10 @@ func randomArguments(t *testing.T, proto int, flags ...string) {
 	// A panic recovered inside a command (recover.go) is a bug too.
 	if p := infoField(srv.Raw(t), "stats", "command_panics"); p != "0" {
 		t.Fatalf("seed %d: %s commands panicked:\n%s", seed, p, srv.Output())
+	}
+	if replicated {
+		mustOK(t, mc.Do("SET", "robust:end", "1"), "SET")
+		equal()
 	}
 	tier := ""
 	if len(flags) > 0 {
