@@ -23,7 +23,7 @@ func BenchmarkBatchGetSet(b *testing.B) {
 			if gated {
 				s.AddGate(nopGate{})
 			}
-			c := &Conn{srv: srv, proto: 2, authed: true}
+			c := &Conn{srv: srv, proto: 2, authed: true, user: srv.acl.def}
 			bt := &shardBatch{c: c}
 			set, get := srv.table.lookup([]byte("set")), srv.table.lookup([]byte("get"))
 			const depth = 16
