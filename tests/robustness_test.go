@@ -62,18 +62,24 @@ func TestEveryCommandSurvivesRandomArguments(t *testing.T) {
 	if IsRedis() {
 		t.Skip("dfly-only: Redis's own crashes are not ours to find")
 	}
+	// The -race pass runs RESP2 and the dfly replica (raceSubset).
 	for _, proto := range []int{2, 3} {
-		t.Run("RESP"+strconv.Itoa(proto), func(t *testing.T) { randomArguments(t, proto) })
+		t.Run("RESP"+strconv.Itoa(proto), func(t *testing.T) {
+			raceSubset(t, proto == 2)
+			randomArguments(t, proto)
+		})
 	}
 	// With tiered storage every string of 8 bytes or more is offloaded:
 	// commands meet values on disk, being written and being read back.
 	t.Run("tiered", func(t *testing.T) {
+		raceSubset(t, false)
 		randomArguments(t, 2, "--tiered_prefix", filepath.Join(t.TempDir(), "tier"), "--tiered_min_value_size", "8")
 	})
 	// A dfly replica, and a redis-server one, follow the random commands;
 	// each must hold what the master does at every set-up.
 	t.Run("replicated", func(t *testing.T) { randomArguments(t, 2, "replica") })
 	t.Run("redis-replica", func(t *testing.T) {
+		raceSubset(t, false)
 		needRedisReplica(t)
 		randomArguments(t, 2, "redis-replica")
 	})
