@@ -339,8 +339,10 @@ func (f *flow) serve(partial bool) {
 				f.bytes.Add(int64(len(b)))
 			}
 		}
+		var pace snapshot.Pacer // shares the CPU with the loops in small steps
 		for {
 			c := <-f.out // read to the end even when the replica is gone
+			pace.Step()
 			m.Materialize(&c)
 			if c.Err != nil && !f.dead.Load() {
 				// The baseline is incomplete (an encoding failed): the last

@@ -6,6 +6,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // BackgroundNice is the nice value of the threads that encode and write a
@@ -20,17 +21,74 @@ import (
 var BackgroundNice = 0
 
 // SectionNice is the nice value of a BackgroundSection: a replication
-// flow sending its baseline. There nice 5 measured better
-// (tests/bench/repl.sh, dfly>dfly, alternating, two runs each): link up in
-// 4.20 s / 3.19 s and master write p99 4.2 / 3.5 ms, against 4.57 s /
-// 4.13 s and 4.5 / 3.9 ms at nice 0. A flow's pace is the replica's, so
-// yielding the CPU to the loops costs it little. (Flows compress: with
+// flow sending its baseline, which also gives the CPU back every
+// SectionYield of its work (Pacer). Without the pacer, nice 5 measured
+// better than nice 0 (tests/bench/repl.sh, dfly>dfly, alternating, two runs
+// each): link up in 4.20 s / 3.19 s and master write p99 4.2 / 3.5 ms,
+// against 4.57 s / 4.13 s and 4.5 / 3.9 ms at nice 0. With it, nice 0: see
+// SectionYield. (Flows compress: with
 // no compression at all, a dfly>dfly full sync of repl.sh's data under its
 // load measured the replica's CPU 2.5-2.7 s against 2.0-2.1 s with LZF,
 // and link up 3.9-4.2 s against 3.3-3.8 s. They now send fragments
 // compressed whole with S2 instead of LZF value by value: see
 // server/repl_flow.go's serve.)
-var SectionNice = 5
+var SectionNice = 0
+
+// SectionYield is how much CPU time a BackgroundSection's thread uses
+// before it yields the CPU (Pacer.Step); env DFLY_BG_YIELD_US overrides
+// it (0: never). On a CPU shared with an event loop the scheduler lets a
+// runnable thread run for its whole slice, up to a timer tick (4 ms at
+// HZ=250): every turn of the flow's thread held the loop's clients that
+// long. Yielding after 100 us of work bounds those turns; at nice 0 the
+// flow still gets its share of the CPU, so the sync stays faster than
+// Redis's. Measured with tests/bench/repl.sh PIN=1 (master and load on one
+// CPU), one run per line, link up / SET p99 during the sync / idle:
+//
+//	dfly>dfly, nice 5, no yields (before)  2.48 s 4.00x, 2.38 s 3.64x, 3.94 s 4.31x
+//	dfly>dfly, nice 0, no yields           2.03 s 3.70x
+//	dfly>dfly, nice 0, yield every 200 us  1.93 s 2.55x, 1.87 s 2.73x
+//	dfly>dfly, nice 0, yield every 100 us  3.53 s 2.40x, 3.03 s 2.33x, 3.47 s 2.36x, 3.66 s 2.00x
+//	dfly>dfly, nice 0, yield every 50 us   3.14 s 2.77x, 3.56 s 2.14x
+//	redis>redis                            4.43-5.29 s, 1.78-2.00x
+//
+// (dfly's idle p99 is the lower one: during the sync both masters' p99
+// was 3.3-4.6 ms.)
+var SectionYield = 100 * time.Microsecond
+
+// Pacer yields its thread's CPU every SectionYield of the thread's CPU
+// time (a BackgroundSection's). The zero value is ready.
+type Pacer struct {
+	started bool
+	every   time.Duration // SectionYield, read at the first Step
+	next    time.Duration // the thread's CPU time at which to yield
+	yields  int
+}
+
+// Step yields the CPU if the thread has worked SectionYield since the last
+// yield. Where thread CPU time cannot be read it does nothing.
+func (p *Pacer) Step() {
+	if !p.started {
+		p.started, p.every = true, sectionYield()
+		if now := threadClock(); now >= 0 {
+			p.next = now + p.every
+		}
+	}
+	if p.every <= 0 {
+		return
+	}
+	if now := threadClock(); now >= 0 && now >= p.next {
+		yieldThread()
+		p.yields++
+		p.next = threadClock() + p.every
+	}
+}
+
+func sectionYield() time.Duration {
+	if v, err := strconv.Atoi(os.Getenv("DFLY_BG_YIELD_US")); err == nil {
+		return time.Duration(v) * time.Microsecond
+	}
+	return SectionYield
+}
 
 // Background threads. A snapshot's consumers (Complete's encoding, the
 // file writers) compete with the event loops for the CPU, and with the

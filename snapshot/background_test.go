@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"testing"
+	"time"
 )
 
 // Two Slices on one loop goroutine (two shards of one loop, or a BGSAVE and
@@ -65,5 +66,43 @@ func TestCollectAhead(t *testing.T) {
 	}
 	if CollectAhead() {
 		t.Fatal("collected again right after a collection")
+	}
+}
+
+// TestPacerYieldsAfterItsShare: a Pacer yields once its thread has used
+// SectionYield of CPU since the last yield, and not before; with
+// DFLY_BG_YIELD_US=0 never.
+func TestPacerYieldsAfterItsShare(t *testing.T) {
+	runtime.LockOSThread() // thread CPU time is per thread
+	defer runtime.UnlockOSThread()
+	if threadClock() < 0 {
+		t.Skip("no thread CPU clock here")
+	}
+	t.Setenv("DFLY_BG_YIELD_US", "2000")
+	var p Pacer
+	p.Step()
+	first := p.next
+	if first <= threadClock() {
+		t.Fatalf("the first step set the yield point to %v, not ahead of the thread's CPU time", first)
+	}
+	p.Step() // far less than 2 ms of CPU since: no yield
+	if p.next != first || p.yields != 0 {
+		t.Fatalf("yielded after less than its share: next %v -> %v, %d yields", first, p.next, p.yields)
+	}
+	for threadClock() < first { // spin past the share
+	}
+	p.Step()
+	if p.yields != 1 || p.next < first+2*time.Millisecond {
+		t.Fatalf("did not yield after its share: %d yields, next %v, first %v", p.yields, p.next, first)
+	}
+
+	t.Setenv("DFLY_BG_YIELD_US", "0")
+	var off Pacer
+	off.Step()
+	for start := threadClock(); threadClock() < start+time.Millisecond; {
+	}
+	off.Step()
+	if off.yields != 0 {
+		t.Fatalf("DFLY_BG_YIELD_US=0: %d yields", off.yields)
 	}
 }

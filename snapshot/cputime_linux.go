@@ -46,3 +46,7 @@ func threadID() int {
 func setThreadNice(n int) bool {
 	return unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), n) == nil
 }
+
+// yieldThread gives the CPU to another runnable thread, if any (a raw
+// system call, as above: the thread keeps its P while it waits).
+func yieldThread() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
