@@ -202,6 +202,8 @@ type Materializer struct {
 	// comes from there when one is back: a new one per chunk would be a
 	// save's worth of garbage, which the heap grows by before a GC.
 	free chan []byte
+	// touched keeps the loads of Materialize's first pass.
+	touched byte
 }
 
 // NewMaterializer encodes values with LZF when compress is set (the
@@ -234,6 +236,18 @@ func (m *Materializer) Materialize(c *Chunk) {
 	for _, dm := range d.mains {
 		out = append(out, c.Data[prev:dm.pos]...)
 		prev = dm.pos
+		// Read a byte at both ends of every value first: the values lie
+		// all over the heap (the walk visits keys in hash order), and
+		// these loads, independent of each other, wait for memory
+		// together, where the copies below would wait for one value
+		// after another.
+		var touch byte
+		for _, s := range dm.splices {
+			if n := len(s.val); n > 0 {
+				touch += s.val[0] ^ s.val[n-1]
+			}
+		}
+		m.touched += touch
 		at := 0
 		for _, s := range dm.splices {
 			m.enc.Raw(dm.main[at:s.off])
