@@ -444,7 +444,7 @@ gather:
 			c.inflight.Store(1)
 			c.holdReplies = answersSoon(cmd)
 			co := c.coord(cmd)
-			*co = Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: cmd, step: co.step}
+			*co = Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: cmd, step: co.step, owned: co.owned}
 			co.start(c)
 			c.gathered = c.next
 			return
@@ -572,7 +572,7 @@ func (c *Conn) startCoord(p *pending) {
 	c.inflight.Store(1)
 	c.holdReplies = true
 	co := c.coord(p.cmd)
-	*co = Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: p.cmd, multi: p.multi, step: co.step}
+	*co = Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: p.cmd, multi: p.multi, step: co.step, owned: co.owned}
 	p.multi = nil
 	co.start(c)
 }

@@ -42,6 +42,9 @@ type Coord struct {
 	step *queuedStep
 	// prop: what the journal records instead of Args (see Propagate).
 	prop [][][]byte
+	// owned: the transactions the command started (Tx), which the
+	// recovery from a panic aborts (runGuarded).
+	owned []*tx.Tx
 }
 
 func (x *Coord) run(c *Conn) {
@@ -50,7 +53,7 @@ func (x *Coord) run(c *Conn) {
 		x.W.Error("CROSSSLOT Keys in request don't hash to the same slot")
 	} else {
 		start := nanotime()
-		x.runMulti()
+		x.runGuarded()
 		if end := x.Srv.slowCheck(c, x.Args, start); end != 0 {
 			x.cmd.nsec.Add(uint64(end - start))
 		}
@@ -97,6 +100,27 @@ func coordinator(r coordRun) {
 	}
 }
 
+// runGuarded is runMulti recovering from a panic, the coordinator's own or
+// one of a shard step (tx.StepPanic): the transactions the command started
+// give their locks back (tx.Abort), and the client gets an error, as for a
+// command that panics on its shard (recover.go).
+func (x *Coord) runGuarded() {
+	replyStart := len(x.W.Buf)
+	x.owned = x.owned[:0]
+	defer func() {
+		r := recover()
+		if r != nil {
+			for _, t := range x.owned {
+				t.Abort()
+			}
+			x.Srv.recoverCoord(x.cmd.Name, x.W, replyStart, r)
+		}
+		clear(x.owned)
+		x.owned = x.owned[:0]
+	}()
+	x.runMulti()
+}
+
 // runMulti runs the command's Multi with the offloaded values it reads
 // loaded first, and kept in memory until it is done (tiered.go).
 func (x *Coord) runMulti() {
@@ -123,6 +147,7 @@ func (x *Coord) Tx() *tx.Tx {
 		t = tx.NestedIn(x.Srv.shards, x.outer)
 	default:
 		t = tx.New(x.Srv.shards)
+		x.owned = append(x.owned, t)
 	}
 	return x.withRecorder(t)
 }

@@ -189,6 +189,7 @@ func cmdExec(x *Coord) {
 		return
 	}
 	t := tx.New(x.Srv.shards)
+	x.owned = append(x.owned, t) // aborted if the EXEC panics (runGuarded)
 	var pos []int
 	for _, q := range m.cmds {
 		if q.cmd.Local != nil {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/tx"
 )
 
 // A bug in one command must not take every client's data down with the
@@ -16,10 +17,14 @@ import (
 // panic stay, unjournaled: a replica may then differ on that key, which
 // the log says.
 //
-// Not covered: a coordinator command (Multi) holds key locks across
-// shards and steps on several shard goroutines; a panic there still ends
-// the process, as one in the snapshot, journal or replication machinery
-// does, where carrying on could write a corrupt file or stream.
+// A coordinator command (Multi) holds key locks across shards and runs
+// steps on several shard goroutines: a panic in a step is caught on its
+// shard and raised again on the coordinator (tx.StepPanic), and the
+// coordinator's recovery (Coord.runGuarded) aborts the transactions the
+// command started, giving their locks back, before it answers the error.
+// Not covered: a panic in the snapshot, journal or replication machinery
+// still ends the process, where carrying on could write a corrupt file or
+// stream.
 var commandPanics atomic.Uint64
 
 // recoverCommand is deferred around a command; replyStart is w's length
@@ -35,6 +40,21 @@ func (s *Server) recoverCommand(name string, w *resp.Writer, replyStart int) {
 	}
 	s.log.Warnf("Command '%s' panicked: %v (its writes so far stay and may not reach replicas)\n%s", name, r, debug.Stack())
 	w.Error(fmt.Sprintf("ERR internal error in '%s' command: %v", name, r))
+}
+
+// recoverCoord is recoverCommand for a coordinator command, with the
+// recovered value r; a step's panic (tx.StepPanic) logs its shard's stack.
+func (s *Server) recoverCoord(name string, w *resp.Writer, replyStart int, r any) {
+	commandPanics.Add(1)
+	if replyStart <= len(w.Buf) {
+		w.Buf = w.Buf[:replyStart]
+	}
+	stack, v := debug.Stack(), r
+	if sp, ok := r.(*tx.StepPanic); ok {
+		stack, v = sp.Stack, sp.Value
+	}
+	s.log.Warnf("Command '%s' panicked: %v (its locks are released; its writes so far stay and may not reach replicas)\n%s", name, v, stack)
+	w.Error(fmt.Sprintf("ERR internal error in '%s' command: %v", name, v))
 }
 
 // local runs a connection command, recovering from a panic in it.

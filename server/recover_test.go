@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/shard"
 )
 
 // A command that panics answers its client with an error, drops the part
@@ -16,17 +18,7 @@ import (
 // and every other (recover.go). Without the recovery the first panic ends
 // the test binary.
 func TestCommandPanicIsAnError(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cfg := DefaultConfig()
-	cfg.Port, cfg.Shards, cfg.Dir = port, 2, t.TempDir()
-	srv := New(cfg, NewLogger(io.Discard, "warning"))
-	// Registered before Serve: the table is read-only once clients come.
-	srv.table.add("server",
+	addr, _ := startWithCommands(t, 2,
 		&Command{Name: "test.shardpanic", Arity: 2, FirstKey: 1, LastKey: 1, Step: 1, Flags: FlagWrite,
 			Shard: func(x *Exec) {
 				x.W.Array(2)
@@ -39,14 +31,6 @@ func TestCommandPanicIsAnError(t *testing.T) {
 				panic(fmt.Errorf("local boom"))
 			}},
 	)
-	go srv.Serve()
-	select {
-	case <-srv.Ready():
-	case <-time.After(10 * time.Second):
-		t.Fatal("server not ready")
-	}
-	t.Cleanup(srv.Shutdown)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	z := dialZ(t, addr)
 	other := dialZ(t, addr)
 	before := commandPanics.Load()
@@ -84,5 +68,118 @@ func TestCommandPanicIsAnError(t *testing.T) {
 	}
 	if info := z.do(t, "INFO", "stats"); !strings.Contains(info, "command_panics:") {
 		t.Fatalf("INFO stats has no command_panics")
+	}
+}
+
+// startWithCommands starts an in-process server with shards shards and
+// extra commands (registered before Serve: the table is read-only once
+// clients come).
+func startWithCommands(t *testing.T, shards int, cmds ...*Command) (string, *Server) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cfg := DefaultConfig()
+	cfg.Port, cfg.Shards, cfg.Dir = port, shards, t.TempDir()
+	srv := New(cfg, NewLogger(io.Discard, "warning"))
+	srv.table.add("server", cmds...)
+	go srv.Serve()
+	select {
+	case <-srv.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("server not ready")
+	}
+	t.Cleanup(srv.Shutdown)
+	return fmt.Sprintf("127.0.0.1:%d", port), srv
+}
+
+// A coordinator command that panics — on its own goroutine between steps,
+// in a step on a shard, or in the step that releases its locks — answers
+// an error, and its locks are given back: its keys can be written at once
+// by others, the shards keep serving. Without the recovery the panic ends
+// the test binary; without the abort the later SET on its keys never
+// answers.
+func TestCoordinatorPanicReleasesLocks(t *testing.T) {
+	addr, srv := startWithCommands(t, 2,
+		&Command{Name: "test.coordpanic", Arity: -4, FirstKey: 2, LastKey: -1, Step: 1, Flags: FlagWrite,
+			Shard: func(x *Exec) { x.W.SimpleString("one shard") },
+			Multi: func(x *Coord) {
+				t := x.LockKeys([]int{2, 3}, true)
+				switch string(x.Args[1]) {
+				case "coord":
+					panic("coordinator boom")
+				case "step":
+					t.Run(x.ShardOf(x.Args[2]), func(*shard.Shard) {})
+					t.Run(x.ShardOf(x.Args[3]), func(*shard.Shard) { panic("step boom") })
+				case "finish":
+					t.Finish(func(*shard.Shard) { panic("finish boom") })
+				}
+				t.Finish(nil)
+				x.W.SimpleString("OK")
+			}},
+		&Command{Name: "test.allpanic", Arity: 1, Flags: FlagWrite,
+			Multi: func(x *Coord) {
+				t := x.Tx()
+				t.AddAllShards()
+				t.Lock()
+				panic("all boom")
+			}},
+	)
+	// Two keys on different shards.
+	k1, k2 := "k1", ""
+	for i := 2; k2 == ""; i++ {
+		if k := "k" + strconv.Itoa(i); srv.ShardOf([]byte(k)) != srv.ShardOf([]byte(k1)) {
+			k2 = k
+		}
+	}
+	z, other := dialZ(t, addr), dialZ(t, addr)
+	for _, c := range []*zconn{z, other} {
+		c.c.SetDeadline(time.Now().Add(30 * time.Second)) // a lock left held: a failure, not a hang
+	}
+	before := commandPanics.Load()
+	for _, stage := range []string{"coord", "step", "finish", "none"} {
+		want := "+OK\r\n"
+		if stage != "none" {
+			want = "-ERR internal error in 'test.coordpanic' command: " + stage + " boom\r\n"
+			if stage == "coord" {
+				want = "-ERR internal error in 'test.coordpanic' command: coordinator boom\r\n"
+			}
+		}
+		// Pipelined with commands on the same keys before and after.
+		z.send(t, "SET", k1, "before")
+		z.send(t, "test.coordpanic", stage, k1, k2)
+		z.send(t, "MSET", k1, stage, k2, stage)
+		var got []string
+		for i := 0; i < 3; i++ {
+			var out strings.Builder
+			z.read(t, &out)
+			got = append(got, out.String())
+		}
+		if got[0] != "+OK\r\n" || got[1] != want || got[2] != "+OK\r\n" {
+			t.Fatalf("%s: replies %q, want OK, %q, OK", stage, got, want)
+		}
+		if r := other.do(t, "MGET", k2, k1); r != "*2\r\n$"+strconv.Itoa(len(stage))+"\r\n"+stage+"\r\n$"+strconv.Itoa(len(stage))+"\r\n"+stage+"\r\n" {
+			t.Fatalf("%s: another client reads %q", stage, r)
+		}
+	}
+	// A keyless command holding every shard, called directly and from a
+	// keyless script (whose interpreter makes the panic the call's error).
+	if r := z.do(t, "test.allpanic"); r != "-ERR internal error in 'test.allpanic' command: all boom\r\n" {
+		t.Fatalf("test.allpanic: %q", r)
+	}
+	if r := z.do(t, "SET", k1, "x"); r != "+OK\r\n" {
+		t.Fatalf("SET after test.allpanic: %q", r)
+	}
+	if r := z.do(t, "EVAL", "return redis.pcall('test.allpanic')", "0"); !strings.HasPrefix(r, "-") || !strings.Contains(r, "all boom") {
+		t.Fatalf("test.allpanic from a script: %q", r)
+	}
+	if r := other.do(t, "MSET", k1, "y", k2, "y"); r != "+OK\r\n" {
+		t.Fatalf("MSET after test.allpanic in a script: %q", r)
+	}
+	if n := commandPanics.Load() - before; n != 4 {
+		t.Fatalf("command_panics grew by %d, want 4", n)
 	}
 }

@@ -77,7 +77,9 @@ type luaVM struct {
 	exe      Exec
 	coord    Coord
 	step     *queuedStep
-	tx       *tx.Tx // the last script transaction, recycled (Coord.scriptTx)
+	// owned: the transactions of a keyless call (callMulti), reused.
+	owned []*tx.Tx
+	tx    *tx.Tx // the last script transaction, recycled (Coord.scriptTx)
 
 	// Function libraries (function_lua.go): the environment of their
 	// chunks and functions and the load-time API it shows while a chunk
@@ -818,10 +820,31 @@ func (vm *luaVM) exec(cmd *Command, args [][]byte) {
 		})
 	case cmd.Multi != nil:
 		x.inTx = false
-		cmd.Multi(x)
+		vm.callMulti(x, cmd)
 	default:
 		w.Error("CROSSSLOT Keys in request don't hash to the same slot")
 	}
+}
+
+// callMulti runs the Multi of a call that holds no script lock (a keyless
+// script's). If it panics, the transactions it started give their locks
+// back before the panic goes on to PCall, which makes it the call's error.
+func (vm *luaVM) callMulti(x *Coord, cmd *Command) {
+	x.owned = vm.owned[:0] // not the script's coordinator's (x is a copy)
+	defer func() {
+		r := recover()
+		if r != nil {
+			for _, t := range x.owned {
+				t.Abort()
+			}
+		}
+		clear(x.owned)
+		vm.owned, x.owned = x.owned[:0], nil
+		if r != nil {
+			panic(r)
+		}
+	}()
+	cmd.Multi(x)
 }
 
 // toLua converts the RESP reply at b[pos:] to Lua (Redis 7.0's

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/dfly/dfly/shard"
 )
@@ -17,23 +16,8 @@ import (
 // its address.
 func startZSetServer(t *testing.T, shards int) (*Server, string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cfg := DefaultConfig()
-	cfg.Port, cfg.Shards, cfg.Dir = port, shards, t.TempDir()
-	srv := New(cfg, NewLogger(io.Discard, "warning"))
-	go srv.Serve()
-	select {
-	case <-srv.Ready():
-	case <-time.After(10 * time.Second):
-		t.Fatal("server not ready")
-	}
-	t.Cleanup(srv.Shutdown)
-	return srv, fmt.Sprintf("127.0.0.1:%d", port)
+	addr, srv := startWithCommands(t, shards)
+	return srv, addr
 }
 
 // zconn is a minimal RESP client returning replies as raw protocol text.

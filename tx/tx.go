@@ -1,6 +1,8 @@
 package tx
 
 import (
+	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -162,6 +164,45 @@ type part struct {
 	held, refused bool
 	// jp buffers the journal entries of the steps run on this shard.
 	jp *journal.Part
+	// holding: the shard holds this part's locks (set and cleared on the
+	// shard's goroutine, read by the coordinator after a done signal), so
+	// that Abort releases exactly what is held.
+	holding bool
+	// panicked: the step's function panicked on the shard (see call).
+	panicked *StepPanic
+}
+
+// StepPanic is a panic of a step's function on a shard's goroutine, raised
+// again on the coordinator's (Tx.rethrow) once the step's signal is in:
+// the shard goes on serving, and the coordinator's recovery (Abort) gives
+// the transaction's locks back.
+type StepPanic struct {
+	Shard int
+	Value any
+	Stack []byte
+}
+
+func (e *StepPanic) Error() string { return fmt.Sprintf("shard %d: %v", e.Shard, e.Value) }
+
+// call runs the step's function on s, recovering a panic into p.panicked.
+func (p *part) call(s *shard.Shard) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.panicked = &StepPanic{Shard: s.ID, Value: r, Stack: debug.Stack()}
+		}
+	}()
+	p.fn(s)
+}
+
+// acquired and released keep holding in step with the shard's locks.
+func (p *part) acquired(s *shard.Shard) {
+	s.Acquire(p.keys, p.all)
+	p.holding = true
+}
+
+func (p *part) released(s *shard.Shard) {
+	s.Release(p.keys, p.all)
+	p.holding = false
 }
 
 type stepKind uint8
@@ -256,7 +297,7 @@ func (p *part) Resume(s *shard.Shard) {
 	if p.tx.multi {
 		s.Capture(p.keys)
 	}
-	s.Acquire(p.keys, p.all)
+	p.acquired(s)
 	if p.tx.lazy {
 		p.lazyLocked(s)
 	}
@@ -271,12 +312,12 @@ func (p *part) Resume(s *shard.Shard) {
 // eagerly instead, which journals); otherwise the step runs its function.
 func (p *part) lazyLocked(s *shard.Shard) {
 	if s.Journal.Active() {
-		s.Release(p.keys, p.all)
+		p.released(s)
 		p.refused = true
 		return
 	}
 	if p.step == stepLockRun {
-		p.fn(s)
+		p.call(s)
 	}
 }
 
@@ -284,6 +325,7 @@ func (p *part) Run(s *shard.Shard) {
 	switch p.step {
 	case stepLock, stepLockRun:
 		if s.TryLock(p, p.tx.multi) {
+			p.holding = true
 			if p.tx.lazy {
 				p.lazyLocked(s)
 			}
@@ -295,14 +337,14 @@ func (p *part) Run(s *shard.Shard) {
 			if p.tx.multi {
 				s.Capture(p.keys)
 			}
-			s.Acquire(p.keys, p.all)
+			p.acquired(s)
 			p.granted = true
 		}
 	case stepRun:
 		if p.tx.rec {
 			p.runRecorded(s)
 		} else {
-			p.fn(s)
+			p.call(s)
 		}
 	case stepCommitRelease:
 		j := s.Journal
@@ -312,12 +354,12 @@ func (p *part) Run(s *shard.Shard) {
 			}
 			j.Commit(p.jp, p.tx.id, p.tx.shardSet())
 		}
-		s.Release(p.keys, p.all)
+		p.released(s)
 	case stepRunRelease:
-		p.fn(s)
-		s.Release(p.keys, p.all)
+		p.call(s)
+		p.released(s)
 	case stepRelease:
-		s.Release(p.keys, p.all)
+		p.released(s)
 	}
 	p.tx.done <- struct{}{}
 }
@@ -331,7 +373,7 @@ func (p *part) runRecorded(s *shard.Shard) {
 	}
 	prev := j.Enter(p.jp)
 	before := s.Stats.Writes - s.Stats.ExpiredKeys
-	p.fn(s)
+	p.call(s)
 	j.Leave(prev)
 	if s.Stats.Writes-s.Stats.ExpiredKeys != before {
 		p.tx.writes.Add(1)
@@ -461,6 +503,7 @@ func (t *Tx) runLazy(sid int, fn func(*shard.Shard)) {
 		<-t.done
 		if !p.refused {
 			p.held = true
+			t.rethrow()
 			return
 		}
 	}
@@ -568,6 +611,7 @@ func (t *Tx) Run(sid int, fn func(*shard.Shard)) {
 	p.step, p.fn = stepRun, fn
 	p.sh.Send(p)
 	<-t.done
+	t.rethrow()
 }
 
 // RunAll runs fn on every involved shard in parallel and waits for all.
@@ -675,4 +719,38 @@ func (t *Tx) runAll(step stepKind, fn func(*shard.Shard)) {
 	for range t.parts {
 		<-t.done
 	}
+	t.rethrow()
+}
+
+// rethrow raises, on the coordinator, the panic of a step's function on a
+// shard (StepPanic), once every signal of the step is in.
+func (t *Tx) rethrow() {
+	for _, p := range t.parts {
+		if sp := p.panicked; sp != nil {
+			for _, q := range t.parts {
+				q.panicked = nil
+			}
+			panic(sp)
+		}
+	}
+}
+
+// Abort gives back every lock the transaction holds, running and
+// journaling nothing more: the recovery of a coordinator whose command
+// panicked (on its own goroutine, or in a step: StepPanic). The writes its
+// steps made stay, unjournaled (a replica may miss them; the caller logs
+// it). Nested transactions hold no locks. Abort of a finished transaction
+// does nothing.
+func (t *Tx) Abort() {
+	if t.nested {
+		return
+	}
+	for ; t.unacked > 0; t.unacked-- {
+		<-t.done
+	}
+	t.release(func(p *part) bool { return p.holding })
+	for _, p := range t.parts {
+		p.held, p.panicked = false, nil
+	}
+	t.locked, t.lazy = false, false
 }

@@ -312,3 +312,79 @@ func run(s *shard.Shard, fn func(*shard.Shard)) {
 	s.Send(shard.Func(func(s *shard.Shard) { fn(s); close(done) }))
 	<-done
 }
+
+// TestAbortAfterStepPanic: a step's function that panics on a shard does
+// not end the shard's goroutine; the panic is raised again on the
+// coordinator (StepPanic) once the step is over, and Abort gives back
+// exactly the locks still held, whichever step panicked: a Run, a lazy
+// transaction's lock-and-run, a Finish that releases as it runs, or the
+// coordinator itself between steps. After each, a second transaction
+// locks the same keys and the shards still serve.
+func TestAbortAfterStepPanic(t *testing.T) {
+	shards := startShards(t, 3)
+	boom := func(s *shard.Shard) { panic("boom on " + strconv.Itoa(s.ID)) }
+	noop := func(*shard.Shard) {}
+	declare := func(x *Tx) {
+		x.Add(2, 0, "c", true)
+		x.Add(0, 0, "a", true)
+		x.Add(1, 0, "b", false)
+	}
+	cases := []struct {
+		name string
+		run  func(x *Tx)
+		step bool // the panic is a StepPanic
+	}{
+		{"run", func(x *Tx) { x.Lock(); x.Run(1, noop); x.Run(2, boom) }, true},
+		{"run all", func(x *Tx) { x.Lock(); x.RunAll(boom) }, true},
+		{"lazy first step", func(x *Tx) { x.LockLazily(); x.Run(1, boom) }, true},
+		{"lazy later step", func(x *Tx) { x.LockLazily(); x.Run(0, noop); x.Run(2, boom) }, true},
+		{"finish", func(x *Tx) { x.Lock(); x.Finish(boom) }, true},
+		{"lazy finish", func(x *Tx) { x.LockLazily(); x.Run(2, noop); x.Finish(boom) }, true},
+		{"coordinator", func(x *Tx) { x.Lock(); x.Run(0, noop); panic("coordinator boom") }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			x := New(shards)
+			declare(x)
+			func() {
+				defer func() {
+					r := recover()
+					sp, isStep := r.(*StepPanic)
+					if r == nil || isStep != tc.step {
+						t.Fatalf("recovered %#v, want a step panic: %v", r, tc.step)
+					}
+					if isStep && (sp.Value == nil || len(sp.Stack) == 0) {
+						t.Fatalf("step panic without value or stack: %+v", sp)
+					}
+					x.Abort()
+				}()
+				tc.run(x)
+			}()
+			// Every lock is free again: a transaction taking them all
+			// exclusively finishes, and each shard is idle after it.
+			done := make(chan struct{})
+			go func() {
+				y := New(shards)
+				y.Add(0, 0, "a", true)
+				y.Add(1, 0, "b", true)
+				y.Add(2, 0, "c", true)
+				y.Lock()
+				y.Finish(func(s *shard.Shard) { writeInt(s.DBs[0], "after", s.ID) })
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the keys stayed locked after Abort")
+			}
+			for _, s := range shards {
+				idle := make(chan bool)
+				s.Send(shard.Func(func(s *shard.Shard) { idle <- s.Locks.Idle() && readInt(s.DBs[0], "after") == s.ID }))
+				if !<-idle {
+					t.Fatalf("shard %d: locks held or the later write missing", s.ID)
+				}
+			}
+			x.Abort() // a second Abort does nothing
+		})
+	}
+}
