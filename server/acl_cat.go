@@ -53,7 +53,7 @@ var notConnection = map[string]bool{"time": true, "lolwut": true, "client": true
 // regrouped are commands whose file is not their Redis group.
 var regrouped = map[string]string{
 	"getrange": "string", "setrange": "string", "substr": "string", "lcs": "string",
-	"dump": "generic", "restore": "generic", "sort": "", "sort_ro": "",
+	"dump": "generic", "restore": "generic", "migrate": "generic", "sort": "", "sort_ro": "",
 }
 
 // adminCommands are @admin (and @dangerous) without the admin flag.

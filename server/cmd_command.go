@@ -138,12 +138,15 @@ func writeCommandInfo(w *resp.Writer, cmd *Command) {
 			flags = append(flags, f.name)
 		}
 	}
+	if cmd.KeyPositions != nil {
+		flags = append(flags, "movablekeys") // its keys depend on its arguments
+	}
 	w.Set(len(flags))
 	for _, f := range flags {
 		w.SimpleString(f)
 	}
 	first, last, step := cmd.FirstKey, cmd.LastKey, cmd.Step
-	if cmd.KeyPositions != nil {
+	if cmd.KeyPositions != nil && first == 0 {
 		first, last, step = 1, -1, 1
 	}
 	if first == 0 {

@@ -75,10 +75,10 @@ func (m *monitors) feed(from *Conn, db int, cmd *Command, args [][]byte) {
 		from.info.Unlock()
 	}
 	b = append(b, ']')
-	redactFrom := redactedFrom(cmd, args)
+	redactFrom, redactTo := redacted(cmd, args)
 	for i, a := range args {
 		b = append(b, ' ')
-		if i >= redactFrom {
+		if i >= redactFrom && i < redactTo {
 			b = append(b, `"(redacted)"`...)
 			continue
 		}
@@ -92,20 +92,31 @@ func (m *monitors) feed(from *Conn, db int, cmd *Command, args [][]byte) {
 	m.mu.RUnlock()
 }
 
-// redactedFrom is the index of the first argument MONITOR must not show:
-// every argument of AUTH, those after HELLO's AUTH.
-func redactedFrom(cmd *Command, args [][]byte) int {
+// redacted are the arguments MONITOR must not show, args[from:to]: every
+// argument of AUTH, those after HELLO's AUTH, MIGRATE's credentials.
+func redacted(cmd *Command, args [][]byte) (from, to int) {
 	switch cmd.Name {
 	case "auth":
-		return 1
+		return 1, len(args)
 	case "hello":
 		for i, a := range args {
 			if strings.EqualFold(string(a), "auth") {
-				return i + 1
+				return i + 1, len(args)
+			}
+		}
+	case "migrate":
+		for i := 6; i < len(args); i++ {
+			switch strings.ToLower(string(args[i])) {
+			case "auth":
+				return i + 1, min(i+2, len(args))
+			case "auth2":
+				return i + 1, min(i+3, len(args))
+			case "keys":
+				return len(args), len(args)
 			}
 		}
 	}
-	return len(args)
+	return len(args), len(args)
 }
 
 // appendRepr quotes a as Redis's sdscatrepr does: C escapes for \ " and

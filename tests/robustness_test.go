@@ -27,14 +27,15 @@ import (
 
 // robustSkip are commands whose effect would end the run rather than test
 // it: they stop the server, turn the connection into something else, or
-// stop the server serving for long (CLIENT PAUSE, DEBUG SLEEP, CONFIG SET).
+// stop the server serving for long (CLIENT PAUSE, DEBUG SLEEP, CONFIG SET,
+// MIGRATE to whatever host the arguments name, waiting up to their timeout).
 // Transactions, scripts, functions, SELECT, SWAPDB and the flushes are
 // in: a random MULTI queues the random commands after it.
 var robustSkip = map[string]bool{
 	"shutdown": true, "monitor": true, "sync": true, "psync": true, "replicaof": true, "slaveof": true,
 	"subscribe": true, "psubscribe": true, "ssubscribe": true, "quit": true, "client": true,
 	"unsubscribe": true, "punsubscribe": true, "sunsubscribe": true, // a reply per channel
-	"dfly": true, "failover": true, "debug": true, "config": true, "replconf": true,
+	"dfly": true, "failover": true, "debug": true, "config": true, "replconf": true, "migrate": true,
 }
 
 var robustWords = []string{
