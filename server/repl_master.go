@@ -523,6 +523,10 @@ type replConnInfo struct {
 	port    int
 	ip      string
 	capaEOF bool
+	// REPLCONF rdb-only 1 (redis-cli --rdb, --functions-rdb): the client
+	// wants the RDB only, not to be a replica. rdb-filter-only: no keys in
+	// it (noData), and no libraries unless it names "functions".
+	rdbOnly, noData, noFunctions bool
 }
 
 type replicaConn struct {
@@ -620,6 +624,10 @@ type psyncRequest struct {
 // serveReplica runs on the replica's own goroutine for the connection's
 // lifetime.
 func (m *replMaster) serveReplica(nc net.Conn, req psyncRequest) {
+	if req.info.rdbOnly {
+		m.serveRDBOnly(nc, req)
+		return
+	}
 	r := &replicaConn{m: m, conn: nc, port: req.info.port, ip: req.info.ip, eof: req.info.capaEOF,
 		notify: make(chan struct{}, 1), acked: make(chan struct{})}
 	if host, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil && r.ip == "" {
@@ -638,6 +646,39 @@ func (m *replMaster) serveReplica(nc net.Conn, req psyncRequest) {
 	}
 	go r.readAcks()
 	r.stream()
+}
+
+// serveRDBOnly answers a client that asked for the RDB only (REPLCONF
+// rdb-only 1): a snapshot — of the libraries alone, or of nothing, when
+// it filters the keys out — after +FULLRESYNC for a PSYNC, then the
+// connection closes. It is no replica: no journal feed starts, INFO does
+// not list it.
+func (m *replMaster) serveRDBOnly(nc net.Conn, req psyncRequest) {
+	defer nc.Close()
+	srv := m.srv
+	var outs []chan snapshot.Chunk
+	var free chan []byte
+	if req.info.noData {
+		outs = srv.filteredSnapshot(!req.info.noFunctions)
+	} else {
+		snapshot.CollectAhead()
+		outs, free = srv.replicationCut(func(*shard.Shard) {})
+	}
+	addr := nc.RemoteAddr().String()
+	srv.log.Noticef("Client %s asks for an RDB only (keys: %v, functions: %v)", addr, !req.info.noData, !req.info.noFunctions)
+	if !req.sync {
+		m.mu.Lock()
+		id := m.replID
+		m.mu.Unlock()
+		line := "+FULLRESYNC " + id + " " + strconv.FormatInt(m.flushedOffset(), 10) + "\r\n"
+		if _, err := nc.Write([]byte(line)); err != nil {
+			drainChunks(outs, free, len(srv.shards))
+			return
+		}
+	}
+	if err := srv.sendRDB(nc, req.info.capaEOF && !req.sync, outs, free); err != nil {
+		srv.log.Warnf("RDB to %s failed: %v", addr, err)
+	}
 }
 
 // tryPartial answers +CONTINUE when the backlog holds the requested
@@ -860,7 +901,30 @@ func cmdReplconf(c *Conn, a [][]byte, w *resp.Writer) {
 			}
 		case "ack", "getack":
 			return // no reply, as Redis
-		case "rdb-only", "rdb-filter-only", "rdb-channel":
+		case "rdb-only":
+			switch v {
+			case "0", "1":
+				c.repl.rdbOnly = v == "1"
+			default:
+				if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+					w.Error(errNotInt)
+				} else {
+					w.Error("ERR value is out of range, value must between 0 and 1")
+				}
+				return
+			}
+		case "rdb-filter-only":
+			// As Redis: a filter includes parts of the RDB; keys are never
+			// among them, "functions" the only one there is.
+			c.repl.noData, c.repl.noFunctions = true, true
+			for _, f := range strings.Fields(v) {
+				if !strings.EqualFold(f, "functions") {
+					w.Error("ERR Unsupported rdb-filter-only option: " + f)
+					return
+				}
+				c.repl.noFunctions = false
+			}
+		case "rdb-channel":
 		default:
 			w.Error("ERR Unrecognized REPLCONF option: " + truncArg(a[i]))
 			return

@@ -42,6 +42,27 @@ func (s *Server) replicationCut(also func(*shard.Shard)) ([]chan snapshot.Chunk,
 	return outs, free
 }
 
+// filteredSnapshot stands in for a snapshot's chunks when the keys are
+// filtered out (REPLCONF rdb-filter-only): every shard's output is one last
+// chunk, shard 0's holding the libraries when functions (taken on shard 0,
+// which every library change holds).
+func (s *Server) filteredSnapshot(functions bool) []chan snapshot.Chunk {
+	var libs []byte
+	if functions {
+		s.OnShard(0, func(*shard.Shard) { libs = s.cutFunctions() })
+	}
+	outs := make([]chan snapshot.Chunk, len(s.shards))
+	for i := range outs {
+		outs[i] = make(chan snapshot.Chunk, 1)
+		c := snapshot.Chunk{Last: true}
+		if i == 0 {
+			c.Data = libs
+		}
+		outs[i] <- c
+	}
+	return outs
+}
+
 // sendRDB sends the snapshot to a replica: "$EOF:<40 bytes>\r\n" RDB
 // <40 bytes> when eof, else "$<len>\r\n" RDB from a temporary file.
 func (s *Server) sendRDB(conn net.Conn, eof bool, chunks []chan snapshot.Chunk, free chan<- []byte) error {

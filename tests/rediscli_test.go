@@ -104,3 +104,47 @@ func TestRedisCLIMemkeys(t *testing.T) {
 		t.Fatalf("redis-cli --memkeys: no size for the list:\n%s", out)
 	}
 }
+
+// TestRedisCLIRDB: redis-cli --rdb fetches a snapshot of every key and
+// library (REPLCONF rdb-only), --functions-rdb one of the libraries alone
+// (rdb-filter-only functions); a server started on each file holds what it
+// should, and the client was never listed as a replica.
+func TestRedisCLIRDB(t *testing.T) {
+	cli := redisCLI(t)
+	srv := StartServer(t, "--shards", "3")
+	c := srv.Raw(t)
+	for i := 0; i < 500; i++ {
+		mustOK(t, c.Do("SET", "k"+strconv.Itoa(i), strconv.Itoa(i)), "set")
+	}
+	mustOK(t, c.Do("HSET", "h", "f", "v"), "hset")
+	lib := "#!lua name=clilib\nredis.register_function('clif', function() return 7 end)"
+	mustOK(t, c.Do("FUNCTION", "LOAD", lib), "function load")
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		flag, file string
+		keys       int64
+	}{
+		{"--rdb", "all.rdb", 501},
+		{"--functions-rdb", "functions.rdb", 0},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, cli, "-h", "127.0.0.1", "-p", strconv.Itoa(srv.Port), tc.flag, dir+"/"+tc.file).CombinedOutput()
+		cancel()
+		if err != nil || !strings.Contains(string(out), "Transfer finished with success") {
+			t.Fatalf("redis-cli %s: %v\n%s", tc.flag, err, out)
+		}
+		loaded := StartServer(t, "--dir", dir, "--dbfilename", tc.file).Raw(t)
+		if n := loaded.Do("DBSIZE").Int; n != tc.keys {
+			t.Fatalf("%s: %d keys loaded, want %d", tc.flag, n, tc.keys)
+		}
+		if r := loaded.Do("FCALL", "clif", "0"); r.Int != 7 {
+			t.Fatalf("%s: the library did not come along: %s", tc.flag, r.String())
+		}
+		if tc.keys > 0 && loaded.Do("GET", "k499").Str != "499" {
+			t.Fatalf("%s: k499 = %q", tc.flag, loaded.Do("GET", "k499").Str)
+		}
+	}
+	if n := infoField(c, "replication", "connected_slaves"); n != "0" {
+		t.Fatalf("connected_slaves:%s after the RDB-only clients left", n)
+	}
+}
