@@ -77,18 +77,18 @@ type scriptEngine struct {
 	running map[*scriptRun]struct{}
 }
 
-// engines maps a *Server to its *scriptEngine, created on first use.
-var engines sync.Map
-
+// scripts is the server's script engine, created on first use.
 func (s *Server) scripts() *scriptEngine {
-	if e, ok := engines.Load(s); ok {
-		return e.(*scriptEngine)
+	if e := s.scriptEng.Load(); e != nil {
+		return e
 	}
 	e := &scriptEngine{log: s.log, leaves: s.leavesShard, protos: make(map[string]*compiledScript),
 		running: make(map[*scriptRun]struct{})}
 	e.vms.New = func() any { return newLuaVM(e) }
-	got, _ := engines.LoadOrStore(s, e)
-	return got.(*scriptEngine)
+	if s.scriptEng.CompareAndSwap(nil, e) {
+		return e
+	}
+	return s.scriptEng.Load()
 }
 
 func sha1hex(b []byte) string {

@@ -31,17 +31,18 @@ const (
 type Server struct {
 	gnet.BuiltinEventEngine
 
-	cfg     *Config
-	slow    slowlog
-	latency latencyMonitor // latency.go
-	pause   pauseState     // CLIENT PAUSE (pause.go)
-	migrate migrateConns   // MIGRATE's connections to targets (cmd_migrate.go)
-	shards  []*shard.Shard
-	table   *Table
-	log     *Logger
-	eng     gnet.Engine
-	runID   string
-	start   time.Time
+	cfg       *Config
+	slow      slowlog
+	latency   latencyMonitor               // latency.go
+	pause     pauseState                   // CLIENT PAUSE (pause.go)
+	scriptEng atomic.Pointer[scriptEngine] // scripts()
+	migrate   migrateConns                 // MIGRATE's connections to targets (cmd_migrate.go)
+	shards    []*shard.Shard
+	table     *Table
+	log       *Logger
+	eng       gnet.Engine
+	runID     string
+	start     time.Time
 	// startupHeap is the heap in use once the server was built, before any
 	// data (MEMORY STATS startup.allocated).
 	startupHeap int64
