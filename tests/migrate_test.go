@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -161,6 +163,31 @@ func TestMigrate(t *testing.T) {
 	}
 	if time.Since(start) > 5*time.Second || sc.Do("GET", "stays").Str != "1" {
 		t.Fatal("an unreachable target took too long or the key left")
+	}
+	// A target that takes the connection and never answers: the timeout
+	// ends the wait, the key stays.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			go io.Copy(io.Discard, c)
+		}
+	}()
+	mhost, mport := splitAddr(t, ln.Addr().String())
+	start = time.Now()
+	if r := sc.Do("MIGRATE", mhost, mport, "stays", "0", "300"); r.String() != "(error) IOERR error or timeout reading to target instance" {
+		t.Fatalf("silent target: %q", r.String())
+	}
+	if d := time.Since(start); d < 250*time.Millisecond || d > 5*time.Second || sc.Do("GET", "stays").Str != "1" {
+		t.Fatalf("silent target: answered after %v, or the key left", d)
 	}
 }
 
