@@ -13,6 +13,11 @@ import (
 type Writer struct {
 	Buf   []byte
 	Proto int
+	// StatsDone: the errors of the reply last written were counted in the
+	// error statistics by its writer (a script's reply, with the errors
+	// of the commands it called), and Failed tells whether its command
+	// failed; the statistics' reader clears both.
+	StatsDone, Failed bool
 }
 
 // Reset empties Buf, keeping its capacity.

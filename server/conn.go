@@ -245,9 +245,7 @@ func (c *Conn) writeOut() {
 func (c *Conn) collectReplies(upTo int) {
 	for c.flushed < upTo {
 		p := &c.cmds[c.flushed]
-		if b := p.reply.Buf; len(b) > 0 && b[0] == '-' {
-			c.srv.countErrorReply(p.cmd, p.rejected, b)
-		}
+		c.srv.countReply(p.cmd, p.rejected, &p.reply, 0)
 		c.out = append(c.out, p.reply.Buf...)
 		if cap(p.reply.Buf) > replyKeepCap {
 			p.reply.Buf = nil

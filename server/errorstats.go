@@ -5,13 +5,18 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/dfly/dfly/resp"
 )
 
 // errorStats counts the error replies clients got, by their code (the
 // first word: ERR, WRONGTYPE, NOPERM ...), for INFO errorstats and
 // total_error_replies; a command's own are its failed_calls, or its
-// rejected_calls when it was refused before it ran. Only top-level
-// replies count (Redis also counts those inside EXEC and scripts).
+// rejected_calls when it was refused before it ran. As in Redis 7.0, the
+// replies of commands inside EXEC and of scripts' calls count too (the
+// command's failed_calls and the error's code), and a script's error
+// reply that is a call's error passed on counts only as the script's
+// failed call, not a second time in errorstats (resp.Writer.ErrorCounted).
 type errorStats struct {
 	total  atomic.Uint64
 	mu     sync.Mutex
@@ -27,6 +32,12 @@ func (s *Server) countErrorReply(cmd *Command, rejected bool, b []byte) {
 	default:
 		cmd.failed.Add(1)
 	}
+	s.countErrorCode(b)
+}
+
+// countErrorCode counts the error reply b ('-' and its text) in INFO
+// errorstats and total_error_replies, by its first word.
+func (s *Server) countErrorCode(b []byte) {
 	code := "ERR"
 	b = b[1:min(len(b), 33)]
 	if i := bytes.IndexByte(b, ' '); i > 0 {
@@ -40,6 +51,23 @@ func (s *Server) countErrorReply(cmd *Command, rejected bool, b []byte) {
 	}
 	e.counts[code]++
 	e.mu.Unlock()
+}
+
+// countReply counts the reply of cmd at w.Buf[start:] when it is an error
+// (rejected: refused before it ran): at the top level, inside EXEC, and
+// for a script's calls. A reply whose writer counted its errors
+// (w.StatsDone: a script's) adds only cmd's failed call, if it failed.
+func (s *Server) countReply(cmd *Command, rejected bool, w *resp.Writer, start int) {
+	if w.StatsDone {
+		if w.Failed && cmd != nil {
+			cmd.failed.Add(1)
+		}
+		w.StatsDone, w.Failed = false, false
+		return
+	}
+	if b := w.Buf[start:]; len(b) > 0 && b[0] == '-' {
+		s.countErrorReply(cmd, rejected, b)
+	}
 }
 
 // each calls fn for every code in order.

@@ -231,7 +231,9 @@ func cmdExec(x *Coord) {
 	}
 	x.W.Array(len(m.cmds))
 	for _, q := range m.cmds {
+		start := len(x.W.Buf)
 		x.execQueued(t, q)
+		x.Srv.countReply(q.cmd, false, x.W, start)
 	}
 	t.Finish(nil)
 }
@@ -289,6 +291,7 @@ func (x *Coord) execParallel(t *tx.Tx, m *multiState) bool {
 	})
 	x.W.Array(len(m.cmds))
 	for i := range replies {
+		x.Srv.countReply(m.cmds[i].cmd, false, &replies[i], 0)
 		x.W.Buf = append(x.W.Buf, replies[i].Buf...)
 	}
 	return true
@@ -443,12 +446,14 @@ func execOnShard(x *Exec, c *Conn, m *multiState, w *watchState) {
 	runPart(x.S, func() {
 		for _, q := range m.cmds {
 			q.cmd.calls.Add(1)
+			start := len(x.W.Buf)
 			if q.cmd.Local != nil {
 				q.local(c, x.W)
-				continue
+			} else {
+				e := Exec{S: x.S, DB: x.S.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}
+				e.runQueued(q.cmd)
 			}
-			e := Exec{S: x.S, DB: x.S.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}
-			e.runQueued(q.cmd)
+			x.Srv.countReply(q.cmd, false, x.W, start)
 		}
 	})
 }

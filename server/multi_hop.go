@@ -437,6 +437,7 @@ func (h *hopExec) answer(c *Conn, w *resp.Writer) {
 	}
 	w.Array(len(h.m.cmds))
 	for i := range h.replies {
+		c.srv.countReply(h.m.cmds[i].cmd, false, &h.replies[i], 0)
 		w.Buf = append(w.Buf, h.replies[i].Buf...)
 	}
 }

@@ -77,6 +77,10 @@ type luaVM struct {
 	exe      Exec
 	coord    Coord
 	step     *queuedStep
+	// callErrs: the error tables of the run's failed calls (finishRun);
+	// replyFailed, countErrs: finishRun's counting (noteError).
+	callErrs               []*lua.LTable
+	replyFailed, countErrs bool
 	// owned: the transactions of a keyless call (callMulti), reused.
 	owned []*tx.Tx
 	tx    *tx.Tx // the last script transaction, recycled (Coord.scriptTx)
@@ -271,19 +275,51 @@ func (vm *luaVM) run(sc *scriptCtx, proto *lua.FunctionProto, keys, argv [][]byt
 }
 
 // finishRun writes the reply of a run that ended with err (nil: its
-// result is on the stack).
+// result is on the stack), and counts its errors as Redis 7.0 does: an
+// error of the script's own (raised, returned, or inside the reply) counts
+// in the error statistics; one that is a call's error passed on was
+// counted with the call. Either makes the script's call a failed one
+// (w.StatsDone, w.Failed).
 func (vm *luaVM) finishRun(err error, w *resp.Writer) {
 	L := vm.L
+	vm.replyFailed = false
+	vm.countErrs = !vm.sc.run.demoted.Load() // a demoted run's reply is dropped
 	if err != nil {
 		var obj lua.LValue = lua.LString(err.Error())
 		if ae, ok := err.(*lua.ApiError); ok {
 			obj = ae.Object
 		}
+		start := len(w.Buf)
 		vm.writeError(w, obj, vm.sc.run.killed.Load())
+		vm.noteError(obj, w.Buf[start:])
 	} else {
 		vm.writeReply(w, L.Get(-1), 0)
 		L.Pop(1)
 	}
+	w.StatsDone, w.Failed = true, vm.replyFailed
+	vm.callErrs = vm.callErrs[:0]
+}
+
+// noteError counts an error the script's reply carries (b, as written),
+// unless v is a call's error passed on (counted with the call).
+func (vm *luaVM) noteError(v lua.LValue, b []byte) {
+	vm.replyFailed = true
+	if vm.countErrs && !vm.isCallErr(v) && len(b) > 0 && b[0] == '-' {
+		vm.sc.x.Srv.countErrorCode(b)
+	}
+}
+
+// maxCallErrs bounds the call errors a run remembers (isCallErr).
+const maxCallErrs = 16
+
+// isCallErr reports whether v is the error of one of the run's calls.
+func (vm *luaVM) isCallErr(v lua.LValue) bool {
+	for _, t := range vm.callErrs {
+		if v == t {
+			return true
+		}
+	}
+	return false
 }
 
 // reset empties the globals for the next run. Only Go code writes into the
@@ -400,7 +436,9 @@ func (vm *luaVM) strings(t *lua.LTable, items [][]byte) *lua.LTable {
 // luaReplyToRedisReply).
 func (vm *luaVM) writeReply(w *resp.Writer, v lua.LValue, depth int) {
 	if depth > maxReplyDepth {
+		start := len(w.Buf)
 		writeRawError(w, "ERR reached lua stack limit")
+		vm.noteError(lua.LNil, w.Buf[start:])
 		return
 	}
 	switch v := v.(type) {
@@ -439,7 +477,9 @@ func luaInt(n lua.LNumber) int64 {
 
 func (vm *luaVM) writeTable(w *resp.Writer, t *lua.LTable, depth int) {
 	if s, ok := t.RawGetString("err").(lua.LString); ok {
+		start := len(w.Buf)
 		writeRawError(w, string(s))
+		vm.noteError(t, w.Buf[start:])
 		return
 	}
 	if s, ok := t.RawGetString("ok").(lua.LString); ok {
@@ -737,9 +777,15 @@ func (vm *luaVM) call(L *lua.LState, raise bool) int {
 		return vm.fail(L, raise, "-ERR "+string(args[0])+" command is not allowed with BLOCK option from scripts")
 	}
 	vm.exec(cmd, args)
+	srv.countReply(cmd, false, &vm.reply, 0) // as Redis counts a script's calls
 	v, _ := vm.toLua(vm.reply.Buf, 0)
-	if raise && len(vm.reply.Buf) > 0 && vm.reply.Buf[0] == '-' {
-		L.Error(v, 1)
+	if len(vm.reply.Buf) > 0 && vm.reply.Buf[0] == '-' {
+		if t, ok := v.(*lua.LTable); ok && len(vm.callErrs) < maxCallErrs {
+			vm.callErrs = append(vm.callErrs, t)
+		}
+		if raise {
+			L.Error(v, 1)
+		}
 	}
 	L.Push(v)
 	return 1
