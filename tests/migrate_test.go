@@ -222,3 +222,29 @@ func TestMigrateReachesReplicas(t *testing.T) {
 		t.Fatalf("the target holds %d keys, want 5", got)
 	}
 }
+
+// TestMigrateOffloadedValues: with tiered storage the values MIGRATE sends
+// may be on disk; they are read back first and arrive whole.
+func TestMigrateOffloadedValues(t *testing.T) {
+	needDfly(t)
+	src := startTiered(t, t.TempDir(), "--shards", "2")
+	sc := src.Raw(t)
+	var keys []string
+	for i := 0; i < 20; i++ {
+		k := "off" + strconv.Itoa(i)
+		mustOK(t, sc.Do("SET", k, strings.Repeat(strconv.Itoa(i%10), 1000+i)), "set")
+		keys = append(keys, k)
+	}
+	waitOffloaded(t, sc, 20)
+	dst := StartServer(t)
+	dc := dst.Raw(t)
+	host, port := splitAddr(t, dst.Addr)
+	if r := sc.Do(append([]string{"MIGRATE", host, port, "", "0", "5000", "COPY", "KEYS"}, keys...)...); r.Str != "OK" {
+		t.Fatalf("MIGRATE: %s", r.String())
+	}
+	for i, k := range keys {
+		if got := dc.Do("GET", k).Str; got != strings.Repeat(strconv.Itoa(i%10), 1000+i) {
+			t.Fatalf("%s on the target: %d bytes", k, len(got))
+		}
+	}
+}
