@@ -133,6 +133,9 @@ func compileChunk(body []byte, source, prefix string) (proto *lua.FunctionProto,
 	return nil, false, nil, prefix + strings.TrimSpace(msg)
 }
 
+// errReadonlyTable is the error of a write to a read-only table.
+const errReadonlyTable = lua.LString("Attempt to modify a readonly table")
+
 func newLuaVM(e *scriptEngine) *luaVM {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 8192, MinimizeStackMemory: true,
 		RegistrySize: 1024, RegistryMaxSize: 1 << 20, RegistryGrowStep: 256})
@@ -157,6 +160,20 @@ func newLuaVM(e *scriptEngine) *luaVM {
 	lib.RawSetString("cjson", vm.cjsonLib())
 	lib.RawSetString("bit", bitLib(L))
 	lib.RawSetString("struct", structLib(L))
+	// table.insert writes raw, past a proxy's __newindex: on a read-only
+	// table it fails, as in Redis 7.0 (remove and sort of a proxy's empty
+	// array write nothing, and pass there too).
+	tbl := lib.RawGetString("table").(*lua.LTable)
+	insert := tbl.RawGetString("insert").(*lua.LFunction)
+	tbl.RawSetString("insert", L.NewFunction(func(L *lua.LState) int {
+		if t, ok := L.Get(1).(*lua.LTable); ok && vm.isGuard[t] {
+			L.Error(errReadonlyTable, 0) // a C function's error: no position
+		}
+		top := L.GetTop()
+		L.Insert(insert, 1)
+		L.Call(top, lua.MultRet)
+		return L.GetTop()
+	}))
 	for _, name := range []string{"string", "math", "table", "coroutine", "redis", "cjson", "bit", "struct"} {
 		lib.RawSetString(name, vm.guard(lib.RawGetString(name).(*lua.LTable)))
 	}
@@ -166,7 +183,7 @@ func newLuaVM(e *scriptEngine) *luaVM {
 	rawset := lib.RawGetString("rawset").(*lua.LFunction)
 	lib.RawSetString("rawset", L.NewFunction(func(L *lua.LState) int {
 		if t, ok := L.Get(1).(*lua.LTable); ok && vm.isGuard[t] {
-			L.RaiseError("Attempt to modify a readonly table")
+			L.Error(errReadonlyTable, 0)
 		}
 		L.Push(rawset)
 		L.Push(L.Get(1))
