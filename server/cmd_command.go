@@ -2,11 +2,13 @@ package server
 
 import (
 	"sort"
+	"strings"
 
+	"github.com/dfly/dfly/glob"
 	"github.com/dfly/dfly/resp"
 )
 
-// cmdCommand: COMMAND, COMMAND COUNT | INFO [name...] | DOCS [name...] | LIST.
+// cmdCommand: COMMAND, COMMAND COUNT | INFO [name...] | DOCS [name...] | LIST [FILTERBY ...].
 var commandArities = map[string]int{"count": 2, "list": -2, "info": -2, "docs": -2, "getkeys": -3, "help": 2}
 
 var commandHelp = []string{
@@ -49,10 +51,27 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 	case "count":
 		w.Int(int64(len(t.byName)))
 	case "list":
-		cmds := t.sorted()
-		w.Array(len(cmds))
-		for _, cmd := range cmds {
-			w.BulkString(cmd.Name)
+		keep, ok := commandListFilter(a[2:])
+		if !ok {
+			w.Error(errSyntax)
+			return
+		}
+		// As Redis 7.0: every command, and every container's subcommand
+		// as "container|sub", each kept or not by the filter.
+		var names []string
+		for _, cmd := range t.sorted() {
+			if keep(cmd) {
+				names = append(names, cmd.Name)
+			}
+			for _, sub := range sortedSubs(cmd) {
+				if keep(sub) {
+					names = append(names, sub.Name)
+				}
+			}
+		}
+		w.Array(len(names))
+		for _, n := range names {
+			w.BulkString(n)
 		}
 	case "info":
 		cmds := t.sorted()
@@ -114,6 +133,48 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 	default:
 		w.Error("ERR unknown subcommand '" + truncArg(a[1]) + "'. Try COMMAND HELP.")
 	}
+}
+
+// commandListFilter parses COMMAND LIST's [FILTERBY MODULE name | ACLCAT
+// category | PATTERN pattern]; false on a syntax error. No command is a
+// module's, an unknown category matches none, a pattern matches full
+// names ("client|kill") in any case.
+func commandListFilter(a [][]byte) (func(*Command) bool, bool) {
+	if len(a) == 0 {
+		return func(*Command) bool { return true }, true
+	}
+	if len(a) != 3 || !strings.EqualFold(string(a[0]), "filterby") {
+		return nil, false
+	}
+	arg := string(a[2])
+	switch strings.ToLower(string(a[1])) {
+	case "module":
+		return func(*Command) bool { return false }, true
+	case "aclcat":
+		bit := categoryBit(strings.ToLower(arg))
+		return func(c *Command) bool {
+			if c.subs != nil { // a container is @slow, its subcommands have the rest
+				return bit == categoryBit("slow")
+			}
+			return c.cats&bit != 0
+		}, true
+	case "pattern":
+		return func(c *Command) bool { return glob.MatchString(arg, c.Name, true) }, true
+	}
+	return nil, false
+}
+
+// sortedSubs are a container's subcommands by name (nil for others).
+func sortedSubs(c *Command) []*Command {
+	if len(c.subs) == 0 {
+		return nil
+	}
+	out := make([]*Command, 0, len(c.subs))
+	for _, sub := range c.subs {
+		out = append(out, sub)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 func (t *Table) sorted() []*Command {

@@ -212,3 +212,51 @@ func TestACLRecheckedAtExec(t *testing.T) {
 		t.Fatalf("ACL LOG after the denial at EXEC:\n%s", got)
 	}
 }
+
+// COMMAND LIST names containers' subcommands too ("client|kill"), and
+// FILTERBY keeps those of a category (a container itself is @slow only),
+// a pattern (any case) or a module (none here), as Redis 7.0.
+func TestCommandListFilters(t *testing.T) {
+	c := StartServer(t).Raw(t)
+	list := func(args ...string) map[string]bool {
+		t.Helper()
+		r := c.Do(append([]string{"COMMAND", "LIST"}, args...)...)
+		if r.IsError() {
+			t.Fatalf("COMMAND LIST %v: %s", args, r.Str)
+		}
+		out := map[string]bool{}
+		for _, e := range r.Elems {
+			out[e.Str] = true
+		}
+		return out
+	}
+	all := list()
+	for _, name := range []string{"get", "client", "client|kill", "xgroup|create", "config|get", "object|encoding"} {
+		if !all[name] {
+			t.Errorf("COMMAND LIST has no %q", name)
+		}
+	}
+	if got := list("FILTERBY", "PATTERN", "XGROUP|*"); len(got) != 6 || !got["xgroup|setid"] || got["xgroup"] {
+		t.Errorf("FILTERBY PATTERN XGROUP|*: %v", got)
+	}
+	danger := list("filterby", "aclcat", "dangerous")
+	for name, want := range map[string]bool{"flushall": true, "client|kill": true, "config|set": true,
+		"client": false, "get": false, "client|id": false} {
+		if danger[name] != want {
+			t.Errorf("FILTERBY ACLCAT dangerous: %q listed %v, want %v", name, danger[name], want)
+		}
+	}
+	if slow := list("FILTERBY", "ACLCAT", "slow"); !slow["client"] || !slow["client|id"] || slow["get"] {
+		t.Errorf("FILTERBY ACLCAT slow: client %v, client|id %v, get %v", slow["client"], slow["client|id"], slow["get"])
+	}
+	for _, args := range [][]string{{"FILTERBY", "ACLCAT", "nosuch"}, {"FILTERBY", "MODULE", "x"}} {
+		if got := list(args...); len(got) != 0 {
+			t.Errorf("%v: %d names, want none", args, len(got))
+		}
+	}
+	for _, args := range [][]string{{"FILTERBY"}, {"FILTERBY", "BOGUS", "x"}, {"FILTERBY", "PATTERN", "x", "y"}, {"X"}} {
+		if r := c.Do(append([]string{"COMMAND", "LIST"}, args...)...); r.String() != "(error) ERR syntax error" {
+			t.Errorf("COMMAND LIST %v: %s", args, r.String())
+		}
+	}
+}
