@@ -39,7 +39,7 @@ var groupCategory = map[string]string{
 // dangerousCommands are @dangerous without being administrative.
 var dangerousCommands = map[string]bool{
 	"keys": true, "sort": true, "sort_ro": true, "flushall": true, "flushdb": true, "swapdb": true,
-	"restore": true, "info": true, "migrate": true, "role": true, "config": true, "client": true,
+	"restore": true, "restore-asking": true, "info": true, "migrate": true, "role": true, "config": true, "client": true,
 	"cluster": true, "module": true, "acl": true, "slowlog": true, "latency": true, "function": true,
 }
 
@@ -53,7 +53,7 @@ var notConnection = map[string]bool{"time": true, "lolwut": true, "client": true
 // regrouped are commands whose file is not their Redis group.
 var regrouped = map[string]string{
 	"getrange": "string", "setrange": "string", "substr": "string", "lcs": "string",
-	"dump": "generic", "restore": "generic", "migrate": "generic", "sort": "", "sort_ro": "",
+	"dump": "generic", "restore": "generic", "restore-asking": "generic", "migrate": "generic", "sort": "", "sort_ro": "",
 }
 
 // adminCommands are @admin (and @dangerous) without the admin flag.

@@ -28,6 +28,9 @@ const (
 	// FlagQuiet: the command's writes are no key change to WATCH and
 	// CLIENT TRACKING (shard.Quiet), as in Redis 7.0.
 	FlagQuiet
+	// FlagAsking: a cluster's ASKING applies (COMMAND INFO shows it; a
+	// standalone server treats it as any command).
+	FlagAsking
 )
 
 var flagNames = []struct {
@@ -37,7 +40,7 @@ var flagNames = []struct {
 	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"},
 	{FlagAdmin, "admin"}, {FlagPubSub, "pubsub"}, {FlagNoScript, "noscript"},
 	{FlagBlocking, "blocking"}, {FlagLoading, "loading"}, {FlagStale, "stale"},
-	{FlagNoAuth, "no_auth"}, {FlagFast, "fast"},
+	{FlagNoAuth, "no_auth"}, {FlagFast, "fast"}, {FlagAsking, "asking"},
 }
 
 // Command is one entry of the command table.

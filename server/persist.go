@@ -70,6 +70,9 @@ func persistCommands() []*Command {
 		{Name: "lastsave", Arity: 1, Flags: FlagFast | FlagLoading | FlagStale, Multi: cmdLastSave},
 		{Name: "dump", Arity: 2, Flags: FlagReadonly, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdDump},
 		{Name: "restore", Arity: -4, Flags: FlagWrite | FlagDenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdRestore},
+		// RESTORE-ASKING is RESTORE that a cluster's MIGRATE sends.
+		{Name: "restore-asking", Arity: -4, Flags: FlagWrite | FlagDenyOOM | FlagAsking, FirstKey: 1, LastKey: 1, Step: 1,
+			Shard: cmdRestore},
 		{Name: "migrate", Arity: -6, Flags: FlagWrite | FlagNoScript, FirstKey: 3, LastKey: 3, Step: 1,
 			KeyPositions: migrateKeyPositions, Multi: cmdMigrate},
 	}

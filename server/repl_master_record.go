@@ -210,21 +210,22 @@ type rewriter func(x *Exec, reply []byte, record func(args ...[]byte))
 // rewriters make a command deterministic from its effect: relative TTLs
 // become absolute, random or computed results become the values chosen.
 var rewriters = map[string]rewriter{
-	"set":          rewriteSetTTL,
-	"setex":        rewriteSetTTL,
-	"psetex":       rewriteSetTTL,
-	"expire":       rewriteExpire,
-	"pexpire":      rewriteExpire,
-	"expireat":     rewriteExpire,
-	"pexpireat":    rewriteExpire,
-	"getex":        rewriteExpire,
-	"restore":      rewriteRestore,
-	"incrbyfloat":  rewriteIncrByFloat,
-	"hincrbyfloat": rewriteHIncrByFloat,
-	"spop":         rewriteSPop,
-	"xadd":         rewriteXAdd,
-	"xtrim":        rewriteXTrim,
-	"xreadgroup":   func(x *Exec, _ []byte, rec func(...[]byte)) { rec(stripBlock(x.Args)...) },
+	"set":            rewriteSetTTL,
+	"setex":          rewriteSetTTL,
+	"psetex":         rewriteSetTTL,
+	"expire":         rewriteExpire,
+	"pexpire":        rewriteExpire,
+	"expireat":       rewriteExpire,
+	"pexpireat":      rewriteExpire,
+	"getex":          rewriteExpire,
+	"restore":        rewriteRestore,
+	"restore-asking": rewriteRestore,
+	"incrbyfloat":    rewriteIncrByFloat,
+	"hincrbyfloat":   rewriteHIncrByFloat,
+	"spop":           rewriteSPop,
+	"xadd":           rewriteXAdd,
+	"xtrim":          rewriteXTrim,
+	"xreadgroup":     func(x *Exec, _ []byte, rec func(...[]byte)) { rec(stripBlock(x.Args)...) },
 }
 
 // expireOf is key's absolute expiry in unix ms (0: none), and whether the

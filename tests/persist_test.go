@@ -381,4 +381,16 @@ func TestPersistDumpRestore(t *testing.T) {
 	if got := dc.Do("DUMP", "nosuchkey"); got.Kind != KindNil {
 		t.Errorf("DUMP of a missing key: %v", got)
 	}
+	// RESTORE-ASKING (what a cluster's MIGRATE sends) is RESTORE.
+	for _, c := range []*RawConn{dc, rc} {
+		if got := c.Do("RESTORE-ASKING", "asked", "0", p); got.Str != "OK" {
+			t.Errorf("RESTORE-ASKING: %v", got)
+		}
+		if got := c.Do("RESTORE-ASKING", "asked", "0", p); !strings.HasPrefix(got.Str, "BUSYKEY") {
+			t.Errorf("RESTORE-ASKING of an existing key: %v", got)
+		}
+		if got := c.Do("GET", "asked"); got.Str != c.Do("GET", "d0:str").Str {
+			t.Errorf("RESTORE-ASKING restored %v", got)
+		}
+	}
 }
