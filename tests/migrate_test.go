@@ -132,6 +132,14 @@ func TestMigrate(t *testing.T) {
 			expect(sc.Do("MIGRATE", host, port, prefix+"db5", "5", "5000", "AUTH", "sesame"), "OK")
 			mustOK(t, dc.Do("SELECT", "5"), "select")
 			expect(dc.Do("GET", prefix+"db5"), `"five"`)
+			// A database the target does not have: its SELECT error.
+			expect(sc.Do("MIGRATE", host, port, prefix+"db5", "-1", "5000", "AUTH", "sesame"), "NOKEY")
+			mustOK(t, sc.Do("SET", prefix+"dbx", "x"), "set")
+			// (Redis then forgets the connection's database as -1, so a
+			// second MIGRATE to db -1 skips the SELECT; dfly does the same.)
+			expect(sc.Do("MIGRATE", host, port, prefix+"dbx", "-1", "5000", "AUTH", "sesame"),
+				"(error) ERR Target instance replied with error: ERR DB index is out of range")
+			expect(sc.Do("GET", prefix+"dbx"), `"x"`)
 		})
 	}
 
