@@ -1,6 +1,9 @@
 package server
 
 import (
+	"strings"
+
+	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/types/hll"
 )
@@ -17,7 +20,88 @@ func hllCommands() []*Command {
 		// Redis ("readonly may-replicate").
 		{Name: "pfcount", Arity: -2, Flags: FlagReadonly, FirstKey: 1, LastKey: -1, Step: 1, Shard: cmdPFCount, Multi: multiPFCount},
 		{Name: "pfmerge", Arity: -2, Flags: FlagWrite | FlagDenyOOM, FirstKey: 1, LastKey: -1, Step: 1, Shard: cmdPFMerge, Multi: multiPFMerge},
+		{Name: "pfdebug", Arity: 3, Flags: FlagWrite | FlagDenyOOM | FlagAdmin, FirstKey: 2, LastKey: 2, Step: 1, Shard: cmdPFDebug},
+		{Name: "pfselftest", Arity: 1, Flags: FlagAdmin, Local: cmdPFSelfTest},
 	}
+}
+
+// cmdPFDebug: PFDEBUG GETREG|DECODE|ENCODING|TODENSE key, with Redis
+// 7.0's replies. GETREG and TODENSE turn a sparse value dense (a write,
+// replicated as the command, as Redis propagates it).
+func cmdPFDebug(x *Exec) {
+	sub := strings.ToLower(string(x.Args[1]))
+	it, v, e := hllOf(x.DB, x.Args[2])
+	switch {
+	case e != "":
+		x.W.Error(e)
+		return
+	case v == nil:
+		x.W.Error("ERR The specified key does not exist")
+		return
+	}
+	toDense := func() bool {
+		if hll.IsDense(v.Str()) {
+			return true
+		}
+		d, err := hll.ToDense(v.Str())
+		if err != nil {
+			replyErr(x.W, err)
+			return false
+		}
+		p := x.DB.Mutate(it)
+		p.SetStr(d)
+		p.SetEncoding(shard.EncRaw)
+		v = p
+		return true
+	}
+	switch sub {
+	case "getreg":
+		if !toDense() {
+			return
+		}
+		regs := hll.DenseRegisters(v.Str())
+		x.W.Array(len(regs))
+		for _, r := range regs {
+			x.W.Int(int64(r))
+		}
+	case "decode":
+		text, ok := hll.DecodeSparse(v.Str())
+		if !ok {
+			x.W.Error("ERR HLL encoding is not sparse")
+			return
+		}
+		x.W.BulkString(text)
+	case "encoding":
+		if hll.IsDense(v.Str()) {
+			x.W.SimpleString("dense")
+		} else {
+			x.W.SimpleString("sparse")
+		}
+	case "todense":
+		dense := hll.IsDense(v.Str())
+		if !toDense() {
+			return
+		}
+		if dense {
+			x.W.Int(0)
+		} else {
+			x.W.Int(1)
+		}
+	default:
+		x.W.Error("ERR Unknown PFDEBUG subcommand '" + string(x.Args[1]) + "'")
+	}
+}
+
+// cmdPFSelfTest checks the HyperLogLog code as Redis's PFSELFTEST does in
+// spirit: the same elements added to a sparse and to a dense value give
+// the same registers and count at every step, within the estimator's
+// error of the true count; OK, or the failure.
+func cmdPFSelfTest(_ *Conn, _ [][]byte, w *resp.Writer) {
+	if err := hll.SelfTest(); err != nil {
+		w.Error("ERR TESTFAILED " + err.Error())
+		return
+	}
+	w.SimpleString("OK")
 }
 
 // hllOf finds key as a HyperLogLog. It returns the error reply for a value
