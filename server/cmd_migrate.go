@@ -287,18 +287,7 @@ func errIsTimeout(err error) bool {
 // and the I/O error that ended it, if one did.
 func (mc *migrateConn) exchange(m migrateArgs, args [][]byte, items []migrateItem) (moved []int, reply string, replies int, ioErr error) {
 	var b []byte
-	cmd := func(parts ...[]byte) {
-		b = append(b, '*')
-		b = strconv.AppendInt(b, int64(len(parts)), 10)
-		b = append(b, "\r\n"...)
-		for _, p := range parts {
-			b = append(b, '$')
-			b = strconv.AppendInt(b, int64(len(p)), 10)
-			b = append(b, "\r\n"...)
-			b = append(b, p...)
-			b = append(b, "\r\n"...)
-		}
-	}
+	cmd := func(parts ...[]byte) { b = appendArgs(b, parts) }
 	switch {
 	case m.auth2:
 		cmd([]byte("AUTH"), m.user, m.password)

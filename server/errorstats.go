@@ -16,7 +16,7 @@ import (
 // replies of commands inside EXEC and of scripts' calls count too (the
 // command's failed_calls and the error's code), and a script's error
 // reply that is a call's error passed on counts only as the script's
-// failed call, not a second time in errorstats (resp.Writer.ErrorCounted).
+// failed call, not a second time in errorstats (resp.Writer.StatsDone).
 type errorStats struct {
 	total  atomic.Uint64
 	mu     sync.Mutex
