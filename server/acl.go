@@ -955,7 +955,9 @@ func aclLog(acl *aclState, a [][]byte, w *resp.Writer) {
 		w.BulkString("username")
 		w.BulkString(e.username)
 		w.BulkString("age-seconds")
-		w.Double(now.Sub(e.created).Seconds())
+		// Milliseconds, as Redis keeps them: a sub-millisecond age would
+		// print in exponent notation (8.3e-05) where Redis prints 0.
+		w.Double(float64(now.Sub(e.created).Milliseconds()) / 1000)
 		w.BulkString("client-info")
 		w.BulkString(e.clientInfo)
 	}
