@@ -29,7 +29,10 @@
 # dfly masters, e.g. "--point_in_time_snapshot=false"), PIN=1 (master and load on
 # the first half of the CPUs, the replica on the other half: see below), TIMELINE (a
 # directory: each pair's replies and longest latency per 10 ms window go to
-# TIMELINE/MASTER-REPLICA.txt, lines "ms phase replies max_us", phase 0 idle, 1 sync, 2 stable).
+# TIMELINE/MASTER-REPLICA.txt, lines "ms phase replies max_us", phase 0 idle, 1 sync, 2 stable),
+# ROUNDS (default 1: every pair runs once per round, the pairs alternating; with more, the
+# ratios of each round and their medians: on a shared machine one run's p99 moves by a
+# quarter either way).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 KEYS=${KEYS:-1000000}
@@ -77,7 +80,9 @@ start() {
 
 printf '%-11s %6s %8s %6s %9s %8s %9s %8s %9s %8s %6s %6s\n' pair up_s equal_s digest \
 	rps_idle p99_idle rps_sync p99_sync rps_stab p99_stab cpu_m cpu_r
-declare -A up p99
+ROUNDS=${ROUNDS:-1}
+declare -A up p99 p99s ups
+for round in $(seq "$ROUNDS"); do
 for pair in $PAIRS; do
 	master=${pair%%:*} replica=${pair##*:}
 	MPORT=$(free_port) RPORT=$(free_port)
@@ -90,6 +95,7 @@ for pair in $PAIRS; do
 		-c "$CLIENTS" ${RATE:+-rate "$RATE"} -r "$KEYS" -d "$SIZE" -idle "${IDLE}s" -stable "${STABLE}s" -pids "$mpid,$rpid" \
 		${TIMELINE:+-timeline "$TIMELINE/$master-$replica.txt"})
 	up[$pair]=$u p99[$pair]=$(awk -v a="$ps" -v b="$pi" 'BEGIN { printf "%.2f", a / b }')
+	ups[$pair]+=" $u" p99s[$pair]+=" ${p99[$pair]}"
 	t1=$(now)
 	same=DIFF
 	for _ in $(seq 600); do
@@ -107,7 +113,24 @@ for pair in $PAIRS; do
 	redis-cli -p "$MPORT" shutdown nosave >/dev/null 2>&1 || true
 	sleep 0.5
 done
-for pair in $PAIRS; do echo "${pair/:/>}: p99 during the sync / idle ${p99[$pair]}x"; done
-[[ -n ${up[redis:redis]:-} && -n ${up[dfly:dfly]:-} && -n ${up[dfly:redis]:-} ]] || exit 0
-awk -v a="${up[dfly:dfly]}" -v c="${up[dfly:redis]}" -v b="${up[redis:redis]}" \
-	'BEGIN { printf "full sync to link up: dfly>dfly / redis>redis %.2fx, dfly>redis / redis>redis %.2fx\n", a / b, c / b }'
+done
+# median WORDS...: the median of numbers
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+for pair in $PAIRS; do
+	if (( ROUNDS == 1 )); then
+		echo "${pair/:/>}: p99 during the sync / idle ${p99[$pair]}x"
+	else
+		# shellcheck disable=SC2086
+		echo "${pair/:/>}: p99 during the sync / idle, by round:${p99s[$pair]}; median $(median ${p99s[$pair]})x"
+	fi
+done
+# upratio A B: link-up time ratios A/B, one per round
+upratio() {
+	paste <(printf '%s\n' ${ups[$1]}) <(printf '%s\n' ${ups[$2]}) | awk '{ printf " %.2f", $1 / $2 }'
+}
+for a in dfly:dfly dfly:redis; do
+	[[ -n ${ups[redis:redis]:-} && -n ${ups[$a]:-} ]] || continue
+	r=$(upratio "$a" redis:redis)
+	# shellcheck disable=SC2086
+	echo "full sync to link up: ${a/:/>} / redis>redis by round:$r; median $(median $r)x"
+done
