@@ -37,6 +37,9 @@ type pauseState struct {
 	end     time.Time
 	timer   *time.Timer
 	waiters []*Conn
+	// failover: a FAILOVER holds writes (holdWrites): neither a timer nor
+	// CLIENT UNPAUSE ends its WRITE pause, only the failover's end.
+	failover bool
 }
 
 const (
@@ -128,6 +131,18 @@ func (s *Server) unpauseLocked() {
 	ps := &s.pause
 	if ps.mode.Load() == pauseNone {
 		ps.mu.Unlock()
+		return
+	}
+	if ps.failover {
+		// Only the failover's WRITE pause stays: connections held by an
+		// ALL pause go on, and those at a write park again.
+		ps.mode.Store(pauseWrite)
+		waiters := ps.waiters
+		ps.waiters = nil
+		ps.mu.Unlock()
+		for _, c := range waiters {
+			c.complete(false)
+		}
 		return
 	}
 	ps.mode.Store(pauseNone)

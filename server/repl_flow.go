@@ -470,7 +470,11 @@ func (fm *flowMaster) attached() bool {
 
 // ackedSessions counts the dfly replicas (sessions) whose flows are all
 // connected and acknowledged at least lsns[shard].
-func (fm *flowMaster) ackedSessions(lsns []uint64) int {
+func (fm *flowMaster) ackedSessions(lsns []uint64) int { return len(fm.acked(lsns)) }
+
+// acked lists the replicas (sessions) whose every flow acknowledged its
+// shard's LSN in lsns.
+func (fm *flowMaster) acked(lsns []uint64) []*flowSession {
 	fm.mu.Lock()
 	defer fm.mu.Unlock()
 	ok := map[*flowSession]int{}
@@ -479,13 +483,22 @@ func (fm *flowMaster) ackedSessions(lsns []uint64) int {
 			ok[f.sess]++
 		}
 	}
-	n := 0
+	var out []*flowSession
 	for sess, k := range ok {
 		if k == len(sess.flows) {
-			n++
+			out = append(out, sess)
 		}
 	}
-	return n
+	return out
+}
+
+// ackedAddrs is acked by the replicas' "ip:port" (FAILOVER).
+func (fm *flowMaster) ackedAddrs(lsns []uint64) map[string]bool {
+	out := map[string]bool{}
+	for _, sess := range fm.acked(lsns) {
+		out[net.JoinHostPort(sess.ip, strconv.Itoa(sess.port))] = true
+	}
+	return out
 }
 
 // journalExpiries counts the users of a shard's expiry journaling (the

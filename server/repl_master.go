@@ -475,6 +475,25 @@ func (m *replMaster) ensureFeedLocked() {
 	go m.feed(m.feedStop)
 }
 
+// startFeed starts the feed (journals into the command stream and its
+// backlog) with no replica yet: a promoted replica's, so that replicas of
+// its old master can continue here (replicaNoOne).
+func (m *replMaster) startFeed() {
+	m.cutMu.Lock()
+	defer m.cutMu.Unlock()
+	m.mu.Lock()
+	on := m.feedOn
+	m.ensureFeedLocked()
+	m.mu.Unlock()
+	if on {
+		return
+	}
+	t := tx.New(m.srv.shards)
+	t.AddAllShards()
+	t.Lock()
+	t.Finish(func(s *shard.Shard) { m.startShard(s) })
+}
+
 func (m *replMaster) stopFeed() {
 	m.cutMu.Lock()
 	defer m.cutMu.Unlock()
@@ -841,8 +860,22 @@ func replMasterCommands() []*Command {
 func init() { addFamily("server", replMasterCommands) }
 
 func cmdSync(c *Conn, a [][]byte, w *resp.Writer) {
-	if c.srv.isReplica() {
+	// PSYNC replid offset FAILOVER: this server's master is failing over
+	// to it (Redis 6.2's FAILOVER) and asks it to take over, if it follows
+	// that history; it becomes a master, then serves the PSYNC (a partial
+	// sync: the old master is where it left off).
+	failover := len(a) > 3 && strings.EqualFold(string(a[0]), "psync") && strings.EqualFold(string(a[3]), "failover")
+	if failover {
+		if st, _, _, ok := c.srv.replicaStatus(); !ok || st.ReplID != string(a[1]) {
+			w.Error("ERR PSYNC FAILOVER replid must match my replid.")
+			return
+		}
+	} else if c.srv.isReplica() {
 		w.Error(c.srv.chainedRefusal())
+		return
+	}
+	if c.srv.failoverStateName() != "no-failover" {
+		w.Error("NOMASTERLINK Can't SYNC while failing over")
 		return
 	}
 	req := psyncRequest{sync: len(a) == 1}
@@ -858,7 +891,14 @@ func cmdSync(c *Conn, a [][]byte, w *resp.Writer) {
 		req.info = *c.repl
 	}
 	m := c.srv.master
-	c.handoff = func(nc net.Conn) { m.serveReplica(nc, req) }
+	c.handoff = func(nc net.Conn) {
+		if failover {
+			// Here, not on the loop: stopping the link waits for its last
+			// apply, which may need this loop's shards.
+			c.srv.replicaNoOne("failover request from " + nc.RemoteAddr().String())
+		}
+		m.serveReplica(nc, req)
+	}
 	c.closing = true
 }
 
@@ -1054,7 +1094,8 @@ func (m *replMaster) sortedReplicas() []*replicaConn {
 
 // masterInfo writes INFO replication's fields for a master.
 func (s *Server) masterInfo(field func(k string, v any)) {
-	flows := s.flowReplicas() // dfly replicas, listed after Redis-protocol ones
+	flows := s.flowReplicas()         // dfly replicas, listed after Redis-protocol ones
+	failover := s.failoverStateName() // before m.mu: FAILOVER takes them the other way
 	m := s.master
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -1076,7 +1117,7 @@ func (s *Server) masterInfo(field func(k string, v any)) {
 		field("slave"+strconv.Itoa(len(rs)+i), r.info())
 	}
 	s.flowInfo(field)
-	field("master_failover_state", "no-failover")
+	field("master_failover_state", failover)
 	field("master_replid", m.replID)
 	replID2 := m.replID2
 	if replID2 == "" {

@@ -65,6 +65,7 @@ func replicaCommands() []*Command {
 	return []*Command{
 		{Name: "replicaof", Arity: 3, Flags: f, Multi: cmdReplicaOf},
 		{Name: "slaveof", Arity: 3, Flags: f, Multi: cmdReplicaOf},
+		{Name: "failover", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagStale, Local: cmdFailover},
 		{Name: "role", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast,
 			Local: func(c *Conn, _ [][]byte, w *resp.Writer) { c.srv.writeRole(w) }},
 	}
@@ -98,7 +99,7 @@ func cmdReplicaOf(x *Coord) {
 	s := x.Srv
 	host, portArg := string(x.Args[1]), string(x.Args[2])
 	if strings.EqualFold(host, "no") && strings.EqualFold(portArg, "one") {
-		s.replicaNoOne()
+		s.replicaNoOne("user request from REPLICAOF NO ONE")
 		x.W.SimpleString("OK")
 		return
 	}
@@ -116,11 +117,16 @@ func cmdReplicaOf(x *Coord) {
 
 // replicaOf starts following host:port; false when it already does.
 func (s *Server) replicaOf(host string, port int) bool {
+	return s.replicaOfHistory(host, port, "", 0)
+}
+
+// replicaOfHistory is replicaOf offering a master's history (replid,
+// offset: a master that fails over offers its own) when the server is not
+// a replica yet; one that is offers the history it reached.
+func (s *Server) replicaOfHistory(host string, port int, replid string, offset int64) bool {
 	rs := &s.replica
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	var replid string
-	var offset int64
 	if l := rs.link.Load(); l != nil {
 		if l.host == host && l.port == port {
 			return false
@@ -155,8 +161,9 @@ func (s *Server) replicaOf(host string, port int) bool {
 }
 
 // replicaNoOne promotes the replica: the link stops after its last apply,
-// the data stays, writes are accepted and keys expire again.
-func (s *Server) replicaNoOne() {
+// the data stays, writes are accepted and keys expire again. why is for
+// the log.
+func (s *Server) replicaNoOne(why string) {
 	rs := &s.replica
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -167,8 +174,12 @@ func (s *Server) replicaNoOne() {
 	replid, offset := l.client.Stop()
 	if fl, ok := l.client.(*flowLink); ok && fl.fallback.Load() != nil && replid != "" {
 		// A Redis-protocol history: this server continues it, so the
-		// master's other replicas can PSYNC here with replid2.
+		// master's other replicas (and, after a FAILOVER, the old master)
+		// can PSYNC here with replid2. The feed records from the
+		// promotion on, before any client may write: a partial sync then
+		// misses nothing written since.
 		s.promoteToMaster(replid, offset)
+		s.master.startFeed()
 	}
 	rs.link.Store(nil)
 	rs.loading.Store(false)
@@ -177,7 +188,7 @@ func (s *Server) replicaNoOne() {
 	var id [20]byte
 	_, _ = rand.Read(id[:])
 	rs.promotedID, rs.promotedOffset = hex.EncodeToString(id[:]), offset
-	s.log.Noticef("MASTER MODE enabled (user request from REPLICAOF NO ONE)")
+	s.log.Noticef("MASTER MODE enabled (%s)", why)
 }
 
 // replicaStatus is the link's state, ok=false when not a replica.

@@ -35,6 +35,7 @@ type Server struct {
 	slow      slowlog
 	latency   latencyMonitor               // latency.go
 	pause     pauseState                   // CLIENT PAUSE (pause.go)
+	failover  failoverState                // FAILOVER (failover.go)
 	scriptEng atomic.Pointer[scriptEngine] // scripts()
 	migrate   migrateConns                 // MIGRATE's connections to targets (cmd_migrate.go)
 	shards    []*shard.Shard

@@ -1,0 +1,354 @@
+package server
+
+import (
+	"bufio"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/shard"
+)
+
+// FAILOVER [TO host port [FORCE]] [TIMEOUT ms] | FAILOVER ABORT, as Redis
+// 6.2+: a coordinated hand-over of the master role to a replica without
+// losing a write.
+//
+//  1. Writes are paused (CLIENT PAUSE WRITE, held until the failover ends:
+//     pauseState.failover), so the replication stream stands still;
+//     master_failover_state is waiting-for-sync.
+//  2. A goroutine waits until a replica (the TO one, else the first) has
+//     acknowledged everything: a Redis-protocol replica the stream's offset
+//     past a barrier through every shard's journal (flushedOffset), a dfly
+//     replica every shard's LSN on each of its flows. Past TIMEOUT it gives
+//     up ("Replica never caught up before timeout") unless FORCE, which
+//     hands over to the TO replica as it is.
+//  3. failover-in-progress: the replica is told REPLICAOF NO ONE (with
+//     masteruser/masterauth when set), and this server becomes its replica,
+//     offering its own history (replid, offset) so that a redis-server
+//     target, which keeps it as replid2, continues with a partial sync; a
+//     dfly target full-syncs it. Then writes resume: they now get READONLY.
+//
+// Differences from Redis: the target is promoted with REPLICAOF NO ONE on a
+// client connection, not with PSYNC ... FAILOVER on the replication link,
+// so a target that accepts the promotion but then cannot be reached leaves
+// two masters (Redis's target promotes only once the old master follows
+// it); and the failover's write pause is the clients' pause (a CLIENT PAUSE
+// given meanwhile ends with the failover's).
+type failoverState struct {
+	mu    sync.Mutex
+	state int // foNone, foWaiting, foInProgress
+	// abort asks the running failover to stop (FAILOVER ABORT), before it
+	// promotes its target; closed once.
+	abort chan struct{}
+}
+
+const (
+	foNone = iota
+	foWaiting
+	foInProgress
+)
+
+// failoverTarget is the replica a failover hands over to.
+type failoverTarget struct {
+	host string
+	port int
+}
+
+// failoverPoll is how often a failover looks at its replicas' offsets.
+const failoverPoll = 10 * time.Millisecond
+
+// failoverDial bounds each network step of the promotion.
+const failoverDial = 5 * time.Second
+
+func (s *Server) failoverStateName() string {
+	s.failover.mu.Lock()
+	defer s.failover.mu.Unlock()
+	switch s.failover.state {
+	case foWaiting:
+		return "waiting-for-sync"
+	case foInProgress:
+		return "failover-in-progress"
+	}
+	return "no-failover"
+}
+
+// cmdFailover parses and checks FAILOVER with Redis's errors, in its order,
+// and starts the failover in the background.
+func cmdFailover(c *Conn, a [][]byte, w *resp.Writer) {
+	s := c.srv
+	fo := &s.failover
+	if len(a) == 2 && strings.EqualFold(string(a[1]), "abort") {
+		fo.mu.Lock()
+		defer fo.mu.Unlock()
+		if fo.state == foNone {
+			w.Error("ERR No failover in progress.")
+			return
+		}
+		select {
+		case <-fo.abort:
+		default:
+			close(fo.abort)
+		}
+		w.SimpleString("OK")
+		return
+	}
+	var (
+		timeout int64
+		force   bool
+		target  *failoverTarget
+	)
+	for j := 1; j < len(a); j++ {
+		switch opt := strings.ToLower(string(a[j])); {
+		case opt == "timeout" && j+1 < len(a) && timeout == 0:
+			n, err := strconv.ParseInt(string(a[j+1]), 10, 64)
+			if err != nil {
+				w.Error(errNotInt)
+				return
+			}
+			if n <= 0 {
+				w.Error("ERR FAILOVER timeout must be greater than 0")
+				return
+			}
+			timeout = n
+			j++
+		case opt == "to" && j+2 < len(a) && target == nil:
+			port, err := strconv.ParseInt(string(a[j+2]), 10, 64)
+			if err != nil {
+				w.Error(errNotInt)
+				return
+			}
+			target = &failoverTarget{host: string(a[j+1]), port: int(port)}
+			j += 2
+		case opt == "force" && !force:
+			force = true
+		default:
+			w.Error(errSyntax)
+			return
+		}
+	}
+	fo.mu.Lock()
+	defer fo.mu.Unlock()
+	switch {
+	case fo.state != foNone:
+		w.Error("ERR FAILOVER already in progress.")
+		return
+	case s.isReplica():
+		w.Error("ERR FAILOVER is not valid when server is a replica.")
+		return
+	}
+	replicas := s.listFailoverReplicas(false)
+	switch {
+	case len(replicas) == 0:
+		w.Error("ERR FAILOVER requires connected replicas.")
+		return
+	case force && (timeout == 0 || target == nil):
+		w.Error("ERR FAILOVER with force option requires both a timeout and target HOST and IP.")
+		return
+	}
+	if target != nil {
+		online, found := false, false
+		for _, r := range replicas {
+			if r.host == target.host && r.port == target.port {
+				found, online = true, r.online
+			}
+		}
+		if !found {
+			w.Error("ERR FAILOVER target HOST and PORT is not a replica.")
+			return
+		}
+		if !online {
+			w.Error("ERR FAILOVER target replica is not online.")
+			return
+		}
+		s.log.Noticef("FAILOVER requested to %s:%d.", target.host, target.port)
+	} else {
+		s.log.Noticef("FAILOVER requested to any replica.")
+	}
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(time.Duration(timeout) * time.Millisecond)
+	}
+	fo.state = foWaiting
+	fo.abort = make(chan struct{})
+	s.holdWrites(true)
+	go s.runFailover(target, force, deadline, fo.abort)
+	w.SimpleString("OK")
+}
+
+// failoverReplica is a replica as FAILOVER sees it.
+type failoverReplica struct {
+	host   string
+	port   int
+	online bool
+	caught bool // it acknowledged everything (listFailoverReplicas)
+}
+
+// listFailoverReplicas lists the replicas (Redis-protocol ones first,
+// then dfly ones); with check it marks with caught those that acknowledged
+// every write applied so far, which costs a barrier through the shards
+// (done only while a failover waits).
+func (s *Server) listFailoverReplicas(check bool) []failoverReplica {
+	var out []failoverReplica
+	m := s.master
+	var offset int64
+	var lsns []uint64
+	if check {
+		offset = m.flushedOffset()
+		lsns = make([]uint64, len(s.shards))
+		s.OnEachShard(func(sh *shard.Shard) { lsns[sh.ID] = sh.Journal.LSN() })
+	}
+	m.mu.Lock()
+	for _, r := range m.sortedReplicas() {
+		st, _ := r.state.Load().(string)
+		out = append(out, failoverReplica{host: r.ip, port: r.port, online: st == "online",
+			caught: check && st == "online" && r.ack.Load() >= offset})
+	}
+	m.mu.Unlock()
+	var caught map[string]bool
+	if check {
+		caught = s.flows().ackedAddrs(lsns)
+	}
+	for _, r := range s.flowReplicas() {
+		out = append(out, failoverReplica{host: r.ip, port: r.port, online: r.online,
+			caught: r.online && caught[net.JoinHostPort(r.ip, strconv.Itoa(r.port))]})
+	}
+	return out
+}
+
+// runFailover waits for a replica to catch up, then hands it the master
+// role (see failoverState).
+func (s *Server) runFailover(target *failoverTarget, force bool, deadline time.Time, abort chan struct{}) {
+	fo := &s.failover
+	// Redis-protocol replicas report their offset every second on their
+	// own; ask them now.
+	s.master.mu.Lock()
+	if len(s.master.replicas) > 0 {
+		s.master.emitLocked(appendCommand(nil, "REPLCONF", "GETACK", "*"))
+	}
+	s.master.mu.Unlock()
+	var to *failoverTarget
+	for to == nil {
+		select {
+		case <-abort:
+			s.endFailover("Failover manually aborted")
+			return
+		default:
+		}
+		for _, r := range s.listFailoverReplicas(true) {
+			if r.caught && (target == nil || r.host == target.host && r.port == target.port) {
+				to = &failoverTarget{host: r.host, port: r.port}
+				break
+			}
+		}
+		if to != nil {
+			break
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			if !force {
+				s.endFailover("Replica never caught up before timeout")
+				return
+			}
+			to = target
+			break
+		}
+		time.Sleep(failoverPoll)
+	}
+	fo.mu.Lock()
+	select {
+	case <-abort:
+		fo.mu.Unlock()
+		s.endFailover("Failover manually aborted")
+		return
+	default:
+	}
+	fo.state = foInProgress
+	fo.mu.Unlock()
+	s.log.Noticef("Failover target %s:%d is synced, failing over.", to.host, to.port)
+	if err := s.promoteTarget(to); err != nil {
+		s.endFailover("Failover target rejected the promotion: " + err.Error())
+		return
+	}
+	m := s.master
+	m.mu.Lock()
+	replid, offset := m.replID, m.offset
+	m.mu.Unlock()
+	s.replicaOfHistory(to.host, to.port, replid, offset)
+	s.log.Noticef("Failover to %s:%d succeeded.", to.host, to.port)
+	s.endFailover("")
+}
+
+// promoteTarget tells the target replica to become a master (REPLICAOF NO
+// ONE), authenticating as this server would to a master.
+func (s *Server) promoteTarget(to *failoverTarget) error {
+	c, err := net.DialTimeout("tcp", net.JoinHostPort(to.host, strconv.Itoa(to.port)), failoverDial)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(failoverDial))
+	s.cfg.mu.RLock()
+	user, pass := s.cfg.MasterUser, s.cfg.MasterAuth
+	s.cfg.mu.RUnlock()
+	var req []byte
+	n := 1
+	switch {
+	case pass != "" && user != "":
+		req, n = appendCommand(req, "AUTH", user, pass), 2
+	case pass != "":
+		req, n = appendCommand(req, "AUTH", pass), 2
+	}
+	req = appendCommand(req, "REPLICAOF", "NO", "ONE")
+	if _, err := c.Write(req); err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(c, 512)
+	for ; n > 0; n-- {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		if line = strings.TrimRight(line, "\r\n"); !strings.HasPrefix(line, "+") {
+			return &failoverError{line}
+		}
+	}
+	return nil
+}
+
+type failoverError struct{ reply string }
+
+func (e *failoverError) Error() string { return strings.TrimPrefix(e.reply, "-") }
+
+// endFailover ends the failover, aborted for reason unless reason is "",
+// and lets writes go on.
+func (s *Server) endFailover(reason string) {
+	if reason != "" {
+		s.log.Warnf("FAILOVER aborted: %s", reason)
+	}
+	fo := &s.failover
+	fo.mu.Lock()
+	fo.state = foNone
+	fo.mu.Unlock()
+	s.holdWrites(false)
+}
+
+// holdWrites starts (on) or ends a failover's write pause: CLIENT PAUSE
+// WRITE that neither its timer nor CLIENT UNPAUSE ends while it holds
+// (unpauseLocked).
+func (s *Server) holdWrites(on bool) {
+	ps := &s.pause
+	ps.mu.Lock()
+	ps.failover = on
+	ps.mu.Unlock()
+	if on {
+		s.pauseClients(pauseWrite, failoverPauseMax)
+	} else {
+		s.unpause()
+	}
+}
+
+// failoverPauseMax is the failover pause's nominal length: it ends with
+// the failover.
+const failoverPauseMax = 100 * 365 * 24 * time.Hour

@@ -1,0 +1,264 @@
+package tests
+
+// FAILOVER (Redis 6.2+): errors as Redis 7.0's, a coordinated hand-over
+// that keeps every write, the write pause while the master waits for its
+// replica, ABORT, TIMEOUT and FORCE. DFLY_TEST_TARGET=redis runs them all
+// against redis-server.
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFailoverErrors(t *testing.T) {
+	m := StartServer(t)
+	c := m.Raw(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"FAILOVER"}, "ERR FAILOVER requires connected replicas."},
+		{[]string{"FAILOVER", "ABORT"}, "ERR No failover in progress."},
+		{[]string{"FAILOVER", "TIMEOUT", "0"}, "ERR FAILOVER timeout must be greater than 0"},
+		{[]string{"FAILOVER", "TIMEOUT", "-1"}, "ERR FAILOVER timeout must be greater than 0"},
+		{[]string{"FAILOVER", "TIMEOUT", "x"}, "ERR value is not an integer or out of range"},
+		{[]string{"FAILOVER", "TO", "127.0.0.1", "x"}, "ERR value is not an integer or out of range"},
+		{[]string{"FAILOVER", "bogus"}, "ERR syntax error"},
+		{[]string{"FAILOVER", "TO", "127.0.0.1"}, "ERR syntax error"},
+		{[]string{"FAILOVER", "TIMEOUT", "5", "TIMEOUT", "6"}, "ERR syntax error"},
+		{[]string{"FAILOVER", "ABORT", "ABORT"}, "ERR syntax error"},
+		{[]string{"FAILOVER", "FORCE", "FORCE"}, "ERR syntax error"},
+		{[]string{"FAILOVER", "FORCE"}, "ERR FAILOVER requires connected replicas."},
+		{[]string{"FAILOVER", "TO", "127.0.0.1", "1", "FORCE"}, "ERR FAILOVER requires connected replicas."},
+	} {
+		if got := c.Do(tc.args...); !got.IsError() || got.Str != tc.want {
+			t.Errorf("%v: got %v, want -%s", tc.args, got, tc.want)
+		}
+	}
+
+	r := StartServer(t)
+	replicaOf(t, r, m.Addr)
+	waitReplicaLinkUp(t, r, 30*time.Second)
+	waitOnline(t, c)
+	rp := strconv.Itoa(r.Port)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"FAILOVER", "TO", "127.0.0.1", strconv.Itoa(freePort(t))}, "ERR FAILOVER target HOST and PORT is not a replica."},
+		{[]string{"FAILOVER", "TO", "localhost", rp}, "ERR FAILOVER target HOST and PORT is not a replica."},
+		{[]string{"FAILOVER", "TIMEOUT", "10", "FORCE"}, "ERR FAILOVER with force option requires both a timeout and target HOST and IP."},
+		{[]string{"FAILOVER", "TO", "127.0.0.1", rp, "FORCE"}, "ERR FAILOVER with force option requires both a timeout and target HOST and IP."},
+	} {
+		if got := c.Do(tc.args...); !got.IsError() || got.Str != tc.want {
+			t.Errorf("%v: got %v, want -%s", tc.args, got, tc.want)
+		}
+	}
+	if got := r.Raw(t).Do("FAILOVER"); got.Str != "ERR FAILOVER is not valid when server is a replica." {
+		t.Errorf("FAILOVER on a replica: %v", got)
+	}
+	if got := info(t, c, "replication")["master_failover_state"]; got != "no-failover" {
+		t.Errorf("master_failover_state %q after refused FAILOVERs", got)
+	}
+}
+
+// waitOnline waits until the master lists a replica as online.
+func waitOnline(t *testing.T, c *RawConn) {
+	t.Helper()
+	waitUntil(t, 30*time.Second, "an online replica", func() bool {
+		return strings.Contains(info(t, c, "replication")["slave0"], "state=online")
+	})
+}
+
+// role is the first element of ROLE's reply.
+func role(t *testing.T, c *RawConn) string {
+	t.Helper()
+	r := c.Do("ROLE")
+	if len(r.Elems) == 0 {
+		t.Fatalf("ROLE: %v", r)
+	}
+	return r.Elems[0].Str
+}
+
+// waitFailedOver waits until old follows nu, with its link up, and the
+// failover is over on old.
+func waitFailedOver(t *testing.T, old, nu *Server) {
+	t.Helper()
+	oc, nc := old.Raw(t), nu.Raw(t)
+	waitUntil(t, 30*time.Second, "the roles to swap", func() bool {
+		m := info(t, oc, "replication")
+		return role(t, nc) == "master" && m["role"] == "slave" && m["master_port"] == strconv.Itoa(nu.Port) &&
+			m["master_link_status"] == "up" && m["master_sync_in_progress"] == "0"
+	})
+}
+
+// TestFailover: FAILOVER hands the master role to the replica with every
+// write, the old master follows the new one, and FAILOVER TO hands it back.
+func TestFailover(t *testing.T) {
+	a := StartServer(t, "--shards", "2")
+	b := StartServer(t, "--shards", "3")
+	ac, bc := a.Raw(t), b.Raw(t)
+	replicaOf(t, b, a.Addr)
+	waitReplicaLinkUp(t, b, 30*time.Second)
+	waitOnline(t, ac)
+	const n = 300
+	for i := range n {
+		if r := ac.Do("SET", "k"+strconv.Itoa(i), strconv.Itoa(i)); r.IsError() {
+			t.Fatalf("SET: %v", r)
+		}
+	}
+	ac.Do("RPUSH", "list", "x", "y", "z")
+
+	if r := ac.Do("FAILOVER"); r.IsError() || r.Str != "OK" {
+		t.Fatalf("FAILOVER: %v", r)
+	}
+	waitFailedOver(t, a, b)
+	if got := info(t, ac, "replication")["master_failover_state"]; got != "no-failover" {
+		t.Errorf("master_failover_state %q after the failover", got)
+	}
+	for _, c := range []*RawConn{ac, bc} {
+		if got := c.Do("DBSIZE"); got.Int != n+1 {
+			t.Errorf("DBSIZE %d, want %d", got.Int, n+1)
+		}
+		if got := c.Do("GET", "k"+strconv.Itoa(n-1)); got.Str != strconv.Itoa(n-1) {
+			t.Errorf("last write: %v", got)
+		}
+	}
+	if r := ac.Do("SET", "x", "1"); !r.IsError() || !strings.HasPrefix(r.Str, "READONLY") {
+		t.Errorf("write to the old master: %v, want READONLY", r)
+	}
+	bc.Do("SET", "after", "1")
+	waitUntil(t, 10*time.Second, "the new master's write on the old one", func() bool {
+		return ac.Do("GET", "after").Str == "1"
+	})
+
+	// And back, naming the target.
+	if r := bc.Do("FAILOVER", "TO", "127.0.0.1", strconv.Itoa(a.Port), "TIMEOUT", "10000"); r.IsError() {
+		t.Fatalf("FAILOVER TO: %v", r)
+	}
+	waitFailedOver(t, b, a)
+	if got := ac.Do("GET", "after"); got.Str != "1" {
+		t.Errorf("after failing back: %v", got)
+	}
+	if r := ac.Do("SET", "back", "1"); r.IsError() {
+		t.Errorf("write to the master again: %v", r)
+	}
+}
+
+// TestFailoverWaitsForReplica: with the replica's link stalled, FAILOVER
+// waits (waiting-for-sync) with writes paused, not refused; ABORT and a
+// TIMEOUT give the master back its writes; FORCE hands over anyway.
+func TestFailoverWaitsForReplica(t *testing.T) {
+	a := StartServer(t, "--shards", "2")
+	b := StartServer(t, "--shards", "2")
+	ac := a.Raw(t)
+	px := startProxy(t, a.Addr)
+	replicaOf(t, b, px.ln.Addr().String())
+	waitReplicaLinkUp(t, b, 30*time.Second)
+	waitOnline(t, ac)
+	px.stall()
+	ac.Do("SET", "unsent", "1") // the replica cannot acknowledge it now
+
+	state := func() string { return info(t, ac, "replication")["master_failover_state"] }
+	if r := ac.Do("FAILOVER"); r.Str != "OK" {
+		t.Fatalf("FAILOVER: %v", r)
+	}
+	if got := state(); got != "waiting-for-sync" {
+		t.Fatalf("master_failover_state %q, want waiting-for-sync", got)
+	}
+	if r := ac.Do("FAILOVER"); r.Str != "ERR FAILOVER already in progress." {
+		t.Errorf("second FAILOVER: %v", r)
+	}
+	w := a.Raw(t)
+	w.Send("SET", "paused", "1")
+	w.Timeout = 300 * time.Millisecond
+	if r, err := w.Read(); err == nil {
+		t.Fatalf("a write during the failover answered %v; want it held", r)
+	}
+	if got := ac.Do("GET", "unsent"); got.Str != "1" {
+		t.Errorf("reads go on: %v", got)
+	}
+	if r := ac.Do("FAILOVER", "ABORT"); r.Str != "OK" {
+		t.Fatalf("FAILOVER ABORT: %v", r)
+	}
+	w.Timeout = 10 * time.Second
+	if r := w.MustRead(); r.Str != "OK" {
+		t.Errorf("held write after ABORT: %v", r)
+	}
+	waitUntil(t, 5*time.Second, "no-failover", func() bool { return state() == "no-failover" })
+	if got := role(t, ac); got != "master" {
+		t.Fatalf("role %q after ABORT", got)
+	}
+
+	start := time.Now()
+	if r := ac.Do("FAILOVER", "TIMEOUT", "300"); r.Str != "OK" {
+		t.Fatalf("FAILOVER TIMEOUT: %v", r)
+	}
+	waitUntil(t, 10*time.Second, "the timeout to end the failover", func() bool { return state() == "no-failover" })
+	if el := time.Since(start); el < 250*time.Millisecond {
+		t.Errorf("failover ended after %v, before its timeout", el)
+	}
+	if got := role(t, ac); got != "master" {
+		t.Fatalf("role %q after the timeout", got)
+	}
+	if r := ac.Do("SET", "writable", "1"); r.Str != "OK" {
+		t.Errorf("write after the timeout: %v", r)
+	}
+
+	// FORCE: the target is promoted though it never caught up.
+	if r := ac.Do("FAILOVER", "TO", "127.0.0.1", strconv.Itoa(b.Port), "TIMEOUT", "200", "FORCE"); r.Str != "OK" {
+		t.Fatalf("FAILOVER FORCE: %v", r)
+	}
+	waitFailedOver(t, a, b)
+}
+
+// TestFailoverWithRedis: FAILOVER between redis-server and the server under
+// test, both ways. A redis-server master hands over with PSYNC ...
+// FAILOVER on its link; this server, master, promotes a redis-server
+// replica and follows it. Either way the old master continues with a
+// partial sync from where it was, and every write is on both.
+func TestFailoverWithRedis(t *testing.T) {
+	for _, redisMaster := range []bool{true, false} {
+		name := "dfly master, redis replica"
+		if redisMaster {
+			name = "redis master, dfly replica"
+		}
+		t.Run(name, func(t *testing.T) {
+			redis := startMaster(t, true, 0) // a redis-server (skips without one)
+			dut := StartServer(t, "--shards", "2")
+			master, rep := dut, redis
+			if redisMaster {
+				master, rep = redis, dut
+			}
+			mc, rc := master.Raw(t), rep.Raw(t)
+			replicaOf(t, rep, master.Addr)
+			waitReplicaLinkUp(t, rep, 30*time.Second)
+			waitOnline(t, mc)
+			for i := range 200 {
+				mc.Do("SET", "k"+strconv.Itoa(i), strconv.Itoa(i))
+			}
+			mc.Do("HSET", "h", "f", "v")
+			if r := mc.Do("FAILOVER", "TIMEOUT", "20000"); r.Str != "OK" {
+				t.Fatalf("FAILOVER: %v", r)
+			}
+			waitFailedOver(t, master, rep)
+			if got := info(t, rc, "stats")["sync_partial_ok"]; got != "1" {
+				t.Errorf("new master's sync_partial_ok %q, want 1 (the old master continues)", got)
+			}
+			rc.Do("SET", "after", "1")
+			waitUntil(t, 10*time.Second, "the new master's write on the old one", func() bool {
+				return mc.Do("GET", "after").Str == "1"
+			})
+			for _, c := range []*RawConn{mc, rc} {
+				if got := c.Do("DBSIZE"); got.Int != 202 {
+					t.Errorf("DBSIZE %d, want 202", got.Int)
+				}
+				if got := c.Do("HGET", "h", "f"); got.Str != "v" {
+					t.Errorf("HGET: %v", got)
+				}
+			}
+		})
+	}
+}
