@@ -137,7 +137,11 @@ func (s *Server) replicaOfHistory(host string, port int, replid string, offset i
 		rs.link.Store(nil)
 	}
 	s.OnEachShard(func(sh *shard.Shard) { sh.ReplicaMode = true })
+	wasMaster := !rs.active.Load()
 	rs.active.Store(true)
+	if wasMaster {
+		s.dropReplicas()
+	}
 	s.log.Noticef("Connecting to MASTER %s:%d", host, port)
 	s.cfg.mu.RLock()
 	user, pass := s.cfg.MasterUser, s.cfg.MasterAuth
@@ -158,6 +162,32 @@ func (s *Server) replicaOfHistory(host string, port int, replid string, offset i
 	})
 	rs.link.Store(&replicaLink{client: client, host: host, port: port})
 	return true
+}
+
+// dropReplicas disconnects this server's own replicas, dfly and
+// Redis-protocol ones, when it becomes a replica itself (as Redis does).
+// It serves none as a replica (no chained replication): they reconnect,
+// are refused (chainedRefusal) and show their link down. Left attached,
+// they would keep a link that looks up and receives nothing of what the
+// new master writes.
+func (s *Server) dropReplicas() {
+	m := s.master
+	m.mu.Lock()
+	rs := m.sortedReplicas()
+	m.mu.Unlock()
+	for _, r := range rs {
+		r.close()
+	}
+	fm := s.flows()
+	fm.mu.Lock()
+	fs := fm.sortedFlows()
+	fm.mu.Unlock()
+	for _, f := range fs {
+		f.close()
+	}
+	if n := len(rs) + len(fs); n > 0 {
+		s.log.Noticef("Disconnected %d replica connections: a replica serves no replicas", n)
+	}
 }
 
 // replicaNoOne promotes the replica: the link stops after its last apply,

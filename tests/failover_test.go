@@ -95,7 +95,8 @@ func waitFailedOver(t *testing.T, old, nu *Server) {
 }
 
 // TestFailover: FAILOVER hands the master role to the replica with every
-// write, the old master follows the new one, and FAILOVER TO hands it back.
+// write, the old master follows the new one (and drops its other
+// replicas), and FAILOVER TO hands it back.
 func TestFailover(t *testing.T) {
 	a := StartServer(t, "--shards", "2")
 	b := StartServer(t, "--shards", "3")
@@ -110,8 +111,16 @@ func TestFailover(t *testing.T) {
 		}
 	}
 	ac.Do("RPUSH", "list", "x", "y", "z")
+	// A second replica of a: Redis chains it after the failover (it
+	// follows a, now b's replica); dfly serves no replicas from a replica,
+	// so a drops it and its link shows down instead of staying up with
+	// nothing coming.
+	c := StartServer(t, "--shards", "1")
+	cc := c.Raw(t)
+	replicaOf(t, c, a.Addr)
+	waitReplicaLinkUp(t, c, 30*time.Second)
 
-	if r := ac.Do("FAILOVER"); r.IsError() || r.Str != "OK" {
+	if r := ac.Do("FAILOVER", "TO", "127.0.0.1", strconv.Itoa(b.Port)); r.IsError() || r.Str != "OK" {
 		t.Fatalf("FAILOVER: %v", r)
 	}
 	waitFailedOver(t, a, b)
@@ -133,6 +142,15 @@ func TestFailover(t *testing.T) {
 	waitUntil(t, 10*time.Second, "the new master's write on the old one", func() bool {
 		return ac.Do("GET", "after").Str == "1"
 	})
+	if target == targetRedis {
+		waitUntil(t, 10*time.Second, "the chained replica to get the write", func() bool {
+			return cc.Do("GET", "after").Str == "1"
+		})
+	} else {
+		waitUntil(t, 10*time.Second, "the other replica's link to go down", func() bool {
+			return info(t, cc, "replication")["master_link_status"] == "down"
+		})
+	}
 
 	// And back, naming the target.
 	if r := bc.Do("FAILOVER", "TO", "127.0.0.1", strconv.Itoa(a.Port), "TIMEOUT", "10000"); r.IsError() {
