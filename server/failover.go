@@ -63,6 +63,13 @@ const failoverPoll = 10 * time.Millisecond
 // failoverDial bounds each network step of the promotion.
 const failoverDial = 5 * time.Second
 
+// failingOver reports whether a FAILOVER is under way.
+func (s *Server) failingOver() bool {
+	s.failover.mu.Lock()
+	defer s.failover.mu.Unlock()
+	return s.failover.state != foNone
+}
+
 func (s *Server) failoverStateName() string {
 	s.failover.mu.Lock()
 	defer s.failover.mu.Unlock()

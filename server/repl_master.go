@@ -874,7 +874,7 @@ func cmdSync(c *Conn, a [][]byte, w *resp.Writer) {
 		w.Error(c.srv.chainedRefusal())
 		return
 	}
-	if c.srv.failoverStateName() != "no-failover" {
+	if c.srv.failingOver() {
 		w.Error("NOMASTERLINK Can't SYNC while failing over")
 		return
 	}
