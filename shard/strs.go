@@ -25,8 +25,9 @@ import "unsafe"
 //     no bytes (a snapshot's deferred record, a value on its way to
 //     another shard) stays valid, and the GC keeps its chunk alive
 //     meanwhile; dropping a chunk here only forgets it.
-//   - Every packed value in db's tables is counted once, with its length,
-//     in the live bytes of the chunk its c field names, and that chunk is
+//   - Every packed value in db's tables is counted once, with the bytes
+//     it holds (its length rounded up to 8, held), in the live bytes of
+//     the chunk its c field names, and that chunk is
 //     db's and holds its bytes (owns). The DB keeps this on every path
 //     that stores, replaces or erases a value (Insert, Set, SetBytes,
 //     Load, Mutate, erase, Offloaded); Flush starts a new arena. A value
@@ -91,7 +92,7 @@ func Packable(n int) bool { return n > 0 && n <= MaxPackedString }
 // not yet counted as live.
 func (a *strArena) alloc(b []byte) Value {
 	n := int32(len(b))
-	size := (n + 7) &^ 7
+	size := held(uint32(n))
 	if a.cur < 0 || a.chunks[a.cur].used+size > strChunkSize {
 		a.newChunk()
 	}
@@ -161,10 +162,18 @@ func (a *strArena) adopt(v *Value) {
 // count adds the packed v to its chunk's live bytes.
 func (a *strArena) count(v *Value) {
 	a.reclaimable -= a.sparseDead(int32(v.c))
-	a.chunks[v.c].live += int32(v.n)
-	a.live += int(v.n)
+	a.chunks[v.c].live += held(v.n)
+	a.live += int(held(v.n))
 	a.reclaimable += a.sparseDead(int32(v.c))
 }
+
+// held is the bytes a packed value of n bytes takes in its chunk. Live
+// bytes count these, not n: counted by length, a chunk of values of 8
+// bytes or less could never be more than 1/8 live, so it always looked
+// sparse and wasteful, and the pass moved every such value again and
+// again (50M moves in minutes of a MULTI benchmark's 1-byte values, 7% of
+// the shard's CPU under the EVAL benchmark that followed).
+func held(n uint32) int32 { return int32((n + 7) &^ 7) }
 
 // drop uncounts v, which leaves the DB or stops being packed.
 func (a *strArena) drop(v *Value) {
@@ -174,7 +183,7 @@ func (a *strArena) drop(v *Value) {
 	a.uncount(v)
 	// Deletes, expiry and offloading free no chunk by themselves: they
 	// charge the pass too, a chunk's worth at a time.
-	if a.freed += int(v.n); a.freed >= strChunkSize {
+	if a.freed += int(held(v.n)); a.freed >= strChunkSize {
 		a.freed = 0
 		if a.defragging || a.wasteful() {
 			a.charge()
@@ -185,10 +194,10 @@ func (a *strArena) drop(v *Value) {
 // shrink makes the live packed v n bytes long (n <= v.n): an overwrite in
 // place; the rest of its bytes are dead.
 func (a *strArena) shrink(v *Value, n uint32) {
-	d := v.n - n
+	d := held(v.n) - held(n)
 	v.n = n
 	a.reclaimable -= a.sparseDead(int32(v.c))
-	a.chunks[v.c].live -= int32(d)
+	a.chunks[v.c].live -= d
 	a.live -= int(d)
 	a.reclaimable += a.sparseDead(int32(v.c))
 }
@@ -196,8 +205,8 @@ func (a *strArena) shrink(v *Value, n uint32) {
 // uncount is drop without the charge: for the pass's own moves.
 func (a *strArena) uncount(v *Value) {
 	a.reclaimable -= a.sparseDead(int32(v.c))
-	a.chunks[v.c].live -= int32(v.n)
-	a.live -= int(v.n)
+	a.chunks[v.c].live -= held(v.n)
+	a.live -= int(held(v.n))
 	a.release(int32(v.c))
 	a.reclaimable += a.sparseDead(int32(v.c))
 }
@@ -380,7 +389,8 @@ const payMax = 4096
 
 // PackedStats are the DB's packed strings (INFO memory).
 type PackedStats struct {
-	// Used: bytes of the chunks held; Live: of the values in them.
+	// Used: bytes of the chunks held; Live: the bytes the values in them
+	// take (their lengths rounded up to 8).
 	Used, Live, Chunks int
 	// Passes started and values moved by the defragmentation.
 	Passes, Moves int
