@@ -68,6 +68,8 @@ type flowLink struct {
 	// noBlobs: the master refused DFLY FLOW ... BLOBS (a build before
 	// blob chunks); the flows then ask without it.
 	noBlobs atomic.Bool
+	// redirecting: a switch to the master a refusal named is under way.
+	redirecting atomic.Bool
 }
 
 func startFlowLink(s *Server, cfg replica.Config) *flowLink {
@@ -147,6 +149,10 @@ func (l *flowLink) run() {
 			l.fallback.Store(replica.Start(l.cfg))
 			return
 		}
+		var rd *masterRedirect
+		if errors.As(err, &rd) {
+			l.redirected(rd)
+		}
 		l.state.Store(int32(replica.StateConnect))
 		l.downAt.Store(time.Now().UnixNano())
 		l.syncing.Store(false)
@@ -164,6 +170,59 @@ func (l *flowLink) run() {
 }
 
 var errNotDfly = errors.New("master does not speak DFLY")
+
+// masterRedirect is a master's refusal to serve this replica because it is
+// a replica itself (chainedRefusal), naming its own master.
+type masterRedirect struct {
+	host string
+	port int
+	text string
+}
+
+func (e *masterRedirect) Error() string { return e.text }
+
+// parseRedirect recognizes chainedRefusal's error line (without its '-').
+func parseRedirect(line string) *masterRedirect {
+	hp, ok := strings.CutPrefix(line, chainedRefusalText)
+	if !ok {
+		return nil
+	}
+	host, ps, err := net.SplitHostPort(hp)
+	port, perr := strconv.Atoi(ps)
+	if err != nil || perr != nil || host == "" || port <= 0 || port > 65535 {
+		return nil
+	}
+	return &masterRedirect{host: host, port: port, text: line}
+}
+
+// redirected follows the master a refusal named: this link's master has
+// become a replica (REPLICAOF, FAILOVER) and serves none, so the server
+// follows its master instead — the data Redis's chained replica would get
+// through it, minus the hop. A loopback host there is the refusing
+// server's own machine, which this one reaches at the link's host. The
+// switch runs on a goroutine of its own: it stops this link, which waits
+// for this goroutine to return.
+func (l *flowLink) redirected(rd *masterRedirect) {
+	host := redirectHost(l.addr, rd.host)
+	if !l.redirecting.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer l.redirecting.Store(false)
+		l.s.followMaster(l, host, rd.port)
+	}()
+}
+
+// redirectHost is the host to reach a master that the server at linkAddr
+// names as host: a loopback name is linkAddr's machine.
+func redirectHost(linkAddr, host string) string {
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() || strings.EqualFold(host, "localhost") {
+		if h, _, err := net.SplitHostPort(linkAddr); err == nil {
+			return h
+		}
+	}
+	return host
+}
 
 // readLine reads one reply line, bounded by the reader's buffer: a master
 // that sends no newline gets an error, not unbounded memory.
@@ -218,6 +277,9 @@ func readHello(r *bufio.Reader) ([]string, error) {
 	if strings.HasPrefix(line, "-") {
 		if strings.Contains(strings.ToLower(line), "unknown command") {
 			return nil, errNotDfly
+		}
+		if rd := parseRedirect(line[1:]); rd != nil {
+			return nil, rd
 		}
 		return nil, errors.New(line[1:])
 	}

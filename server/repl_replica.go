@@ -127,6 +127,29 @@ func (s *Server) replicaOfHistory(host string, port int, replid string, offset i
 	rs := &s.replica
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
+	return s.replicaOfLocked(host, port, replid, offset)
+}
+
+// followMaster makes the replica follow host:port instead of the master
+// of link from, which turned out to be a replica of host:port and serves
+// none (flowLink.redirected) — unless from is no longer the link (a
+// REPLICAOF came first).
+func (s *Server) followMaster(from replLink, host string, port int) {
+	rs := &s.replica
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	l := rs.link.Load()
+	if l == nil || l.client != from || l.host == host && l.port == port {
+		return
+	}
+	s.log.Noticef("MASTER %s:%d is a replica of %s:%d and serves no replicas: following %s:%d",
+		l.host, l.port, host, port, host, port)
+	s.replicaOfLocked(host, port, "", 0)
+}
+
+// replicaOfLocked is replicaOfHistory with replica.mu held.
+func (s *Server) replicaOfLocked(host string, port int, replid string, offset int64) bool {
+	rs := &s.replica
 	if l := rs.link.Load(); l != nil {
 		if l.host == host && l.port == port {
 			return false
@@ -166,10 +189,11 @@ func (s *Server) replicaOfHistory(host string, port int, replid string, offset i
 
 // dropReplicas disconnects this server's own replicas, dfly and
 // Redis-protocol ones, when it becomes a replica itself (as Redis does).
-// It serves none as a replica (no chained replication): they reconnect,
-// are refused (chainedRefusal) and show their link down. Left attached,
-// they would keep a link that looks up and receives nothing of what the
-// new master writes.
+// It serves none as a replica (no chained replication): they reconnect
+// and are refused (chainedRefusal), which names its master; dfly replicas
+// follow that master (flowLink.redirected), Redis-protocol ones show
+// their link down. Left attached, they would keep a link that looks up
+// and receives nothing of what the new master writes.
 func (s *Server) dropReplicas() {
 	m := s.master
 	m.mu.Lock()

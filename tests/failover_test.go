@@ -113,8 +113,7 @@ func TestFailover(t *testing.T) {
 	ac.Do("RPUSH", "list", "x", "y", "z")
 	// A second replica of a: Redis chains it after the failover (it
 	// follows a, now b's replica); dfly serves no replicas from a replica,
-	// so a drops it and its link shows down instead of staying up with
-	// nothing coming.
+	// so a drops it, refuses it naming b, and it follows b itself.
 	c := StartServer(t, "--shards", "1")
 	cc := c.Raw(t)
 	replicaOf(t, c, a.Addr)
@@ -142,15 +141,24 @@ func TestFailover(t *testing.T) {
 	waitUntil(t, 10*time.Second, "the new master's write on the old one", func() bool {
 		return ac.Do("GET", "after").Str == "1"
 	})
-	if target == targetRedis {
-		waitUntil(t, 10*time.Second, "the chained replica to get the write", func() bool {
-			return cc.Do("GET", "after").Str == "1"
-		})
-	} else {
-		waitUntil(t, 10*time.Second, "the other replica's link to go down", func() bool {
-			return info(t, cc, "replication")["master_link_status"] == "down"
-		})
+	waitUntil(t, 30*time.Second, "the other replica to get the write", func() bool {
+		return cc.Do("GET", "after").Str == "1"
+	})
+	followed := func(m *Server) {
+		t.Helper()
+		want := strconv.Itoa(a.Port) // Redis: chained, still following a
+		if target == targetDfly {
+			want = strconv.Itoa(m.Port)
+		}
+		ci := info(t, cc, "replication")
+		if ci["master_port"] != want || ci["master_link_status"] != "up" {
+			t.Errorf("the other replica follows port %s (link %s), want %s", ci["master_port"], ci["master_link_status"], want)
+		}
+		if got, mn := cc.Do("DBSIZE"), m.Raw(t).Do("DBSIZE"); got.Int != mn.Int {
+			t.Errorf("the other replica holds %d keys, the master %d", got.Int, mn.Int)
+		}
 	}
+	followed(b)
 
 	// And back, naming the target.
 	if r := bc.Do("FAILOVER", "TO", "127.0.0.1", strconv.Itoa(a.Port), "TIMEOUT", "10000"); r.IsError() {
@@ -163,6 +171,10 @@ func TestFailover(t *testing.T) {
 	if r := ac.Do("SET", "back", "1"); r.IsError() {
 		t.Errorf("write to the master again: %v", r)
 	}
+	waitUntil(t, 30*time.Second, "the other replica to get the write after failing back", func() bool {
+		return cc.Do("GET", "back").Str == "1"
+	})
+	followed(a)
 }
 
 // TestFailoverWaitsForReplica: with the replica's link stalled, FAILOVER
@@ -278,5 +290,32 @@ func TestFailoverWithRedis(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReplicaOfAReplica: a replica pointed at a replica gets the master's
+// data. Redis chains it; dfly's replica refuses it naming its master, and
+// it follows that master itself (INFO then names the master).
+func TestReplicaOfAReplica(t *testing.T) {
+	a := StartServer(t, "--shards", "2")
+	b := StartServer(t, "--shards", "1")
+	c := StartServer(t, "--shards", "3")
+	ac, cc := a.Raw(t), c.Raw(t)
+	for i := range 100 {
+		ac.Do("SET", "k"+strconv.Itoa(i), "v")
+	}
+	replicaOf(t, b, a.Addr)
+	waitReplicaLinkUp(t, b, 30*time.Second)
+	replicaOf(t, c, b.Addr)
+	ac.Do("SET", "late", "1")
+	waitUntil(t, 30*time.Second, "the replica's replica to get the master's writes", func() bool {
+		return cc.Do("GET", "late").Str == "1" && cc.Do("DBSIZE").Int == 101
+	})
+	want := strconv.Itoa(b.Port)
+	if target == targetDfly {
+		want = strconv.Itoa(a.Port)
+	}
+	if ci := info(t, cc, "replication"); ci["master_port"] != want || ci["master_link_status"] != "up" {
+		t.Errorf("master_port %s link %s, want %s up", ci["master_port"], ci["master_link_status"], want)
 	}
 }
