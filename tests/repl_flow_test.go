@@ -570,3 +570,63 @@ func TestDflyFlowHeartbeat(t *testing.T) {
 		t.Fatalf("want a partial sync after the timeout, syncs %s\n%s\n%s", syncs(), rep.Output(), master.Output())
 	}
 }
+
+// TestDflyFlowJournalGap: the journal stops recording when nothing needs
+// it (the Redis-protocol backlog expired after --repl_backlog_ttl and no
+// flow is attached). A dfly replica cut off over that time must not
+// continue from its LSN as if nothing had been written since: the writes
+// made while nothing recorded are in no backlog. (The replication id
+// changes when the backlog goes, so the replica's HELLO finds another
+// history and it takes a full sync.)
+func TestDflyFlowJournalGap(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly-native replication")
+	}
+	master := StartServer(t, "--shards", "2", "--repl_backlog_ttl", "1s")
+	mc := master.Raw(t)
+	for i := range 100 {
+		mustOK(t, mc.Do("SET", "k"+strconv.Itoa(i), "v"), "set")
+	}
+	var down atomic.Bool
+	px := startFilterProxy(t, master.Addr, func([]byte) []byte {
+		if down.Load() {
+			return []byte("-ERR the network is down\r\n")
+		}
+		return nil
+	})
+	rep := StartServer(t, "--shards", "3")
+	rc := rep.Raw(t)
+	replicaOf(t, rep, px.ln.Addr().String())
+	waitReplicaLinkUp(t, rep, 30*time.Second)
+
+	// A Redis-protocol replica comes and goes: its feed keeps a backlog
+	// until --repl_backlog_ttl passes without one.
+	rr := DialRaw(t, master.Addr)
+	rr.Send("PSYNC", "?", "-1")
+	if line, err := rr.reader.ReadString('\n'); err != nil || !strings.HasPrefix(line, "+FULLRESYNC ") {
+		t.Fatalf("PSYNC: %q %v", line, err)
+	}
+	waitFor(t, 5*time.Second, "the backlog", func() bool { return infoField(mc, "replication", "repl_backlog_active") == "1" })
+	rr.Close()
+	mustOK(t, mc.Do("SET", "before", "1"), "set")
+	waitUntil(t, 10*time.Second, "the write before the cut on the replica", func() bool { return rc.Do("GET", "before").Str == "1" })
+
+	down.Store(true)
+	px.cut()
+	waitUntil(t, 10*time.Second, "the replica's link to go down", func() bool {
+		return info(t, rc, "replication")["master_link_status"] == "down"
+	})
+	waitFor(t, 10*time.Second, "the backlog to expire", func() bool { return infoField(mc, "replication", "repl_backlog_active") == "0" })
+	for i := range 50 {
+		mustOK(t, mc.Do("SET", "gap"+strconv.Itoa(i), "1"), "set")
+	}
+	mustOK(t, mc.Do("DEL", "k0"), "del")
+	down.Store(false)
+	waitReplicaLinkUp(t, rep, 30*time.Second)
+	mustOK(t, mc.Do("SET", "after", "1"), "set")
+	waitUntil(t, 10*time.Second, "the write after the reconnect on the replica", func() bool { return rc.Do("GET", "after").Str == "1" })
+	if got, want := rc.Do("DBSIZE").Int, mc.Do("DBSIZE").Int; got != want || rc.Do("EXISTS", "gap49").Int != 1 || rc.Do("EXISTS", "k0").Int != 0 {
+		t.Fatalf("the replica holds %d keys (gap49 %v, k0 %v), the master %d: it continued past writes no journal recorded",
+			got, rc.Do("EXISTS", "gap49"), rc.Do("EXISTS", "k0"), want)
+	}
+}
