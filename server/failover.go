@@ -282,7 +282,13 @@ func (s *Server) runFailover(target *failoverTarget, force bool, deadline time.T
 	m.mu.Lock()
 	replid, offset := m.replID, m.offset
 	m.mu.Unlock()
-	s.replicaOfHistory(to.host, to.port, replid, offset)
+	// In dfly's form: the data is at its journals' LSNs, which the target
+	// acknowledged (writes and expiry have been paused since), so a dfly
+	// target promoted at the same place lets this server continue with a
+	// partial sync (DFLY HANDOVER).
+	own := &flowHistory{replID: m.id(), lsns: make([]uint64, len(s.shards))}
+	s.OnEachShard(func(sh *shard.Shard) { own.lsns[sh.ID] = sh.Journal.LSN() })
+	s.replicaOfHistory(to.host, to.port, replid, offset, own)
 	s.log.Noticef("Failover to %s:%d succeeded.", to.host, to.port)
 	s.endFailover("")
 }

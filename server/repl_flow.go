@@ -48,6 +48,14 @@ import (
 //	"+CONTINUE\r\n"        journal chunks from next on
 //	"-ERR ...\r\n"         refused
 //
+// Between HELLO and the flows a replica whose data is at a place in some
+// dfly master's history (a replica switching masters, the old master after
+// a FAILOVER) may offer it: DFLY HANDOVER <replid> <lsn>... (the last LSN
+// it holds of each of that master's shards). A master that was promoted
+// from a replica holding exactly that data (replicaState.handover) answers
+// with its shards' LSNs at the promotion, and the flows continue from
+// there; anything else is refused and the replica syncs in full.
+//
 // In stable sync an idle flow sends a heartbeat (rdb.OpFlowPing) every
 // second; the replica gives up a flow silent for repl-timeout, and the
 // master one whose ACKs stopped for as long.
@@ -177,6 +185,30 @@ func cmdDfly(c *Conn, a [][]byte, w *resp.Writer) {
 			f := &flow{srv: s, sess: sess, sid: sid, lsn: lsn, blobs: len(a) == 6, wake: make(chan struct{}, 1), limit: s.replBufferLimit()}
 			c.handoff = func(nc net.Conn) { f.conn = nc; f.attach() }
 			c.closing = true
+		}
+	case sub == "handover" && len(a) >= 3:
+		// DFLY HANDOVER <replid> <lsn>...: see handover (replica side).
+		if s.isReplica() {
+			w.Error(s.chainedRefusal())
+			return
+		}
+		offer := &flowHistory{replID: string(a[2]), lsns: make([]uint64, 0, len(a)-3)}
+		for _, x := range a[3:] {
+			n, err := strconv.ParseUint(string(x), 10, 64)
+			if err != nil {
+				w.Error("ERR bad LSN")
+				return
+			}
+			offer.lsns = append(offer.lsns, n)
+		}
+		rec := s.replica.handover.Load()
+		if rec == nil || rec.id != s.master.id() || !rec.from.equal(offer) {
+			w.Error("ERR this server's history does not start there")
+			return
+		}
+		w.Array(len(rec.lsns))
+		for _, n := range rec.lsns {
+			w.Int(int64(n))
 		}
 	default:
 		w.Error(fmt.Sprintf("ERR unknown subcommand '%s'. Try DFLY HELLO.", truncArg(a[1])))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,10 +71,27 @@ type flowLink struct {
 	noBlobs atomic.Bool
 	// redirecting: a switch to the master a refusal named is under way.
 	redirecting atomic.Bool
+	// offer: the history this server's data is at, offered to the master
+	// in the first session (DFLY HANDOVER); nil when none.
+	offer *flowHistory
 }
 
-func startFlowLink(s *Server, cfg replica.Config) *flowLink {
-	l := &flowLink{s: s, addr: cfg.Addr, cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
+// flowHistory is a dataset's place in a dfly master's history: the
+// master's replication id and, per master shard, the last LSN the data
+// holds. Two datasets at the same place hold the same data.
+type flowHistory struct {
+	replID string
+	lsns   []uint64
+}
+
+func (h *flowHistory) equal(o *flowHistory) bool {
+	return h != nil && o != nil && h.replID == o.replID && slices.Equal(h.lsns, o.lsns)
+}
+
+// startFlowLink starts a link to cfg.Addr; offer, when not nil, is where
+// this server's data is in some dfly master's history (see handover).
+func startFlowLink(s *Server, cfg replica.Config, offer *flowHistory) *flowLink {
+	l := &flowLink{s: s, addr: cfg.Addr, cfg: cfg, stop: make(chan struct{}), done: make(chan struct{}), offer: offer}
 	l.downAt.Store(time.Now().UnixNano())
 	go l.run()
 	return l
@@ -100,6 +118,22 @@ func (l *flowLink) position() (string, int64) {
 		n += int64(l.lsns[i].Load())
 	}
 	return l.replID, n
+}
+
+// history is where the replica's data is in its dfly master's history,
+// nil when it is not all of one (a full sync unfinished, or a Redis
+// master). Call it once the link has stopped.
+func (l *flowLink) history() *flowHistory {
+	if l.fallback.Load() != nil || !l.complete.Load() {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := &flowHistory{replID: l.replID, lsns: make([]uint64, len(l.lsns))}
+	for i := range l.lsns {
+		h.lsns[i] = l.lsns[i].Load()
+	}
+	return h
 }
 
 // Status reports the link for INFO and ROLE.
@@ -170,6 +204,47 @@ func (l *flowLink) run() {
 }
 
 var errNotDfly = errors.New("master does not speak DFLY")
+
+// handover asks the master whether the data here, at offer in some dfly
+// master's history, is where its own history started: it was that
+// master's replica, or its master, when it was promoted (a FAILOVER, a
+// REPLICAOF NO ONE) with exactly that data. If so it answers with its
+// shards' LSNs at the promotion, from which the flows continue (DFLY
+// HANDOVER <replid> <lsn>..., answered with an array of shards integers).
+func handover(c net.Conn, r *bufio.Reader, offer *flowHistory, shards int) ([]uint64, error) {
+	args := []string{"DFLY", "HANDOVER", offer.replID}
+	for _, n := range offer.lsns {
+		args = append(args, strconv.FormatUint(n, 10))
+	}
+	if err := writeCommand(c, args...); err != nil {
+		return nil, err
+	}
+	line, err := readLine(r)
+	if err != nil {
+		return nil, err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line != "*"+strconv.Itoa(shards) {
+		if strings.HasPrefix(line, "-") {
+			return nil, errors.New(line[1:])
+		}
+		return nil, fmt.Errorf("DFLY HANDOVER: unexpected reply %q", line)
+	}
+	lsns := make([]uint64, shards)
+	for i := range lsns {
+		h, err := readLine(r)
+		if err != nil {
+			return nil, err
+		}
+		h = strings.TrimRight(h, "\r\n")
+		n, err := strconv.ParseUint(strings.TrimPrefix(h, ":"), 10, 64)
+		if err != nil || !strings.HasPrefix(h, ":") {
+			return nil, fmt.Errorf("DFLY HANDOVER: unexpected element %q", h)
+		}
+		lsns[i] = n
+	}
+	return lsns, nil
+}
 
 // masterRedirect is a master's refusal to serve this replica because it is
 // a replica itself (chainedRefusal), naming its own master.
@@ -347,6 +422,23 @@ func (l *flowLink) session() error {
 		return fmt.Errorf("DFLY HELLO: bad shard count %q", hello[1])
 	}
 	l.state.Store(int32(replica.StateHandshake))
+	if offer := l.offer; offer != nil {
+		l.offer = nil // one try: a refusal means a full sync
+		if lsns, err := handover(main, mr, offer, shards); err != nil {
+			l.cfg.Logf("MASTER did not take this server's history as its own (%v): full sync", err)
+		} else {
+			l.mu.Lock()
+			l.lsns = make([]atomic.Uint64, shards)
+			for i, n := range lsns {
+				l.lsns[i].Store(n)
+			}
+			l.shards = shards
+			l.replID = hello[0]
+			l.complete.Store(true)
+			l.mu.Unlock()
+			l.cfg.Logf("MASTER continues this server's history: partial sync")
+		}
+	}
 	if hello[0] != l.replID || shards != l.shards {
 		// Another master, or another shape of it: LSNs mean nothing, and
 		// the data is none of its history: only a full sync will do.

@@ -14,6 +14,7 @@ import (
 	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tx"
 )
 
 // Replica side of replication (issue 8): REPLICAOF/SLAVEOF, ROLE and INFO
@@ -51,6 +52,20 @@ type replicaState struct {
 	// a fresh replid and keeps its offset; the master side then owns them.
 	promotedID     string
 	promotedOffset int64
+	// handover: where this server's own history began, when it was
+	// promoted from a dfly master's replica (DFLY HANDOVER); nil when not.
+	handover atomic.Pointer[handoverRecord]
+}
+
+// handoverRecord is where a promoted replica's history began: the data it
+// held at the promotion, at place from in its old master's history, is its
+// own history at lsns (its shards' journal LSNs then) under replication id
+// id. A server whose data is at from (the old master after a FAILOVER, a
+// fellow replica as far along) continues here with a partial sync.
+type handoverRecord struct {
+	from *flowHistory
+	id   string
+	lsns []uint64
 }
 
 const (
@@ -117,17 +132,18 @@ func cmdReplicaOf(x *Coord) {
 
 // replicaOf starts following host:port; false when it already does.
 func (s *Server) replicaOf(host string, port int) bool {
-	return s.replicaOfHistory(host, port, "", 0)
+	return s.replicaOfHistory(host, port, "", 0, nil)
 }
 
 // replicaOfHistory is replicaOf offering a master's history (replid,
-// offset: a master that fails over offers its own) when the server is not
-// a replica yet; one that is offers the history it reached.
-func (s *Server) replicaOfHistory(host string, port int, replid string, offset int64) bool {
+// offset: a master that fails over offers its own; own: the same in its
+// dfly form) when the server is not a replica yet; one that is offers the
+// history it reached.
+func (s *Server) replicaOfHistory(host string, port int, replid string, offset int64, own *flowHistory) bool {
 	rs := &s.replica
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	return s.replicaOfLocked(host, port, replid, offset)
+	return s.replicaOfLocked(host, port, replid, offset, own)
 }
 
 // followMaster makes the replica follow host:port instead of the master
@@ -144,12 +160,13 @@ func (s *Server) followMaster(from replLink, host string, port int) {
 	}
 	s.log.Noticef("MASTER %s:%d is a replica of %s:%d and serves no replicas: following %s:%d",
 		l.host, l.port, host, port, host, port)
-	s.replicaOfLocked(host, port, "", 0)
+	s.replicaOfLocked(host, port, "", 0, nil)
 }
 
 // replicaOfLocked is replicaOfHistory with replica.mu held.
-func (s *Server) replicaOfLocked(host string, port int, replid string, offset int64) bool {
+func (s *Server) replicaOfLocked(host string, port int, replid string, offset int64, own *flowHistory) bool {
 	rs := &s.replica
+	offer := own
 	if l := rs.link.Load(); l != nil {
 		if l.host == host && l.port == port {
 			return false
@@ -158,7 +175,14 @@ func (s *Server) replicaOfLocked(host string, port int, replid string, offset in
 		// a master that does not share it answers FULLRESYNC.
 		replid, offset = l.client.Stop()
 		rs.link.Store(nil)
+		offer = nil
+		if fl, ok := l.client.(*flowLink); ok {
+			offer = fl.history()
+		}
 	}
+	// Its own history ends here: from now on its data follows the new
+	// master's.
+	rs.handover.Store(nil)
 	s.OnEachShard(func(sh *shard.Shard) { sh.ReplicaMode = true })
 	wasMaster := !rs.active.Load()
 	rs.active.Store(true)
@@ -182,7 +206,7 @@ func (s *Server) replicaOfLocked(host string, port int, replid string, offset in
 		ReplID:      replid,
 		Offset:      offset,
 		Timeout:     timeout,
-	})
+	}, offer)
 	rs.link.Store(&replicaLink{client: client, host: host, port: port})
 	return true
 }
@@ -226,7 +250,16 @@ func (s *Server) replicaNoOne(why string) {
 		return
 	}
 	replid, offset := l.client.Stop()
-	if fl, ok := l.client.(*flowLink); ok && fl.fallback.Load() != nil && replid != "" {
+	fl, native := l.client.(*flowLink)
+	var hist *flowHistory
+	if native {
+		hist = fl.history()
+	}
+	if hist != nil {
+		// All of a dfly master's history up to a place: servers whose
+		// data is at the same place continue from here (DFLY HANDOVER).
+		s.startHandover(hist)
+	} else if native && fl.fallback.Load() != nil && replid != "" {
 		// A Redis-protocol history: this server continues it, so the
 		// master's other replicas (and, after a FAILOVER, the old master)
 		// can PSYNC here with replid2. The feed records from the
@@ -243,6 +276,24 @@ func (s *Server) replicaNoOne(why string) {
 	_, _ = rand.Read(id[:])
 	rs.promotedID, rs.promotedOffset = hex.EncodeToString(id[:]), offset
 	s.log.Noticef("MASTER MODE enabled (%s)", why)
+}
+
+// startHandover starts this server's history as a master at from, where
+// its data is (replicaNoOne): every shard journals from now on — before any
+// client can write — and the record keeps each shard's LSN here, from
+// which a server whose data is at from continues (DFLY HANDOVER). One step
+// holds every shard, so the LSNs are one cut.
+func (s *Server) startHandover(from *flowHistory) {
+	lsns := make([]uint64, len(s.shards))
+	t := tx.New(s.shards)
+	t.AddAllShards()
+	t.Lock()
+	t.Finish(func(sh *shard.Shard) {
+		s.journalExpiries(sh, true)
+		sh.Journal.Start()
+		lsns[sh.ID] = sh.Journal.LSN()
+	})
+	s.replica.handover.Store(&handoverRecord{from: from, id: s.master.id(), lsns: lsns})
 }
 
 // replicaStatus is the link's state, ok=false when not a replica.

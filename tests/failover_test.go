@@ -96,7 +96,8 @@ func waitFailedOver(t *testing.T, old, nu *Server) {
 
 // TestFailover: FAILOVER hands the master role to the replica with every
 // write, the old master follows the new one (and drops its other
-// replicas), and FAILOVER TO hands it back.
+// replicas, which follow the new master too), each with a partial sync,
+// and FAILOVER TO hands it back.
 func TestFailover(t *testing.T) {
 	a := StartServer(t, "--shards", "2")
 	b := StartServer(t, "--shards", "3")
@@ -119,6 +120,11 @@ func TestFailover(t *testing.T) {
 	replicaOf(t, c, a.Addr)
 	waitReplicaLinkUp(t, c, 30*time.Second)
 
+	syncs := func(c *RawConn) (full, partial string) {
+		m := info(t, c, "replication")
+		return m["dfly_flow_syncs_full"], m["dfly_flow_syncs_partial"]
+	}
+	fullBefore, _ := syncs(ac)
 	if r := ac.Do("FAILOVER", "TO", "127.0.0.1", strconv.Itoa(b.Port)); r.IsError() || r.Str != "OK" {
 		t.Fatalf("FAILOVER: %v", r)
 	}
@@ -159,6 +165,11 @@ func TestFailover(t *testing.T) {
 		}
 	}
 	followed(b)
+	// b's data was a's, and c's too, when b took over: both continue on
+	// b with a partial sync (DFLY HANDOVER), as Redis's psync2 lets them.
+	if full, partial := syncs(bc); target == targetDfly && (full != "0" || partial != "2") {
+		t.Errorf("the new master served %s full and %s partial syncs, want 0 and 2", full, partial)
+	}
 
 	// And back, naming the target.
 	if r := bc.Do("FAILOVER", "TO", "127.0.0.1", strconv.Itoa(a.Port), "TIMEOUT", "10000"); r.IsError() {
@@ -175,6 +186,9 @@ func TestFailover(t *testing.T) {
 		return cc.Do("GET", "back").Str == "1"
 	})
 	followed(a)
+	if full, partial := syncs(ac); target == targetDfly && (full != fullBefore || partial != "2") {
+		t.Errorf("failing back: %s full syncs (%s before) and %s partial ones, want no new full and 2 partial", full, fullBefore, partial)
+	}
 }
 
 // TestFailoverWaitsForReplica: with the replica's link stalled, FAILOVER
@@ -317,5 +331,69 @@ func TestReplicaOfAReplica(t *testing.T) {
 	}
 	if ci := info(t, cc, "replication"); ci["master_port"] != want || ci["master_link_status"] != "up" {
 		t.Errorf("master_port %s link %s, want %s up", ci["master_port"], ci["master_link_status"], want)
+	}
+}
+
+// TestFlowHandover: a promoted dfly replica lets exactly the servers whose
+// data is where its own history began continue with a partial sync: a
+// fellow replica as far along does; one that lagged, one that went further
+// (it still followed the old master), and the old master (which went on
+// taking writes: no FAILOVER paused it) take a full one, and all end with
+// the new master's data.
+func TestFlowHandover(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly-native replication")
+	}
+	a := StartServer(t, "--shards", "2")
+	ac := a.Raw(t)
+	for i := range 200 {
+		mustOK(t, ac.Do("SET", "k"+strconv.Itoa(i), "v"), "set")
+	}
+	b := StartServer(t, "--shards", "3")
+	c := StartServer(t, "--shards", "2")
+	d := StartServer(t, "--shards", "1")
+	e := StartServer(t, "--shards", "2")
+	px := startProxy(t, a.Addr)
+	replicaOf(t, b, a.Addr)
+	replicaOf(t, c, px.ln.Addr().String())
+	replicaOf(t, d, a.Addr)
+	replicaOf(t, e, a.Addr)
+	for _, r := range []*Server{b, c, d, e} {
+		waitReplicaLinkUp(t, r, 30*time.Second)
+	}
+	bc, cc, dc, ec := b.Raw(t), c.Raw(t), d.Raw(t), e.Raw(t)
+	px.stall() // c hears nothing more
+	mustOK(t, ac.Do("SET", "late", "1"), "set")
+	waitUntil(t, 10*time.Second, "b and d to get the last write", func() bool {
+		return bc.Do("GET", "late").Str == "1" && dc.Do("GET", "late").Str == "1"
+	})
+	mustOK(t, bc.Do("REPLICAOF", "NO", "ONE"), "replicaof no one")
+	mustOK(t, bc.Do("SET", "onb", "1"), "set on the new master")
+	replicaOf(t, d, b.Addr)
+	waitReplicaLinkUp(t, d, 30*time.Second)
+	mustOK(t, ac.Do("SET", "stray", "1"), "set on the old master")
+	waitUntil(t, 10*time.Second, "e to get the old master's last write", func() bool { return ec.Do("GET", "stray").Str == "1" })
+	for _, r := range []*Server{c, e, a} {
+		replicaOf(t, r, b.Addr)
+		waitReplicaLinkUp(t, r, 30*time.Second)
+	}
+	mustOK(t, bc.Do("SET", "last", "1"), "set")
+	want := bc.Do("DBSIZE").Int
+	for name, rc := range map[string]*RawConn{"a": ac, "c": cc, "d": dc, "e": ec} {
+		waitUntil(t, 10*time.Second, name+" to get the new master's writes", func() bool { return rc.Do("GET", "last").Str == "1" })
+		if n := rc.Do("DBSIZE").Int; n != want || rc.Do("EXISTS", "stray").Int != 0 || rc.Do("GET", "onb").Str != "1" {
+			t.Errorf("%s holds %d keys (stray %v, onb %v), the new master %d", name, n, rc.Do("EXISTS", "stray"), rc.Do("GET", "onb"), want)
+		}
+	}
+	m := info(t, bc, "replication")
+	if m["dfly_flow_syncs_partial"] != "1" || m["dfly_flow_syncs_full"] != "3" {
+		t.Errorf("the new master served %s partial and %s full syncs, want 1 (d) and 3 (c lagged, e and a went on)",
+			m["dfly_flow_syncs_partial"], m["dfly_flow_syncs_full"])
+	}
+	// The protocol's refusals.
+	for _, cmd := range [][]string{{"DFLY", "HANDOVER", "x", "1"}, {"DFLY", "HANDOVER", "x", "y"}} {
+		if r := bc.Do(cmd...); !r.IsError() {
+			t.Errorf("%v: %v, want an error", cmd, r)
+		}
 	}
 }
