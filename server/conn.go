@@ -143,6 +143,11 @@ type Conn struct {
 	// graceful shutdown waits for it.
 	busy    atomic.Bool
 	lastCmd atomic.Pointer[Command]
+	// batchesDone counts the batches served to their last reply; parked
+	// is set while a pause holds the connection (pause.go). A failover
+	// reads both (drainWrites).
+	batchesDone atomic.Uint64
+	parked      atomic.Bool
 }
 
 func newConn(srv *Server, gc gnet.Conn) *Conn {
@@ -219,6 +224,7 @@ func (c *Conn) serve() gnet.Action {
 			return gnet.Close
 		}
 		c.resetBatch()
+		c.batchesDone.Add(1)
 		c.busy.Store(false)
 		if !c.parse() {
 			c.writeOut()

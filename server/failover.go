@@ -236,6 +236,10 @@ func (s *Server) runFailover(target *failoverTarget, force bool, deadline time.T
 		s.master.emitLocked(appendCommand(nil, "REPLCONF", "GETACK", "*"))
 	}
 	s.master.mu.Unlock()
+	if !s.drainWrites(deadline, abort) {
+		s.endFailover("Failover manually aborted")
+		return
+	}
 	var to *failoverTarget
 	for to == nil {
 		select {
@@ -345,6 +349,49 @@ func (s *Server) endFailover(reason string) {
 	fo.state = foNone
 	fo.mu.Unlock()
 	s.holdWrites(false)
+}
+
+// drainWrites waits, once writes are paused, for the commands dispatched
+// before the pause to finish: a connection busy then may still have a
+// write on a shard or on a coordinator (a step of an EXEC, a script's
+// next call), which would journal after the replica's offsets were
+// compared — a write its client is told succeeded, which the promoted
+// replica may never get. Each connection busy at the pause must end that
+// batch, stop at a write the pause holds, or wait in a blocking command
+// (which only a write could serve). Redis, single-threaded, has nothing in
+// flight when a pause starts. It reports false if abort came first; past
+// deadline (the failover's TIMEOUT) it stops waiting, and the offsets
+// decide.
+func (s *Server) drainWrites(deadline time.Time, abort chan struct{}) bool {
+	type pending struct {
+		c   *Conn
+		gen uint64
+	}
+	var busy []pending
+	for _, c := range s.clientList() {
+		if c.busy.Load() {
+			busy = append(busy, pending{c, c.batchesDone.Load()})
+		}
+	}
+	for len(busy) > 0 {
+		still := busy[:0]
+		for _, p := range busy {
+			c := p.c
+			if c.busy.Load() && c.batchesDone.Load() == p.gen && !c.parked.Load() && !c.waiting.Load() && !c.closed.Load() {
+				still = append(still, p)
+			}
+		}
+		busy = still
+		if len(busy) == 0 || !deadline.IsZero() && time.Now().After(deadline) {
+			return true
+		}
+		select {
+		case <-abort:
+			return false
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return true
 }
 
 // holdWrites starts (on) or ends a failover's write pause: CLIENT PAUSE

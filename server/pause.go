@@ -85,8 +85,17 @@ func (c *Conn) park() {
 		c.complete(false)
 		return
 	}
+	c.parked.Store(true)
 	ps.waiters = append(ps.waiters, c)
 	ps.mu.Unlock()
+}
+
+// release completes the connections a pause held.
+func release(waiters []*Conn) {
+	for _, c := range waiters {
+		c.parked.Store(false)
+		c.complete(false)
+	}
 }
 
 // pauseClients starts or extends a pause.
@@ -140,9 +149,7 @@ func (s *Server) unpauseLocked() {
 		waiters := ps.waiters
 		ps.waiters = nil
 		ps.mu.Unlock()
-		for _, c := range waiters {
-			c.complete(false)
-		}
+		release(waiters)
 		return
 	}
 	ps.mode.Store(pauseNone)
@@ -155,9 +162,7 @@ func (s *Server) unpauseLocked() {
 	ps.waiters = nil
 	s.setShardsPaused(false)
 	ps.mu.Unlock()
-	for _, c := range waiters {
-		c.complete(false)
-	}
+	release(waiters)
 }
 
 // setShardsPaused posts the expiry switch to every shard (the caller may

@@ -397,3 +397,104 @@ func TestFlowHandover(t *testing.T) {
 		}
 	}
 }
+
+// TestFailoverUnderLoad: a seeder writes every type (big values, keys that
+// expire within a second) to the master while its replicas follow; FAILOVER
+// holds its writes, hands over, and answers them READONLY; the seeder then
+// writes to the new master. The old master continues with a partial sync
+// (DFLY HANDOVER), the other replica with whatever sync its place allows,
+// and all three end with equal digests.
+func TestFailoverUnderLoad(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly-native replication")
+	}
+	a := StartServer(t, "--shards", "3")
+	b := StartServer(t, "--shards", "2")
+	c := StartServer(t, "--shards", "1")
+	ac, bc, cc := a.Raw(t), b.Raw(t), c.Raw(t)
+	preload(t, ac, 2000)
+	replicaOf(t, b, a.Addr)
+	replicaOf(t, c, a.Addr)
+	waitReplicaLinkUp(t, b, 30*time.Second)
+	waitReplicaLinkUp(t, c, 30*time.Second)
+	seed := newSeed(t)
+	sa := &seeder{addr: a.Addr, seed: seed, keys: 200, bigEvery: 100, shortTTL: true}
+	stop := make(chan struct{})
+	wg := sa.run(t, 3, stop)
+	time.Sleep(time.Second)
+	if r := ac.Do("FAILOVER", "TO", "127.0.0.1", strconv.Itoa(b.Port), "TIMEOUT", "20000"); r.IsError() {
+		t.Fatalf("FAILOVER: %v", r)
+	}
+	waitFailedOver(t, a, b)
+	close(stop)
+	wg.Wait()
+	sa.check(t)
+
+	sb := &seeder{addr: b.Addr, seed: seed + 1, keys: 200, bigEvery: 100, shortTTL: true}
+	stop = make(chan struct{})
+	wg = sb.run(t, 3, stop)
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	sb.check(t)
+	if p := info(t, bc, "replication")["dfly_flow_syncs_partial"]; p == "0" || p == "" {
+		t.Errorf("the old master did not continue with a partial sync (%q partial syncs)", p)
+	}
+	time.Sleep(1500 * time.Millisecond) // the short TTLs run out, their DELs flow
+	waitDigestsEqual(t, bc, ac)
+	waitDigestsEqual(t, bc, cc)
+}
+
+// TestFailoverWaitsForWritesInFlight: a cross-shard script that started
+// before FAILOVER (its first write done, its last still to come) is not
+// cut in two by the hand-over: it runs to its end and all its writes are
+// on the new master. (The pause only holds commands not yet started;
+// FAILOVER waits for those in flight before it compares offsets. Without
+// that, the script's later writes were refused READONLY.)
+func TestFailoverWaitsForWritesInFlight(t *testing.T) {
+	a := StartServer(t, "--shards", "2")
+	b := StartServer(t, "--shards", "2")
+	ac := a.Raw(t)
+	replicaOf(t, b, a.Addr)
+	waitReplicaLinkUp(t, b, 30*time.Second)
+	waitOnline(t, ac)
+	// Eight keys: with two shards nearly surely on both, so the script runs
+	// on a coordinator, a step per call.
+	const script = `redis.call('set', KEYS[1], 'first')
+local n = 0
+for i = 1, tonumber(ARGV[1]) do n = n + i end
+for i = 2, #KEYS do redis.call('set', KEYS[i], 'last') end
+return 'done'`
+	loops := "30000000" // about a second
+	if raceBuild() {
+		loops = "10000000"
+	}
+	w := a.Raw(t)
+	w.Timeout = 60 * time.Second
+	w.Send("EVAL", script, "8", "w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", loops)
+	time.Sleep(200 * time.Millisecond) // its first write made (GET would wait for its locks)
+	if r := ac.Do("FAILOVER", "TO", "127.0.0.1", strconv.Itoa(b.Port)); r.IsError() {
+		t.Fatalf("FAILOVER: %v", r)
+	}
+	r, err := w.Read()
+	if err != nil {
+		t.Fatalf("the script: %v", err)
+	}
+	waitFailedOver(t, a, b)
+	bc := b.Raw(t)
+	// Redis runs the script to its end before the failover can start;
+	// dfly must not cut it in two either (its later writes refused
+	// READONLY once the server turned replica, or lost on the way).
+	if r.Str != "done" || r.IsError() {
+		t.Fatalf("the script: %v, want it to run to its end", r)
+	}
+	for i := 1; i <= 8; i++ {
+		want := "last"
+		if i == 1 {
+			want = "first"
+		}
+		if got := bc.Do("GET", "w"+strconv.Itoa(i)); got.Str != want {
+			t.Errorf("the script succeeded, but the new master has w%d = %v", i, got)
+		}
+	}
+}
