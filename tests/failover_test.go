@@ -408,6 +408,7 @@ func TestFailoverUnderLoad(t *testing.T) {
 	if IsRedis() {
 		t.Skip("dfly-native replication")
 	}
+	raceSubset(t, false) // 27 s under the race build; TestFailover* cover the paths there
 	a := StartServer(t, "--shards", "3")
 	b := StartServer(t, "--shards", "2")
 	c := StartServer(t, "--shards", "1")
