@@ -363,14 +363,14 @@ func (s *Server) endFailover(reason string) {
 // deadline (the failover's TIMEOUT) it stops waiting, and the offsets
 // decide.
 func (s *Server) drainWrites(deadline time.Time, abort chan struct{}) bool {
-	type pending struct {
+	type busyConn struct {
 		c   *Conn
-		gen uint64
+		gen uint64 // its batchesDone when the pause began
 	}
-	var busy []pending
+	var busy []busyConn
 	for _, c := range s.clientList() {
 		if c.busy.Load() {
-			busy = append(busy, pending{c, c.batchesDone.Load()})
+			busy = append(busy, busyConn{c, c.batchesDone.Load()})
 		}
 	}
 	for len(busy) > 0 {

@@ -230,18 +230,15 @@ func handover(c net.Conn, r *bufio.Reader, offer *flowHistory, shards int) ([]ui
 		}
 		return nil, fmt.Errorf("DFLY HANDOVER: unexpected reply %q", line)
 	}
+	elems, err := readElems(r, "DFLY HANDOVER", shards)
+	if err != nil {
+		return nil, err
+	}
 	lsns := make([]uint64, shards)
-	for i := range lsns {
-		h, err := readLine(r)
-		if err != nil {
-			return nil, err
+	for i, e := range elems {
+		if lsns[i], err = strconv.ParseUint(e, 10, 64); err != nil {
+			return nil, fmt.Errorf("DFLY HANDOVER: bad LSN %q", e)
 		}
-		h = strings.TrimRight(h, "\r\n")
-		n, err := strconv.ParseUint(strings.TrimPrefix(h, ":"), 10, 64)
-		if err != nil || !strings.HasPrefix(h, ":") {
-			return nil, fmt.Errorf("DFLY HANDOVER: unexpected element %q", h)
-		}
-		lsns[i] = n
 	}
 	return lsns, nil
 }
@@ -361,7 +358,13 @@ func readHello(r *bufio.Reader) ([]string, error) {
 	if line != "*4" {
 		return nil, fmt.Errorf("DFLY HELLO: unexpected reply %q", line)
 	}
-	out := make([]string, 4)
+	return readElems(r, "DFLY HELLO", 4)
+}
+
+// readElems reads the n elements of an array reply whose header was read:
+// integers (their digits) or bulk strings of up to 1 KiB.
+func readElems(r *bufio.Reader, what string, n int) ([]string, error) {
+	out := make([]string, n)
 	for i := range out {
 		h, err := readLine(r)
 		if err != nil {
@@ -374,7 +377,7 @@ func readHello(r *bufio.Reader) ([]string, error) {
 		case strings.HasPrefix(h, "$"):
 			n, err := strconv.Atoi(h[1:])
 			if err != nil || n < 0 || n > 1024 {
-				return nil, fmt.Errorf("DFLY HELLO: bad length %q", h)
+				return nil, fmt.Errorf("%s: bad length %q", what, h)
 			}
 			b := make([]byte, n+2)
 			if _, err := io.ReadFull(r, b); err != nil {
@@ -382,7 +385,7 @@ func readHello(r *bufio.Reader) ([]string, error) {
 			}
 			out[i] = string(b[:n])
 		default:
-			return nil, fmt.Errorf("DFLY HELLO: unexpected element %q", h)
+			return nil, fmt.Errorf("%s: unexpected element %q", what, h)
 		}
 	}
 	return out, nil
