@@ -212,9 +212,17 @@ func (m *replMaster) feed(stop chan struct{}) {
 	ping := time.NewTicker(time.Second)
 	defer ping.Stop()
 	ticks := 0
+	var drained time.Time
 	for {
 		select {
 		case <-m.wake:
+			// Entries that arrive within flowFlushEvery of the last
+			// drain go out together: one wake-up and one socket write
+			// per replica for them, not one per write command.
+			if d := flowFlushEvery - time.Since(drained); d > 0 {
+				time.Sleep(d)
+			}
+			drained = time.Now()
 		case <-ping.C:
 			ticks++
 			if ticks%10 == 0 && m.replicaCount() > 0 {
