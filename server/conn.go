@@ -148,6 +148,13 @@ type Conn struct {
 	// reads both (drainWrites).
 	batchesDone atomic.Uint64
 	parked      atomic.Bool
+	// mayDefer is set while dispatch runs a connection command, which may
+	// then leave deferred to finish its reply off the loop (runDeferred);
+	// draining is set while that runs (drainWrites does not wait for it:
+	// two CLIENT PAUSEs would wait for each other).
+	mayDefer bool
+	deferred func(w *resp.Writer)
+	draining atomic.Bool
 }
 
 func newConn(srv *Server, gc gnet.Conn) *Conn {
@@ -398,10 +405,17 @@ gather:
 		if cmd.Local != nil {
 			// Connection commands touch no key, so they run now, between
 			// the commands already gathered and those after (which see
-			// their effect: SELECT, HELLO and AUTH apply in order).
+			// their effect: SELECT, HELLO and AUTH apply in order) —
+			// except CLIENT PAUSE, which waits for what was dispatched
+			// before it, its own connection's commands included.
+			if (len(c.used) > 0 || g != nil) && isClientPause(p.args) {
+				break
+			}
 			cmd.calls.Add(1)
 			start := nanotime()
+			c.mayDefer = true
 			cmd.local(c, p.args, &p.reply)
+			c.mayDefer = false
 			if end := c.srv.slowCheck(c, p.args, start); end != 0 {
 				cmd.nsec.Add(uint64(end - start))
 			}
@@ -409,6 +423,10 @@ gather:
 				// After it ran, as Redis feeds: SELECT shows the new
 				// database, RESET and QUIT of a monitor are not fed back.
 				c.srv.monitors.feed(c, c.db, cmd, p.args)
+			}
+			if fn := c.deferred; fn != nil {
+				c.runDeferred(p, fn)
+				return
 			}
 			c.doneGathering()
 			if c.closing {
@@ -502,6 +520,27 @@ gather:
 		b.inline = true
 		c.srv.shards[local].Exec(b)
 	}
+}
+
+// runDeferred finishes connection command p off the loop: fn writes its
+// reply once what it waits for is done (CLIENT PAUSE's drain). Nothing
+// else of the connection is in flight (dispatch ran p with nothing
+// gathered), and the commands after p wait for it, as after a
+// coordinated command.
+func (c *Conn) runDeferred(p *pending, fn func(w *resp.Writer)) {
+	c.deferred = nil
+	p.kind = kindDone
+	c.next++
+	c.gathered = max(c.gathered, c.next)
+	c.inflight.Store(1)
+	c.holdReplies = false
+	c.draining.Store(true)
+	w := &p.reply
+	go func() {
+		fn(w)
+		c.draining.Store(false)
+		c.complete(false)
+	}()
 }
 
 // doneGathering passes a command answered while gathered.

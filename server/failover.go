@@ -236,7 +236,7 @@ func (s *Server) runFailover(target *failoverTarget, force bool, deadline time.T
 		s.master.emitLocked(appendCommand(nil, "REPLCONF", "GETACK", "*"))
 	}
 	s.master.mu.Unlock()
-	if !s.drainWrites(deadline, abort) {
+	if !s.drainWrites(deadline, abort, nil) {
 		s.endFailover("Failover manually aborted")
 		return
 	}
@@ -361,15 +361,15 @@ func (s *Server) endFailover(reason string) {
 // (which only a write could serve). Redis, single-threaded, has nothing in
 // flight when a pause starts. It reports false if abort came first; past
 // deadline (the failover's TIMEOUT) it stops waiting, and the offsets
-// decide.
-func (s *Server) drainWrites(deadline time.Time, abort chan struct{}) bool {
+// decide. CLIENT PAUSE waits the same way (except: its own connection).
+func (s *Server) drainWrites(deadline time.Time, abort chan struct{}, except *Conn) bool {
 	type busyConn struct {
 		c   *Conn
 		gen uint64 // its batchesDone when the pause began
 	}
 	var busy []busyConn
 	for _, c := range s.clientList() {
-		if c.busy.Load() {
+		if c != except && c.busy.Load() {
 			busy = append(busy, busyConn{c, c.batchesDone.Load()})
 		}
 	}
@@ -377,7 +377,7 @@ func (s *Server) drainWrites(deadline time.Time, abort chan struct{}) bool {
 		still := busy[:0]
 		for _, p := range busy {
 			c := p.c
-			if c.busy.Load() && c.batchesDone.Load() == p.gen && !c.parked.Load() && !c.waiting.Load() && !c.closed.Load() {
+			if c.busy.Load() && c.batchesDone.Load() == p.gen && !c.parked.Load() && !c.waiting.Load() && !c.draining.Load() && !c.closed.Load() {
 				still = append(still, p)
 			}
 		}

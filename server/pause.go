@@ -21,7 +21,9 @@ import (
 // CLIENT UNPAUSE), in order. In ALL mode that includes CLIENT UNPAUSE
 // itself, as in Redis. Pauses combine: the more restrictive mode and the
 // later end. Failover uses it: pause writes, let the replica's offset
-// reach the master's, promote it.
+// reach the master's, promote it. So its OK comes once every command
+// running when the pause began has finished (or waits, held by it): after
+// it nothing writes until the pause ends.
 //
 // While a pause holds, the shards expire nothing, actively or on access
 // (shard.Shard.Paused: an expired key reads as missing, as on a replica,
@@ -198,6 +200,27 @@ func clientPause(c *Conn, a [][]byte, w *resp.Writer) {
 		subcommandSyntaxErr(w, a, "client")
 		return
 	}
-	c.srv.pauseClients(mode, time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond)))*time.Millisecond)
-	w.SimpleString("OK")
+	d := time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
+	c.srv.pauseClients(mode, d)
+	if !c.mayDefer {
+		// Inside EXEC or a script: the transaction is itself in flight.
+		w.SimpleString("OK")
+		return
+	}
+	// The OK waits for the commands already running (drainWrites): a
+	// client that pauses writes and then reads the replication offset
+	// must not see a write land after it — Redis, single-threaded, has
+	// none in flight. Bounded by the pause itself.
+	end := time.Now().Add(d)
+	c.deferred = func(w *resp.Writer) {
+		c.srv.drainWrites(end, nil, c)
+		w.SimpleString("OK")
+	}
+}
+
+// isClientPause reports whether args are CLIENT PAUSE ..., which goes after
+// the commands gathered before it (dispatch), as its reply waits for
+// everything dispatched before the pause began.
+func isClientPause(args [][]byte) bool {
+	return len(args) > 1 && strings.EqualFold(string(args[0]), "client") && strings.EqualFold(string(args[1]), "pause")
 }

@@ -446,6 +446,24 @@ func TestFailoverUnderLoad(t *testing.T) {
 	waitDigestsEqual(t, bc, cc)
 }
 
+// sendSlowWrites sends on w a script that writes w1 = first, computes for
+// about a second, then writes w2..w8 = last and returns "done". Eight
+// keys: with two shards nearly surely on both, so the script runs on a
+// coordinator, a step per call.
+func sendSlowWrites(w *RawConn) {
+	const script = `redis.call('set', KEYS[1], 'first')
+local n = 0
+for i = 1, tonumber(ARGV[1]) do n = n + i end
+for i = 2, #KEYS do redis.call('set', KEYS[i], 'last') end
+return 'done'`
+	loops := "30000000" // about a second
+	if raceBuild() {
+		loops = "2000000" // the interpreter is ~5x slower there
+	}
+	w.Timeout = 60 * time.Second
+	w.Send("EVAL", script, "8", "w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", loops)
+}
+
 // TestFailoverWaitsForWritesInFlight: a cross-shard script that started
 // before FAILOVER (its first write done, its last still to come) is not
 // cut in two by the hand-over: it runs to its end and all its writes are
@@ -459,20 +477,8 @@ func TestFailoverWaitsForWritesInFlight(t *testing.T) {
 	replicaOf(t, b, a.Addr)
 	waitReplicaLinkUp(t, b, 30*time.Second)
 	waitOnline(t, ac)
-	// Eight keys: with two shards nearly surely on both, so the script runs
-	// on a coordinator, a step per call.
-	const script = `redis.call('set', KEYS[1], 'first')
-local n = 0
-for i = 1, tonumber(ARGV[1]) do n = n + i end
-for i = 2, #KEYS do redis.call('set', KEYS[i], 'last') end
-return 'done'`
-	loops := "30000000" // about a second
-	if raceBuild() {
-		loops = "2000000" // the interpreter is ~5x slower there
-	}
 	w := a.Raw(t)
-	w.Timeout = 60 * time.Second
-	w.Send("EVAL", script, "8", "w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", loops)
+	sendSlowWrites(w)
 	time.Sleep(200 * time.Millisecond) // its first write made (GET would wait for its locks)
 	if r := ac.Do("FAILOVER", "TO", "127.0.0.1", strconv.Itoa(b.Port)); r.IsError() {
 		t.Fatalf("FAILOVER: %v", r)

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -86,6 +87,54 @@ func TestClientPause(t *testing.T) {
 	expectReply(t, admin.Do("CLIENT", "PAUSE", "10", "write", "x"), "(error) ERR unknown subcommand or wrong number of arguments for 'PAUSE'. Try CLIENT HELP.")
 	expectReply(t, admin.Do("CLIENT", "PAUSE"), "(error) ERR wrong number of arguments for 'client|pause' command")
 	expectReply(t, admin.Do("CLIENT", "UNPAUSE", "x"), "(error) ERR wrong number of arguments for 'client|unpause' command")
+}
+
+// TestClientPauseWaitsForWritesInFlight: CLIENT PAUSE WRITE answers only
+// once the writes already running have finished — here a script on two
+// shards that writes, computes for about a second, and writes again — so a
+// client that pauses and then reads the data (or the replication offset)
+// sees everything that will be written before the pause ends. Redis,
+// single-threaded, runs the script to its end before it reads CLIENT
+// PAUSE; checked against redis-server too.
+func TestClientPauseWaitsForWritesInFlight(t *testing.T) {
+	t.Parallel()
+	srv := StartServer(t, "--shards", "2")
+	admin := srv.Raw(t)
+	w := srv.Raw(t)
+	sendSlowWrites(w)                  // failover_test.go
+	time.Sleep(200 * time.Millisecond) // its first write made
+	expectReply(t, admin.Do("CLIENT", "PAUSE", "20000", "WRITE"), "OK")
+	// Nothing that started before the pause writes after its OK: the
+	// script has run to its end (its later writes, if still to come,
+	// would land during the pause). INFO does not wait for the script's
+	// key locks, as a GET would.
+	if info := admin.Do("INFO", "keyspace").Str; !strings.Contains(info, "db0:keys=8,") {
+		t.Errorf("CLIENT PAUSE WRITE answered before a running script wrote all its keys: %q", info)
+	}
+	for i := 2; i <= 8; i++ {
+		if got := admin.Do("GET", "w"+strconv.Itoa(i)); got.Str != "last" {
+			t.Errorf("CLIENT PAUSE WRITE answered before a running script's write: w%d = %v", i, got)
+		}
+	}
+	expectReply(t, w.MustRead(), `"done"`)
+	// Writes sent now wait for the pause's end.
+	c := srv.Raw(t)
+	c.Send("SET", "w1", "after")
+	time.Sleep(100 * time.Millisecond)
+	expectReply(t, admin.Do("GET", "w1"), `"first"`)
+	expectReply(t, admin.Do("CLIENT", "UNPAUSE"), "OK")
+	expectReply(t, c.MustRead(), "OK")
+	// Two connections pausing at once do not wait for each other.
+	done := make(chan Reply, 1)
+	other := srv.Raw(t)
+	go func() { done <- other.Do("CLIENT", "PAUSE", "5000", "WRITE") }()
+	start := time.Now()
+	expectReply(t, admin.Do("CLIENT", "PAUSE", "5000", "WRITE"), "OK")
+	expectReply(t, <-done, "OK")
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("two CLIENT PAUSEs took %v", d)
+	}
+	expectReply(t, admin.Do("CLIENT", "UNPAUSE"), "OK")
 }
 
 // TestClientUnblock: CLIENT UNBLOCK ends a blocking command as its timeout
