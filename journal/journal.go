@@ -112,7 +112,19 @@ func (j *Journal) Shard() int { return j.shard }
 // backlog is retained. Safe from any goroutine; false for a nil Journal.
 func (j *Journal) Active() bool { return j != nil && j.active.Load() }
 
-func (j *Journal) update() { j.active.Store(j.keep || len(j.subs) > 0) }
+// update sets active. Invariant: no reader continues across writes the
+// journal did not record. When recording stops, the writes after it go
+// unrecorded and leave the LSN where it is, so a replica holding every
+// entry to the last LSN would find ReadFrom(LSN()+1) good once recording
+// starts again; one LSN is skipped instead (no entry ever has it), and
+// ReadFrom from before the stop fails: that replica syncs in full.
+func (j *Journal) update() {
+	on := j.keep || len(j.subs) > 0
+	if !on && j.active.Load() {
+		j.lsn++
+	}
+	j.active.Store(on)
+}
 
 // Start retains a backlog (and so records) even without subscribers.
 func (j *Journal) Start() {

@@ -57,6 +57,39 @@ func TestInactiveUntilSubscribedOrStarted(t *testing.T) {
 	}
 }
 
+// TestStopSkipsAnLSN: writes made while nothing records are in no
+// backlog, so a reader that had every entry before the stop must not
+// continue from there once recording starts again.
+func TestStopSkipsAnLSN(t *testing.T) {
+	j := New(0, Config{BacklogBytes: 1 << 20})
+	j.Start()
+	j.Record(0, args("SET", "a", "1"))
+	j.Record(0, args("SET", "b", "1"))
+	if !j.ReadFrom(3, func(*Entry) {}) {
+		t.Fatal("ReadFrom(LSN+1) failed while recording")
+	}
+	j.Stop()
+	// (A write now is not recorded: shards record only while Active.)
+	j.Start()
+	if j.ReadFrom(3, func(*Entry) {}) {
+		t.Fatal("ReadFrom(3) continued across the stop")
+	}
+	j.Record(0, args("SET", "c", "1"))
+	var got []uint64
+	if !j.ReadFrom(j.LSN(), func(e *Entry) { got = append(got, e.LSN) }) || len(got) != 1 || got[0] != 4 {
+		t.Fatalf("after the restart: entries %v, LSN %d; want the first new entry at LSN 4", got, j.LSN())
+	}
+	// A subscriber that stays keeps the journal recording: no skip.
+	id, _ := j.Subscribe(func(*Entry) {})
+	j.Stop()
+	before := j.LSN()
+	j.Record(0, args("SET", "d", "1"))
+	if j.LSN() != before+1 {
+		t.Fatalf("LSN %d after a recorded write, want %d", j.LSN(), before+1)
+	}
+	j.Unsubscribe(id)
+}
+
 func TestLSNsConsecutiveAndSubscribersSeeLaterEntries(t *testing.T) {
 	j := New(3, Config{BacklogBytes: 1 << 20})
 	j.Start()

@@ -113,6 +113,17 @@ type flowMaster struct {
 	sessions map[string]*flowSession
 	flows    map[*flow]struct{}
 	next     int
+	// kept: the shards' journals keep a backlog for dfly replicas (a flow
+	// session started them, or a promotion did: startHandover), since
+	// idleSince with no flow attached (zero while one is). After
+	// --repl_backlog_ttl of that they stop (expireJournals), as Redis
+	// frees its backlog: a master that once had a replica no longer pays
+	// the journal on every write. handoverExpiries: startHandover counted
+	// itself a user of expiry journaling (journalExpiries) on every shard.
+	kept             bool
+	idleSince        time.Time
+	handoverExpiries bool
+	expiry           sync.Once
 }
 
 func (s *Server) flows() *flowMaster {
@@ -234,6 +245,7 @@ func (f *flow) attach() {
 	}
 	sess.flows[f.sid] = f
 	sess.n++
+	fm.idleSince = time.Time{}
 	all := sess.n == len(sess.flows)
 	if all {
 		delete(fm.sessions, sess.id)
@@ -253,6 +265,11 @@ func (f *flow) attach() {
 // takes its cut).
 func (s *Server) startSession(sess *flowSession) {
 	snapshot.CollectAhead() // before a full sync's cut (a partial one rarely follows a busy heap)
+	// With the Redis feed's start and stop and expireJournals: the
+	// journals' state is decided in one order.
+	s.master.cutMu.Lock()
+	defer s.master.cutMu.Unlock()
+	s.keepJournals(false)
 	t := tx.New(s.shards)
 	t.AddAllShards()
 	t.Lock()
@@ -504,11 +521,98 @@ func (f *flow) close() {
 	fm := f.srv.flows()
 	fm.mu.Lock()
 	delete(fm.flows, f)
+	if len(fm.flows) == 0 {
+		fm.idleSince = time.Now()
+	}
 	fm.mu.Unlock()
 	select {
 	case f.wake <- struct{}{}:
 	default:
 	}
+}
+
+// keepJournals records that the journals now keep a backlog for dfly
+// replicas (handover: for a promotion's, which counts as an expiry
+// journaling user) and starts their expiry.
+func (s *Server) keepJournals(handover bool) {
+	fm := s.flows()
+	fm.mu.Lock()
+	fm.kept = true
+	if handover {
+		fm.handoverExpiries = true
+		if len(fm.flows) == 0 {
+			fm.idleSince = time.Now()
+		}
+	}
+	fm.mu.Unlock()
+	fm.expiry.Do(func() { go s.expireJournals() })
+}
+
+// expireJournals stops the journals kept for dfly replicas once none has
+// been attached for --repl_backlog_ttl (while the Redis feed runs, its
+// own expiry stops them: stopFeed). The journals skip an LSN as they
+// stop (journal.Journal.update) and the replication id changes, so a
+// replica that comes back later syncs in full: the writes from now on
+// are in no backlog.
+func (s *Server) expireJournals() {
+	fm := s.flows()
+	ttl := s.cfg.ReplBacklogTTL
+	tick := time.NewTicker(min(time.Second, max(ttl/4, 10*time.Millisecond)))
+	defer tick.Stop()
+	due := func() bool {
+		return fm.kept && len(fm.flows) == 0 && !fm.idleSince.IsZero() && time.Since(fm.idleSince) >= ttl
+	}
+	for range tick.C {
+		if s.stopping.Load() {
+			return
+		}
+		fm.mu.Lock()
+		d := due()
+		fm.mu.Unlock()
+		if d {
+			s.stopKeptJournals(due)
+		}
+	}
+}
+
+// stopKeptJournals is expireJournals' stop, when due still holds.
+func (s *Server) stopKeptJournals(due func() bool) {
+	m, fm := s.master, s.flows()
+	m.cutMu.Lock()
+	defer m.cutMu.Unlock()
+	fm.mu.Lock()
+	if !due() {
+		fm.mu.Unlock()
+		return
+	}
+	fm.kept = false
+	expiries := fm.handoverExpiries
+	fm.handoverExpiries = false
+	fm.mu.Unlock()
+	m.mu.Lock()
+	feed := m.feedOn
+	m.mu.Unlock()
+	t := tx.New(s.shards)
+	t.AddAllShards()
+	t.Lock()
+	t.Finish(func(sh *shard.Shard) {
+		if !feed {
+			sh.Journal.Stop()
+		}
+		if expiries {
+			s.journalExpiries(sh, false)
+		}
+	})
+	s.replica.handover.Store(nil)
+	if feed {
+		return
+	}
+	if _, _, _, replica := s.replicaStatus(); !replica {
+		// As Redis when it frees its backlog. (A replica's id is its
+		// master's history, which it goes on following.)
+		m.newHistory()
+	}
+	s.log.Noticef("Journals stopped after %v without dfly replicas", s.cfg.ReplBacklogTTL)
 }
 
 // attached reports whether any flow is connected.
@@ -576,6 +680,13 @@ func (s *Server) flowInfo(field func(k string, v any)) {
 	fm := s.flows()
 	field("dfly_flow_syncs_full", fm.fullSyncs.Load())
 	field("dfly_flow_syncs_partial", fm.partialSyncs.Load())
+	journaling := 0
+	for _, sh := range s.shards {
+		if sh.Journal.Active() {
+			journaling = 1
+		}
+	}
+	field("dfly_journal_active", journaling)
 	fm.mu.Lock()
 	defer fm.mu.Unlock()
 	for i, f := range fm.sortedFlows() {

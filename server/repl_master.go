@@ -519,16 +519,23 @@ func (m *replMaster) stopFeed() {
 	m.feedOn = false
 	close(m.feedStop)
 	m.backlog, m.backlogLen, m.backlogPos = nil, 0, 0
-	// Without a backlog no replica can continue the old history.
-	m.replID2, m.secondOffset = m.replID, m.offset+1
-	m.replID = newReplID()
 	m.mu.Unlock()
+	m.newHistory()
 	m.qmu.Lock()
 	for i := range m.queues {
 		m.queues[i] = nil
 	}
 	m.qmu.Unlock()
 	m.srv.log.Noticef("Replication backlog freed after %v without replicas", m.srv.cfg.ReplBacklogTTL)
+}
+
+// newHistory starts a new replication id once the backlogs are gone: no
+// replica can continue the old history here.
+func (m *replMaster) newHistory() {
+	m.mu.Lock()
+	m.replID2, m.secondOffset = m.replID, m.offset+1
+	m.replID = newReplID()
+	m.mu.Unlock()
 }
 
 // propagate sends a command that belongs to no shard (PUBLISH) to the

@@ -284,6 +284,8 @@ func (s *Server) replicaNoOne(why string) {
 // which a server whose data is at from continues (DFLY HANDOVER). One step
 // holds every shard, so the LSNs are one cut.
 func (s *Server) startHandover(from *flowHistory) {
+	s.master.cutMu.Lock() // with expireJournals
+	defer s.master.cutMu.Unlock()
 	lsns := make([]uint64, len(s.shards))
 	t := tx.New(s.shards)
 	t.AddAllShards()
@@ -294,6 +296,7 @@ func (s *Server) startHandover(from *flowHistory) {
 		lsns[sh.ID] = sh.Journal.LSN()
 	})
 	s.replica.handover.Store(&handoverRecord{from: from, id: s.master.id(), lsns: lsns})
+	s.keepJournals(true)
 }
 
 // replicaStatus is the link's state, ok=false when not a replica.

@@ -582,51 +582,115 @@ func TestDflyFlowJournalGap(t *testing.T) {
 	if IsRedis() {
 		t.Skip("dfly-native replication")
 	}
-	master := StartServer(t, "--shards", "2", "--repl_backlog_ttl", "1s")
-	mc := master.Raw(t)
-	for i := range 100 {
-		mustOK(t, mc.Do("SET", "k"+strconv.Itoa(i), "v"), "set")
-	}
-	var down atomic.Bool
-	px := startFilterProxy(t, master.Addr, func([]byte) []byte {
-		if down.Load() {
-			return []byte("-ERR the network is down\r\n")
-		}
-		return nil
-	})
-	rep := StartServer(t, "--shards", "3")
-	rc := rep.Raw(t)
-	replicaOf(t, rep, px.ln.Addr().String())
-	waitReplicaLinkUp(t, rep, 30*time.Second)
-
+	g := startGapPair(t)
 	// A Redis-protocol replica comes and goes: its feed keeps a backlog
 	// until --repl_backlog_ttl passes without one.
-	rr := DialRaw(t, master.Addr)
+	rr := DialRaw(t, g.master.Addr)
 	rr.Send("PSYNC", "?", "-1")
 	if line, err := rr.reader.ReadString('\n'); err != nil || !strings.HasPrefix(line, "+FULLRESYNC ") {
 		t.Fatalf("PSYNC: %q %v", line, err)
 	}
-	waitFor(t, 5*time.Second, "the backlog", func() bool { return infoField(mc, "replication", "repl_backlog_active") == "1" })
+	waitFor(t, 5*time.Second, "the backlog", func() bool { return infoField(g.mc, "replication", "repl_backlog_active") == "1" })
 	rr.Close()
-	mustOK(t, mc.Do("SET", "before", "1"), "set")
-	waitUntil(t, 10*time.Second, "the write before the cut on the replica", func() bool { return rc.Do("GET", "before").Str == "1" })
+	mustOK(t, g.mc.Do("SET", "before", "1"), "set")
+	waitUntil(t, 10*time.Second, "the write before the cut on the replica", func() bool { return g.rc.Do("GET", "before").Str == "1" })
 
-	down.Store(true)
-	px.cut()
-	waitUntil(t, 10*time.Second, "the replica's link to go down", func() bool {
-		return info(t, rc, "replication")["master_link_status"] == "down"
+	g.cutOff(t)
+	waitFor(t, 10*time.Second, "the backlog to expire", func() bool { return infoField(g.mc, "replication", "repl_backlog_active") == "0" })
+	g.writeAndReconnect(t)
+}
+
+// gapPair is a dfly master (--repl_backlog_ttl 1s, 100 keys) and a dfly
+// replica of it linked through a proxy that can refuse the replica.
+type gapPair struct {
+	master *Server
+	mc, rc *RawConn
+	down   atomic.Bool
+	px     *proxy
+}
+
+func startGapPair(t *testing.T, replicaArgs ...string) *gapPair {
+	g := &gapPair{master: StartServer(t, "--shards", "2", "--repl_backlog_ttl", "1s")}
+	g.mc = g.master.Raw(t)
+	for i := range 100 {
+		mustOK(t, g.mc.Do("SET", "k"+strconv.Itoa(i), "v"), "set")
+	}
+	g.px = startFilterProxy(t, g.master.Addr, func([]byte) []byte {
+		if g.down.Load() {
+			return []byte("-ERR the network is down\r\n")
+		}
+		return nil
 	})
-	waitFor(t, 10*time.Second, "the backlog to expire", func() bool { return infoField(mc, "replication", "repl_backlog_active") == "0" })
-	for i := range 50 {
-		mustOK(t, mc.Do("SET", "gap"+strconv.Itoa(i), "1"), "set")
-	}
-	mustOK(t, mc.Do("DEL", "k0"), "del")
-	down.Store(false)
+	rep := StartServer(t, append([]string{"--shards", "3"}, replicaArgs...)...)
+	g.rc = rep.Raw(t)
+	replicaOf(t, rep, g.px.ln.Addr().String())
 	waitReplicaLinkUp(t, rep, 30*time.Second)
-	mustOK(t, mc.Do("SET", "after", "1"), "set")
-	waitUntil(t, 10*time.Second, "the write after the reconnect on the replica", func() bool { return rc.Do("GET", "after").Str == "1" })
-	if got, want := rc.Do("DBSIZE").Int, mc.Do("DBSIZE").Int; got != want || rc.Do("EXISTS", "gap49").Int != 1 || rc.Do("EXISTS", "k0").Int != 0 {
-		t.Fatalf("the replica holds %d keys (gap49 %v, k0 %v), the master %d: it continued past writes no journal recorded",
-			got, rc.Do("EXISTS", "gap49"), rc.Do("EXISTS", "k0"), want)
+	return g
+}
+
+// cutOff cuts the replica's link and refuses it until writeAndReconnect.
+func (g *gapPair) cutOff(t *testing.T) {
+	g.down.Store(true)
+	g.px.cut()
+	waitUntil(t, 10*time.Second, "the replica's link to go down", func() bool {
+		return info(t, g.rc, "replication")["master_link_status"] == "down"
+	})
+}
+
+// writeAndReconnect writes on the master while the replica is away, lets
+// it back and checks that it got those writes: it did not continue from
+// its LSNs past writes no journal recorded.
+func (g *gapPair) writeAndReconnect(t *testing.T) {
+	for i := range 50 {
+		mustOK(t, g.mc.Do("SET", "gap"+strconv.Itoa(i), "1"), "set")
 	}
+	mustOK(t, g.mc.Do("DEL", "k0"), "del")
+	g.down.Store(false)
+	waitUntil(t, 30*time.Second, "the replica's link to come back", func() bool {
+		return info(t, g.rc, "replication")["master_link_status"] == "up"
+	})
+	mustOK(t, g.mc.Do("SET", "after", "1"), "set")
+	waitUntil(t, 10*time.Second, "the write after the reconnect on the replica", func() bool { return g.rc.Do("GET", "after").Str == "1" })
+	if got, want := g.rc.Do("DBSIZE").Int, g.mc.Do("DBSIZE").Int; got != want || g.rc.Do("EXISTS", "gap49").Int != 1 || g.rc.Do("EXISTS", "k0").Int != 0 {
+		t.Fatalf("the replica holds %d keys (gap49 %v, k0 %v), the master %d: it continued past writes no journal recorded",
+			got, g.rc.Do("EXISTS", "gap49"), g.rc.Do("EXISTS", "k0"), want)
+	}
+}
+
+// TestDflyFlowJournalExpiry: the journals kept for dfly replicas stop once
+// none has been attached for --repl_backlog_ttl (as Redis frees its
+// backlog), on a master and on a promoted replica; a replica that comes
+// back after that syncs in full and gets the writes made meanwhile.
+func TestDflyFlowJournalExpiry(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly-native replication")
+	}
+	g := startGapPair(t, "--repl_backlog_ttl", "1s")
+	mc, rc := g.mc, g.rc
+	if got := infoField(mc, "replication", "dfly_journal_active"); got != "1" {
+		t.Fatalf("dfly_journal_active %q with a replica attached", got)
+	}
+	replid := infoField(mc, "replication", "master_replid")
+	g.cutOff(t)
+	waitFor(t, 10*time.Second, "the journals to stop", func() bool {
+		return infoField(mc, "replication", "dfly_journal_active") == "0"
+	})
+	if infoField(mc, "replication", "master_replid") == replid {
+		t.Error("the replication id stayed when the journals stopped")
+	}
+	g.writeAndReconnect(t)
+	if full := infoField(mc, "replication", "dfly_flow_syncs_full"); full != "2" {
+		t.Errorf("%s full syncs, want 2 (the second after the journals stopped)", full)
+	}
+
+	// A promoted replica journals from its promotion (DFLY HANDOVER) until
+	// the same time has passed without a replica of its own.
+	mustOK(t, rc.Do("REPLICAOF", "NO", "ONE"), "replicaof no one")
+	if got := infoField(rc, "replication", "dfly_journal_active"); got != "1" {
+		t.Fatalf("dfly_journal_active %q on the promoted replica", got)
+	}
+	waitFor(t, 10*time.Second, "the promoted replica's journals to stop", func() bool {
+		return infoField(rc, "replication", "dfly_journal_active") == "0"
+	})
+	mustOK(t, rc.Do("SET", "x", "1"), "set on the promoted replica")
 }
