@@ -98,6 +98,7 @@ type flow struct {
 	queue  []byte // journal frames after the snapshot, not yet written
 	limit  int64  // the queue's bound (--repl_client_buffer_limit)
 	wake   chan struct{}
+	urgent chan struct{} // write now, not after flowFlushEvery (WAIT)
 	dead   atomic.Bool
 	acked  atomic.Uint64
 	sent   atomic.Uint64 // LSN of the last entry queued
@@ -193,7 +194,7 @@ func cmdDfly(c *Conn, a [][]byte, w *resp.Writer) {
 		case err1 != nil || sid < 0 || sid >= len(s.shards) || err2 != nil:
 			w.Error("ERR bad flow arguments")
 		default:
-			f := &flow{srv: s, sess: sess, sid: sid, lsn: lsn, blobs: len(a) == 6, wake: make(chan struct{}, 1), limit: s.replBufferLimit()}
+			f := &flow{srv: s, sess: sess, sid: sid, lsn: lsn, blobs: len(a) == 6, wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1), limit: s.replBufferLimit()}
 			c.handoff = func(nc net.Conn) { f.conn = nc; f.attach() }
 			c.closing = true
 		}
@@ -430,6 +431,9 @@ func (f *flow) serve(partial bool) {
 	idle := time.NewTimer(time.Second)
 	defer idle.Stop()
 	var flushed time.Time
+	hurried := false
+	gather := time.NewTimer(flowFlushEvery)
+	defer gather.Stop()
 	for !f.dead.Load() {
 		f.mu.Lock()
 		buf, f.queue = f.queue, buf[:0]
@@ -441,11 +445,24 @@ func (f *flow) serve(partial bool) {
 			f.bytes.Add(int64(len(buf)))
 			continue
 		}
-		if bw.Buffered() > 0 {
+		if bw.Buffered() > 0 && !hurried {
 			if d := flowFlushEvery - time.Since(flushed); d > 0 {
-				time.Sleep(d)
+				gather.Reset(d)
+				select {
+				case <-gather.C:
+				case <-f.urgent:
+					hurried = true
+				}
 				continue
 			}
+		}
+		if hurried {
+			// A WAIT: the ping after the entries asks the replica to
+			// acknowledge once it has applied them (applyFlow).
+			hurried = false
+			_, _ = bw.Write(flowPing)
+		}
+		if bw.Buffered() > 0 {
 			flushed = time.Now()
 		}
 		if err := bw.Flush(); err != nil {
@@ -454,6 +471,8 @@ func (f *flow) serve(partial bool) {
 		idle.Reset(time.Second)
 		select {
 		case <-f.wake:
+		case <-f.urgent:
+			hurried = true
 		case <-idle.C:
 			// A second without entries: a heartbeat, so the replica can
 			// tell a quiet master from a lost one (flowLink's repl-timeout)
@@ -501,6 +520,7 @@ func (f *flow) readAcks() {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "ACK "); ok {
 			if n, err := strconv.ParseUint(v, 10, 64); err == nil {
 				f.acked.Store(n)
+				f.srv.acks.fire()
 			}
 		}
 	}
@@ -613,6 +633,20 @@ func (s *Server) stopKeptJournals(due func() bool) {
 		m.newHistory()
 	}
 	s.log.Noticef("Journals stopped after %v without dfly replicas", s.cfg.ReplBacklogTTL)
+}
+
+// hurry makes every flow write what it holds now, followed by a ping
+// that the replica acknowledges once it has applied everything before it
+// (WAIT).
+func (fm *flowMaster) hurry() {
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	for f := range fm.flows {
+		select {
+		case f.urgent <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // attached reports whether any flow is connected.

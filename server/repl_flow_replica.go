@@ -564,11 +564,12 @@ func (l *flowLink) session() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- l.applyFlow(i, readers[i], &seen[i], bar, func() {
+			c := conns[i]
+			errs <- l.applyFlow(i, readers[i], &seen[i], bar, !full, func() {
 				if pending.Add(-1) == 0 {
 					close(synced)
 				}
-			})
+			}, func(lsn uint64) { _, _ = fmt.Fprintf(c, "ACK %d\n", lsn) })
 		}()
 	}
 	go func() { // ACKs (often enough for WAIT), and the end of the full sync
@@ -632,8 +633,15 @@ type txWait struct {
 	done  chan struct{}
 }
 
-// applyFlow applies one flow's stream until it fails.
-func (l *flowLink) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *txBarrier, fullSyncCut func()) error {
+// applyFlow applies one flow's stream until it fails. In stable sync
+// (stable, or from the full sync's cut on) a ping from the master asks for
+// an acknowledgement (ack) once everything before it is applied: the
+// master's WAIT sends one (flowMaster.hurry), and then hears of a write
+// within a round trip, where the ACK ticker's 100 ms made every WAIT take
+// 50 ms on average (Redis's replicas answer the master's GETACK at once).
+// Acknowledging every batch instead cost the master 10% of its stable
+// sync throughput in wake-ups (tests/bench/repl.sh).
+func (l *flowLink) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *txBarrier, stable bool, fullSyncCut func(), ack func(lsn uint64)) error {
 	s := l.s
 	a := newReplApplier(s)
 	var wg sync.WaitGroup
@@ -668,6 +676,7 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *
 	defer blobs.Close()
 	var ops []replica.Op
 	var opLSN uint64
+	ackDue := false
 	var part []journal.Entry
 	apply := func() error {
 		if len(ops) == 0 {
@@ -688,7 +697,8 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *
 		l.lastIO.Store(now)
 		seen.Store(now)
 		switch ch.Op {
-		case rdb.OpFlowPing: // the master is there, with nothing to send
+		case rdb.OpFlowPing: // the master is there; it may want an ACK
+			ackDue = stable
 		case rdb.OpChunkEnd: // a baseline item: whole records
 			// Journal entries before it apply first: stream order is
 			// apply order (non-PIT sends a key's baseline after entries
@@ -746,6 +756,7 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *
 			flushLoad()
 			wg.Wait()
 			fullSyncCut()
+			stable = true
 			continue
 		default:
 			return fmt.Errorf("flow %d: unexpected chunk opcode %#x", sid, ch.Op)
@@ -756,10 +767,15 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *
 		// nearly every entry: checking only r applied stable sync one
 		// command per round trip to the shards (about 1.05 per apply
 		// under redis-benchmark's SET load), 4x Redis's replica CPU.
-		if len(ops) > 0 && (cr.Buffered() == 0 && r.Buffered() == 0 || len(ops) >= 512) {
+		drained := cr.Buffered() == 0 && r.Buffered() == 0
+		if len(ops) > 0 && (drained || len(ops) >= 512) {
 			if err := apply(); err != nil {
 				return err
 			}
+		}
+		if ackDue && drained && len(ops) == 0 && len(part) == 0 {
+			ackDue = false
+			ack(l.lsns[sid].Load())
 		}
 	}
 }

@@ -75,7 +75,8 @@ type replMaster struct {
 	qmu    sync.Mutex
 	queues [][]feedItem
 	wake   chan struct{}
-	subIDs []int // journal subscription per shard (shard-owned)
+	urgent chan struct{} // drain now (WAIT's barrier), not after flowFlushEvery
+	subIDs []int         // journal subscription per shard (shard-owned)
 
 	// cutMu serializes full syncs' cuts with the feed's start and stop.
 	cutMu sync.Mutex
@@ -104,7 +105,7 @@ type cutMark struct {
 
 func (s *Server) initReplMaster() {
 	m := &replMaster{srv: s, replID: newReplID(), secondOffset: -1, curDB: -1,
-		replicas: map[*replicaConn]struct{}{}, wake: make(chan struct{}, 1)}
+		replicas: map[*replicaConn]struct{}{}, wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1)}
 	m.queues = make([][]feedItem, len(s.shards))
 	m.subIDs = make([]int, len(s.shards))
 	cfg := journal.Config{BacklogBytes: int(s.cfg.ReplBacklogSize), BacklogAge: s.cfg.ReplBacklogTTL}
@@ -213,6 +214,8 @@ func (m *replMaster) feed(stop chan struct{}) {
 	defer ping.Stop()
 	ticks := 0
 	var drained time.Time
+	gather := time.NewTimer(flowFlushEvery)
+	defer gather.Stop()
 	for {
 		select {
 		case <-m.wake:
@@ -220,7 +223,11 @@ func (m *replMaster) feed(stop chan struct{}) {
 			// drain go out together: one wake-up and one socket write
 			// per replica for them, not one per write command.
 			if d := flowFlushEvery - time.Since(drained); d > 0 {
-				time.Sleep(d)
+				gather.Reset(d)
+				select {
+				case <-gather.C:
+				case <-m.urgent:
+				}
 			}
 			drained = time.Now()
 		case <-ping.C:
@@ -851,6 +858,7 @@ func (r *replicaConn) readAcks() {
 			if len(args) >= 3 && strings.EqualFold(string(args[0]), "replconf") && strings.EqualFold(string(args[1]), "ack") {
 				if off, err := strconv.ParseInt(string(args[2]), 10, 64); err == nil {
 					r.ack.Store(off)
+					r.m.srv.acks.fire()
 					r.ackTime.Store(time.Now().Unix())
 					r.ackedOnce.Do(func() { close(r.acked) })
 				}
@@ -1032,7 +1040,9 @@ func cmdWait(x *Coord) {
 	asked := false
 	x.Conn.startWaiting() // CLIENT UNBLOCK may end the wait (blocking.go)
 	defer x.Conn.waiting.Store(false)
+	x.Srv.flows().hurry() // the flows write what they hold now
 	for {
+		ackedNow := x.Srv.acks.wait() // before the count: no ACK missed
 		got := acked()
 		if int64(got) >= n || (!deadline.IsZero() && time.Now().After(deadline)) {
 			x.W.Int(int64(got))
@@ -1057,9 +1067,35 @@ func cmdWait(x *Coord) {
 				x.W.Int(int64(acked()))
 			}
 			return
+		case <-ackedNow:
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// ackSignal tells WAIT that a replica acknowledged something: wait's
+// channel is closed by the next fire.
+type ackSignal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (a *ackSignal) wait() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ch == nil {
+		a.ch = make(chan struct{})
+	}
+	return a.ch
+}
+
+func (a *ackSignal) fire() {
+	a.mu.Lock()
+	if a.ch != nil {
+		close(a.ch)
+		a.ch = nil
+	}
+	a.mu.Unlock()
 }
 
 // flushedOffset is the stream offset that covers every write applied
@@ -1077,6 +1113,10 @@ func (m *replMaster) flushedOffset() int64 {
 	b := &barrier{left: len(m.queues), done: make(chan int64, 1)}
 	m.srv.OnEachShard(func(s *shard.Shard) { m.push(s.ID, feedItem{barrier: b}) })
 	m.cutMu.Unlock()
+	select { // the feed drains now, not after flowFlushEvery
+	case m.urgent <- struct{}{}:
+	default:
+	}
 	select {
 	case off := <-b.done:
 		return off

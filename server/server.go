@@ -32,6 +32,7 @@ type Server struct {
 	gnet.BuiltinEventEngine
 
 	cfg       *Config
+	acks      ackSignal // a replica acknowledged (WAIT)
 	slow      slowlog
 	latency   latencyMonitor               // latency.go
 	pause     pauseState                   // CLIENT PAUSE (pause.go)
