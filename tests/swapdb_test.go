@@ -83,6 +83,7 @@ func TestSwapDBDuringSnapshot(t *testing.T) {
 	}
 	for _, format := range []string{"rdb", "dfly"} {
 		t.Run(format, func(t *testing.T) {
+			raceSubset(t, format == "dfly") // 19 s each under -race
 			t.Parallel()
 			dir, refDir := t.TempDir(), t.TempDir()
 			srv := StartServer(t, "--dir", dir, "--shards", "3", "--dbformat", format,
@@ -133,6 +134,9 @@ func TestSwapDBReplicated(t *testing.T) {
 	for _, replicaKind := range []string{"dfly", "redis"} {
 		t.Run(replicaKind, func(t *testing.T) {
 			if replicaKind == "redis" {
+				// The feed to redis-server replicas runs under -race in
+				// TestReplRedisReplicaUnderLoad.
+				raceSubset(t, false)
 				needRedisReplica(t)
 			} else if IsRedis() {
 				t.Skip("dfly-only: dfly replicas")
