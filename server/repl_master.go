@@ -222,13 +222,7 @@ func (m *replMaster) feed(stop chan struct{}) {
 			// Entries that arrive within flowFlushEvery of the last
 			// drain go out together: one wake-up and one socket write
 			// per replica for them, not one per write command.
-			if d := flowFlushEvery - time.Since(drained); d > 0 {
-				gather.Reset(d)
-				select {
-				case <-gather.C:
-				case <-m.urgent:
-				}
-			}
+			gatherFor(gather, drained, m.urgent)
 			drained = time.Now()
 		case <-ping.C:
 			ticks++
