@@ -265,7 +265,6 @@ func (f *flow) attach() {
 // twice (each shard subscribes in the same step that reads its backlog or
 // takes its cut).
 func (s *Server) startSession(sess *flowSession) {
-	snapshot.CollectAhead() // before a full sync's cut (a partial one rarely follows a busy heap)
 	// With the Redis feed's start and stop and expireJournals: the
 	// journals' state is decided in one order.
 	s.master.cutMu.Lock()
@@ -376,6 +375,9 @@ func (f *flow) serve(partial bool) {
 		// Sending the baseline yields to the shards like a BGSAVE's file
 		// writer; the journal stream after it does not.
 		foreground := snapshot.BackgroundSection()
+		// No collection starts while the baseline goes out (a cycle
+		// then has the flows' Ps too); the one owed runs after it.
+		release := snapshot.HoldCollections()
 		m := snapshot.NewMaterializer(!f.blobs, f.free) // the Slice's deferred records (DeferredSelf)
 		// With BLOBS the baseline's records go out without LZF
 		// (Options.NoLZF), a main-stream fragment compressed whole with S2
@@ -420,6 +422,7 @@ func (f *flow) serve(partial bool) {
 			}
 		}
 		foreground()
+		release()
 		f.synced.Store(true)
 		if !f.dead.Load() {
 			f.srv.log.Noticef("Replica flow %d: baseline sent in %.3f s", f.sid, time.Since(start).Seconds())

@@ -696,7 +696,7 @@ func (m *replMaster) serveRDBOnly(nc net.Conn, req psyncRequest) {
 	if req.info.noData {
 		outs = srv.filteredSnapshot(!req.info.noFunctions)
 	} else {
-		snapshot.CollectAhead()
+		defer snapshot.HoldCollections()() // while the RDB goes out
 		outs, free = srv.replicationCut(func(*shard.Shard) {})
 	}
 	addr := nc.RemoteAddr().String()
@@ -750,7 +750,8 @@ func (m *replMaster) fullSync(r *replicaConn, req psyncRequest) bool {
 	r.state.Store("wait_bgsave")
 	m.syncFull.Add(1)
 	cut := &cutMark{r: r, done: make(chan int64, 1)}
-	snapshot.CollectAhead() // before the cut, while no lock is held
+	// No collection starts while the RDB goes out (see HoldCollections).
+	defer snapshot.HoldCollections()()
 	m.cutMu.Lock()
 	m.mu.Lock()
 	m.ensureFeedLocked()

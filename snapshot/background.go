@@ -3,6 +3,7 @@ package snapshot
 import (
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"sync"
@@ -235,8 +236,9 @@ func unlockLoop() {
 // CollectAhead runs a garbage collection now, blocking the caller for the
 // cycle (tens of milliseconds with a million keys), when the heap has
 // used more than half of what the collector lets it allocate before its
-// next cycle; it reports whether it did. A snapshot or a full sync calls
-// it before its cut, from a goroutine of its own (never a loop's).
+// next cycle; it reports whether it did. A BGSAVE calls it before its
+// cut, from a goroutine of its own (never a loop's); full syncs hold
+// collections off instead (HoldCollections).
 //
 // The reason is the Ps BackgroundThread adds: a cycle that starts while a
 // snapshot runs has a quarter of them for its marking, more than a
@@ -264,4 +266,68 @@ func CollectAhead() bool {
 	}
 	runtime.GC()
 	return true
+}
+
+// HoldCollections keeps the collector from starting a cycle while a full
+// sync sends its baseline, instead of running one before the cut
+// (CollectAhead): the first hold raises the heap's goal by holdRoom, the
+// last release puts the collector's percent back, and a cycle the heap
+// then owes runs with the loops' own Ps. Pulling a cycle ahead moved it,
+// it did not save it: with a million keys a forced cycle is 30-40 ms of
+// CPU, and at the start of a sync under load (tests/bench/repl.sh PIN=1,
+// a perf record of CPU 0) it took 40-70% of the master's core for 90 ms,
+// in which the loop served a third to a half of its usual replies with
+// stalls up to 10 ms: most of the sync's p99.
+//
+// The bound is memory: the goal grows by holdRoom at most, a quarter of
+// the live heap (at least holdMinRoom), so a sync that makes more garbage
+// than that still collects; a memory limit (--maxmemory) is untouched and
+// still triggers cycles; a collector that is off (GOGC=off, the start-up
+// load's pauseGC) is left off. Release restores the percent the first
+// hold found, unless something else set another meanwhile, and is
+// idempotent.
+func HoldCollections() (release func()) {
+	gcHold.mu.Lock()
+	defer gcHold.mu.Unlock()
+	gcHold.n++
+	if gcHold.n == 1 {
+		gcHold.active = false
+		s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/gc/heap/live:bytes"}}
+		metrics.Read(s)
+		if s[0].Value.Kind() == metrics.KindUint64 && s[1].Value.Kind() == metrics.KindUint64 {
+			if goal, live := s[0].Value.Uint64(), s[1].Value.Uint64(); live > 0 && goal > live {
+				room := max(live/4, holdMinRoom)
+				pct := int((goal + room - live) * 100 / live)
+				if old := debug.SetGCPercent(pct); old < 0 || old >= pct {
+					debug.SetGCPercent(old)
+				} else {
+					gcHold.old, gcHold.set, gcHold.active = old, pct, true
+				}
+			}
+		}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			gcHold.mu.Lock()
+			defer gcHold.mu.Unlock()
+			gcHold.n--
+			if gcHold.n == 0 && gcHold.active {
+				gcHold.active = false
+				if cur := debug.SetGCPercent(gcHold.old); cur != gcHold.set {
+					debug.SetGCPercent(cur) // set by someone else meanwhile: it stays
+				}
+			}
+		})
+	}
+}
+
+// holdMinRoom is the least room HoldCollections adds to the heap's goal.
+const holdMinRoom = 32 << 20
+
+var gcHold struct {
+	mu       sync.Mutex
+	n        int  // holds taken and not released
+	active   bool // the first hold changed the percent: old to set
+	old, set int
 }
