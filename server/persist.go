@@ -142,9 +142,6 @@ func cmdBgsave(x *Coord) {
 		x.W.Error("ERR Background save already in progress")
 		return
 	}
-	if x.local == nil { // never on a loop's goroutine
-		snapshot.CollectAhead()
-	}
 	x.Srv.bgsave()
 	x.W.SimpleString("Background saving started")
 }
@@ -158,7 +155,6 @@ func (s *Server) bgsaveEnded(start time.Time, err error) {
 	}
 	if p.scheduled.CompareAndSwap(true, false) {
 		s.log.Noticef("Starting the scheduled BGSAVE")
-		snapshot.CollectAhead()
 		s.bgsave() // persist.bgsave is still set: it passes on to this one
 		return
 	}
@@ -172,9 +168,13 @@ func (s *Server) bgsave() {
 	p := &s.persist
 	start := time.Now()
 	p.mu.Lock() // no SAVE or DEBUG RELOAD while the snapshot runs
+	// No collection starts while the save runs (its writers' Ps would
+	// mark too); the one owed runs after it (see HoldCollections).
+	release := snapshot.HoldCollections()
 	if s.dbFormat() == "dfly" {
 		s.bgsaveDfly(func(err error) {
 			p.mu.Unlock()
+			release()
 			s.bgsaveEnded(start, err)
 		})
 		return
@@ -185,6 +185,7 @@ func (s *Server) bgsave() {
 		err := s.writeSnapshotStream(chunks, free, writes)
 		s.persist.setSlices(nil)
 		p.mu.Unlock()
+		release()
 		s.bgsaveEnded(start, err)
 	}()
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/shard"
-	"github.com/dfly/dfly/snapshot"
 )
 
 // SavePoint is one <seconds> <changes> pair of the save schedule.
@@ -96,7 +95,6 @@ func (s *Server) startBgsave() bool {
 	if !p.bgsave.CompareAndSwap(false, true) {
 		return false
 	}
-	snapshot.CollectAhead()
 	s.bgsave()
 	return true
 }

@@ -233,51 +233,25 @@ func unlockLoop() {
 	}
 }
 
-// CollectAhead runs a garbage collection now, blocking the caller for the
-// cycle (tens of milliseconds with a million keys), when the heap has
-// used more than half of what the collector lets it allocate before its
-// next cycle; it reports whether it did. A BGSAVE calls it before its
-// cut, from a goroutine of its own (never a loop's); full syncs hold
-// collections off instead (HoldCollections).
+// HoldCollections keeps the collector from starting a cycle while a
+// snapshot runs (a BGSAVE, a full sync's baseline): the first hold raises
+// the heap's goal by a quarter of the live heap, the last release puts the
+// collector's percent back, and a cycle the heap then owes runs with the
+// loops' own Ps.
 //
-// The reason is the Ps BackgroundThread adds: a cycle that starts while a
-// snapshot runs has a quarter of them for its marking, more than a
-// quarter of the machine, on the loops' CPUs. Measured with
-// tests/bench/repl.sh (PIN=1, RATE=20000, dfly>dfly), a cycle that fell in
-// the sync took 234 ms and the master's SET p99 during the sync went to
-// 115 ms (2.6 ms idle); a collection before the cut, with no Ps added, held
-// the loop's clients at most 20 ms, and the sync then fits the heap's
-// room (its own garbage is a few MB per second).
-func CollectAhead() bool {
-	s := []metrics.Sample{
-		{Name: "/gc/heap/goal:bytes"},
-		{Name: "/gc/heap/live:bytes"},
-		{Name: "/memory/classes/heap/objects:bytes"},
-	}
-	metrics.Read(s)
-	for _, x := range s {
-		if x.Value.Kind() != metrics.KindUint64 {
-			return false // not this runtime's metrics
-		}
-	}
-	goal, live, used := s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64()
-	if goal <= live || used < live+(goal-live)/2 {
-		return false
-	}
-	runtime.GC()
-	return true
-}
-
-// HoldCollections keeps the collector from starting a cycle while a full
-// sync sends its baseline, instead of running one before the cut
-// (CollectAhead): the first hold raises the heap's goal by holdRoom, the
-// last release puts the collector's percent back, and a cycle the heap
-// then owes runs with the loops' own Ps. Pulling a cycle ahead moved it,
-// it did not save it: with a million keys a forced cycle is 30-40 ms of
-// CPU, and at the start of a sync under load (tests/bench/repl.sh PIN=1,
-// a perf record of CPU 0) it took 40-70% of the master's core for 90 ms,
-// in which the loop served a third to a half of its usual replies with
-// stalls up to 10 ms: most of the sync's p99.
+// A cycle that starts while a snapshot runs has a quarter of the Ps
+// BackgroundThread adds for its marking, more than a quarter of the
+// machine, on the loops' CPUs: measured with tests/bench/repl.sh (PIN=1,
+// RATE=20000, dfly>dfly), one took 234 ms and the master's SET p99 during
+// the sync went to 115 ms (2.6 ms idle). Snapshots used to run a cycle
+// before their cut when the heap had used half its room; that moved the
+// cycle, it did not save it (it came early, so cycles came more often):
+// with a million keys a cycle is 30-40 ms of CPU, and at the start of a
+// sync under load (repl.sh PIN=1, a perf record of CPU 0) it took 40-70%
+// of the master's core for 90 ms, in which the loop served a third to a
+// half of its usual replies with stalls up to 10 ms. With the hold
+// instead, dfly>dfly's sync p99 / idle p99 measured 1.67x and 1.60x
+// (redis>redis 1.78x and 1.67x) in one PIN=1 run of two rounds.
 //
 // The bound is memory: the goal grows by holdRoom at most, a quarter of
 // the live heap (at least holdMinRoom), so a sync that makes more garbage

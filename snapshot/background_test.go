@@ -40,36 +40,6 @@ func TestLoopLockDoesNotNest(t *testing.T) {
 	}
 }
 
-// TestCollectAhead: a heap fresh from a collection is left alone; one
-// that used more than half of its cycle's room is collected, after which
-// it is fresh again.
-func TestCollectAhead(t *testing.T) {
-	runtime.GC()
-	if CollectAhead() {
-		t.Fatal("collected a heap fresh from a collection")
-	}
-	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
-	var sink []byte
-	for i := 0; ; i++ {
-		if i > 1<<16 {
-			t.Fatal("the heap never reached 60% of its cycle's room")
-		}
-		sink = make([]byte, 64<<10) // garbage at the next allocation
-		metrics.Read(s)
-		goal, live, used := s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64()
-		if used > live+(goal-live)*6/10 {
-			break
-		}
-	}
-	_ = sink
-	if !CollectAhead() {
-		t.Fatal("a heap past half of its cycle's room was not collected")
-	}
-	if CollectAhead() {
-		t.Fatal("collected again right after a collection")
-	}
-}
-
 // TestPacerYieldsAfterItsShare: a Pacer yields once its thread has used
 // SectionYield of CPU since the last yield, and not before; with
 // DFLY_BG_YIELD_US=0 never.
