@@ -44,3 +44,31 @@ func BenchmarkEncodeList(b *testing.B) {
 		e.buf = e.buf[:0]
 	}
 }
+
+// BenchmarkChunkStream reads a replication flow's baseline as a dfly
+// replica does: tagged chunks (ChunkReader.NextItem), each item's records
+// decoded in place (Decoder.ResetBytes + DecodeFragment).
+func BenchmarkChunkStream(b *testing.B) {
+	data := benchData(b)
+	records := data[9 : len(data)-9] // the dataset's records: no header, EOF or checksum
+	var stream []byte
+	for range 8 {
+		stream = AppendChunks(stream, 0, records, MaxChunkPayload)
+	}
+	d := NewDecoder(nil)
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		cr := NewChunkReader(bytes.NewReader(stream))
+		for {
+			c, err := cr.NextItem()
+			if err != nil {
+				break
+			}
+			d.ResetBytes(c.Payload)
+			if err := d.DecodeFragment(NopHandler{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -80,6 +80,7 @@ type ChunkReader struct {
 func NewChunkReader(r io.Reader) *ChunkReader {
 	c := &ChunkReader{pending: map[uint32][]byte{}}
 	c.r.init(r)
+	c.r.noCRC = true // a chunk stream has no checksum to check
 	return c
 }
 

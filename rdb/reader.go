@@ -29,6 +29,9 @@ type reader struct {
 	// fixed: buf is the whole input, the caller's, read in place and
 	// never written; its bytes stay valid after they are consumed.
 	fixed bool
+	// noCRC: the input has no checksum to verify (a chunk stream): the
+	// CRC-64, a pass over every byte, is not kept.
+	noCRC bool
 }
 
 func (r *reader) init(src io.Reader) {
@@ -59,7 +62,9 @@ func (r *reader) offset() int64 { return r.base + int64(r.pos) }
 
 // checksum returns the CRC-64 of all bytes consumed so far.
 func (r *reader) checksum() uint64 {
-	r.crc = CRC64(r.crc, r.buf[r.crcPos:r.pos])
+	if !r.noCRC {
+		r.crc = CRC64(r.crc, r.buf[r.crcPos:r.pos])
+	}
 	r.crcPos = r.pos
 	return r.crc
 }

@@ -670,7 +670,7 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *
 			}
 		}
 	}
-	dec := rdb.NewDecoder(bytes.NewReader(nil))
+	dec := rdb.NewDecoder(nil)
 	cr := rdb.NewChunkReader(r)
 	var blobs rdb.Blobs
 	defer blobs.Close()
@@ -706,7 +706,10 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *
 			if err := apply(); err != nil {
 				return err
 			}
-			dec.Reset(bytes.NewReader(ch.Payload))
+			// In place, as a dfly file's items (loadDflyShard): no copy
+			// into the decoder's buffer and no running CRC-64, which a
+			// fragment never checks (it has no trailer).
+			dec.ResetBytes(ch.Payload)
 			if err := dec.DecodeFragment(ld); err != nil {
 				return fmt.Errorf("flow %d: baseline: %w", sid, err)
 			}
@@ -719,7 +722,7 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *
 				return fmt.Errorf("flow %d: baseline: %w", sid, err)
 			}
 			// The loader copies keys and values: frag's buffer is reused.
-			dec.Reset(bytes.NewReader(frag))
+			dec.ResetBytes(frag)
 			if err := dec.DecodeFragment(ld); err != nil {
 				return fmt.Errorf("flow %d: baseline: %w", sid, err)
 			}
