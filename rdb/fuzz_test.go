@@ -81,6 +81,10 @@ func FuzzDecode(f *testing.F) {
 		}
 		// The same bytes as a fragment, and with a valid header.
 		checkFuzzErr(t, "DecodeFragment", NewDecoder(bytes.NewReader(in)).DecodeFragment(&checkedHandler{}), len(in))
+		// In place, as a replica decodes its flows' baseline.
+		inPlace := NewDecoder(nil)
+		inPlace.ResetBytes(in)
+		checkFuzzErr(t, "DecodeFragment in place", inPlace.DecodeFragment(&checkedHandler{}), len(in))
 		withHeader := append([]byte("REDIS0011"), in...)
 		checkFuzzErr(t, "Decode+header", NewDecoder(bytes.NewReader(withHeader)).Decode(&checkedHandler{}), len(withHeader))
 		// As a DUMP payload, with its trailer made valid.
@@ -108,6 +112,8 @@ func FuzzDecode(f *testing.F) {
 			checkFuzzErr(t, "Blobs.Decompress", err, len(in))
 		} else {
 			checkFuzzErr(t, "blob fragment", NewDecoder(bytes.NewReader(frag)).DecodeFragment(&checkedHandler{}), len(frag))
+			inPlace.ResetBytes(frag)
+			checkFuzzErr(t, "blob fragment in place", inPlace.DecodeFragment(&checkedHandler{}), len(frag))
 		}
 
 		// Worst legitimate case: LZF expansion (89x) of the input, a few
