@@ -253,8 +253,8 @@ func unlockLoop() {
 // instead, dfly>dfly's sync p99 / idle p99 measured 1.67x and 1.60x
 // (redis>redis 1.78x and 1.67x) in one PIN=1 run of two rounds.
 //
-// The bound is memory: the goal grows by holdRoom at most, a quarter of
-// the live heap (at least holdMinRoom), so a sync that makes more garbage
+// The bound is memory: the goal grows by a quarter of the live heap (at
+// least holdMinRoom) and no more, so a snapshot that makes more garbage
 // than that still collects; a memory limit (--maxmemory) is untouched and
 // still triggers cycles; a collector that is off (GOGC=off, the start-up
 // load's pauseGC) is left off. Release restores the percent the first
@@ -266,17 +266,11 @@ func HoldCollections() (release func()) {
 	gcHold.n++
 	if gcHold.n == 1 {
 		gcHold.active = false
-		s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/gc/heap/live:bytes"}}
-		metrics.Read(s)
-		if s[0].Value.Kind() == metrics.KindUint64 && s[1].Value.Kind() == metrics.KindUint64 {
-			if goal, live := s[0].Value.Uint64(), s[1].Value.Uint64(); live > 0 && goal > live {
-				room := max(live/4, holdMinRoom)
-				pct := int((goal + room - live) * 100 / live)
-				if old := debug.SetGCPercent(pct); old < 0 || old >= pct {
-					debug.SetGCPercent(old)
-				} else {
-					gcHold.old, gcHold.set, gcHold.active = old, pct, true
-				}
+		goal, live, gogc, ok := gcState()
+		if ok && live > 0 && goal > live && gogc >= 0 {
+			room := max(live/4, holdMinRoom)
+			if pct := int((goal + room - live) * 100 / live); pct > gogc {
+				gcHold.old, gcHold.set, gcHold.active = debug.SetGCPercent(pct), pct, true
 			}
 		}
 	}
@@ -294,6 +288,20 @@ func HoldCollections() (release func()) {
 			}
 		})
 	}
+}
+
+// gcState reads the heap's goal and live bytes and the collector's
+// percent (GCPercent, -1 when off) without changing anything; ok is false
+// where the runtime does not have these metrics.
+func gcState() (goal, live uint64, gogc int, ok bool) {
+	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/gc/heap/live:bytes"}, {Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	for _, x := range s {
+		if x.Value.Kind() != metrics.KindUint64 {
+			return 0, 0, 0, false
+		}
+	}
+	return s[0].Value.Uint64(), s[1].Value.Uint64(), int(int64(s[2].Value.Uint64())), true
 }
 
 // holdMinRoom is the least room HoldCollections adds to the heap's goal.

@@ -78,10 +78,9 @@ func TestPacerYieldsAfterItsShare(t *testing.T) {
 	}
 }
 
-// gcPercent reads the collector's percent (by setting it back at once).
+// gcPercent reads the collector's percent.
 func gcPercent() int {
-	p := debug.SetGCPercent(100)
-	debug.SetGCPercent(p)
+	_, _, p, _ := gcState()
 	return p
 }
 
