@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"fmt"
 	"iter"
 	"runtime"
 	"runtime/debug"
@@ -156,5 +157,48 @@ func TestHoldCollections(t *testing.T) {
 	release()
 	if p := gcPercent(); p != -1 {
 		t.Fatalf("percent %d after a hold of a stopped collector", p)
+	}
+}
+
+// TestBackgroundSectionLowersByAStep: a BackgroundSection runs SectionNice
+// steps below the thread's own priority, whatever that is (a server
+// started under nice 10 gets 11, never 1, which would put its flows above
+// its loops), and gives the thread its priority back at the end.
+func TestBackgroundSectionLowersByAStep(t *testing.T) {
+	if _, ok := threadNice(); !ok {
+		t.Skip("no thread priorities here")
+	}
+	t.Setenv("DFLY_BG_NICE", "") // the default, SectionNice
+	for _, base := range []int{0, 10} {
+		errc := make(chan string, 1)
+		go func() {
+			// A thread of its own, ended with the goroutine: its priority
+			// goes with it.
+			runtime.LockOSThread()
+			was, _ := threadNice()
+			if base < was {
+				errc <- "" // raising a thread's priority needs CAP_SYS_NICE
+				return
+			}
+			if !setThreadNice(base) {
+				errc <- "cannot set the base priority"
+				return
+			}
+			end := BackgroundSection()
+			in, _ := threadNice()
+			end()
+			after, _ := threadNice()
+			switch {
+			case in != base+SectionNice:
+				errc <- fmt.Sprintf("base nice %d: %d inside the section, want %d", base, in, base+SectionNice)
+			case after != base:
+				errc <- fmt.Sprintf("base nice %d: %d after the section", base, after)
+			default:
+				errc <- ""
+			}
+		}()
+		if e := <-errc; e != "" {
+			t.Error(e)
+		}
 	}
 }

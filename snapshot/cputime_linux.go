@@ -41,8 +41,17 @@ func threadID() int {
 	return int(tid)
 }
 
-// setThreadNice sets the calling thread's nice value; 0 restores the
-// default. It reports whether the thread now has it.
+// threadNice is the calling thread's nice value (false: unknown).
+func threadNice() (int, bool) {
+	p, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid())
+	if err != nil {
+		return 0, false
+	}
+	return 20 - p, true // the system call returns 20 - nice, never negative
+}
+
+// setThreadNice sets the calling thread's nice value. It reports whether
+// the thread now has it.
 func setThreadNice(n int) bool {
 	return unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), n) == nil
 }

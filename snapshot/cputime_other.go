@@ -13,7 +13,9 @@ func threadClock() time.Duration { return -1 }
 // threadID: unknown here (-1), so loops are not locked (lockLoop).
 func threadID() int { return -1 }
 
-// setThreadNice: thread priorities are Linux only here.
+// threadNice, setThreadNice: thread priorities are Linux only here.
+func threadNice() (int, bool) { return 0, false }
+
 func setThreadNice(int) bool { return true }
 
 // yieldThread: unused where threadClock is unknown.

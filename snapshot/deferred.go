@@ -286,7 +286,8 @@ func Complete(in <-chan Chunk, out chan<- Chunk, compress bool, free chan []byte
 
 func complete(in <-chan Chunk, out chan<- Chunk, compress bool, free chan []byte, nice int) {
 	go func() {
-		defer backgroundThread(nice)()
+		done, _, _ := backgroundThread(nice)
+		defer done()
 		m := NewMaterializer(compress, free)
 		for {
 			c := <-in

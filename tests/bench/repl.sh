@@ -30,6 +30,9 @@
 # the first half of the CPUs, the replica on the other half: see below), TIMELINE (a
 # directory: each pair's replies and longest latency per 10 ms window go to
 # TIMELINE/MASTER-REPLICA.txt, lines "ms phase replies max_us", phase 0 idle, 1 sync, 2 stable),
+# SYNC_CMD (a shell command run during each sync, from REPLICAOF until the link is up, then
+# sent SIGINT; $MPID and $RPID are the master's and the replica's process ids: a profiler,
+# e.g. SYNC_CMD='perf record -g -p $MPID -o /tmp/m.data'),
 # ROUNDS (default 1: every pair runs once per round, the pairs alternating; with more, the
 # ratios of each round and their medians: on a shared machine one run's p99 moves by a
 # quarter either way).
@@ -90,10 +93,11 @@ for pair in $PAIRS; do
 	mkdir -p "$work/m-$pair" "$work/r-$pair"
 	start "$master" "$MPORT" "$work/m-$pair" "" "$([[ $master == dfly ]] && echo "${MASTER_FLAGS:-}")" "${mcpus:-}"; mpid=$PID
 	start "$replica" "$RPORT" "$work/r-$pair" "${REPLICA_NICE:-}" "$([[ $replica == dfly ]] && echo "${REPLICA_FLAGS:-}")" "${rcpus:-}"; rpid=$PID
+	export MPID=$mpid RPID=$rpid
 	redis-cli -p "$MPORT" debug populate "$KEYS" key "$SIZE" >/dev/null
 	read -r u ri pi rs ps rt pt cm cr mui mus mut rui rus rut < <(on "${mcpus:-}" "$work/replload" -master "127.0.0.1:$MPORT" -replica "127.0.0.1:$RPORT" \
 		-c "$CLIENTS" ${RATE:+-rate "$RATE"} -r "$KEYS" -d "$SIZE" -idle "${IDLE}s" -stable "${STABLE}s" -pids "$mpid,$rpid" \
-		${TIMELINE:+-timeline "$TIMELINE/$master-$replica.txt"})
+		${TIMELINE:+-timeline "$TIMELINE/$master-$replica.txt"} ${SYNC_CMD:+-sync-cmd "$SYNC_CMD"})
 	up[$pair]=$u p99[$pair]=$(awk -v a="$ps" -v b="$pi" 'BEGIN { printf "%.2f", a / b }')
 	ups[$pair]+=" $u" p99s[$pair]+=" ${p99[$pair]}"
 	t1=$(now)

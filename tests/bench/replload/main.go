@@ -28,6 +28,7 @@ import (
 	"math/bits"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -105,6 +106,7 @@ func main() {
 	timeout := flag.Duration("timeout", 120*time.Second, "longest wait for the link")
 	pidList := flag.String("pids", "", "comma-separated process ids whose CPU time during the sync to print")
 	timelinePath := flag.String("timeline", "", "write replies and the longest latency per 10 ms window to this file")
+	syncCmd := flag.String("sync-cmd", "", "a shell command to run during the sync: started with REPLICAOF, sent SIGINT when the link is up (a profiler: perf record -p PID ...)")
 	flag.Parse()
 	var pids []string
 	if *pidList != "" {
@@ -145,6 +147,15 @@ func main() {
 		s, err := rc.Info(ctx, "replication").Result()
 		return err == nil && strings.Contains(s, "master_link_status:up")
 	}
+	var prof *exec.Cmd
+	if *syncCmd != "" {
+		prof = exec.Command("sh", "-c", "exec "+*syncCmd)
+		prof.Stdout, prof.Stderr = os.Stderr, os.Stderr
+		if err := prof.Start(); err != nil {
+			fail(err)
+		}
+		time.Sleep(100 * time.Millisecond) // let it attach
+	}
 	cpu0 := cpuTimes(pids)
 	cpuAt[phaseSync] = cpu0
 	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
@@ -163,6 +174,10 @@ func main() {
 	at[phaseStable] = time.Now()
 	phase.Store(phaseStable)
 	cpu1 := cpuTimes(pids)
+	if prof != nil {
+		prof.Process.Signal(os.Interrupt)
+		prof.Wait()
+	}
 	cpuAt[phaseStable] = cpu1
 	time.Sleep(*stable)
 	at[phaseDone] = time.Now()
