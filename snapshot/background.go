@@ -72,7 +72,8 @@ var SectionNice = 1
 var SectionYield = 100 * time.Microsecond
 
 // Pacer yields its thread's CPU every SectionYield of the thread's CPU
-// time (a BackgroundSection's). The zero value is ready.
+// time (a BackgroundSection's, or Complete's encoding thread). The zero
+// value is ready.
 type Pacer struct {
 	started bool
 	every   time.Duration // SectionYield, read at the first Step
@@ -162,7 +163,7 @@ func BackgroundThread() (done func()) {
 // thread's priority by nice (DFLY_BG_NICE overrides it): the values are
 // increments over the thread's own, so that a server started at nice 10
 // runs its background threads at 10 + nice, never above its loops. base
-// is the thread's nice before, lowered whether it changed.
+// is the thread's nice before; lowered reports whether it changed.
 func backgroundThread(nice int) (done func(), base int, lowered bool) {
 	runtime.LockOSThread()
 	if v, err := strconv.Atoi(os.Getenv("DFLY_BG_NICE")); err == nil {
