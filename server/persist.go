@@ -622,6 +622,7 @@ func persistInfo(s *Server, writes, saveKeys uint64, field func(k string, v any)
 	field("snapshot_inline_drains", st.InlineDrains)
 	field("snapshot_max_stall_usec", st.MaxStall.Microseconds())
 	field("snapshot_max_stall_wall_usec", st.MaxStallWall.Microseconds())
+	field("snapshot_max_pending_bytes", st.MaxPending)
 }
 
 func boolInt(b bool) int {

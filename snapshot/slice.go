@@ -136,9 +136,6 @@ const (
 	chunkSize = 64 << 10
 	// DefaultMaxChunk is --serialization_max_chunk_size's default.
 	DefaultMaxChunk = 64 << 10
-	// maxPending is the output held beyond the consumer's channel before
-	// writers that need serialization are delayed (backpressure).
-	maxPending = 4 << 20
 	// walkPending: the walk pauses once this much output waits beyond the
 	// consumer's channel, so the room up to maxPending is left to the
 	// change hooks and a writer is delayed only when the consumer falls
@@ -152,6 +149,28 @@ const (
 	// maxBusy bounds the buckets the walk leaves Serializing at once.
 	maxBusy = 4
 )
+
+// maxPending is the output a Slice holds beyond its consumer's channel
+// before writers that need a baseline are parked (backpressure, Admit);
+// they resume once it is below resumePending. A variable so a test can
+// fill it with less data.
+//
+// It was 4 MiB, and a replication flow sharing a CPU with the event loop
+// (tests/bench/repl.sh, pinned: master, its flow and the load on one CPU)
+// fell that far behind the copy-on-write output of a full sync under the
+// SET load in most runs: every client was parked at once (INFO
+// snapshot_congested_mutations 38-97 per sync) until half of it drained,
+// a stop of 50-70 ms in the replies (repl.sh TIMELINE) that alone set the
+// sync's p99. With 32 MiB none was parked in three runs, whose most output
+// held (snapshot_max_pending_bytes) was 1.9, 3.9 and 9.4 MB. Redis's
+// equivalent, the fork's copy-on-write, is bounded only by the dataset.
+var maxPending = 32 << 20
+
+// resumePending: parked writers resume below it. Each resumed writer adds
+// a bucket's records or so, so a little room is enough to keep them from
+// being parked again at once; draining half of maxPending first was a
+// stop of tens of milliseconds for every one of them.
+func resumePending() int { return maxPending - maxPending/8 }
 
 // stepBudget bounds one step, after which the shard serves commands again
 // (DESIGN §8.7). A variable so tests can step one bucket position at a
@@ -751,6 +770,9 @@ func (sl *Slice) takeWire(c Chunk) Chunk {
 	}
 	sl.pendingBytes += c.size - c.refs
 	sl.pendingRefs += c.refs
+	if n := int64(sl.pendingBytes); n > stats.maxPending.Load() {
+		stats.maxPending.Store(n) // racy across shards: a high-water mark, near enough
+	}
 	return c
 }
 
@@ -1307,7 +1329,7 @@ func (sl *Slice) release(s *shard.Shard) {
 		sl.unpins = nil
 		s.Release(u, false)
 	}
-	if len(sl.congestion) > 0 && sl.pendingBytes < maxPending/2 && sl.retainedNow() < maxRetained/2 {
+	if len(sl.congestion) > 0 && sl.pendingBytes < resumePending() && sl.retainedNow() < maxRetained/2 {
 		c := sl.congestion
 		sl.congestion = nil
 		s.Release(c, false)

@@ -304,6 +304,9 @@ func TestSplitDuringWalkPIT(t *testing.T) {
 // Backpressure: while the consumer takes nothing, writers that need a
 // baseline are parked (not the shard), and resume once it drains.
 func TestBackpressureParksWriters(t *testing.T) {
+	defer func(n int) { maxPending = n }(maxPending)
+	maxPending = 4 << 20 // the 6 MB of values below fill it
+	ResetMaxStall()
 	h := newHarness(t, 1)
 	stepOnePosition(t)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -353,6 +356,10 @@ func TestBackpressureParksWriters(t *testing.T) {
 		if h.parked != 0 {
 			t.Fatalf("a writer was held back with %d pending", h.sl.pendingBytes)
 		}
+	}
+	// INFO's snapshot_max_pending_bytes saw the output held.
+	if got := ReadStats().MaxPending; got < int64(h.sl.pendingBytes) {
+		t.Fatalf("max pending %d with %d held", got, h.sl.pendingBytes)
 	}
 	// A write to a key the walk has not reached must now wait.
 	waiting := notVisited()

@@ -22,6 +22,7 @@ var stats struct {
 	deferredCopies          atomic.Int64 // values copied before a change (Defer's copy-on-write)
 	maxStall                atomic.Int64 // longest step or hook serialization, thread CPU ns
 	maxStallWall            atomic.Int64 // the same in wall time (includes being descheduled)
+	maxPending              atomic.Int64 // most output a Slice held beyond its consumer, bytes
 }
 
 // Stats is a copy of the counters.
@@ -43,6 +44,10 @@ type Stats struct {
 	// MaxStallWall is the same in wall time, which on a busy machine also
 	// counts time the thread was not running at all.
 	MaxStall, MaxStallWall time.Duration
+	// MaxPending is the most output one Slice held beyond its consumer's
+	// channel (bytes, values referenced by deferred records not counted):
+	// the memory backpressure (maxPending) bounds.
+	MaxPending int64
 }
 
 // ReadStats returns the counters.
@@ -62,13 +67,16 @@ func ReadStats() Stats {
 		DeferredCopies:          stats.deferredCopies.Load(),
 		MaxStall:                time.Duration(stats.maxStall.Load()),
 		MaxStallWall:            time.Duration(stats.maxStallWall.Load()),
+		MaxPending:              stats.maxPending.Load(),
 	}
 }
 
-// ResetMaxStall clears the longest stall (CONFIG RESETSTAT).
+// ResetMaxStall clears the longest stall and the most output held
+// (CONFIG RESETSTAT).
 func ResetMaxStall() {
 	stats.maxStall.Store(0)
 	stats.maxStallWall.Store(0)
+	stats.maxPending.Store(0)
 }
 
 // stallTimer measures one stretch of work on the shard's goroutine.
