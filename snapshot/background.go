@@ -37,7 +37,9 @@ var BackgroundNice = 0
 //	nice 2  p99 1.69 2.25 1.67 2.20 1.60 2.00 2.20 (2.00x); link up 0.96 0.94 0.91 1.01 0.92 0.88 1.02 (0.94x)
 //	redis   p99 2.22 2.29 2.33 3.50 2.31 1.80 2.14 2.50 2.18 2.55 2.60 2.73 2.15 3.70 2.50 2.46 (2.40x)
 //
-// nice 1 meets both of issue 8's targets in the median (p99 within 2x of
+// (These rounds predate maxPending's growth to 32 MiB: most syncs then
+// also parked every writer once for 50-70 ms, see slice.go.) nice 1 meets
+// both of issue 8's targets in the median (p99 within 2x of
 // idle, a full sync no slower than Redis's), though single rounds still
 // pass 2x; nice 2 brings the sync to Redis's length for no better p99
 // here; nice 0 has the fastest sync and the worst p99. Before the pacer,

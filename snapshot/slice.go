@@ -770,8 +770,10 @@ func (sl *Slice) takeWire(c Chunk) Chunk {
 	}
 	sl.pendingBytes += c.size - c.refs
 	sl.pendingRefs += c.refs
-	if n := int64(sl.pendingBytes); n > stats.maxPending.Load() {
-		stats.maxPending.Store(n) // racy across shards: a high-water mark, near enough
+	for n := int64(sl.pendingBytes); ; {
+		if m := stats.maxPending.Load(); n <= m || stats.maxPending.CompareAndSwap(m, n) {
+			break
+		}
 	}
 	return c
 }
