@@ -367,10 +367,30 @@ func TestBackpressureParksWriters(t *testing.T) {
 	if h.parked != 1 {
 		t.Fatal("a writer needing a baseline was not held back by the full output")
 	}
+	// The consumer takes a chunk at a time: the writer goes on once the
+	// output is below resumePending, long before half of it has drained
+	// (which was a stop of tens of milliseconds for every parked writer).
+	var consumed []byte
+	for i := 0; h.parked != 0; i++ {
+		if i == 10000 {
+			t.Fatalf("the writer is still held with %d pending (resume below %d)", h.sl.pendingBytes, resumePending())
+		}
+		select {
+		case c := <-h.out:
+			consumed = append(consumed, c.Data...)
+		default:
+		}
+		if !h.step() {
+			time.Sleep(time.Millisecond) // a timer posts the next step
+		}
+	}
+	if h.sl.pendingBytes < maxPending/2 {
+		t.Fatalf("the writer waited until %d of %d pending", h.sl.pendingBytes, maxPending)
+	}
 	// The consumer catches up.
 	done := make(chan []byte)
 	go func() {
-		var all []byte
+		all := consumed
 		for c := range h.out {
 			all = append(all, c.Data...)
 			if c.Last {
