@@ -362,6 +362,9 @@ func TestDflyFlowMasterRestart(t *testing.T) {
 	if IsRedis() {
 		t.Skip("dfly-native replication")
 	}
+	// 18 s under the race build; there TestDflyFlowFaults takes the
+	// replica's reconnect and full-sync-again paths.
+	raceSubset(t, false)
 	seed := newSeed(t)
 	master := StartServer(t, "--shards", "2", "--dir", t.TempDir())
 	mc := master.Raw(t)

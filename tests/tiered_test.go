@@ -1068,6 +1068,9 @@ func bigString(n int, seed int64) string {
 // reply is compared with the in-memory server's.
 func TestTieredBigValues(t *testing.T) {
 	needDfly(t)
+	// 21 s under the race build; there TestTieredModel runs the offload and
+	// read-back paths with the I/O goroutines, and package tiered's tests.
+	raceSubset(t, false)
 	dirOn, dirOff := t.TempDir(), t.TempDir()
 	on := startTiered(t, dirOn, "--shards", "2")
 	off := StartServer(t, "--dir", dirOff, "--shards", "2")
