@@ -770,11 +770,7 @@ func (sl *Slice) takeWire(c Chunk) Chunk {
 	}
 	sl.pendingBytes += c.size - c.refs
 	sl.pendingRefs += c.refs
-	for n := int64(sl.pendingBytes); ; {
-		if m := stats.maxPending.Load(); n <= m || stats.maxPending.CompareAndSwap(m, n) {
-			break
-		}
-	}
+	raise(&stats.maxPending, int64(sl.pendingBytes))
 	return c
 }
 

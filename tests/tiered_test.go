@@ -1087,9 +1087,6 @@ func TestTieredBigValues(t *testing.T) {
 		return a
 	}
 	mb := 1 << 20 // unit of the big values: each is still many chunks
-	if raceBuild() {
-		mb = 1 << 18
-	}
 	sizes := map[string]int{"b8": 8 * mb, "b16": 16*mb + 7, "b32": 32 * mb}
 	bytesOf := func() (n int64) {
 		for _, s := range sizes {
