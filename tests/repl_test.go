@@ -110,8 +110,12 @@ func digestMatch(t *testing.T, c *RawConn, pattern string) map[string]string {
 				t.Fatalf("SCAN: %s", r.Str)
 			}
 			cursor = r.Elems[0].Str
-			for _, k := range r.Elems[1].Elems {
-				out[fmt.Sprintf("%d/%s", db, k.Str)] = describeKey(c, k.Str)
+			keys := make([]string, len(r.Elems[1].Elems))
+			for i, k := range r.Elems[1].Elems {
+				keys[i] = k.Str
+			}
+			for i, d := range describeKeys(c, keys) {
+				out[fmt.Sprintf("%d/%s", db, keys[i])] = d
 			}
 			if cursor == "0" {
 				break
@@ -122,27 +126,79 @@ func digestMatch(t *testing.T, c *RawConn, pattern string) map[string]string {
 	return out
 }
 
-func describeKey(c *RawConn, key string) string {
-	typ := c.Do("TYPE", key).Str
+func describeKey(c *RawConn, key string) string { return describeKeys(c, []string{key})[0] }
+
+// describeKeys is describeKey of each key, pipelined: every TYPE, then
+// every key's reads (a page of SCAN one round trip per command took
+// seconds against a -race build).
+func describeKeys(c *RawConn, keys []string) []string {
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(EncodeCommand("TYPE", k))
+	}
+	c.Write(b.String())
+	types := make([]string, len(keys))
+	for i := range keys {
+		types[i] = c.MustRead().Str
+	}
+	b.Reset()
+	for i, k := range keys {
+		for _, cmd := range describeReads(types[i], k) {
+			b.WriteString(EncodeCommand(cmd...))
+		}
+	}
+	c.Write(b.String())
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		replies := make([]Reply, len(describeReads(types[i], k)))
+		for j := range replies {
+			replies[j] = c.MustRead()
+		}
+		out[i] = describeRender(types[i], replies)
+	}
+	return out
+}
+
+// describeReads are the commands describeKeys sends for a key of type
+// typ: its contents, then its expiry (nothing for "none").
+func describeReads(typ, key string) [][]string {
+	var reads [][]string
+	switch typ {
+	case "none":
+		return nil
+	case "string":
+		reads = [][]string{{"GET", key}}
+	case "list":
+		reads = [][]string{{"LRANGE", key, "0", "-1"}}
+	case "hash":
+		reads = [][]string{{"HGETALL", key}}
+	case "set":
+		reads = [][]string{{"SMEMBERS", key}}
+	case "zset":
+		reads = [][]string{{"ZRANGE", key, "0", "-1", "WITHSCORES"}}
+	case "stream":
+		reads = [][]string{{"XRANGE", key, "-", "+"}, {"XLEN", key}}
+	}
+	return append(reads, []string{"PEXPIRETIME", key})
+}
+
+// describeRender renders the replies of describeReads(typ, key).
+func describeRender(typ string, replies []Reply) string {
 	var val string
 	switch typ {
 	case "none":
 		return "none"
-	case "string":
-		val = c.Do("GET", key).String()
-	case "list":
-		val = c.Do("LRANGE", key, "0", "-1").String()
+	case "string", "list", "zset":
+		val = replies[0].String()
 	case "hash":
-		val = unorderedString(c.Do("HGETALL", key), 2)
+		val = unorderedString(replies[0], 2)
 	case "set":
-		val = unorderedString(c.Do("SMEMBERS", key), 1)
-	case "zset":
-		val = c.Do("ZRANGE", key, "0", "-1", "WITHSCORES").String()
+		val = unorderedString(replies[0], 1)
 	case "stream":
-		val = c.Do("XRANGE", key, "-", "+").String() + " len=" + c.Do("XLEN", key).String()
+		val = replies[0].String() + " len=" + replies[1].String()
 	}
 	// Expiries replicate as absolute times, so they compare exactly.
-	at := c.Do("PEXPIRETIME", key).Int
+	at := replies[len(replies)-1].Int
 	ttl := "persistent"
 	if at >= 0 {
 		ttl = "expireat=" + strconv.FormatInt(at, 10)
