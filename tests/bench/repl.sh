@@ -30,10 +30,12 @@
 # CPUs or more: master and load on the first half of the CPUs, the replica on the other
 # half, see below; PIN=0: every process anywhere), TIMELINE (a
 # directory: each pair's replies and longest latency per 10 ms window go to
-# TIMELINE/MASTER-REPLICA.txt, lines "ms phase replies max_us", phase 0 idle, 1 sync, 2 stable),
+# TIMELINE/MASTER-REPLICA-ROUND.txt, lines "ms phase replies max_us c500 ... c8000", phase 0 idle, 1 sync, 2 stable),
 # SYNC_CMD (a shell command run during each sync, from REPLICAOF until the link is up, then
 # sent SIGINT; $MPID and $RPID are the master's and the replica's process ids: a profiler,
 # e.g. SYNC_CMD='perf record -g -p $MPID -o /tmp/m.data'),
+# LOGS (a directory: the servers' logs go to LOGS/m-MASTER-REPLICA-ROUND.log and r-...; with
+# GODEBUG=gctrace=1 exported they show the collector's cycles),
 # ROUNDS (default 1: every pair runs once per round, the pairs alternating; with more, the
 # ratios of each round and their medians: on a shared machine one run's p99 moves by a
 # quarter either way).
@@ -107,7 +109,7 @@ for pair in $PAIRS; do
 	redis-cli -p "$MPORT" debug populate "$KEYS" key "$SIZE" >/dev/null
 	read -r u ri pi rs ps rt pt cm cr mui mus mut rui rus rut < <(on "${mcpus:-}" "$work/replload" -master "127.0.0.1:$MPORT" -replica "127.0.0.1:$RPORT" \
 		-c "$CLIENTS" ${RATE:+-rate "$RATE"} -r "$KEYS" -d "$SIZE" -idle "${IDLE}s" -stable "${STABLE}s" -pids "$mpid,$rpid" \
-		${TIMELINE:+-timeline "$TIMELINE/$master-$replica.txt"} ${SYNC_CMD:+-sync-cmd "$SYNC_CMD"})
+		${TIMELINE:+-timeline "$TIMELINE/$master-$replica-$round.txt"} ${SYNC_CMD:+-sync-cmd "$SYNC_CMD"})
 	up[$pair]=$u p99[$pair]=$(awk -v a="$ps" -v b="$pi" 'BEGIN { printf "%.2f", a / b }')
 	ups[$pair]+=" $u" p99s[$pair]+=" ${p99[$pair]}"
 	t1=$(now)
@@ -126,6 +128,10 @@ for pair in $PAIRS; do
 	redis-cli -p "$RPORT" shutdown nosave >/dev/null 2>&1 || true
 	redis-cli -p "$MPORT" shutdown nosave >/dev/null 2>&1 || true
 	sleep 0.5
+	if [[ -n ${LOGS:-} ]]; then
+		cp "$work/m-$pair.log" "$LOGS/m-$master-$replica-$round.log"
+		cp "$work/r-$pair.log" "$LOGS/r-$master-$replica-$round.log"
+	fi
 done
 done
 # median WORDS...: the median of numbers

@@ -244,7 +244,9 @@ func fail(err error) {
 // timeline, with -timeline FILE, records each window of timelineStep: the
 // replies that arrived in it and the longest latency among them, written
 // to FILE at the end (one line per window: ms since start, phase, replies,
-// max latency in µs), to show when a phase's tail latency happens.
+// max latency in µs, then the replies of at least 0.5, 1, 1.5 ... 8 ms),
+// to show when a phase's tail latency happens and which windows hold the
+// replies past its p99.
 var timeline timeLine
 
 type timeLine struct {
@@ -258,9 +260,13 @@ type timelineWin struct {
 	phase int32
 	n     uint32
 	max   uint64
+	over  [timelineSlow]uint32 // over[k]: replies of at least (k+1) x 500 µs
 }
 
-const timelineStep = 10 * time.Millisecond
+const (
+	timelineStep = 10 * time.Millisecond
+	timelineSlow = 16
+)
 
 // note records a reply of latency lat (µs) arriving now.
 func (t *timeLine) note(lat uint64) {
@@ -274,13 +280,20 @@ func (t *timeLine) note(lat uint64) {
 	w := &t.win[i]
 	w.n++
 	w.max = max(w.max, lat)
+	for k := range min(lat/500, timelineSlow) {
+		w.over[k]++
+	}
 }
 
 // write saves the windows to path.
 func (t *timeLine) write(path string) error {
 	var b []byte
 	for i, w := range t.win {
-		b = fmt.Appendf(b, "%d %d %d %d\n", i*int(timelineStep/time.Millisecond), w.phase, w.n, w.max)
+		b = fmt.Appendf(b, "%d %d %d %d", i*int(timelineStep/time.Millisecond), w.phase, w.n, w.max)
+		for _, c := range w.over {
+			b = fmt.Appendf(b, " %d", c)
+		}
+		b = append(b, '\n')
 	}
 	return os.WriteFile(path, b, 0o644)
 }
