@@ -224,6 +224,25 @@ func TestBacklogAge(t *testing.T) {
 	}
 }
 
+// TestBacklogAgeOwnersClock: with Config.Now the age bound reads the
+// owner's clock, not the wall clock.
+func TestBacklogAgeOwnersClock(t *testing.T) {
+	now := int64(1_000_000)
+	j := New(0, Config{BacklogBytes: 1 << 20, BacklogAge: time.Second, Now: func() int64 { return now }})
+	j.Start()
+	j.Record(0, args("SET", "a", "1"))
+	now += 500
+	j.Record(0, args("SET", "b", "1"))
+	if j.First() != 1 {
+		t.Fatalf("an entry 500 ms old by the clock was dropped: first %d", j.First())
+	}
+	now += 600 // a is 1.1 s old, b 0.6 s
+	j.Record(0, args("SET", "c", "1"))
+	if j.First() != 2 {
+		t.Fatalf("first %d, want 2: the age bound did not read Config.Now", j.First())
+	}
+}
+
 func TestTransactionParts(t *testing.T) {
 	var seq atomic.Uint32
 	a, b := New(0, Config{BacklogBytes: 1 << 20}), New(1, Config{BacklogBytes: 1 << 20})

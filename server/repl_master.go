@@ -110,7 +110,9 @@ func (s *Server) initReplMaster() {
 	m.subIDs = make([]int, len(s.shards))
 	cfg := journal.Config{BacklogBytes: int(s.cfg.ReplBacklogSize), BacklogAge: s.cfg.ReplBacklogTTL}
 	for i, sh := range s.shards {
-		sh.Journal = journal.New(i, cfg)
+		c := cfg
+		c.Now = sh.Now // appends run on the shard's goroutine
+		sh.Journal = journal.New(i, c)
 	}
 	s.master = m
 }

@@ -52,6 +52,7 @@ func TestPacerYieldsAfterItsShare(t *testing.T) {
 	}
 	t.Setenv("DFLY_BG_YIELD_US", "2000")
 	var p Pacer
+	start := time.Now()
 	p.Step()
 	first := p.next
 	if first <= threadClock() {
@@ -60,6 +61,15 @@ func TestPacerYieldsAfterItsShare(t *testing.T) {
 	p.Step() // far less than 2 ms of CPU since: no yield
 	if p.next != first || p.yields != 0 {
 		t.Fatalf("yielded after less than its share: next %v -> %v, %d yields", first, p.next, p.yields)
+	}
+	// Steps before the share can be used up by the wall clock read no
+	// thread clock (a system call).
+	reads := p.reads
+	for i := 0; i < 1000; i++ {
+		p.Step()
+	}
+	if p.reads != reads && time.Since(start) < 2*time.Millisecond {
+		t.Fatalf("%d thread clock reads within the first 2 ms", p.reads-reads)
 	}
 	for threadClock() < first { // spin past the share
 	}
