@@ -9,7 +9,8 @@ import (
 )
 
 // cmdCommand: COMMAND, COMMAND COUNT | INFO [name...] | DOCS [name...] | LIST [FILTERBY ...].
-var commandArities = map[string]int{"count": 2, "list": -2, "info": -2, "docs": -2, "getkeys": -3, "help": 2}
+var commandArities = map[string]int{"count": 2, "list": -2, "info": -2, "docs": -2, "getkeys": -4,
+	"getkeysandflags": -4, "help": 2}
 
 var commandHelp = []string{
 	"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -29,6 +30,8 @@ var commandHelp = []string{
 	"    commands are returned.",
 	"GETKEYS <full-command>",
 	"    Return the keys from a full Redis command.",
+	"GETKEYSANDFLAGS <full-command>",
+	"    Return the keys and the access flags from a full Redis command.",
 	"HELP",
 	"    Prints this help.",
 }
@@ -63,7 +66,7 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 			if keep(cmd) {
 				names = append(names, cmd.Name)
 			}
-			for _, sub := range sortedSubs(cmd) {
+			for _, sub := range cmd.infoSubs {
 				if keep(sub) {
 					names = append(names, sub.Name)
 				}
@@ -78,7 +81,7 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 		if len(a) > 2 {
 			cmds = cmds[:0]
 			for _, n := range a[2:] {
-				cmds = append(cmds, t.lookup(n))
+				cmds = append(cmds, t.lookupInfo(n))
 			}
 		}
 		w.Array(len(cmds))
@@ -94,7 +97,7 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 		if len(a) > 2 {
 			cmds = cmds[:0]
 			for _, n := range a[2:] {
-				if cmd := t.lookup(n); cmd != nil {
+				if cmd := t.lookupInfo(n); cmd != nil {
 					cmds = append(cmds, cmd)
 				}
 			}
@@ -102,15 +105,9 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 		w.Map(len(cmds))
 		for _, cmd := range cmds {
 			w.BulkString(cmd.Name)
-			w.Map(3)
-			w.BulkString("summary")
-			w.BulkString("")
-			w.BulkString("since")
-			w.BulkString("1.0.0")
-			w.BulkString("group")
-			w.BulkString(cmd.Group)
+			writeCommandDocs(w, cmd)
 		}
-	case "getkeys":
+	case "getkeys", "getkeysandflags":
 		cmd := t.lookup(a[2])
 		if cmd == nil {
 			w.Error("ERR Invalid command specified")
@@ -122,13 +119,26 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 			return
 		}
 		pos := cmd.keys(nil, args)
-		if len(pos) == 0 {
+		if len(pos) == 0 && (cmd.Flags|cmd.shown)&FlagNoMandatoryKeys == 0 {
 			w.Error("ERR The command has no key arguments")
 			return
 		}
+		if strings.EqualFold(string(a[1]), "getkeys") {
+			w.Array(len(pos))
+			for _, i := range pos {
+				w.Bulk(args[i])
+			}
+			return
+		}
+		flags := keyFlags(cmd, args, pos)
 		w.Array(len(pos))
-		for _, i := range pos {
+		for k, i := range pos {
+			w.Array(2)
 			w.Bulk(args[i])
+			w.Set(len(flags[k]))
+			for _, f := range flags[k] {
+				w.SimpleString(f)
+			}
 		}
 	default:
 		w.Error("ERR unknown subcommand '" + truncArg(a[1]) + "'. Try COMMAND HELP.")
@@ -166,15 +176,11 @@ func commandListFilter(a [][]byte) (func(*Command) bool, bool) {
 
 // sortedSubs are a container's subcommands by name (nil for others).
 func sortedSubs(c *Command) []*Command {
-	if len(c.subs) == 0 {
-		return nil
-	}
 	out := make([]*Command, 0, len(c.subs))
 	for _, sub := range c.subs {
 		out = append(out, sub)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return sortedCommands(out)
 }
 
 func (t *Table) sorted() []*Command {
@@ -182,46 +188,43 @@ func (t *Table) sorted() []*Command {
 	for _, c := range t.byName {
 		out = append(out, c)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return sortedCommands(out)
 }
 
-// writeCommandInfo writes Redis 7's COMMAND INFO entry: name, arity,
-// flags, first key, last key, step, ACL categories, tips, key specs,
-// subcommands.
-func writeCommandInfo(w *resp.Writer, cmd *Command) {
-	w.Array(10)
-	w.BulkString(cmd.Name)
-	w.Int(int64(cmd.Arity))
-	var flags []string
-	for _, f := range flagNames {
-		if cmd.Flags&f.f != 0 {
-			flags = append(flags, f.name)
-		}
+// sortedCommands sorts cmds by name.
+func sortedCommands(cmds []*Command) []*Command {
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
+	return cmds
+}
+
+// writeCommandDocs writes a command's COMMAND DOCS map: summary, since,
+// group (dfly keeps no documentation: the summary names only a container,
+// since is 1.0.0), and a container's subcommands.
+func writeCommandDocs(w *resp.Writer, cmd *Command) {
+	n := 3
+	if cmd.infoSubs != nil {
+		n = 5
 	}
-	if cmd.KeyPositions != nil {
-		flags = append(flags, "movablekeys") // its keys depend on its arguments
+	w.Map(n)
+	w.BulkString("summary")
+	if cmd.infoSubs != nil {
+		w.BulkString("A container for " + strings.ToUpper(cmd.Name) + " subcommands")
+	} else {
+		w.BulkString("")
 	}
-	w.Set(len(flags))
-	for _, f := range flags {
-		w.SimpleString(f)
+	w.BulkString("since")
+	w.BulkString("1.0.0")
+	w.BulkString("group")
+	w.BulkString(cmd.Group)
+	if cmd.infoSubs == nil {
+		return
 	}
-	first, last, step := cmd.FirstKey, cmd.LastKey, cmd.Step
-	if cmd.KeyPositions != nil && first == 0 {
-		first, last, step = 1, -1, 1
+	w.BulkString("complexity")
+	w.BulkString("Depends on subcommand.")
+	w.BulkString("subcommands")
+	w.Map(len(cmd.infoSubs))
+	for _, s := range cmd.infoSubs {
+		w.BulkString(s.Name)
+		writeCommandDocs(w, s)
 	}
-	if first == 0 {
-		last, step = 0, 0
-	}
-	w.Int(int64(first))
-	w.Int(int64(last))
-	w.Int(int64(step))
-	cats := shownCategories(cmd)
-	w.Set(len(cats))
-	for _, c := range cats {
-		w.SimpleString("@" + c)
-	}
-	w.Set(0)
-	w.Array(0)
-	w.Array(0)
 }

@@ -11,9 +11,9 @@ import (
 
 func connCommands() []*Command {
 	return []*Command{
-		{Name: "ping", Arity: -1, Flags: FlagFast | FlagStale, Local: cmdPing},
-		{Name: "echo", Arity: 2, Flags: FlagFast, Local: func(c *Conn, a [][]byte, w *resp.Writer) { w.Bulk(a[1]) }},
-		{Name: "quit", Arity: -1, Flags: FlagNoAuth | FlagFast, Local: func(c *Conn, a [][]byte, w *resp.Writer) {
+		{Name: "ping", Arity: -1, Flags: FlagFast, Local: cmdPing},
+		{Name: "echo", Arity: 2, Flags: FlagFast | FlagLoading | FlagStale, Local: func(c *Conn, a [][]byte, w *resp.Writer) { w.Bulk(a[1]) }},
+		{Name: "quit", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagLoading | FlagStale | FlagNoScript, Local: func(c *Conn, a [][]byte, w *resp.Writer) {
 			w.SimpleString("OK")
 			c.closing = true
 		}},

@@ -31,6 +31,15 @@ const (
 	// FlagAsking: a cluster's ASKING applies (COMMAND INFO shows it; a
 	// standalone server treats it as any command).
 	FlagAsking
+
+	// Flags Redis 7 reports that only COMMAND INFO and GETKEYS read: dfly
+	// has no busy script state, no async loading, and does not skip these
+	// commands in MONITOR or SLOWLOG by flag.
+	FlagAllowBusy
+	FlagNoAsyncLoading
+	FlagSkipMonitor
+	FlagSkipSlowlog
+	FlagNoMandatoryKeys
 )
 
 var flagNames = []struct {
@@ -41,6 +50,9 @@ var flagNames = []struct {
 	{FlagAdmin, "admin"}, {FlagPubSub, "pubsub"}, {FlagNoScript, "noscript"},
 	{FlagBlocking, "blocking"}, {FlagLoading, "loading"}, {FlagStale, "stale"},
 	{FlagNoAuth, "no_auth"}, {FlagFast, "fast"}, {FlagAsking, "asking"},
+	{FlagNoMulti, "no_multi"}, {FlagAllowBusy, "allow_busy"}, {FlagNoAsyncLoading, "no_async_loading"},
+	{FlagSkipMonitor, "skip_monitor"}, {FlagSkipSlowlog, "skip_slowlog"},
+	{FlagNoMandatoryKeys, "no_mandatory_keys"},
 }
 
 // Command is one entry of the command table.
@@ -48,8 +60,9 @@ type Command struct {
 	Name  string
 	Arity int // Redis style: n = exactly n args with the name, -n = at least n
 	Flags Flags
-	// Key positions, as COMMAND reports them: first, last (negative counts
-	// from the end) and step. FirstKey 0 means no keys.
+	// Key positions, the keys dfly locks and checks: first, last (negative
+	// counts from the end) and step. FirstKey 0 means no keys. COMMAND INFO
+	// reports Redis's, derived from key specs (command_info.go).
 	FirstKey, LastKey, Step int
 	// KeyPositions overrides the above for commands whose keys are not a
 	// simple range (BITOP, LCS ...); it appends positions to dst.
@@ -74,6 +87,14 @@ type Command struct {
 	cats  uint32
 	// subs: a container's subcommands by name, for ACL (acl_cat.go).
 	subs map[string]*Command
+
+	// What COMMAND INFO reports (command_info.go), apart from what runs:
+	// shown are flags reported beyond Flags, specs the key specifications
+	// (the reported first/last/step derive from them, as in Redis), and
+	// infoSubs the subcommands' own entries, sorted by name.
+	shown    Flags
+	specs    []keySpec
+	infoSubs []*Command
 
 	calls, nsec, failed, rejected atomic.Uint64
 }
@@ -194,6 +215,9 @@ func newTable() *Table {
 	for _, c := range t.byName {
 		c.cats = categoriesOf(c) // acl_cat.go
 		c.subs = subcommandsOf(c)
+	}
+	for _, c := range t.byName {
+		describe(c) // command_info.go
 	}
 	return t
 }
