@@ -176,7 +176,7 @@ var keyAccess = map[string][]string{
 	"OW insert": {"msetnx", "setnx"},
 	"RM delete": {"del", "unlink"},
 	"RW access": {"pfcount", "pfdebug"},
-	// The flags depend on the arguments (GETKEYSANDFLAGS, variableKeyFlags).
+	// The flags depend on the arguments (GETKEYSANDFLAGS, reportedKeyFlags).
 	"RW access update variable_flags": {"set", "bitfield"},
 }
 
@@ -498,20 +498,21 @@ func keyFlags(cmd *Command, args [][]byte, pos []int) [][]string {
 				break
 			}
 		}
-		out[i] = variableKeyFlags(cmd.Name, args, out[i])
+		out[i] = reportedKeyFlags(cmd.Name, args, out[i])
 	}
 	return out
 }
 
-// variableKeyFlags are a key's flags for these arguments when its spec
+// reportedKeyFlags are a key's flags for these arguments when its spec
 // has variable_flags (SET without GET overwrites, BITFIELD with only GET
 // reads), without the flags that describe the spec, not the key.
-func variableKeyFlags(name string, args [][]byte, flags []string) []string {
+func reportedKeyFlags(name string, args [][]byte, flags []string) []string {
 	if !containsString(flags, "variable_flags") && !containsString(flags, "incomplete") {
 		return flags
 	}
-	has := func(words ...string) bool {
-		for _, a := range args[2:] {
+	// has: an option among args from index from (SET's value may be "get").
+	has := func(from int, words ...string) bool {
+		for _, a := range args[min(from, len(args)):] {
 			for _, w := range words {
 				if strings.EqualFold(string(a), w) {
 					return true
@@ -522,11 +523,11 @@ func variableKeyFlags(name string, args [][]byte, flags []string) []string {
 	}
 	switch name {
 	case "set":
-		if !has("get") {
+		if !has(3, "get") {
 			return []string{"OW", "update"}
 		}
 	case "bitfield":
-		if !has("set", "incrby") {
+		if !has(2, "set", "incrby") {
 			return []string{"RO", "access"}
 		}
 	}

@@ -275,7 +275,8 @@ func TestCommandInfoMatchesRedis(t *testing.T) {
 		t.Errorf("COMMAND HELP:\n%s\nredis-server:\n%s", g, w)
 	}
 	for _, cmd := range [][]string{
-		{"SET", "a", "b"}, {"SET", "a", "b", "get"}, {"BITFIELD", "k", "GET", "u8", "0"},
+		{"SET", "a", "b"}, {"SET", "a", "b", "get"}, {"SET", "k", "get"}, {"SET", "k", "get", "get"},
+		{"BITFIELD", "k", "GET", "u8", "0"},
 		{"BITFIELD", "k", "SET", "u8", "0", "1"}, {"SORT", "k", "BY", "w_*", "STORE", "d1", "STORE", "d2"},
 		{"SORT_RO", "k", "GET", "g_*"}, {"ZUNIONSTORE", "d", "2", "a", "b"}, {"ZINTER", "3", "a", "b", "c"},
 		{"XREAD", "COUNT", "2", "STREAMS", "a", "b", "0", "0"}, {"XREADGROUP", "GROUP", "g", "c", "STREAMS", "a", "0"},
