@@ -307,6 +307,16 @@ func unlockLoop() {
 // instead, dfly>dfly's sync p99 / idle p99 measured 1.67x and 1.60x
 // (redis>redis 1.78x and 1.67x) in one PIN=1 run of two rounds.
 //
+// The owed cycle then runs with the loops' Ps. With one P (a pinned
+// server) the collector's fractional worker takes that P in bursts of
+// milliseconds: repl.sh PIN=1 with GODEBUG=gctrace=1 showed it 100-230 ms
+// long after a full sync, in the first 400 ms of stable sync, with replies
+// up to 9-16 ms (any cycle at one P would do the same; the sync only
+// decides when it comes). Running it instead with runtime.GC before the
+// flow gives its P back, at 2 Ps or at 4 (so that a dedicated worker
+// marks), did not help: 12.7-14.7 ms, and at 4 Ps a 4 ms stop and the idle
+// workers of the spare Ps competing with the loop for its CPU.
+//
 // The bound is memory: the goal grows by a quarter of the live heap (at
 // least holdMinRoom) and no more, so a snapshot that makes more garbage
 // than that still collects; a memory limit (--maxmemory) is untouched and
