@@ -97,9 +97,10 @@ type Pacer struct {
 func (p *Pacer) Step() {
 	if !p.started {
 		p.started, p.every = true, sectionYield()
+		wall := time.Now() // before the CPU clock, as below
 		if now := p.clock(); now >= 0 {
 			p.next = now + p.every
-			p.wallAt = time.Now().Add(p.every)
+			p.wallAt = wall.Add(p.every)
 		}
 	}
 	if p.every <= 0 {
@@ -121,7 +122,8 @@ func (p *Pacer) Step() {
 		p.next = now + p.every
 	}
 	// Invariant: the thread's CPU time cannot reach next before wallAt
-	// (it grows no faster than the wall clock).
+	// (it grows no faster than the wall clock, and wall was read before
+	// now).
 	p.wallAt = wall.Add(p.next - now)
 }
 
