@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -493,7 +494,7 @@ func keyFlags(cmd *Command, args [][]byte, pos []int) [][]string {
 		out[i] = fallback
 		for _, s := range specs {
 			found = s.positions(found[:0], args)
-			if containsInt(found, p) {
+			if slices.Contains(found, p) {
 				out[i] = s.flags
 				break
 			}
@@ -507,7 +508,7 @@ func keyFlags(cmd *Command, args [][]byte, pos []int) [][]string {
 // has variable_flags (SET without GET overwrites, BITFIELD with only GET
 // reads), without the flags that describe the spec, not the key.
 func reportedKeyFlags(name string, args [][]byte, flags []string) []string {
-	if !containsString(flags, "variable_flags") && !containsString(flags, "incomplete") {
+	if !slices.Contains(flags, "variable_flags") && !slices.Contains(flags, "incomplete") {
 		return flags
 	}
 	// has: an option among args from index from (SET's value may be "get").
@@ -538,24 +539,6 @@ func reportedKeyFlags(name string, args [][]byte, flags []string) []string {
 		}
 	}
 	return out
-}
-
-func containsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func containsString(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // infoSub is c's subcommand named sub (in any case), for COMMAND INFO.

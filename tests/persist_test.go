@@ -115,38 +115,22 @@ func fillAllTypes(t *testing.T, c *RawConn, db int) {
 func dataset(t *testing.T, c *RawConn, dbs []int) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	// Pipelined in batches of keys: first every key's TYPE, then its
-	// content and PTTL (three round trips per key took seconds for tens of
-	// thousands of keys against a -race build).
-	const batch = 256
+	const batch = 256 // keys per pipelined batch (readKeys)
+	reads := func(typ, key string) [][]string { return append(datasetReads(typ, key), []string{"PTTL", key}) }
 	for _, db := range dbs {
 		mustOK(t, c.Do("SELECT", strconv.Itoa(db)), "select")
-		keys := c.Do("KEYS", "*").Elems
+		var keys []string
+		for _, k := range c.Do("KEYS", "*").Elems {
+			keys = append(keys, k.Str)
+		}
 		for len(keys) > 0 {
-			n := min(batch, len(keys))
-			part := keys[:n]
-			keys = keys[n:]
-			var b strings.Builder
-			for _, k := range part {
-				b.WriteString(EncodeCommand("TYPE", k.Str))
-			}
-			c.Write(b.String())
-			types := make([]string, n)
-			for i := range part {
-				types[i] = c.MustRead().Str
-			}
-			b.Reset()
+			part := keys[:min(batch, len(keys))]
+			keys = keys[len(part):]
+			types, replies := readKeys(c, part, reads)
 			for i, k := range part {
-				for _, cmd := range datasetReads(types[i], k.Str) {
-					b.WriteString(EncodeCommand(cmd...))
-				}
-				b.WriteString(EncodeCommand("PTTL", k.Str))
-			}
-			c.Write(b.String())
-			for i, k := range part {
-				content := datasetContent(types[i], c, len(datasetReads(types[i], k.Str)))
-				ttl := c.MustRead().Int > 0
-				out[fmt.Sprintf("%d/%s", db, k.Str)] = fmt.Sprintf("%s ttl=%v\n%s", types[i], ttl, content)
+				r := replies[i]
+				ttl := r[len(r)-1].Int > 0
+				out[fmt.Sprintf("%d/%s", db, k)] = fmt.Sprintf("%s ttl=%v\n%s", types[i], ttl, datasetContent(types[i], r[:len(r)-1]))
 			}
 		}
 	}
@@ -174,13 +158,9 @@ func datasetReads(typ, key string) [][]string {
 	return nil
 }
 
-// datasetContent reads the n replies of datasetReads(typ, key) and renders
-// them in a form that does not depend on the order of hashes and sets.
-func datasetContent(typ string, c *RawConn, n int) string {
-	replies := make([]Reply, n)
-	for i := range replies {
-		replies[i] = c.MustRead()
-	}
+// datasetContent renders the replies of datasetReads(typ, key) in a form
+// that does not depend on the order of hashes and sets.
+func datasetContent(typ string, replies []Reply) string {
 	switch typ {
 	case "string", "list", "zset":
 		return replies[0].String()

@@ -128,35 +128,48 @@ func digestMatch(t *testing.T, c *RawConn, pattern string) map[string]string {
 
 func describeKey(c *RawConn, key string) string { return describeKeys(c, []string{key})[0] }
 
-// describeKeys is describeKey of each key, pipelined: every TYPE, then
-// every key's reads (a page of SCAN one round trip per command took
-// seconds against a -race build).
+// describeKeys is describeKey of each key, pipelined (readKeys).
 func describeKeys(c *RawConn, keys []string) []string {
+	types, replies := readKeys(c, keys, describeReads)
+	out := make([]string, len(keys))
+	for i := range keys {
+		out[i] = describeRender(types[i], replies[i])
+	}
+	return out
+}
+
+// readKeys reads keys pipelined: every key's TYPE in one write, then every
+// key's reads(type, key) in another; it returns the types and each key's
+// replies. (A page of keys one round trip per command took seconds
+// against a -race build.)
+func readKeys(c *RawConn, keys []string, reads func(typ, key string) [][]string) (types []string, replies [][]Reply) {
 	var b strings.Builder
 	for _, k := range keys {
 		b.WriteString(EncodeCommand("TYPE", k))
 	}
 	c.Write(b.String())
-	types := make([]string, len(keys))
+	types = make([]string, len(keys))
 	for i := range keys {
 		types[i] = c.MustRead().Str
 	}
 	b.Reset()
+	counts := make([]int, len(keys))
 	for i, k := range keys {
-		for _, cmd := range describeReads(types[i], k) {
+		cmds := reads(types[i], k)
+		counts[i] = len(cmds)
+		for _, cmd := range cmds {
 			b.WriteString(EncodeCommand(cmd...))
 		}
 	}
 	c.Write(b.String())
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		replies := make([]Reply, len(describeReads(types[i], k)))
-		for j := range replies {
-			replies[j] = c.MustRead()
+	replies = make([][]Reply, len(keys))
+	for i, n := range counts {
+		replies[i] = make([]Reply, n)
+		for j := range replies[i] {
+			replies[i][j] = c.MustRead()
 		}
-		out[i] = describeRender(types[i], replies)
 	}
-	return out
+	return types, replies
 }
 
 // describeReads are the commands describeKeys sends for a key of type
