@@ -508,6 +508,9 @@ func cmdInfo(x *Coord) {
 		field("evicted_keys", 0)
 		field("keyspace_hits", st.Hits)
 		field("keyspace_misses", st.Misses)
+		runs, fallbacks := srv.borrowStats()
+		field("script_borrowed_runs", runs)         // borrow.go
+		field("script_borrow_fallbacks", fallbacks) // tried, then a coordinator ran it
 		srv.syncStats(field)
 	}
 	if want("replication", true) {

@@ -465,10 +465,13 @@ gather:
 			c.next++
 			c.inflight.Store(1)
 			c.holdReplies = answersSoon(cmd)
+			c.gathered = c.next
+			if len(c.keyPos) > 0 && borrowable(cmd) && c.runBorrowed(p) {
+				return // ran here, or went to a coordinator after all
+			}
 			co := c.coord(cmd)
 			*co = Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: cmd, step: co.step, owned: co.owned}
 			co.start(c)
-			c.gathered = c.next
 			return
 		}
 		if !hasKeys || !groupable(cmd) {
@@ -517,8 +520,9 @@ gather:
 	if local >= 0 {
 		// This loop owns the shard: run its batch here, no hop.
 		b := c.batches[local]
-		b.inline = true
-		c.srv.shards[local].Exec(b)
+		s := c.srv.shards[local]
+		b.inline = !s.Lent() // a lent shard defers it (borrow.go)
+		s.Exec(b)
 	}
 }
 

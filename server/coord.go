@@ -27,6 +27,10 @@ type Coord struct {
 	// local: the command runs on this shard's goroutine, inside a script
 	// confined to the shard; work for it runs inline (see tx.Local).
 	local *shard.Shard
+	// owner: with local, whether shard b is this goroutine's to run on
+	// as well (a is local's id): nil for the shards of local's event loop
+	// (Server.sameLoop); a borrowed run's involved shards (borrow.go).
+	owner func(a, b int) bool
 	// canRetry: an inline script may hand itself over to a coordinator
 	// (see cmdEvalShard); demoted: it did.
 	canRetry, demoted bool
@@ -172,6 +176,21 @@ func (x *Coord) runMulti() {
 	}
 }
 
+// sameOwner reports whether shard b runs on the goroutine that runs shard
+// a (tx.Local's test; a is x.local's id).
+func (x *Coord) sameOwner(a, b int) bool {
+	if x.owner != nil {
+		return x.owner(a, b)
+	}
+	return x.Srv.sameLoop(a, b)
+}
+
+// runsHere reports whether work for shard sid runs in place: x runs on
+// the goroutine that owns (or borrowed) it. Only with local set.
+func (x *Coord) runsHere(sid int) bool {
+	return x.local.ID == sid || x.sameOwner(x.local.ID, sid)
+}
+
 // ShardOf is the shard that owns key.
 func (x *Coord) ShardOf(key []byte) int { return x.Srv.ShardOf(key) }
 
@@ -181,7 +200,7 @@ func (x *Coord) Tx() *tx.Tx {
 	var t *tx.Tx
 	switch {
 	case x.local != nil:
-		t = tx.Local(x.Srv.shards, x.local, x.Srv.sameLoop)
+		t = tx.Local(x.Srv.shards, x.local, x.sameOwner)
 	case x.inTx:
 		t = tx.NestedIn(x.Srv.shards, x.outer)
 	default:
@@ -228,7 +247,7 @@ func (x *Coord) OnEach(fn func(s *shard.Shard)) {
 
 // On runs fn on shard sid without locks and waits.
 func (x *Coord) On(sid int, fn func(s *shard.Shard)) {
-	if x.local != nil && (x.local.ID == sid || x.Srv.sameLoop(x.local.ID, sid)) {
+	if x.local != nil && x.runsHere(sid) {
 		fn(x.Srv.shards[sid]) // this goroutine owns that shard too
 		return
 	}

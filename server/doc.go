@@ -9,8 +9,12 @@
 // goroutine through package tx — except EXECs whose commands each live on
 // one shard, all of the connection's loop but at most one: a run of them,
 // with the single-shard commands among them, runs from the loop itself in
-// one round trip to that other shard (a hop group, multi_hop.go).
-// Coordinators are reused goroutines. Replies are written in request order
+// one round trip to that other shard (a hop group, multi_hop.go) — and
+// scripts: one whose keys live on one shard runs inline on that shard's
+// loop; one whose keys span loops runs inline on the connection's loop,
+// which borrows the other loops' shards for the run (borrow.go), and goes
+// to a coordinator only when they are busy (locks on its keys, a
+// snapshot, a recording journal). Coordinators are reused goroutines. Replies are written in request order
 // once the commands before them are done, in one write per dispatch step
 // unless the work in flight may block.
 //
@@ -21,7 +25,10 @@
 // the replica hides from clients as expired.
 //
 // What it never does: touch a shard's data outside a message running on
-// that shard's goroutine, or block an event loop on a shard.
+// that shard's goroutine (or on its borrower's, while the shard is lent
+// and its own loop defers its messages: shard/lend.go), or block an event
+// loop on another loop's shard work (a borrower waits only for answers
+// that lenders give at once, serving lend requests meanwhile).
 //
 // Invariants:
 //   - A connection has at most one dispatch step in flight; it reads no

@@ -21,13 +21,18 @@ import (
 // enrolls socketpair connections until it has seen every loop, and keeps
 // their EventLoop handles.
 
-// shardTask runs a shard message on the shard's event loop.
+// shardTask runs a shard message on the shard's event loop, or, without
+// a shard, a message for the loop itself.
 type shardTask struct {
 	s *shard.Shard
 	r shard.Runnable
 }
 
 func (t shardTask) Run(context.Context) error {
+	if t.s == nil {
+		t.r.Run(nil) // a message for the loop itself (borrow.go's lendMsg)
+		return nil
+	}
 	t.s.Exec(t.r)
 	return nil
 }
@@ -80,6 +85,8 @@ func (s *Server) discoverLoops(want int) error {
 	for i, el := range found {
 		inboxes[i] = &loopInbox{loop: el}
 	}
+	s.inboxes = inboxes
+	s.initLends(inboxes)
 	s.shardLoop = make([]int, len(s.shards))
 	for i, sh := range s.shards {
 		li := i % len(found)

@@ -321,7 +321,7 @@ func (x *Coord) execQueued(t *tx.Tx, q queued) {
 		t.Run(sid, st.run)
 		st.e, st.q = Exec{prop: st.e.prop[:0]}, queued{}
 	case cmd.Multi != nil:
-		inner := &Coord{Srv: x.Srv, Conn: c, DB: q.db, Args: q.args, W: x.W, cmd: cmd, inTx: true, local: x.local, outer: t,
+		inner := &Coord{Srv: x.Srv, Conn: c, DB: q.db, Args: q.args, W: x.W, cmd: cmd, inTx: true, local: x.local, owner: x.owner, outer: t,
 			script: x.script}
 		cmd.Multi(inner)
 	default:

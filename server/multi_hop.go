@@ -221,8 +221,8 @@ func (g *hopGroup) hold(keys [][]shard.KeyLock, sids []int) bool {
 	var one [1]shard.KeyLock
 	for _, sid := range sids {
 		s := srv.shards[sid]
-		if s.Journal.Active() || s.Tier() != nil {
-			return false
+		if s.Lent() || s.Journal.Active() || s.Tier() != nil {
+			return false // Lent first: a lent shard's state is its borrower's
 		}
 		for _, k := range keys[sid] {
 			held, ok := g.holds(sid, k)
@@ -366,8 +366,19 @@ func (g *hopGroup) remoteDone(b *shardBatch) {
 	g.c.srv.shards[g.local[0]].Send(g)
 }
 
-// Run is step 3, posted by the remote shard.
-func (g *hopGroup) Run(*shard.Shard) { g.finish(false) }
+// Run is step 3, posted by the remote shard. A local shard lent to a
+// script's run meanwhile (borrow.go: the group's keys are locked, so the
+// script has others) is not the loop's to run on until it comes back:
+// step 3 then waits among the shard's deferred messages.
+func (g *hopGroup) Run(*shard.Shard) {
+	for _, sid := range g.local {
+		if s := g.c.srv.shards[sid]; s.Lent() {
+			s.Exec(g) // deferred; runs again on the shard's return
+			return
+		}
+	}
+	g.finish(false)
+}
 
 // finish is step 3, on the connection's loop (whose goroutine owns the
 // local shards). inline: called within the connection's serve.

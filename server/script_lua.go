@@ -830,13 +830,15 @@ func (vm *luaVM) exec(cmd *Command, args [][]byte) {
 		return
 	}
 	if local := sc.x.local; local != nil && cmd.Local == nil {
-		if sc.x.Srv.singleShard(cmd, args, &vm.pos) == local.ID && len(vm.pos) > 0 {
-			// The common call of a script confined to its shard: a
-			// command on its keys runs right here, as execQueued would
-			// through the nested transaction, without making one.
+		if sid := sc.x.Srv.singleShard(cmd, args, &vm.pos); sid >= 0 && len(vm.pos) > 0 && sc.x.runsHere(sid) {
+			// The common call of a script confined to its shard (or to
+			// the shards a borrowed run holds): a command on its keys
+			// runs right here, as execQueued would through the nested
+			// transaction, without making one.
 			cmd.calls.Add(1)
 			e := &vm.exe
-			*e = Exec{S: local, DB: local.DBs[sc.db], Args: args, W: w, Srv: sc.x.Srv, Conn: sc.x.Conn, prop: e.prop[:0]}
+			s := sc.x.Srv.shards[sid]
+			*e = Exec{S: s, DB: s.DBs[sc.db], Args: args, W: w, Srv: sc.x.Srv, Conn: sc.x.Conn, prop: e.prop[:0]}
 			e.run(cmd)
 			e.Args, e.W, e.Conn = nil, nil, nil
 			return

@@ -81,6 +81,8 @@ type Server struct {
 	loops     []gnet.EventLoop
 	shardLoop []int
 	wakers    []*loopWaker // per loop: yielded work (loops.go)
+	inboxes   []*loopInbox // per loop: shard messages (loops.go)
+	lends     []*loopLend  // per loop: borrowed runs (borrow.go)
 	// loopsReady is set after discovery; connections that send commands
 	// before it wait in early and are woken then.
 	loopsReady atomic.Bool
@@ -192,6 +194,7 @@ func hashTag(key []byte) []byte {
 // handler). Keyless shard commands go to shard 0.
 func (s *Server) singleShard(cmd *Command, args [][]byte, scratch *[]int) int {
 	if cmd.Shard == nil || (cmd.Coordinate != nil && cmd.Coordinate(s, args)) {
+		*scratch = (*scratch)[:0] // no keys to run inline: see Conn.runBorrowed
 		return -1
 	}
 	pos := cmd.keys((*scratch)[:0], args)

@@ -103,6 +103,10 @@ type Shard struct {
 	// paid for (strs.go); depth counts nested Execs, paid at depth 0.
 	defragDue bool
 	depth     int
+	// lent: the shard is lent to a borrower; deferred: the messages
+	// that came meanwhile (lend.go).
+	lent     bool
+	deferred []Runnable
 
 	// Replica mode (issue 8, server/repl_replica.go): a replica never
 	// expires keys itself; its master's DELs delete them. With ReplicaMode
@@ -168,6 +172,14 @@ func (s *Shard) Send(r Runnable) {
 
 // Exec runs r now; only the shard's owning goroutine may call it.
 func (s *Shard) Exec(r Runnable) {
+	if s.lent {
+		s.deferred = append(s.deferred, r) // lend.go
+		return
+	}
+	s.exec(r)
+}
+
+func (s *Shard) exec(r Runnable) {
 	s.now = time.Now().UnixMilli()
 	s.depth++
 	r.Run(s)

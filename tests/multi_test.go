@@ -169,22 +169,10 @@ func multiBank(t *testing.T, shards string) {
 			defer wg.Done()
 			c := srv.Client(t, 2)
 			for time.Now().Before(stop) {
-				var cmds []*redis.StringCmd
-				_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-					cmds = cmds[:0]
-					for _, k := range keys {
-						cmds = append(cmds, p.Get(ctx, k))
-					}
-					return nil
-				})
+				sum, err := sumInMulti(ctx, c, keys)
 				if err != nil {
 					errs <- err
 					return
-				}
-				sum := 0
-				for _, cmd := range cmds {
-					n, _ := cmd.Int()
-					sum += n
 				}
 				if sum != accounts*start {
 					errs <- fmt.Errorf("seed %d: a reader saw total %d, want %d", seed, sum, accounts*start)
@@ -196,6 +184,30 @@ func multiBank(t *testing.T, shards string) {
 	}
 	waitBank(t, &wg, errs, &transfers, &sums)
 }
+
+// sumInMulti adds up the accounts, read in one MULTI/EXEC.
+func sumInMulti(ctx context.Context, c *redis.Client, keys []string) (int, error) {
+	var cmds []*redis.StringCmd
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		cmds = cmds[:0]
+		for _, k := range keys {
+			cmds = append(cmds, p.Get(ctx, k))
+		}
+		return nil
+	})
+	sum := 0
+	for _, cmd := range cmds {
+		n, _ := cmd.Int()
+		sum += n
+	}
+	return sum, err
+}
+
+// sumScript adds up the accounts it is given as keys, in one script.
+var sumScript = redis.NewScript(`
+local s = 0
+for _, k in ipairs(KEYS) do s = s + tonumber(redis.call('get', k)) end
+return s`)
 
 // waitBank waits for a bank test's clients and fails on their first error
 // or when they made no progress.

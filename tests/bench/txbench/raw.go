@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/cespare/xxhash/v2"
 	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -74,6 +76,14 @@ func rawClient(addr, test string, id, pipeline, keys int, deadline time.Time, op
 		for j := 0; j < pipeline; j++ {
 			k1 = strconv.AppendInt(append(k1[:0], test+":"...), int64(rng.IntN(keys)), 10)
 			k2 = strconv.AppendInt(append(k2[:0], test+":"...), int64(rng.IntN(keys)), 10)
+			for os.Getenv("TXCROSS") != "" && xxhash.Sum64(k1)%2 == xxhash.Sum64(k2)%2 {
+				k2 = strconv.AppendInt(append(k2[:0], test+":"...), int64(rng.IntN(keys)), 10)
+			}
+			if os.Getenv("TXSAME") != "" {
+				k2 = append(append(append(k2[:0], '{'), k1...), "}b"...)
+				k1 = append(append(k1[:0], '{'), k2[1:len(k2)-1]...)
+				k1 = append(k1, '}', 'a')
+			}
 			if test == "multi" {
 				req = append(req, "*1\r\n$5\r\nMULTI\r\n"...)
 				req = appendCommand(req, "SET", string(k1), "v")

@@ -1,0 +1,443 @@
+package server
+
+import (
+	"slices"
+	"sync/atomic"
+
+	"github.com/dfly/dfly/shard"
+)
+
+// A borrowed run executes a script whose keys live on the shards of more
+// than one event loop on the connection's own loop, as one inline run,
+// instead of on a coordinator that hops to a shard for each call and
+// waits for each hop (a cross-shard EVAL cost 3.2x the server CPU of one
+// confined to a shard: goroutine hand-offs, not work). The connection's
+// loop, the borrower, asks every other loop owning one of the script's
+// shards, a lender, to lend those shards (shard.Lend): the lender checks
+// that each is quiet (shard.Lendable: no key locked, no snapshot, no
+// recording journal, no tiered storage), marks them lent and answers at
+// once. A lent shard defers every message that comes for it; its loop goes
+// on serving its connections and its other shards. The borrower runs the
+// script inline, touching the lent shards as their owner would
+// (ExecBorrowed), then sends each lender its shards back (shard.Return),
+// which runs the deferred messages in order.
+//
+// Atomicity: while the script runs, no other goroutine runs anything on
+// any of its shards (the borrower's own are busy with it, the lent ones
+// defer), and no lock of another transaction was held on a lent shard or
+// on the script's keys on the borrower's own shards when it started. So
+// it is one indivisible step, as an inline script on one shard is.
+//
+// No deadlock and no hold-and-wait:
+//   - A lender never waits: it answers a request at once, yes or no.
+//   - A borrower waits only for the answers to its requests, and while it
+//     waits it serves the lend messages for its own loop (scanInbox):
+//     requests from loops of a lower index are answered as when idle,
+//     those from higher ones are refused (lower loops win a conflict), and
+//     returns of its shards are taken. Answers thus always come.
+//   - A borrower whose request was refused, or whose own shards were lent
+//     meanwhile, gives back everything granted before it waits again (for
+//     its shards' return), so no loop waits while holding another's
+//     shards. After maxBorrowTries failed tries the script goes to a
+//     coordinator, which waits on no event loop's goroutine.
+// A borrowed run is subject to the inline script budget (scriptRun): one
+// that has not written by localScriptBudget stops and runs again on a
+// coordinator; one that has written runs to its end, holding the loops'
+// shards as an inline script holds its shard's.
+
+// maxBorrowTries bounds the tries of one borrowed run before it goes to a
+// coordinator.
+const maxBorrowTries = 8
+
+type lendKind uint8
+
+const (
+	lendAsk  lendKind = iota // lend sids to loop from
+	lendBack                 // take sids back from loop from
+)
+
+// lendMsg is a message between loops for a borrowed run. It runs on the
+// receiving loop outside any shard's Exec (a shardTask without a shard).
+type lendMsg struct {
+	srv      *Server
+	kind     lendKind
+	from, to int   // the borrowing and the lending loop
+	sids     []int // the lender's shards of the run, ascending
+	// keys: per shard id, the run's keys there (set for the lender's)
+	keys    [][]shard.KeyLock
+	granted bool // the answer to a lendAsk
+	// busy: refused because a shard was not quiet (not for priority), so
+	// trying again soon is unlikely to do better.
+	busy bool
+}
+
+func (m *lendMsg) Run(*shard.Shard) { m.srv.lends[m.to].handle(m) }
+
+// loopLend is an event loop's part in borrowed runs. Only the loop's
+// goroutine touches it, except acks and poke, which other loops send to.
+type loopLend struct {
+	srv  *Server
+	loop int
+	in   *loopInbox
+	// poke: a lend message was posted to this loop; acks: the answers to
+	// its requests (one buffer slot per other loop: never blocks).
+	poke chan struct{}
+	acks chan *lendMsg
+	// trying: the loop is taking shards for a run (or waits to try again):
+	// requests from higher loops are refused meanwhile. (A fixed order:
+	// with an order by age instead, two loops under load took turns
+	// refusing each other, three tries a run, and cost 40% more CPU. A
+	// higher loop's run that keeps losing goes to a coordinator after
+	// maxBorrowTries.)
+	trying bool
+	// asks and backs: per lending loop, reused (an ask is answered, a back
+	// is taken, before the next run posts it again: inbox order).
+	asks, backs []*lendMsg
+	// The run being tried: its shards (ascending), which of them are
+	// involved, the lenders' loops, and the keys on each own shard.
+	sids     []int
+	involved []bool
+	lenders  []int
+	keys     [][]shard.KeyLock
+	scratch  []*lendMsg
+	co       Coord
+	nest     borrowNest
+	owner    func(a, b int) bool
+	// runs and fallbacks count the loop's borrowed runs and the scripts
+	// that tried and went to a coordinator (INFO stats).
+	runs, fallbacks atomic.Uint64
+	// skip: scripts to send straight to a coordinator, after a fallback:
+	// while other transactions keep the shards locked (or a snapshot
+	// runs), a try costs a round trip that ends in a coordinator anyway.
+	// backoff doubles with each fallback in a row (up to maxBorrowSkip)
+	// and ends with a borrowed run.
+	skip, backoff int
+}
+
+// maxBorrowSkip bounds loopLend.backoff.
+const maxBorrowSkip = 64
+
+// fellBack counts a fallback and backs off (loopLend.skip).
+func (l *loopLend) fellBack() {
+	l.fallbacks.Add(1)
+	l.backoff = min(max(1, 2*l.backoff), maxBorrowSkip)
+	l.skip = l.backoff
+}
+
+func (s *Server) initLends(inboxes []*loopInbox) {
+	n := len(inboxes)
+	s.lends = make([]*loopLend, n)
+	for i, in := range inboxes {
+		l := &loopLend{srv: s, loop: i, in: in, poke: make(chan struct{}, 1), acks: make(chan *lendMsg, n),
+			asks: make([]*lendMsg, n), backs: make([]*lendMsg, n),
+			involved: make([]bool, len(s.shards)), keys: make([][]shard.KeyLock, len(s.shards))}
+		for j := range n {
+			l.asks[j] = &lendMsg{srv: s, kind: lendAsk, from: i, to: j, keys: l.keys}
+			l.backs[j] = &lendMsg{srv: s, kind: lendBack, from: i, to: j}
+		}
+		l.owner = func(_, b int) bool { return l.involved[b] }
+		l.nest.l = l
+		s.lends[i] = l
+	}
+}
+
+// post sends m to its lending loop and wakes that loop if it waits.
+func (s *Server) postLend(m *lendMsg) {
+	s.inboxes[m.to].post(shardTask{r: m})
+	select {
+	case s.lends[m.to].poke <- struct{}{}:
+	default:
+	}
+}
+
+// handle runs a lend message on the loop it was sent to.
+func (l *loopLend) handle(m *lendMsg) {
+	shards := l.srv.shards
+	if m.kind == lendBack {
+		for _, sid := range m.sids {
+			shards[sid].Return()
+		}
+		return
+	}
+	ok := !(l.trying && m.from > l.loop)
+	m.busy = false
+	for _, sid := range m.sids {
+		s := shards[sid]
+		switch {
+		case !ok:
+		case s.Lent():
+			ok = false // lent to another run: soon back
+		case !s.Lendable(m.keys[sid]):
+			ok, m.busy = false, true
+		}
+	}
+	if ok {
+		for _, sid := range m.sids {
+			shards[sid].Lend()
+		}
+	}
+	m.granted = ok
+	l.srv.lends[m.from].acks <- m
+}
+
+// scanInbox takes the lend messages out of the loop's inbox and handles
+// them, leaving the rest in order: what a borrower does while it waits.
+// Taking a return ahead of messages posted before it keeps each shard's
+// order: those came after the shard was lent, so they would only have
+// been deferred behind the ones Return runs first.
+func (l *loopLend) scanInbox() {
+	in := l.in
+	msgs := l.scratch[:0]
+	in.mu.Lock()
+	q := in.queue[:0]
+	for _, t := range in.queue {
+		if m, ok := t.r.(*lendMsg); ok && t.s == nil {
+			msgs = append(msgs, m)
+			continue
+		}
+		q = append(q, t)
+	}
+	clear(in.queue[len(q):])
+	in.queue = q
+	in.mu.Unlock()
+	for i, m := range msgs {
+		l.handle(m)
+		msgs[i] = nil
+	}
+	l.scratch = msgs[:0]
+}
+
+// ownLent reports whether one of the run's own shards is lent out.
+func (l *loopLend) ownLent() bool {
+	for _, sid := range l.sids {
+		if l.srv.shardLoop[sid] == l.loop && l.srv.shards[sid].Lent() {
+			return true
+		}
+	}
+	return false
+}
+
+// borrowable reports whether cmd may run as a borrowed run: a script.
+func borrowable(cmd *Command) bool {
+	switch cmd.Name {
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+		return true
+	}
+	return false
+}
+
+// runBorrowed runs the script p (keys at c.keyPos, on more than one shard,
+// cleared by its Coordinate check to run inline) as a borrowed run on the
+// connection's loop, and reports true when it did (or handed it to a
+// coordinator after an inline start, having answered nothing): the
+// command is then complete or in flight. False: nothing ran; the caller
+// sends it to a coordinator.
+func (c *Conn) runBorrowed(p *pending) bool {
+	srv := c.srv
+	if c.loop < 0 || srv.lends == nil || srv.tiered != nil || p.track || c.tracker != nil {
+		return false
+	}
+	l := srv.lends[c.loop]
+	if l.skip > 0 {
+		l.skip--
+		return false
+	}
+	for _, sid := range l.sids {
+		l.involved[sid] = false
+		l.keys[sid] = l.keys[sid][:0]
+	}
+	l.sids, l.lenders = l.sids[:0], l.lenders[:0]
+	excl := p.cmd.Flags&FlagWrite != 0
+	for _, i := range c.keyPos {
+		sid := srv.ShardOf(p.args[i])
+		if !l.involved[sid] {
+			l.involved[sid] = true
+			l.sids = append(l.sids, sid)
+		}
+		l.keys[sid] = append(l.keys[sid], shard.KeyLock{DB: p.db, Key: string(p.args[i]), Excl: excl})
+	}
+	slices.Sort(l.sids)
+	for _, sid := range l.sids {
+		if lp := srv.shardLoop[sid]; lp != c.loop && !slices.Contains(l.lenders, lp) {
+			l.lenders = append(l.lenders, lp)
+		}
+	}
+	for _, lp := range l.lenders {
+		a := l.asks[lp]
+		a.sids = a.sids[:0]
+		for _, sid := range l.sids {
+			if srv.shardLoop[sid] == lp {
+				a.sids = append(a.sids, sid)
+			}
+		}
+	}
+	for try := 0; ; try++ {
+		if try == maxBorrowTries {
+			l.fellBack()
+			return false
+		}
+		l.trying = true
+		for l.ownLent() {
+			<-l.poke // the borrower of our shards returns them with a poke
+			l.scanInbox()
+		}
+		for _, lp := range l.lenders {
+			srv.postLend(l.asks[lp])
+		}
+		granted, refused, busy := 0, 0, false
+		for granted+refused < len(l.lenders) {
+			select {
+			case m := <-l.acks:
+				if m.granted {
+					granted++
+				} else {
+					refused++
+					busy = busy || m.busy
+				}
+			case <-l.poke:
+				l.scanInbox()
+			}
+		}
+		l.trying = false
+		if refused == 0 && !l.ownLent() {
+			switch l.ownReady() {
+			case ownOK:
+				l.runs.Add(1)
+				l.backoff = 0
+				c.runLent(p)
+				l.giveBack()
+				return true
+			case ownBusy:
+				l.giveBack()
+				l.fellBack()
+				return false
+			}
+		}
+		l.giveBack()
+		if busy {
+			l.fellBack()
+			return false
+		}
+	}
+}
+
+type ownState uint8
+
+const (
+	ownOK   ownState = iota
+	ownBusy          // a key locked, a journal recording, tiered storage: a coordinator's job
+)
+
+// ownReady checks the run's shards on the borrower's own loop as a
+// connection's batch checks a command's (shardBatch.exec), and shows a
+// multi-key write's keys to a snapshot's gates.
+func (l *loopLend) ownReady() ownState {
+	for _, sid := range l.sids {
+		s := l.srv.shards[sid]
+		if l.srv.shardLoop[sid] != l.loop {
+			continue
+		}
+		if s.Journal.Active() || s.Tier() != nil {
+			return ownBusy
+		}
+		if !s.Idle() && !s.Available(l.keys[sid]) {
+			return ownBusy
+		}
+	}
+	n, write := 0, false
+	for _, sid := range l.sids {
+		n += len(l.keys[sid])
+		for _, k := range l.keys[sid] {
+			write = write || k.Excl
+		}
+	}
+	if n > 1 && write {
+		for _, sid := range l.sids {
+			if s := l.srv.shards[sid]; l.srv.shardLoop[sid] == l.loop && !s.Idle() {
+				s.Capture(l.keys[sid])
+			}
+		}
+	}
+	return ownOK
+}
+
+// giveBack returns every lent shard of the run whose request was granted.
+func (l *loopLend) giveBack() {
+	for _, lp := range l.lenders {
+		if a := l.asks[lp]; a.granted {
+			a.granted = false
+			// The lender took this run's ask after the last back it was
+			// sent (inbox order), so that back is done with.
+			b := l.backs[lp]
+			b.sids = append(b.sids[:0], a.sids...)
+			l.srv.postLend(b)
+		}
+	}
+}
+
+// runLent runs the script of p with every shard of the run held: inside
+// an Exec of each (its clock set, its blocked clients served after), as a
+// coordinator would run it (counted, timed, a panic answered), with the
+// command's reply written for the connection's serve to send.
+func (c *Conn) runLent(p *pending) {
+	l := c.srv.lends[c.loop]
+	x := &l.co
+	*x = Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: p.cmd, inTx: true,
+		local: c.srv.shards[l.sids[0]], owner: l.owner, canRetry: true, step: x.step, owned: x.owned}
+	n := &l.nest
+	n.i = 0
+	n.run()
+	if x.demoted {
+		// Over the inline budget before it wrote: it runs again on a
+		// coordinator, holding only its keys (cmdEvalShard's retry).
+		co := c.coord(p.cmd)
+		*co = Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: p.cmd, step: co.step, owned: co.owned}
+		*x = Coord{step: x.step, owned: x.owned}
+		co.start(c)
+		return
+	}
+	*x = Coord{step: x.step, owned: x.owned}
+	c.complete(true)
+}
+
+// borrowNest enters the Exec of each of the run's shards in turn (its own
+// ones' Exec, the lent ones' ExecBorrowed) and runs the script innermost.
+type borrowNest struct {
+	l *loopLend
+	i int
+}
+
+func (n *borrowNest) Run(*shard.Shard) { n.run() }
+
+func (n *borrowNest) run() {
+	l := n.l
+	if n.i < len(l.sids) {
+		sid := l.sids[n.i]
+		n.i++
+		if s := l.srv.shards[sid]; l.srv.shardLoop[sid] == l.loop {
+			s.Exec(n)
+		} else {
+			s.ExecBorrowed(n)
+		}
+		return
+	}
+	x := &l.co
+	start := nanotime()
+	x.runGuarded()
+	if x.demoted {
+		return // counted by the coordinator that runs it again
+	}
+	x.cmd.calls.Add(1)
+	if end := x.Srv.slowCheck(x.Conn, x.Args, start); end != 0 {
+		x.cmd.nsec.Add(uint64(end - start))
+	}
+}
+
+// borrowStats are the borrowed runs and the fallbacks of every loop.
+func (s *Server) borrowStats() (runs, fallbacks uint64) {
+	for _, l := range s.lends {
+		runs += l.runs.Load()
+		fallbacks += l.fallbacks.Load()
+	}
+	return runs, fallbacks
+}

@@ -1,0 +1,234 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestScriptBorrowedRuns: scripts whose keys span the shards of both event
+// loops run on their connection's loop with the other loop's shards lent to
+// it (server/borrow.go). Against them, at once: scripts on other
+// connections (both loops borrowing from each other), pipelined MULTI/EXEC
+// transfers (hop groups and coordinators), WATCH-based transfers (a
+// borrowed run's write must fail their EXEC), a client blocked in BLPOP on
+// a list the scripts push to (served from a lent shard), BGSAVE (a snapshot
+// makes shards not lendable: the scripts go to coordinators meanwhile), and
+// readers summing every account in MULTI/EXEC and in a read-only script.
+// Every reader must see the same total, every push be popped once, and the
+// accounts add up at the end. The seed is printed.
+func TestScriptBorrowedRuns(t *testing.T) {
+	for _, shards := range []string{"2", "3"} {
+		t.Run("shards="+shards, func(t *testing.T) { borrowedRuns(t, shards) })
+	}
+}
+
+func borrowedRuns(t *testing.T, shards string) {
+	const accounts, start = 48, 1000
+	srv, keys, seed := startBank(t, shards, accounts, start)
+	ctx := context.Background()
+	// Each script transfer also pushes a token to its worker's queue (one
+	// queue each: a queue shared by every script would be a key they all
+	// lock in turn); a client blocked on all the queues counts the pops.
+	queues := make([]string, 6)
+	for w := range queues {
+		queues[w] = "q:" + strconv.Itoa(w)
+	}
+	transfer := redis.NewScript(`
+local from = tonumber(redis.call('get', KEYS[1]))
+local amt = tonumber(ARGV[1])
+if KEYS[1] == KEYS[2] or from < amt then return 0 end
+redis.call('set', KEYS[1], from - amt)
+redis.call('incrby', KEYS[2], amt)
+redis.call('lpush', KEYS[3], ARGV[2])
+return 1`)
+	stop := time.Now().Add(2 * time.Second)
+	var wg sync.WaitGroup
+	var scripted, multis, watched, watchFails, sums, pushes atomic.Int64
+	errs := make(chan error, 64)
+	fail := func(format string, args ...any) {
+		select {
+		case errs <- fmt.Errorf("seed %d: "+format, append([]any{seed}, args...)...):
+		default:
+		}
+	}
+	for w := 0; w < 6; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			c := srv.Client(t, 2+w%2)
+			for i := 0; time.Now().Before(stop); i++ {
+				from, to := keys[rng.IntN(accounts)], keys[rng.IntN(accounts)]
+				amt := rng.IntN(100)
+				switch w % 3 {
+				case 0, 1: // a script, pushing a token
+					n, err := transfer.Run(ctx, c, []string{from, to, queues[w]}, amt, "t").Int()
+					if err != nil {
+						fail("transfer: %v", err)
+						return
+					}
+					scripted.Add(1)
+					pushes.Add(int64(n))
+				case 2:
+					if i%2 == 0 { // MULTI/EXEC: unconditional, the total is what counts
+						_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+							p.DecrBy(ctx, from, int64(amt))
+							p.IncrBy(ctx, to, int64(amt))
+							return nil
+						})
+						if err != nil {
+							fail("MULTI transfer: %v", err)
+							return
+						}
+						multis.Add(1)
+						continue
+					}
+					// WATCH: read, then write both only if neither changed.
+					err := c.Watch(ctx, func(tx *redis.Tx) error {
+						f, err := tx.Get(ctx, from).Int()
+						if err != nil {
+							return err
+						}
+						g, err := tx.Get(ctx, to).Int()
+						if err != nil {
+							return err
+						}
+						if from == to {
+							return nil
+						}
+						_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+							p.Set(ctx, from, f-amt, 0)
+							p.Set(ctx, to, g+amt, 0)
+							return nil
+						})
+						return err
+					}, from, to)
+					switch {
+					case errors.Is(err, redis.TxFailedErr):
+						watchFails.Add(1)
+					case err != nil:
+						fail("WATCH transfer: %v", err)
+						return
+					default:
+						watched.Add(1)
+					}
+				}
+			}
+		}(w)
+	}
+	var popped atomic.Int64
+	var left int64
+	popDone := make(chan struct{})
+	go func() {
+		defer close(popDone)
+		c := srv.Client(t, 2)
+		for {
+			v, err := c.BLPop(ctx, time.Second, queues...).Result()
+			if errors.Is(err, redis.Nil) {
+				if time.Now().After(stop.Add(time.Second)) {
+					return
+				}
+				continue
+			}
+			if err != nil {
+				fail("BLPOP: %v", err)
+				return
+			}
+			if !strings.HasPrefix(v[0], "q:") || v[1] != "t" {
+				fail("BLPOP popped %q", v)
+				return
+			}
+			popped.Add(1)
+		}
+	}()
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			c := srv.Client(t, 2)
+			for time.Now().Before(stop) {
+				var total int
+				var err error
+				if r == 0 {
+					total, err = sumInMulti(ctx, c, keys)
+				} else {
+					total, err = sumScript.RunRO(ctx, c, keys).Int()
+				}
+				if err != nil {
+					fail("sum: %v", err)
+					return
+				}
+				if total != accounts*start {
+					fail("a reader saw total %d, want %d", total, accounts*start)
+					return
+				}
+				sums.Add(1)
+				// A reader locks every account: reading without a pause
+				// would keep most scripts off the borrowed path (they go
+				// to coordinators while the shards are locked).
+				time.Sleep(3 * time.Millisecond)
+			}
+		}(r)
+	}
+	wg.Add(1)
+	go func() { // snapshots now and then
+		defer wg.Done()
+		c := srv.Client(t, 2)
+		for time.Now().Before(stop) {
+			if err := c.BgSave(ctx).Err(); err != nil && !strings.Contains(err.Error(), "in progress") {
+				fail("BGSAVE: %v", err)
+				return
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}()
+	wg.Wait()
+	<-popDone
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	c := srv.Client(t, 2)
+	total := 0
+	for _, k := range keys {
+		n, err := c.Get(ctx, k).Int()
+		if err != nil {
+			t.Fatalf("GET %s: %v", k, err)
+		}
+		total += n
+	}
+	if total != accounts*start {
+		t.Fatalf("seed %d: accounts add up to %d after the load, want %d", seed, total, accounts*start)
+	}
+	for _, q := range queues {
+		n, _ := c.LLen(ctx, q).Result()
+		left += n
+	}
+	if popped.Load()+left != pushes.Load() {
+		t.Fatalf("seed %d: %d tokens pushed, %d popped, %d left", seed, pushes.Load(), popped.Load(), left)
+	}
+	if scripted.Load() == 0 || multis.Load() == 0 || watched.Load() == 0 || sums.Load() == 0 || popped.Load() == 0 {
+		t.Fatalf("seed %d: no progress: %d scripts, %d MULTI, %d WATCH, %d sums, %d pops",
+			seed, scripted.Load(), multis.Load(), watched.Load(), sums.Load(), popped.Load())
+	}
+	t.Logf("%d scripts, %d MULTI, %d WATCH (%d failed), %d sums, %d pops", scripted.Load(), multis.Load(),
+		watched.Load(), watchFails.Load(), sums.Load(), popped.Load())
+	if !IsRedis() {
+		raw := srv.Raw(t)
+		runs := infoField(raw, "stats", "script_borrowed_runs")
+		if n, _ := strconv.Atoi(runs); n == 0 {
+			t.Fatalf("no borrowed run (script_borrowed_runs %q): the test tested nothing new", runs)
+		}
+		t.Logf("script_borrowed_runs %s, script_borrow_fallbacks %s", runs, infoField(raw, "stats", "script_borrow_fallbacks"))
+	}
+}
