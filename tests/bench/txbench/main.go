@@ -28,6 +28,7 @@ func main() {
 	tests := flag.String("t", "multi,eval", "tests: multi, eval")
 	raw := flag.Bool("raw", false, "a lean client (pre-encoded RESP on a plain socket) instead of go-redis, so that the client's CPU does not bound the figure")
 	pipeline := flag.Int("P", 1, "transactions in flight per client (-raw only)")
+	flag.StringVar(&place, "place", "random", "where a transaction's two keys are (-raw only): random, same (one hash tag: one shard), cross2 (different shards of a 2-shard dfly)")
 	flag.Parse()
 	ctx := context.Background()
 	for _, test := range splitComma(*tests) {

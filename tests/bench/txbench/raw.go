@@ -7,7 +7,6 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"math/rand/v2"
 	"net"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -76,13 +75,16 @@ func rawClient(addr, test string, id, pipeline, keys int, deadline time.Time, op
 		for j := 0; j < pipeline; j++ {
 			k1 = strconv.AppendInt(append(k1[:0], test+":"...), int64(rng.IntN(keys)), 10)
 			k2 = strconv.AppendInt(append(k2[:0], test+":"...), int64(rng.IntN(keys)), 10)
-			for os.Getenv("TXCROSS") != "" && xxhash.Sum64(k1)%2 == xxhash.Sum64(k2)%2 {
-				k2 = strconv.AppendInt(append(k2[:0], test+":"...), int64(rng.IntN(keys)), 10)
-			}
-			if os.Getenv("TXSAME") != "" {
-				k2 = append(append(append(k2[:0], '{'), k1...), "}b"...)
-				k1 = append(append(k1[:0], '{'), k2[1:len(k2)-1]...)
-				k1 = append(k1, '}', 'a')
+			switch place {
+			case "cross2":
+				// dfly's shard of a key without a hash tag: xxhash % shards.
+				for xxhash.Sum64(k1)%2 == xxhash.Sum64(k2)%2 {
+					k2 = strconv.AppendInt(append(k2[:0], test+":"...), int64(rng.IntN(keys)), 10)
+				}
+			case "same": // one hash tag: one shard
+				k1 = strconv.AppendInt(append(k1[:0], test+":{"...), int64(rng.IntN(keys)), 10)
+				k1 = append(k1, "}a"...)
+				k2 = append(append(k2[:0], k1[:len(k1)-1]...), 'b')
 			}
 			if test == "multi" {
 				req = append(req, "*1\r\n$5\r\nMULTI\r\n"...)
@@ -155,3 +157,6 @@ func skipReply(r *bufio.Reader) error {
 	}
 	return fmt.Errorf("unexpected reply %q", line)
 }
+
+// place is the -place flag: where a transaction's two keys live.
+var place string
