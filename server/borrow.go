@@ -3,6 +3,7 @@ package server
 import (
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/dfly/dfly/shard"
 )
@@ -14,32 +15,40 @@ import (
 // confined to a shard: goroutine hand-offs, not work). The connection's
 // loop, the borrower, asks every other loop owning one of the script's
 // shards, a lender, to lend those shards (shard.Lend): the lender checks
-// that each is quiet (shard.Lendable: no key locked, no snapshot, no
-// recording journal, no tiered storage), marks them lent and answers at
-// once. A lent shard defers every message that comes for it; its loop goes
-// on serving its connections and its other shards. The borrower runs the
-// script inline, touching the lent shards as their owner would
-// (ExecBorrowed), then sends each lender its shards back (shard.Return),
-// which runs the deferred messages in order.
+// that each is quiet (shard.Lendable: the script's keys free, no
+// snapshot, no recording journal, no tiered storage), marks them lent and
+// answers at once, by a message back. A lent shard defers every message
+// that comes for it; its loop goes on serving its connections and its
+// other shards. The borrower runs the script inline, touching the lent
+// shards as their owner would (ExecBorrowed), then sends each lender its
+// shards back (shard.Return), which runs the deferred messages in order.
 //
 // Atomicity: while the script runs, no other goroutine runs anything on
 // any of its shards (the borrower's own are busy with it, the lent ones
-// defer), and no lock of another transaction was held on a lent shard or
-// on the script's keys on the borrower's own shards when it started. So
-// it is one indivisible step, as an inline script on one shard is.
+// defer), and none of its keys was locked by another transaction when it
+// started. So it is one indivisible step, as an inline script on one
+// shard is.
 //
-// No deadlock and no hold-and-wait:
-//   - A lender never waits: it answers a request at once, yes or no.
-//   - A borrower waits only for the answers to its requests, and while it
-//     waits it serves the lend messages for its own loop (scanInbox):
-//     requests from loops of a lower index are answered as when idle,
-//     those from higher ones are refused (lower loops win a conflict), and
-//     returns of its shards are taken. Answers thus always come.
+// No deadlock, and no loop stalled behind another:
+//   - A lender never waits: it answers a request when its loop reaches
+//     it, yes or no.
+//   - A borrower waits only for the answers to its requests (or for its
+//     own shards to come back), and while it waits it serves the lend
+//     messages for its own loop (scanInbox): requests from loops of a
+//     lower index are answered as when idle, those from higher ones are
+//     refused (lower loops win a conflict), answers and returns are
+//     taken. So answers always come.
 //   - A borrower whose request was refused, or whose own shards were lent
 //     meanwhile, gives back everything granted before it waits again (for
 //     its shards' return), so no loop waits while holding another's
 //     shards. After maxBorrowTries failed tries the script goes to a
 //     coordinator, which waits on no event loop's goroutine.
+//   - No wait lasts longer than borrowWait: a lender busy in a long
+//     script (or holding the borrower's shards for one) answers only
+//     after it, and the borrower must not stall its own connections that
+//     long. It abandons the try (answers still out will be stale: what
+//     they lent goes straight back) and the script goes to a coordinator.
+//
 // A borrowed run is subject to the inline script budget (scriptRun): one
 // that has not written by localScriptBudget stops and runs again on a
 // coordinator; one that has written runs to its end, holding the loops'
@@ -52,20 +61,32 @@ const maxBorrowTries = 8
 type lendKind uint8
 
 const (
-	lendAsk  lendKind = iota // lend sids to loop from
-	lendBack                 // take sids back from loop from
+	lendAsk  lendKind = iota // to the lender: lend sids to loop from
+	lendAck                  // to the borrower: the answer (granted)
+	lendBack                 // to the lender: take sids back
 )
+
+// borrowWait bounds each wait of a borrower (for answers, or for its own
+// shards' return): past it the script goes to a coordinator instead. A
+// loop answers within microseconds unless it is itself running a script
+// that takes long; the borrower must not stall its loop behind that.
+const borrowWait = time.Millisecond
 
 // lendMsg is a message between loops for a borrowed run. It runs on the
 // receiving loop outside any shard's Exec (a shardTask without a shard).
 type lendMsg struct {
-	srv      *Server
-	kind     lendKind
-	from, to int   // the borrowing and the lending loop
-	sids     []int // the lender's shards of the run, ascending
-	// keys: per shard id, the run's keys there (set for the lender's)
-	keys    [][]shard.KeyLock
-	granted bool // the answer to a lendAsk
+	srv  *Server
+	kind lendKind
+	// from and lender: the borrowing and the lending loop; to: the loop
+	// the message is posted to (an ask goes to the lender and comes back
+	// as the answer).
+	from, lender, to int
+	sids             []int // the lender's shards of the run, ascending
+	// keys: the run's keys on those shards (a copy: an abandoned ask
+	// may still be read after the borrower moved on).
+	keys    []shard.KeyLock
+	gen     uint64 // the borrower's try (loopLend.gen)
+	granted bool   // the answer to a lendAsk
 	// busy: refused because a shard was not quiet (not for priority), so
 	// trying again soon is unlikely to do better.
 	busy bool
@@ -74,15 +95,22 @@ type lendMsg struct {
 func (m *lendMsg) Run(*shard.Shard) { m.srv.lends[m.to].handle(m) }
 
 // loopLend is an event loop's part in borrowed runs. Only the loop's
-// goroutine touches it, except acks and poke, which other loops send to.
+// goroutine touches it, except poke, which other loops send to.
 type loopLend struct {
 	srv  *Server
 	loop int
 	in   *loopInbox
-	// poke: a lend message was posted to this loop; acks: the answers to
-	// its requests (one buffer slot per other loop: never blocks).
-	poke chan struct{}
-	acks chan *lendMsg
+	// poke: a lend message was posted to this loop; timer: bounds a wait
+	// for one (borrowWait).
+	poke  chan struct{}
+	timer *time.Timer
+	// gen is the current try's number (of tries, this loop's count; 0:
+	// none): an answer of another try is stale. answered, refused and busy: this try's
+	// answers; pending: per lending loop, whether its answer is out.
+	gen, tries        uint64
+	answered, refused int
+	busy              bool
+	pending           []bool
 	// trying: the loop is taking shards for a run (or waits to try again):
 	// requests from higher loops are refused meanwhile. (A fixed order:
 	// with an order by age instead, two loops under load took turns
@@ -128,12 +156,13 @@ func (s *Server) initLends(inboxes []*loopInbox) {
 	n := len(inboxes)
 	s.lends = make([]*loopLend, n)
 	for i, in := range inboxes {
-		l := &loopLend{srv: s, loop: i, in: in, poke: make(chan struct{}, 1), acks: make(chan *lendMsg, n),
-			asks: make([]*lendMsg, n), backs: make([]*lendMsg, n),
+		l := &loopLend{srv: s, loop: i, in: in, poke: make(chan struct{}, 1), timer: time.NewTimer(time.Hour),
+			asks: make([]*lendMsg, n), backs: make([]*lendMsg, n), pending: make([]bool, n),
 			involved: make([]bool, len(s.shards)), keys: make([][]shard.KeyLock, len(s.shards))}
+		l.timer.Stop()
 		for j := range n {
-			l.asks[j] = &lendMsg{srv: s, kind: lendAsk, from: i, to: j, keys: l.keys}
-			l.backs[j] = &lendMsg{srv: s, kind: lendBack, from: i, to: j}
+			l.asks[j] = &lendMsg{srv: s, kind: lendAsk, from: i, lender: j, to: j}
+			l.backs[j] = &lendMsg{srv: s, kind: lendBack, from: i, lender: j, to: j}
 		}
 		l.owner = func(_, b int) bool { return l.involved[b] }
 		l.nest.l = l
@@ -153,10 +182,14 @@ func (s *Server) postLend(m *lendMsg) {
 // handle runs a lend message on the loop it was sent to.
 func (l *loopLend) handle(m *lendMsg) {
 	shards := l.srv.shards
-	if m.kind == lendBack {
+	switch m.kind {
+	case lendBack:
 		for _, sid := range m.sids {
 			shards[sid].Return()
 		}
+		return
+	case lendAck:
+		l.answer(m)
 		return
 	}
 	ok := !(l.trying && m.from > l.loop)
@@ -167,7 +200,7 @@ func (l *loopLend) handle(m *lendMsg) {
 		case !ok:
 		case s.Lent():
 			ok = false // lent to another run: soon back
-		case !s.Lendable(m.keys[sid]):
+		case !s.Lendable(m.keys): // keys of its other shards are never locked here
 			ok, m.busy = false, true
 		}
 	}
@@ -177,7 +210,55 @@ func (l *loopLend) handle(m *lendMsg) {
 		}
 	}
 	m.granted = ok
-	l.srv.lends[m.from].acks <- m
+	m.kind, m.to = lendAck, m.from
+	l.srv.postLend(m)
+}
+
+// answer takes an answer to one of this loop's requests. One of an
+// abandoned try is stale: what it lent goes straight back.
+func (l *loopLend) answer(m *lendMsg) {
+	m.kind, m.to = lendAsk, m.lender // ready to be posted again
+	if m.gen != l.gen || l.gen == 0 {
+		if m.granted {
+			m.granted = false
+			l.srv.postLend(&lendMsg{srv: l.srv, kind: lendBack, from: l.loop, lender: m.lender, to: m.lender, sids: m.sids})
+		}
+		return
+	}
+	l.pending[m.lender] = false
+	l.answered++
+	if !m.granted {
+		l.refused++
+		l.busy = l.busy || m.busy
+	}
+}
+
+// wait blocks until a lend message is posted to this loop, and handles
+// the loop's lend messages; false when borrowWait passed first.
+func (l *loopLend) wait() bool {
+	l.timer.Reset(borrowWait)
+	select {
+	case <-l.poke:
+		l.timer.Stop()
+		l.scanInbox()
+		return true
+	case <-l.timer.C:
+		return false
+	}
+}
+
+// abandon ends the current try while answers are out: they will be stale
+// (answer gives back what they lent), and their asks, still travelling,
+// are replaced for the next runs. What this try was lent goes back.
+func (l *loopLend) abandon() {
+	l.gen = 0
+	for _, lp := range l.lenders {
+		if l.pending[lp] {
+			l.pending[lp] = false
+			l.asks[lp] = &lendMsg{srv: l.srv, kind: lendAsk, from: l.loop, lender: lp, to: lp}
+		}
+	}
+	l.giveBack()
 }
 
 // scanInbox takes the lend messages out of the loop's inbox and handles
@@ -264,10 +345,11 @@ func (c *Conn) runBorrowed(p *pending) bool {
 	}
 	for _, lp := range l.lenders {
 		a := l.asks[lp]
-		a.sids = a.sids[:0]
+		a.sids, a.keys = a.sids[:0], a.keys[:0]
 		for _, sid := range l.sids {
 			if srv.shardLoop[sid] == lp {
 				a.sids = append(a.sids, sid)
+				a.keys = append(a.keys, l.keys[sid]...)
 			}
 		}
 	}
@@ -278,27 +360,30 @@ func (c *Conn) runBorrowed(p *pending) bool {
 		}
 		l.trying = true
 		for l.ownLent() {
-			<-l.poke // the borrower of our shards returns them with a poke
-			l.scanInbox()
-		}
-		for _, lp := range l.lenders {
-			srv.postLend(l.asks[lp])
-		}
-		granted, refused, busy := 0, 0, false
-		for granted+refused < len(l.lenders) {
-			select {
-			case m := <-l.acks:
-				if m.granted {
-					granted++
-				} else {
-					refused++
-					busy = busy || m.busy
-				}
-			case <-l.poke:
-				l.scanInbox()
+			// The borrower of our shards returns them with a poke.
+			if !l.wait() {
+				l.trying = false
+				l.fellBack()
+				return false
 			}
 		}
-		l.trying = false
+		l.tries++
+		l.gen, l.answered, l.refused, l.busy = l.tries, 0, 0, false
+		for _, lp := range l.lenders {
+			a := l.asks[lp]
+			a.gen, l.pending[lp] = l.gen, true
+			srv.postLend(a)
+		}
+		for l.answered < len(l.lenders) {
+			if !l.wait() {
+				l.trying = false
+				l.abandon()
+				l.fellBack()
+				return false
+			}
+		}
+		l.gen, l.trying = 0, false
+		refused, busy := l.refused, l.busy
 		if refused == 0 && !l.ownLent() {
 			switch l.ownReady() {
 			case ownOK:

@@ -232,3 +232,70 @@ return 1`)
 		t.Logf("script_borrowed_runs %s, script_borrow_fallbacks %s", runs, infoField(raw, "stats", "script_borrow_fallbacks"))
 	}
 }
+
+// TestScriptBorrowNoStall: while a script that has written runs long on
+// one event loop (holding shards of the other loop, a borrowed run), a
+// cross-shard script sent on the other loop waits for those shards on a
+// coordinator — not on its loop, whose other connections go on being
+// served at once.
+func TestScriptBorrowNoStall(t *testing.T) {
+	if IsRedis() {
+		t.Skip("dfly only: Redis answers BUSY to every other client meanwhile")
+	}
+	srv := StartServer(t, "--shards", "2")
+	runner := srv.Raw(t)
+	runner.Timeout = 30 * time.Second
+	runner.Do("PING")
+	conns := make([]*RawConn, 6)
+	for i := range conns {
+		time.Sleep(50 * time.Millisecond) // each placed knowing the others
+		conns[i] = srv.Raw(t)
+		conns[i].Timeout = 30 * time.Second
+		conns[i].Do("PING")
+	}
+	// Keys w and n live on different shards (one per loop).
+	runner.Send("EVAL", `redis.call('set', KEYS[1], 'written')
+local t0 = redis.call('time')
+while true do
+  local t = redis.call('time')
+  if (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) > 2000000 then break end
+end
+return redis.call('incr', KEYS[2])`, "2", "w", "n")
+	time.Sleep(200 * time.Millisecond)
+	// The connections that answer now are on the other loop.
+	pongs := make(chan *RawConn, len(conns))
+	for _, c := range conns {
+		go func() { c.Do("PING"); pongs <- c }()
+	}
+	var free []*RawConn
+	deadline := time.After(300 * time.Millisecond)
+collect:
+	for range conns {
+		select {
+		case p := <-pongs:
+			free = append(free, p)
+		case <-deadline: // the rest wait for the script: leave them
+			break collect
+		}
+	}
+	if len(free) < 2 {
+		t.Fatalf("%d of %d connections answered while the script ran, want 2 or more", len(free), len(conns))
+	}
+	// A cross-shard script from the free loop: the long script holds its
+	// shards, so it waits, but not on the loop.
+	free[0].Send("EVAL", "return redis.call('incrby', KEYS[1], 10) + redis.call('incrby', KEYS[2], 5)", "2", "a:{w}", "b:{n}")
+	time.Sleep(50 * time.Millisecond)
+	at := time.Now()
+	if r := free[1].Do("PING"); r.Str != "PONG" {
+		t.Fatalf("PING: %s", r)
+	}
+	if d := time.Since(at); d > 500*time.Millisecond {
+		t.Fatalf("PING on the loop of a waiting cross-shard script took %v", d)
+	}
+	if r := runner.MustRead(); r.Kind != KindInt || r.Int != 1 {
+		t.Fatalf("the long script's reply: %s", r)
+	}
+	if r := free[0].MustRead(); r.Kind != KindInt || r.Int != 15 {
+		t.Fatalf("the waiting script's reply: %s", r)
+	}
+}
