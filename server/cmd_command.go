@@ -114,13 +114,28 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 			return
 		}
 		args := a[2:]
+		specs := cmd.specs
+		if len(args) > 1 {
+			if s := cmd.infoSub(args[1]); s != nil {
+				specs = s.specs
+			}
+		}
+		if !hasKeySpecs(specs) {
+			w.Error("ERR The command has no key arguments")
+			return
+		}
 		if !cmd.arityOK(len(args)) {
 			w.Error("ERR Invalid number of arguments specified for command")
 			return
 		}
-		pos := cmd.keys(nil, args)
+		// As Redis: the key specs when they are complete, else the
+		// command's own key finding (ours).
+		pos, complete := specKeys(specs, args)
+		if !complete {
+			pos = cmd.keys(nil, args)
+		}
 		if len(pos) == 0 && (cmd.Flags|cmd.shown)&FlagNoMandatoryKeys == 0 {
-			w.Error("ERR The command has no key arguments")
+			w.Error("ERR Invalid arguments specified for command")
 			return
 		}
 		if strings.EqualFold(string(a[1]), "getkeys") {

@@ -469,6 +469,92 @@ func (s keySpec) positions(dst []int, args [][]byte) []int {
 	return dst
 }
 
+// hasKeySpecs reports whether specs find keys at all (one is not marked
+// not_key): Redis's test before COMMAND GETKEYS looks further.
+func hasKeySpecs(specs []keySpec) bool {
+	for _, s := range specs {
+		if !slices.Contains(s.flags, "not_key") {
+			return true
+		}
+	}
+	return false
+}
+
+// specKeys finds the keys of args with specs as Redis's
+// getKeysUsingKeySpecs does, in spec order; complete false when a spec is
+// incomplete or has variable flags (Redis then asks the command itself).
+// A spec finding its keys out of the arguments' bounds is a syntax error:
+// no keys (Redis asks the command then too, and every command with
+// complete specs finds none in such arguments).
+func specKeys(specs []keySpec, args [][]byte) (pos []int, complete bool) {
+	argc := len(args)
+	for _, s := range specs {
+		if slices.Contains(s.flags, "not_key") {
+			continue
+		}
+		if s.unknownBegin || s.unknownFind || slices.Contains(s.flags, "incomplete") || slices.Contains(s.flags, "variable_flags") {
+			return nil, false
+		}
+	}
+	for _, s := range specs {
+		if slices.Contains(s.flags, "not_key") {
+			continue
+		}
+		first := s.index
+		if s.keyword != "" {
+			first = 0
+			start, end := s.startFrom, argc-1 // forward: the keyword is not the last argument
+			if s.startFrom < 0 {
+				start, end = argc+s.startFrom, 1
+			}
+			for i := start; i != end; {
+				if i >= argc || i < 1 {
+					break
+				}
+				if strings.EqualFold(string(args[i]), s.keyword) {
+					first = i + 1
+					break
+				}
+				if start <= end {
+					i++
+				} else {
+					i--
+				}
+			}
+			if first == 0 {
+				continue // keyword not found: no keys from this spec
+			}
+		}
+		var last int
+		step := s.step
+		switch {
+		case s.keyNum:
+			if first+s.keyNumIdx >= argc {
+				return nil, true
+			}
+			n, isNum := num.ParseInt(args[first+s.keyNumIdx])
+			if !isNum || n < 0 || n > int64(argc) {
+				return nil, true
+			}
+			first += s.firstKey
+			last = first + (int(n)-1)*max(step, 1)
+		case s.lastKey >= 0:
+			last = first + s.lastKey
+		case s.limit > 1:
+			last = first + (argc-first)/s.limit + s.lastKey
+		default:
+			last = argc + s.lastKey
+		}
+		if last >= argc || last < first || first >= argc {
+			return nil, true
+		}
+		for i := first; i <= last; i += max(step, 1) {
+			pos = append(pos, i)
+		}
+	}
+	return pos, true
+}
+
 // keyFlags are the key spec flags of the key at each position of args,
 // as COMMAND GETKEYSANDFLAGS reports them: those of the spec that finds
 // it; a key no spec finds (SORT's STORE) has the last unknown spec's.

@@ -287,6 +287,12 @@ func TestCommandInfoMatchesRedis(t *testing.T) {
 		{"SPUBLISH", "ch", "m"}, {"LCS", "a", "b"}, {"PFMERGE", "d", "a", "b"}, {"RENAME", "a", "b"},
 		{"BITOP", "AND", "d", "a", "b"}, {"DEL", "a", "b"}, {"BLMPOP", "0", "2", "a", "b", "LEFT"},
 		{"SINTERSTORE", "d", "a", "b"}, {"WATCH", "a", "b"}, {"GET"}, {"PING"},
+		// Arguments the key specs do not fit: Redis asks the command, and
+		// answers an error, or nothing for a command whose keys are optional.
+		{"EVAL", "x", "-5"}, {"EVAL", "x", "0"}, {"EVAL", "x", "3", "a"}, {"XREAD", "COUNT", "1", "STREAMS", "a"},
+		{"XREAD", "STREAMS", "a", "b", "c"}, {"ZUNION", "0", "a"}, {"ZUNIONSTORE", "d", "5", "a"},
+		{"SINTERCARD", "3", "a"}, {"BLMPOP", "0", "3", "a", "LEFT"}, {"GET", "a", "b"}, {"PING", "x"},
+		{"ECHO", "a"}, {"COMMAND", "GETKEYS", "GET"}, {"LMPOP", "0", "LEFT"}, {"GEORADIUS", "k", "0", "0", "1", "m", "STORE"},
 	} {
 		for _, sub := range []string{"GETKEYS", "GETKEYSANDFLAGS"} {
 			args := append([]string{"COMMAND", sub}, cmd...)
