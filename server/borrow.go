@@ -234,9 +234,14 @@ func (l *loopLend) answer(m *lendMsg) {
 }
 
 // wait blocks until a lend message is posted to this loop, and handles
-// the loop's lend messages; false when borrowWait passed first.
-func (l *loopLend) wait() bool {
-	l.timer.Reset(borrowWait)
+// the loop's lend messages; false when the deadline (nanotime) passed
+// first.
+func (l *loopLend) wait(deadline int64) bool {
+	left := deadline - nanotime()
+	if left <= 0 {
+		return false
+	}
+	l.timer.Reset(time.Duration(left))
 	select {
 	case <-l.poke:
 		l.timer.Stop()
@@ -359,9 +364,10 @@ func (c *Conn) runBorrowed(p *pending) bool {
 			return false
 		}
 		l.trying = true
+		deadline := nanotime() + int64(borrowWait)
 		for l.ownLent() {
 			// The borrower of our shards returns them with a poke.
-			if !l.wait() {
+			if !l.wait(deadline) {
 				l.trying = false
 				l.fellBack()
 				return false
@@ -374,8 +380,9 @@ func (c *Conn) runBorrowed(p *pending) bool {
 			a.gen, l.pending[lp] = l.gen, true
 			srv.postLend(a)
 		}
+		deadline = nanotime() + int64(borrowWait)
 		for l.answered < len(l.lenders) {
-			if !l.wait() {
+			if !l.wait(deadline) {
 				l.trying = false
 				l.abandon()
 				l.fellBack()
