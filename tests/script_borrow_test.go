@@ -93,12 +93,7 @@ return 1`)
 					pushes.Add(int64(n))
 				case 2:
 					if i%2 == 0 { // MULTI/EXEC: unconditional, the total is what counts
-						_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-							p.DecrBy(ctx, from, int64(amt))
-							p.IncrBy(ctx, to, int64(amt))
-							return nil
-						})
-						if err != nil {
+						if err := transferInMulti(ctx, c, from, to, amt); err != nil {
 							fail("MULTI transfer: %v", err)
 							return
 						}
