@@ -311,6 +311,7 @@ func TestFailoverWithRedis(t *testing.T) {
 // data. Redis chains it; dfly's replica refuses it naming its master, and
 // it follows that master itself (INFO then names the master).
 func TestReplicaOfAReplica(t *testing.T) {
+	t.Parallel()
 	a := StartServer(t, "--shards", "2")
 	b := StartServer(t, "--shards", "1")
 	c := StartServer(t, "--shards", "3")

@@ -25,6 +25,7 @@ import (
 // values and TTL classes. Equal and different shard counts, PIT and
 // non-PIT.
 func TestDflyFlowReplication(t *testing.T) {
+	t.Parallel()
 	if IsRedis() {
 		t.Skip("dfly-native replication")
 	}
@@ -163,6 +164,7 @@ func missingOnReplica(t *testing.T, m, r map[string]string, rc *RawConn) {
 // equal digests. PIT and non-PIT: a flush is handled differently by each
 // (PIT holds the journal until its baseline ends; non-PIT must not).
 func TestDflyFlowFaults(t *testing.T) {
+	t.Parallel()
 	if IsRedis() {
 		t.Skip("dfly-native replication")
 	}
@@ -234,6 +236,7 @@ func flowFaults(t *testing.T, pit bool) {
 // must not pass for an older one's captures. Big values make the walks
 // drift apart. Both replicas end equal to the master.
 func TestDflyFlowTwoReplicas(t *testing.T) {
+	t.Parallel()
 	if IsRedis() {
 		t.Skip("dfly-native replication")
 	}
@@ -286,6 +289,7 @@ func noFailedBaseline(t *testing.T, master *Server) {
 // WAIT counts a dfly replica once all its flows acknowledged the master's
 // writes.
 func TestDflyFlowWait(t *testing.T) {
+	t.Parallel()
 	if IsRedis() {
 		t.Skip("dfly-native replication")
 	}
@@ -359,6 +363,7 @@ func TestDflyCommandBadInput(t *testing.T) {
 // dataset (its old LSNs mean nothing to the new master), then follows new
 // writes; digests end equal.
 func TestDflyFlowMasterRestart(t *testing.T) {
+	t.Parallel()
 	if IsRedis() {
 		t.Skip("dfly-native replication")
 	}
@@ -405,6 +410,7 @@ func TestDflyFlowMasterRestart(t *testing.T) {
 // --masterauth (the handshake and every flow connection); without it the
 // link stays down and says why.
 func TestDflyFlowAuth(t *testing.T) {
+	t.Parallel()
 	if IsRedis() {
 		t.Skip("dfly-native replication")
 	}
@@ -451,6 +457,7 @@ func seedFor(t *testing.T, sd *seeder, d time.Duration) {
 // (DFLY FLOW ... BLOBS): one built before them reads strings compressed
 // value by value, as it always did.
 func TestDflyFlowBlobsOnRequest(t *testing.T) {
+	t.Parallel()
 	master, mc := populatedMaster(t, "1")
 	for _, blobs := range []bool{false, true} {
 		hello := mc.Do("DFLY", "HELLO")
@@ -502,6 +509,7 @@ func TestDflyFlowBlobsOnRequest(t *testing.T) {
 // unknown subcommand (played here by a proxy): the replica asks again
 // without it and syncs.
 func TestDflyFlowOlderMaster(t *testing.T) {
+	t.Parallel()
 	master, mc := populatedMaster(t, "2")
 	var refused atomic.Int32
 	px := startFilterProxy(t, master.Addr, func(b []byte) []byte {
@@ -541,6 +549,7 @@ func populatedMaster(t *testing.T, shards string) (*Server, *RawConn) {
 // network drops everything, nothing is closed) is given up after
 // repl-timeout and the replica reconnects, resuming with a partial sync.
 func TestDflyFlowHeartbeat(t *testing.T) {
+	t.Parallel()
 	if IsRedis() {
 		t.Skip("dfly only: replication flows")
 	}
@@ -582,6 +591,7 @@ func TestDflyFlowHeartbeat(t *testing.T) {
 // changes when the backlog goes, so the replica's HELLO finds another
 // history and it takes a full sync.)
 func TestDflyFlowJournalGap(t *testing.T) {
+	t.Parallel()
 	if IsRedis() {
 		t.Skip("dfly-native replication")
 	}
@@ -665,6 +675,7 @@ func (g *gapPair) writeAndReconnect(t *testing.T) {
 // backlog), on a master and on a promoted replica; a replica that comes
 // back after that syncs in full and gets the writes made meanwhile.
 func TestDflyFlowJournalExpiry(t *testing.T) {
+	t.Parallel()
 	if IsRedis() {
 		t.Skip("dfly-native replication")
 	}

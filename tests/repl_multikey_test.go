@@ -23,6 +23,7 @@ import (
 // keep the walk busy (one bucket position per step) while the commands
 // run.
 func TestDflyFlowMultiKey(t *testing.T) {
+	t.Parallel()
 	if IsRedis() {
 		t.Skip("dfly-native replication")
 	}

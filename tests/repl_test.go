@@ -478,6 +478,7 @@ func preload(t *testing.T, c *RawConn, n int) {
 }
 
 func TestReplRedisReplicaUnderLoad(t *testing.T) {
+	t.Parallel()
 	needRedisReplica(t)
 	seed := newSeed(t)
 	master := StartServer(t, "--shards", "3")
@@ -518,6 +519,7 @@ func TestReplRedisReplicaUnderLoad(t *testing.T) {
 }
 
 func TestReplPartialResync(t *testing.T) {
+	t.Parallel()
 	needRedisReplica(t)
 	seed := newSeed(t)
 	master := StartServer(t, "--shards", "2", "--repl_backlog_size", "8mb")
@@ -566,6 +568,7 @@ func TestReplPartialResync(t *testing.T) {
 }
 
 func TestReplFlushAllDuringSync(t *testing.T) {
+	t.Parallel()
 	needRedisReplica(t)
 	seed := newSeed(t)
 	master := StartServer(t, "--shards", "3")
@@ -592,6 +595,7 @@ func TestReplFlushAllDuringSync(t *testing.T) {
 }
 
 func TestReplMassExpiryDuringSync(t *testing.T) {
+	t.Parallel()
 	needRedisReplica(t)
 	master := StartServer(t, "--shards", "2")
 	mc := master.Raw(t)
@@ -626,6 +630,7 @@ func TestReplMassExpiryDuringSync(t *testing.T) {
 }
 
 func TestReplSlowReplicaDropped(t *testing.T) {
+	t.Parallel()
 	needRedisReplica(t)
 	master := StartServer(t, "--shards", "2", "--repl_client_buffer_limit", "1mb", "--repl_backlog_size", "64kb")
 	mc := master.Raw(t)
@@ -661,6 +666,7 @@ func TestReplSlowReplicaDropped(t *testing.T) {
 }
 
 func TestReplconfAndWaitWithoutReplicas(t *testing.T) {
+	t.Parallel()
 	if IsRedis() {
 		t.Skip("dfly-only")
 	}
@@ -714,6 +720,7 @@ func TestReplconfAndWaitWithoutReplicas(t *testing.T) {
 // on the {t} shard (or in a transaction with it): the stream keeps each
 // shard's order, not the wall-clock order of writes on different shards.
 func TestReplStreamForm(t *testing.T) {
+	t.Parallel()
 	if IsRedis() {
 		t.Skip("dfly-only")
 	}
@@ -885,6 +892,7 @@ func slicesIndex(s []string, v string) int {
 // freed (journaling stops) and the replication id changes, so no stale
 // replica can continue.
 func TestReplBacklogTTL(t *testing.T) {
+	t.Parallel()
 	if IsRedis() {
 		t.Skip("dfly-only")
 	}
@@ -913,6 +921,7 @@ func TestReplBacklogTTL(t *testing.T) {
 // the stream must neither stall (parts of concurrent transactions are
 // merged without waiting on each other) nor reorder them.
 func TestReplCrossShardTransactions(t *testing.T) {
+	t.Parallel()
 	needRedisReplica(t)
 	seed := newSeed(t)
 	master := StartServer(t, "--shards", "4")
@@ -978,6 +987,7 @@ func TestReplCrossShardTransactions(t *testing.T) {
 // TestReplRedisCliReplica: redis-cli --replica (SYNC, the old protocol)
 // gets the RDB and then logs the command stream.
 func TestReplRedisCliReplica(t *testing.T) {
+	t.Parallel()
 	if IsRedis() {
 		t.Skip("dfly-only")
 	}
@@ -1007,6 +1017,7 @@ func TestReplRedisCliReplica(t *testing.T) {
 // on its way leaves no trace on the master (its snapshot is consumed to
 // the end, the shards keep serving), and a new replica syncs fully.
 func TestReplReplicaKilledDuringFullSync(t *testing.T) {
+	t.Parallel()
 	needRedisReplica(t)
 	master := StartServer(t, "--shards", "2")
 	mc := master.Raw(t)

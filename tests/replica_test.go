@@ -680,6 +680,7 @@ func settle(s *redisSeeder) {
 // --- the scenarios -------------------------------------------------------
 
 func TestReplicaSyncAndStream(t *testing.T) {
+	t.Parallel()
 	for _, diskless := range []bool{false, true} {
 		t.Run("diskless="+yesNo(diskless), func(t *testing.T) {
 			raceSubset(t, diskless) // the replica's side differs only in how the RDB's end is known
@@ -708,6 +709,7 @@ func bigMaster(t *testing.T, diskless bool, n int) *Server {
 }
 
 func TestReplicaKilledDuringFullSync(t *testing.T) {
+	t.Parallel()
 	keys := 300000
 	if raceBuild() {
 		keys = 60000 // still several seconds of full sync under -race
@@ -731,6 +733,7 @@ func TestReplicaKilledDuringFullSync(t *testing.T) {
 }
 
 func TestReplicaKilledDuringStableSync(t *testing.T) {
+	t.Parallel()
 	master := startMaster(t, true, 0)
 	rep := startReplica(t)
 	s := startSeeder(t, func() string { return master.Addr }, newSeed(t))
@@ -854,6 +857,7 @@ func (p *proxy) cut() {
 }
 
 func TestReplicaPartialResyncAfterCut(t *testing.T) {
+	t.Parallel()
 	master := startMaster(t, true, 0)
 	mc := master.Raw(t)
 	rep := startReplica(t)
@@ -887,6 +891,7 @@ func TestReplicaPartialResyncAfterCut(t *testing.T) {
 }
 
 func TestReplicaMasterRestart(t *testing.T) {
+	t.Parallel()
 	master := startMaster(t, false, 0)
 	rep := startReplica(t)
 	var mu sync.Mutex
@@ -905,6 +910,7 @@ func TestReplicaMasterRestart(t *testing.T) {
 }
 
 func TestReplicaFlushAllDuringFullSync(t *testing.T) {
+	t.Parallel()
 	master := bigMaster(t, false, 200000)
 	mc := master.Raw(t)
 	rep := startReplica(t)
@@ -928,6 +934,7 @@ func TestReplicaFlushAllDuringFullSync(t *testing.T) {
 }
 
 func TestReplicaManyKeysExpiringDuringSync(t *testing.T) {
+	t.Parallel()
 	master := startMaster(t, true, 0)
 	mc := master.Raw(t)
 	// 20000 keys expiring over the next 2 s, while the sync runs.
@@ -968,6 +975,7 @@ func TestReplicaManyKeysExpiringDuringSync(t *testing.T) {
 // TestReplicaCommands covers READONLY, ROLE, INFO, lazy expiry on the
 // replica, and promotion with REPLICAOF NO ONE.
 func TestReplicaCommands(t *testing.T) {
+	t.Parallel()
 	master := startMaster(t, true, 0)
 	mc := master.Raw(t)
 	mustOK(t, mc.Do("SET", "k", "v"), "set")
@@ -1141,6 +1149,7 @@ func firstDiff(a, b string) string {
 // malformed stream, never crashes the replica; the link is retried and
 // the server keeps serving (and can be promoted).
 func TestReplicaCorruptMaster(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -1210,6 +1219,7 @@ func TestReplicaCorruptMaster(t *testing.T) {
 // that increment several keys together, readers on the replica never see
 // the keys differ (MGET spans shards: no client observes half a block).
 func TestReplicaMultiExecAtomic(t *testing.T) {
+	t.Parallel()
 	master := startMaster(t, true, 0)
 	rep := startReplica(t)
 	replicaOf(t, rep, master.Addr)
@@ -1280,6 +1290,7 @@ func TestReplicaMultiExecAtomic(t *testing.T) {
 // TestReplicaAuthAndFlag: --replicaof starts a replica at boot, and
 // --masterauth authenticates it to a master with a password.
 func TestReplicaAuthAndFlag(t *testing.T) {
+	t.Parallel()
 	path, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Skip("redis-server not installed")
