@@ -140,7 +140,30 @@ type loopLend struct {
 	// backoff doubles with each fallback in a row (up to maxBorrowSkip)
 	// and ends with a borrowed run.
 	skip, backoff int
+	// holding: the shards lent for the last run stay with this loop while
+	// the same connection (holder) goes on with its batch, until
+	// holdUntil: its next scripts over them run without asking again, and
+	// its commands for one of them run here, as for a shard of the loop
+	// (Conn.dispatch). A pipeline of scripts over two loops' shards then
+	// costs one round trip, not one a script. Invariant: the loop holds
+	// shards only while that connection's serve runs; serve gives them
+	// back (Conn.releaseHeld) before it returns, for any reason, and
+	// before it parses more input, and runBorrowed before it asks for
+	// others. So a hold never outlives one batch of one connection, the
+	// loop waits for nothing while it holds (a batch or a coordinator
+	// sent to a held shard is deferred by its lender until the shards are
+	// back, and serve returns first), and it never holds while it asks.
+	holding   bool
+	holder    *Conn
+	holdUntil int64
+	// held counts the runs over shards held from a run before (no ask).
+	held atomic.Uint64
 }
+
+// holdFor bounds a hold (loopLend.holding): the lender's own commands on
+// those shards wait meanwhile, and a borrower there waits for them at most
+// borrowWait before it gives up.
+const holdFor = 200 * time.Microsecond
 
 // maxBorrowSkip bounds loopLend.backoff.
 const maxBorrowSkip = 64
@@ -319,14 +342,46 @@ func borrowable(cmd *Command) bool {
 // command is then complete or in flight. False: nothing ran; the caller
 // sends it to a coordinator.
 func (c *Conn) runBorrowed(p *pending) bool {
-	srv := c.srv
-	if c.loop < 0 || srv.lends == nil || srv.tiered != nil || p.track || c.tracker != nil {
+	l := c.borrowFor(p, false)
+	if l == nil {
 		return false
 	}
+	l.runs.Add(1)
+	c.runLent(p)
+	l.keep(c)
+	return true
+}
+
+// borrowAhead takes the shards of the script p, which comes after the
+// commands dispatch has gathered, before those are sent: held, the
+// gathered commands for those shards run here too (dispatch), and so does
+// the script after them, with no round trip for either. Nothing happens
+// when they cannot be had at once (the script tries again at its turn).
+func (c *Conn) borrowAhead(p *pending) {
+	for _, sid := range c.used {
+		if c.srv.shardLoop[sid] != c.loop {
+			c.borrowFor(p, true)
+			return
+		}
+	}
+}
+
+// borrowFor gets the shards of p's run for the connection's loop: held
+// from a run before, or lent by their loops on request. Unless ahead, it
+// also checks the loop's own shards (ownReady) and counts a failure (a
+// fallback, then backing off). It returns the loop's lending state, or nil
+// when p cannot run borrowed now.
+func (c *Conn) borrowFor(p *pending, ahead bool) *loopLend {
+	srv := c.srv
+	if c.loop < 0 || srv.lends == nil || srv.tiered != nil || p.track || c.tracker != nil {
+		return nil
+	}
 	l := srv.lends[c.loop]
-	if l.skip > 0 {
-		l.skip--
-		return false
+	if l.skip > 0 && l.holder != c {
+		if !ahead {
+			l.skip--
+		}
+		return nil
 	}
 	for _, sid := range l.sids {
 		l.involved[sid] = false
@@ -348,6 +403,21 @@ func (c *Conn) runBorrowed(p *pending) bool {
 			l.lenders = append(l.lenders, lp)
 		}
 	}
+	if l.holding {
+		if l.holder == c && l.heldFits() {
+			if ahead {
+				return l
+			}
+			if l.ownReady() == ownOK {
+				l.held.Add(1)
+				return l
+			}
+			l.release()
+			l.fellBack()
+			return nil
+		}
+		l.release()
+	}
 	for _, lp := range l.lenders {
 		a := l.asks[lp]
 		a.sids, a.keys = a.sids[:0], a.keys[:0]
@@ -360,8 +430,8 @@ func (c *Conn) runBorrowed(p *pending) bool {
 	}
 	for try := 0; ; try++ {
 		if try == maxBorrowTries {
-			l.fellBack()
-			return false
+			l.failed(ahead)
+			return nil
 		}
 		l.trying = true
 		deadline := nanotime() + int64(borrowWait)
@@ -369,8 +439,8 @@ func (c *Conn) runBorrowed(p *pending) bool {
 			// The borrower of our shards returns them with a poke.
 			if !l.wait(deadline) {
 				l.trying = false
-				l.fellBack()
-				return false
+				l.failed(ahead)
+				return nil
 			}
 		}
 		l.tries++
@@ -385,31 +455,40 @@ func (c *Conn) runBorrowed(p *pending) bool {
 			if !l.wait(deadline) {
 				l.trying = false
 				l.abandon()
-				l.fellBack()
-				return false
+				l.failed(ahead)
+				return nil
 			}
 		}
 		l.gen, l.trying = 0, false
 		refused, busy := l.refused, l.busy
 		if refused == 0 && !l.ownLent() {
+			if ahead {
+				l.holding, l.holder, l.holdUntil = true, c, nanotime()+int64(holdFor)
+				return l
+			}
 			switch l.ownReady() {
 			case ownOK:
-				l.runs.Add(1)
 				l.backoff = 0
-				c.runLent(p)
-				l.giveBack()
-				return true
+				return l
 			case ownBusy:
 				l.giveBack()
 				l.fellBack()
-				return false
+				return nil
 			}
 		}
 		l.giveBack()
 		if busy {
-			l.fellBack()
-			return false
+			l.failed(ahead)
+			return nil
 		}
+	}
+}
+
+// failed ends a try that did not get the shards: a fallback for a run,
+// nothing for a borrowAhead (the script tries again itself).
+func (l *loopLend) failed(ahead bool) {
+	if !ahead {
+		l.fellBack()
 	}
 }
 
@@ -455,8 +534,8 @@ func (l *loopLend) ownReady() ownState {
 
 // giveBack returns every lent shard of the run whose request was granted.
 func (l *loopLend) giveBack() {
-	for _, lp := range l.lenders {
-		if a := l.asks[lp]; a.granted {
+	for lp, a := range l.asks {
+		if a.granted {
 			a.granted = false
 			// The lender took this run's ask after the last back it was
 			// sent (inbox order), so that back is done with.
@@ -465,6 +544,69 @@ func (l *loopLend) giveBack() {
 			l.srv.postLend(b)
 		}
 	}
+}
+
+// release ends a hold, giving the held shards back.
+func (l *loopLend) release() {
+	l.holding, l.holder = false, nil
+	l.giveBack()
+}
+
+// keep holds the run's shards for c's next commands, or gives them back
+// when c has none parsed or the hold is over.
+func (l *loopLend) keep(c *Conn) {
+	now := nanotime()
+	if !l.holding {
+		l.holdUntil = now + int64(holdFor)
+	}
+	if c.next < len(c.cmds) && now < l.holdUntil && !c.closing {
+		l.holding, l.holder = true, c
+		return
+	}
+	l.release()
+}
+
+// holds reports whether sid, another loop's shard, is held by this loop.
+func (l *loopLend) holds(sid int) bool {
+	if !l.holding {
+		return false
+	}
+	a := l.asks[l.srv.shardLoop[sid]]
+	return a.granted && slices.Contains(a.sids, sid)
+}
+
+// heldFits reports whether every lent shard the run needs is held, and
+// would be lent to it now (the lender's check, done by the holder).
+func (l *loopLend) heldFits() bool {
+	for _, sid := range l.sids {
+		if l.srv.shardLoop[sid] == l.loop {
+			continue
+		}
+		if !l.holds(sid) || !l.srv.shards[sid].StillLendable(l.keys[sid]) {
+			return false
+		}
+	}
+	return true
+}
+
+// releaseHeld gives back the shards c's loop holds for c (see
+// loopLend.holding): serve calls it before it returns or parses more.
+func (c *Conn) releaseHeld() {
+	if c.loop >= 0 && c.srv.lends != nil {
+		if l := c.srv.lends[c.loop]; l.holder == c {
+			l.release()
+		}
+	}
+}
+
+// heldLend is the loop's lending state when c holds shards, or nil.
+func (c *Conn) heldLend() *loopLend {
+	if c.loop >= 0 && c.srv.lends != nil {
+		if l := c.srv.lends[c.loop]; l.holder == c {
+			return l
+		}
+	}
+	return nil
 }
 
 // runLent runs the script of p with every shard of the run held: inside
@@ -525,11 +667,13 @@ func (n *borrowNest) run() {
 	}
 }
 
-// borrowStats are the borrowed runs and the fallbacks of every loop.
-func (s *Server) borrowStats() (runs, fallbacks uint64) {
+// borrowStats are the borrowed runs, those of them over shards held from
+// a run before, and the fallbacks of every loop.
+func (s *Server) borrowStats() (runs, held, fallbacks uint64) {
 	for _, l := range s.lends {
 		runs += l.runs.Load()
+		held += l.held.Load()
 		fallbacks += l.fallbacks.Load()
 	}
-	return runs, fallbacks
+	return runs, held, fallbacks
 }

@@ -508,8 +508,9 @@ func cmdInfo(x *Coord) {
 		field("evicted_keys", 0)
 		field("keyspace_hits", st.Hits)
 		field("keyspace_misses", st.Misses)
-		runs, fallbacks := srv.borrowStats()
+		runs, held, fallbacks := srv.borrowStats()
 		field("script_borrowed_runs", runs)         // borrow.go
+		field("script_borrowed_held_runs", held)    // of those, over shards held from the run before
 		field("script_borrow_fallbacks", fallbacks) // tried, then a coordinator ran it
 		srv.syncStats(field)
 	}

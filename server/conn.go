@@ -198,6 +198,7 @@ func (c *Conn) complete(inline bool) {
 func (c *Conn) serve() gnet.Action {
 	for {
 		if c.inflight.Load() != 0 {
+			c.releaseHeld() // borrow.go: what waits may need them
 			// Replies of connection commands that ran before the work in
 			// flight go out now (a SUBSCRIBE confirmation must precede
 			// the messages published to it) — unless the work answers
@@ -217,6 +218,7 @@ func (c *Conn) serve() gnet.Action {
 			continue
 		}
 		// The batch is done.
+		c.releaseHeld()
 		if c.protoErr != "" {
 			c.out = append(c.out, "-ERR "...)
 			c.out = append(c.out, c.protoErr...)
@@ -460,6 +462,9 @@ gather:
 				continue
 			}
 			if len(c.used) > 0 || g != nil {
+				if g == nil && len(c.keyPos) > 0 && borrowable(cmd) && c.heldLend() == nil {
+					c.borrowAhead(p) // borrow.go
+				}
 				break
 			}
 			c.next++
@@ -510,9 +515,18 @@ gather:
 	}
 	c.inflight.Store(int32(len(c.used)))
 	local := -1
+	held := c.heldLend()
 	for _, sid := range c.used {
 		if c.srv.shardLoop[sid] == c.loop && local < 0 {
 			local = sid
+			continue
+		}
+		if held != nil && held.holds(sid) {
+			// Lent to this loop for the connection's scripts (borrow.go):
+			// it runs here as a shard of the loop would.
+			b := c.batches[sid]
+			b.inline = true
+			c.srv.shards[sid].ExecBorrowed(b)
 			continue
 		}
 		c.srv.shards[sid].Send(c.batches[sid])

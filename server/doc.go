@@ -12,7 +12,9 @@
 // one round trip to that other shard (a hop group, multi_hop.go) — and
 // scripts: one whose keys live on one shard runs inline on that shard's
 // loop; one whose keys span loops runs inline on the connection's loop,
-// which borrows the other loops' shards for the run (borrow.go), and goes
+// which borrows the other loops' shards for the run (borrow.go; in a
+// pipeline it keeps them for the rest of the connection's batch, whose
+// commands for them then run on the loop too), and goes
 // to a coordinator only when they are busy (locks on its keys, a
 // snapshot, a recording journal). Coordinators are reused goroutines. Replies are written in request order
 // once the commands before them are done, in one write per dispatch step

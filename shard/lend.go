@@ -48,8 +48,16 @@ func (s *Shard) ExecBorrowed(r Runnable) { s.exec(r) }
 // recording journal, tiered storage). Locks other transactions hold on
 // other keys stay held; their steps wait, deferred, until Return. Only the
 // owning goroutine may call it.
-func (s *Shard) Lendable(keys []KeyLock) bool {
-	return !s.lent && len(s.gates) == 0 && len(s.hooks) == 0 &&
+func (s *Shard) Lendable(keys []KeyLock) bool { return !s.lent && s.lendable(keys) }
+
+// StillLendable is Lendable for the borrower of a lent shard, which holds
+// it across runs (server/borrow.go): whether another run with keys may
+// use it as the lender's check would have let it. Only the borrower may
+// call it.
+func (s *Shard) StillLendable(keys []KeyLock) bool { return s.lendable(keys) }
+
+func (s *Shard) lendable(keys []KeyLock) bool {
+	return len(s.gates) == 0 && len(s.hooks) == 0 &&
 		len(s.expiryHooks) == 0 && len(s.moveHooks) == 0 &&
 		(s.Journal == nil || !s.Journal.Active()) && s.tier == nil && s.Available(keys)
 }

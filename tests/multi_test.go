@@ -215,6 +215,40 @@ local s = 0
 for _, k in ipairs(KEYS) do s = s + tonumber(redis.call('get', k)) end
 return s`)
 
+// sumReaders starts n readers that sum the accounts until stop, in
+// MULTI/EXEC (even ones) and in a read-only script (odd ones), pausing
+// between sums, and fail with the first error or a sum other than want.
+func sumReaders(t *testing.T, srv *Server, wg *sync.WaitGroup, n int, keys []string, want int, stop time.Time,
+	pause time.Duration, sums *atomic.Int64, fail func(error)) {
+	ctx := context.Background()
+	for r := 0; r < n; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			c := srv.Client(t, 2)
+			for time.Now().Before(stop) {
+				var total int
+				var err error
+				if r%2 == 0 {
+					total, err = sumInMulti(ctx, c, keys)
+				} else {
+					total, err = sumScript.RunRO(ctx, c, keys).Int()
+				}
+				if err != nil {
+					fail(fmt.Errorf("sum: %w", err))
+					return
+				}
+				if total != want {
+					fail(fmt.Errorf("a reader saw total %d, want %d", total, want))
+					return
+				}
+				sums.Add(1)
+				time.Sleep(pause)
+			}
+		}(r)
+	}
+}
+
 // waitBank waits for a bank test's clients and fails on their first error
 // or when they made no progress.
 func waitBank(t *testing.T, wg *sync.WaitGroup, errs chan error, transfers, sums *atomic.Int64) {

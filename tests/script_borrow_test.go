@@ -158,35 +158,10 @@ return 1`)
 			popped.Add(1)
 		}
 	}()
-	for r := 0; r < 2; r++ {
-		wg.Add(1)
-		go func(r int) {
-			defer wg.Done()
-			c := srv.Client(t, 2)
-			for time.Now().Before(stop) {
-				var total int
-				var err error
-				if r == 0 {
-					total, err = sumInMulti(ctx, c, keys)
-				} else {
-					total, err = sumScript.RunRO(ctx, c, keys).Int()
-				}
-				if err != nil {
-					fail("sum: %v", err)
-					return
-				}
-				if total != accounts*start {
-					fail("a reader saw total %d, want %d", total, accounts*start)
-					return
-				}
-				sums.Add(1)
-				// A reader locks every account: reading without a pause
-				// would keep most scripts off the borrowed path (they go
-				// to coordinators while the shards are locked).
-				time.Sleep(3 * time.Millisecond)
-			}
-		}(r)
-	}
+	// A reader locks every account: reading without a pause would keep
+	// most scripts off the borrowed path (they go to coordinators while
+	// the shards are locked).
+	sumReaders(t, srv, &wg, 2, keys, accounts*start, stop, 3*time.Millisecond, &sums, func(err error) { fail("%v", err) })
 	wg.Add(1)
 	go func() { // snapshots now and then
 		defer wg.Done()
@@ -304,5 +279,122 @@ collect:
 	}
 	if r := free[0].MustRead(); r.Kind != KindInt || r.Int != 15 {
 		t.Fatalf("the waiting script's reply: %s", r)
+	}
+}
+
+// TestScriptBorrowedPipelines: pipelines that mix cross-shard scripts with
+// single-shard commands. A loop that borrowed the other loop's shard for
+// one script keeps it for the rest of the connection's batch: the
+// following scripts over it, and the commands for it gathered before a
+// script, run on the connection's loop (server/borrow.go, holding). Each
+// worker's pipeline increments its counter and reads it back, in a script
+// together with an account on any shard and with a GET, between transfer
+// scripts: every read must see the increment just before it (the
+// connection's order), and readers summing the accounts in MULTI/EXEC and
+// in a script (locking every account: commands that wait for a held
+// shard, which the holder must give back) must always see the same total.
+// The seed is printed.
+func TestScriptBorrowedPipelines(t *testing.T) {
+	const accounts, start = 32, 1000
+	srv, keys, seed := startBank(t, "2", accounts, start)
+	ctx := context.Background()
+	transfer := redis.NewScript(`
+local from = tonumber(redis.call('get', KEYS[1]))
+local amt = tonumber(ARGV[1])
+if KEYS[1] == KEYS[2] or from < amt then return 0 end
+redis.call('decrby', KEYS[1], amt)
+redis.call('incrby', KEYS[2], amt)
+return 1`)
+	readBoth := redis.NewScript(`return {redis.call('get', KEYS[1]), redis.call('get', KEYS[2])}`)
+	// round sends one pipeline of 4 x (INCR ctr, script reading ctr and an
+	// account, transfer script, GET ctr) and checks the counter's reads.
+	round := func(c *redis.Client, rng *rand.Rand, ctr string, n *int) error {
+		p := c.Pipeline()
+		type check struct {
+			want       int
+			incr, get  *redis.IntCmd
+			getS       *redis.StringCmd
+			read, xfer *redis.Cmd
+		}
+		checks := make([]check, 4)
+		for j := range checks {
+			*n++
+			ch := &checks[j]
+			ch.want = *n
+			ch.incr = p.Incr(ctx, ctr)
+			ch.read = readBoth.Eval(ctx, p, []string{ctr, keys[rng.IntN(accounts)]})
+			ch.xfer = transfer.Eval(ctx, p, []string{keys[rng.IntN(accounts)], keys[rng.IntN(accounts)]}, rng.IntN(100))
+			ch.getS = p.Get(ctx, ctr)
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			return fmt.Errorf("pipeline: %w", err)
+		}
+		for _, ch := range checks {
+			if v := ch.incr.Val(); v != int64(ch.want) {
+				return fmt.Errorf("INCR %s = %d, want %d", ctr, v, ch.want)
+			}
+			vals, err := ch.read.Slice()
+			if err != nil || len(vals) != 2 || vals[0] != strconv.Itoa(ch.want) {
+				return fmt.Errorf("the script after INCR %s read %v (%v), want %d first", ctr, vals, err, ch.want)
+			}
+			if err := ch.xfer.Err(); err != nil {
+				return fmt.Errorf("transfer: %w", err)
+			}
+			if v := ch.getS.Val(); v != strconv.Itoa(ch.want) {
+				return fmt.Errorf("GET %s after a transfer = %q, want %d", ctr, v, ch.want)
+			}
+		}
+		return nil
+	}
+	// Alone first: the held path must be taken (under load, locked keys
+	// send some scripts to coordinators).
+	alone := srv.Client(t, 2)
+	n0 := 0
+	for range 5 {
+		if err := round(alone, rand.New(rand.NewPCG(seed, 100)), "ctr:alone", &n0); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+	}
+	if !IsRedis() {
+		held := infoField(srv.Raw(t), "stats", "script_borrowed_held_runs")
+		if n, _ := strconv.Atoi(held); n == 0 {
+			t.Fatalf("no script ran on a held shard (script_borrowed_held_runs %q)", held)
+		}
+	}
+	stop := time.Now().Add(1500 * time.Millisecond)
+	var wg sync.WaitGroup
+	var rounds, sums atomic.Int64
+	errs := make(chan error, 16)
+	fail := func(err error) {
+		select {
+		case errs <- fmt.Errorf("seed %d: %w", seed, err):
+		default:
+		}
+	}
+	for w := 0; w < 6; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			c := srv.Client(t, 2+w%2)
+			ctr, n := "ctr:"+strconv.Itoa(w), 0
+			for time.Now().Before(stop) {
+				if err := round(c, rng, ctr, &n); err != nil {
+					fail(err)
+					return
+				}
+				rounds.Add(1)
+			}
+		}(w)
+	}
+	sumReaders(t, srv, &wg, 2, keys, accounts*start, stop, 2*time.Millisecond, &sums, fail)
+	waitBank(t, &wg, errs, &rounds, &sums)
+	if total, err := sumInMulti(ctx, srv.Client(t, 2), keys); err != nil || total != accounts*start {
+		t.Fatalf("seed %d: accounts add up to %d (%v) after the load, want %d", seed, total, err, accounts*start)
+	}
+	if !IsRedis() {
+		raw := srv.Raw(t)
+		t.Logf("script_borrowed_runs %s, held %s, fallbacks %s", infoField(raw, "stats", "script_borrowed_runs"),
+			infoField(raw, "stats", "script_borrowed_held_runs"), infoField(raw, "stats", "script_borrow_fallbacks"))
 	}
 }

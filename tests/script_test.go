@@ -103,31 +103,9 @@ return 1`)
 			}
 		}(w)
 	}
-	for r := 0; r < 4; r++ {
-		wg.Add(1)
-		go func(r int) {
-			defer wg.Done()
-			c := srv.Client(t, 2)
-			for time.Now().Before(stop) {
-				var total int
-				var err error
-				if r%2 == 0 {
-					total, err = sumInMulti(ctx, c, keys)
-				} else {
-					total, err = sumScript.RunRO(ctx, c, keys).Int()
-				}
-				if err != nil {
-					errs <- fmt.Errorf("seed %d: sum: %w", seed, err)
-					return
-				}
-				if total != accounts*start {
-					errs <- fmt.Errorf("seed %d: a reader saw total %d, want %d", seed, total, accounts*start)
-					return
-				}
-				sums.Add(1)
-			}
-		}(r)
-	}
+	sumReaders(t, srv, &wg, 4, keys, accounts*start, stop, 0, &sums, func(err error) {
+		errs <- fmt.Errorf("seed %d: %w", seed, err)
+	})
 	wg.Wait()
 	close(errs)
 	for err := range errs {
