@@ -185,6 +185,12 @@ func (s *Server) stop() {
 			s.kill()
 		}
 	}
+	// A server built with -race (DFLY_BUILD_FLAGS) reports a data race on
+	// its output and goes on: the race is the test's failure.
+	out := s.output.String()
+	if i := strings.Index(out, "WARNING: DATA RACE"); i >= 0 {
+		s.t.Errorf("%s reported a data race:\n%s", target, out[i:min(len(out), i+8<<10)])
+	}
 	if s.t.Failed() {
 		s.t.Logf("--- %s output (pid %d, %s) ---\n%s", target, s.PID, s.Addr, s.output.tail(logTail))
 	}
