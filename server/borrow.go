@@ -193,11 +193,14 @@ func (s *Server) initLends(inboxes []*loopInbox) {
 	}
 }
 
-// post sends m to its lending loop and wakes that loop if it waits.
+// post sends m to its loop (m.to) and wakes that loop if it waits. Once
+// posted, m belongs to the receiver (it turns an ask into its answer),
+// so nothing of it is read after the post.
 func (s *Server) postLend(m *lendMsg) {
-	s.inboxes[m.to].post(shardTask{r: m})
+	to := m.to
+	s.inboxes[to].post(shardTask{r: m})
 	select {
-	case s.lends[m.to].poke <- struct{}{}:
+	case s.lends[to].poke <- struct{}{}:
 	default:
 	}
 }
@@ -358,11 +361,20 @@ func (c *Conn) runBorrowed(p *pending) bool {
 // the script after them, with no round trip for either. Nothing happens
 // when they cannot be had at once (the script tries again at its turn).
 func (c *Conn) borrowAhead(p *pending) {
+	remote := false
 	for _, sid := range c.used {
-		if c.srv.shardLoop[sid] != c.loop {
-			c.borrowFor(p, true)
+		if c.srv.shardLoop[sid] == c.loop {
+			continue
+		}
+		// A gathered command for a shard the script does not need would
+		// be sent anyway, and serve give the shards back while it waits.
+		if !slices.ContainsFunc(c.keyPos, func(i int) bool { return c.srv.ShardOf(p.args[i]) == sid }) {
 			return
 		}
+		remote = true
+	}
+	if remote {
+		c.borrowFor(p, true)
 	}
 }
 

@@ -283,7 +283,9 @@ collect:
 }
 
 // TestScriptBorrowedPipelines: pipelines that mix cross-shard scripts with
-// single-shard commands. A loop that borrowed the other loop's shard for
+// single-shard commands. First pipelines of scripts over a large key space
+// from connections on both loops (the loops borrowing from each other at
+// once: the increments must all land), then the bank below. A loop that borrowed the other loop's shard for
 // one script keeps it for the rest of the connection's batch: the
 // following scripts over it, and the commands for it gathered before a
 // script, run on the connection's loop (server/borrow.go, holding). Each
@@ -361,7 +363,6 @@ return 1`)
 			t.Fatalf("no script ran on a held shard (script_borrowed_held_runs %q)", held)
 		}
 	}
-	stop := time.Now().Add(1500 * time.Millisecond)
 	var wg sync.WaitGroup
 	var rounds, sums atomic.Int64
 	errs := make(chan error, 16)
@@ -371,6 +372,56 @@ return 1`)
 		default:
 		}
 	}
+	// Spread: pipelines of scripts over random keys of a large space, from
+	// connections on both loops, so that the loops borrow from each other
+	// at once and seldom find a key locked (what a -race server needs to
+	// see the hand-overs race, if they do).
+	incr2 := redis.NewScript(`redis.call('incr', KEYS[1]) return redis.call('incr', KEYS[2])`)
+	const space = 2048
+	var evals atomic.Int64
+	spreadEnd := time.Now().Add(500 * time.Millisecond)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(100+w)))
+			c := srv.Client(t, 2+w%2)
+			for time.Now().Before(spreadEnd) {
+				p := c.Pipeline()
+				for range 16 {
+					incr2.Eval(ctx, p, []string{"n:" + strconv.Itoa(rng.IntN(space)), "n:" + strconv.Itoa(rng.IntN(space))})
+				}
+				if _, err := p.Exec(ctx); err != nil {
+					fail(fmt.Errorf("spread pipeline: %w", err))
+					return
+				}
+				evals.Add(16)
+			}
+		}(w)
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatal(<-errs)
+	}
+	names := make([]string, space)
+	for i := range names {
+		names[i] = "n:" + strconv.Itoa(i)
+	}
+	vals, err := srv.Client(t, 2).MGet(ctx, names...).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0
+	for _, v := range vals {
+		if v != nil {
+			n, _ := strconv.Atoi(v.(string))
+			sum += n
+		}
+	}
+	if sum != 2*int(evals.Load()) {
+		t.Fatalf("seed %d: %d scripts incremented twice each, the keys add up to %d", seed, evals.Load(), sum)
+	}
+	stop := time.Now().Add(1500 * time.Millisecond)
 	for w := 0; w < 6; w++ {
 		wg.Add(1)
 		go func(w int) {
