@@ -100,6 +100,7 @@ func TestPersistDflyCorruptShardRefusesStart(t *testing.T) {
 				cmd.Process.Kill()
 				t.Fatal("dfly started on a corrupt shard file")
 			}
+			failOnRace(t, string(out))
 			if err == nil {
 				t.Fatalf("dfly exited 0 on a corrupt shard file:\n%s", out)
 			}

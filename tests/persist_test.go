@@ -336,6 +336,7 @@ func TestPersistCorruptFileRefusesStart(t *testing.T) {
 				cmd.Process.Kill()
 				t.Fatal("dfly started on a corrupt file")
 			}
+			failOnRace(t, string(out))
 			if err == nil {
 				t.Fatalf("dfly exited 0 on a corrupt file:\n%s", out)
 			}

@@ -185,14 +185,18 @@ func (s *Server) stop() {
 			s.kill()
 		}
 	}
-	// A server built with -race (DFLY_BUILD_FLAGS) reports a data race on
-	// its output and goes on: the race is the test's failure.
-	out := s.output.String()
-	if i := strings.Index(out, "WARNING: DATA RACE"); i >= 0 {
-		s.t.Errorf("%s reported a data race:\n%s", target, out[i:min(len(out), i+8<<10)])
-	}
+	failOnRace(s.t, s.output.String())
 	if s.t.Failed() {
 		s.t.Logf("--- %s output (pid %d, %s) ---\n%s", target, s.PID, s.Addr, s.output.tail(logTail))
+	}
+}
+
+// failOnRace fails t when out, a server's output, holds a data race
+// report: a server built with -race (DFLY_BUILD_FLAGS) prints one and
+// goes on, so the race is the test's failure.
+func failOnRace(t testing.TB, out string) {
+	if i := strings.Index(out, "WARNING: DATA RACE"); i >= 0 {
+		t.Errorf("%s reported a data race:\n%s", target, out[i:min(len(out), i+8<<10)])
 	}
 }
 
