@@ -14,7 +14,8 @@
 //	DFLY_TEST_SEED=123 go test ./tests/ -run Concurrency
 //
 // Harness: StartServer(t, flags...) starts a server and stops it at cleanup
-// (its output is logged if the test failed); Server.Raw gives a RawConn that
+// (its output is logged if the test failed, and a data race it reported,
+// built with -race, fails the test); Server.Raw gives a RawConn that
 // writes exact bytes and parses replies of either RESP version into a Reply
 // with a canonical rendering; Server.Client and Server.ClientWith give
 // go-redis clients.
