@@ -416,7 +416,10 @@ func (c *Conn) borrowFor(p *pending, ahead bool) *loopLend {
 		}
 	}
 	if l.holding {
-		if l.holder == c && l.heldFits() {
+		// ownLent: a loop with several shards may have lent one the held
+		// run did not need (while it asked); this run must not start
+		// without it (borrowNest would find it deferring).
+		if l.holder == c && l.heldFits() && !l.ownLent() {
 			if ahead {
 				return l
 			}
@@ -648,6 +651,8 @@ func (c *Conn) runLent(p *pending) {
 
 // borrowNest enters the Exec of each of the run's shards in turn (its own
 // ones' Exec, the lent ones' ExecBorrowed) and runs the script innermost.
+// None of its own shards may be lent out when it starts (runBorrowed
+// checks ownLent on every path): Exec would defer the rest of the nest.
 type borrowNest struct {
 	l *loopLend
 	i int
