@@ -607,10 +607,8 @@ func (l *loopLend) heldFits() bool {
 // releaseHeld gives back the shards c's loop holds for c (see
 // loopLend.holding): serve calls it before it returns or parses more.
 func (c *Conn) releaseHeld() {
-	if c.loop >= 0 && c.srv.lends != nil {
-		if l := c.srv.lends[c.loop]; l.holder == c {
-			l.release()
-		}
+	if l := c.heldLend(); l != nil {
+		l.release()
 	}
 }
 

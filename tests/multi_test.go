@@ -210,6 +210,17 @@ func sumInMulti(ctx context.Context, c *redis.Client, keys []string) (int, error
 }
 
 // sumScript adds up the accounts it is given as keys, in one script.
+// transferScript moves ARGV[1] from account KEYS[1] to KEYS[2] when the
+// first holds that much (1), else does nothing (0).
+var transferScript = redis.NewScript(`
+local from = tonumber(redis.call('get', KEYS[1]))
+local to = tonumber(redis.call('get', KEYS[2]))
+local amt = tonumber(ARGV[1])
+if KEYS[1] == KEYS[2] or from < amt then return 0 end
+redis.call('set', KEYS[1], from - amt)
+redis.call('incrby', KEYS[2], amt)
+return 1`)
+
 var sumScript = redis.NewScript(`
 local s = 0
 for _, k in ipairs(KEYS) do s = s + tonumber(redis.call('get', k)) end

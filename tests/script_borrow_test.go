@@ -308,13 +308,6 @@ func borrowedPipelines(t *testing.T, shards string) {
 	const accounts, start = 32, 1000
 	srv, keys, seed := startBank(t, shards, accounts, start)
 	ctx := context.Background()
-	transfer := redis.NewScript(`
-local from = tonumber(redis.call('get', KEYS[1]))
-local amt = tonumber(ARGV[1])
-if KEYS[1] == KEYS[2] or from < amt then return 0 end
-redis.call('decrby', KEYS[1], amt)
-redis.call('incrby', KEYS[2], amt)
-return 1`)
 	readBoth := redis.NewScript(`return {redis.call('get', KEYS[1]), redis.call('get', KEYS[2])}`)
 	// round sends one pipeline of 4 x (INCR ctr, script reading ctr and an
 	// account, transfer script, GET ctr) and checks the counter's reads.
@@ -333,7 +326,7 @@ return 1`)
 			ch.want = *n
 			ch.incr = p.Incr(ctx, ctr)
 			ch.read = readBoth.Eval(ctx, p, []string{ctr, keys[rng.IntN(accounts)]})
-			ch.xfer = transfer.Eval(ctx, p, []string{keys[rng.IntN(accounts)], keys[rng.IntN(accounts)]}, rng.IntN(100))
+			ch.xfer = transferScript.Eval(ctx, p, []string{keys[rng.IntN(accounts)], keys[rng.IntN(accounts)]}, rng.IntN(100))
 			ch.getS = p.Get(ctx, ctr)
 		}
 		if _, err := p.Exec(ctx); err != nil {

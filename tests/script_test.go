@@ -75,14 +75,6 @@ func TestScriptBankInvariant(t *testing.T) {
 	const accounts, start = 16, 1000
 	srv, keys, seed := startBank(t, "4", accounts, start)
 	ctx := context.Background()
-	transfer := redis.NewScript(`
-local from = tonumber(redis.call('get', KEYS[1]))
-local to = tonumber(redis.call('get', KEYS[2]))
-local amt = tonumber(ARGV[1])
-if KEYS[1] == KEYS[2] or from < amt then return 0 end
-redis.call('set', KEYS[1], from - amt)
-redis.call('incrby', KEYS[2], amt)
-return 1`)
 	stop := time.Now().Add(1500 * time.Millisecond)
 	var wg sync.WaitGroup
 	var transfers, sums atomic.Int64
@@ -95,7 +87,7 @@ return 1`)
 			c := srv.Client(t, 2+w%2)
 			for time.Now().Before(stop) {
 				from, to := keys[rng.IntN(accounts)], keys[rng.IntN(accounts)]
-				if err := transfer.Run(ctx, c, []string{from, to}, rng.IntN(200)).Err(); err != nil {
+				if err := transferScript.Run(ctx, c, []string{from, to}, rng.IntN(200)).Err(); err != nil {
 					errs <- fmt.Errorf("seed %d: transfer: %w", seed, err)
 					return
 				}
