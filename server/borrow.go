@@ -199,6 +199,7 @@ func (s *Server) initLends(inboxes []*loopInbox) {
 func (s *Server) postLend(m *lendMsg) {
 	to := m.to
 	s.inboxes[to].post(shardTask{r: m})
+	s.inboxes[to].lendMail.Store(true)
 	select {
 	case s.lends[to].poke <- struct{}{}:
 	default:
@@ -299,6 +300,7 @@ func (l *loopLend) abandon() {
 // been deferred behind the ones Return runs first.
 func (l *loopLend) scanInbox() {
 	in := l.in
+	in.lendMail.Store(false) // before the scan: a message posted after it sets it again
 	msgs := l.scratch[:0]
 	in.mu.Lock()
 	q := in.queue[:0]

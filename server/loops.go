@@ -2,11 +2,11 @@ package server
 
 import (
 	"context"
-
 	"fmt"
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/panjf2000/gnet/v2"
@@ -111,6 +111,9 @@ type loopInbox struct {
 	mu           sync.Mutex
 	queue, spare []shardTask
 	armed        bool // a drain task is queued and has not taken the queue yet
+	// lendMail: a lend message (borrow.go) may be in the queue; the loop
+	// takes it before serving its next connection (Server.OnTraffic).
+	lendMail atomic.Bool
 }
 
 func (in *loopInbox) post(t shardTask) {
@@ -128,6 +131,7 @@ func (in *loopInbox) post(t shardTask) {
 // Run drains the inbox on its loop; messages posted meanwhile queue a new
 // drain, which gnet runs before it polls again.
 func (in *loopInbox) Run(ctx context.Context) error {
+	in.lendMail.Store(false) // every message queued now is run below
 	in.mu.Lock()
 	q := in.queue
 	in.queue, in.spare = in.spare, nil
