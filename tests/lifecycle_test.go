@@ -62,6 +62,7 @@ func TestFlagErrors(t *testing.T) {
 		if !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%v: stderr %q does not say %q", tc.args, stderr.String(), tc.want)
 		}
+		failOnRace(t, stderr.String())
 	}
 }
 
@@ -98,6 +99,7 @@ func TestPortInUse(t *testing.T) {
 	if !strings.Contains(out.String(), "address already in use") {
 		t.Fatalf("output does not give the reason: %q", out.String())
 	}
+	failOnRace(t, out.String())
 }
 
 // TestMaxClients: a client past --maxclients gets Redis's error and is
