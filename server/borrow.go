@@ -158,6 +158,11 @@ type loopLend struct {
 	holdUntil int64
 	// held counts the runs over shards held from a run before (no ask).
 	held atomic.Uint64
+	// asked counts the tries that asked lenders; answerWait and
+	// returnWait the nanoseconds the loop waited for their answers and
+	// for its own shards to come back from another loop's run (INFO
+	// stats: where a loop under cross-shard scripts spends its time).
+	asked, answerWait, returnWait atomic.Uint64
 }
 
 // holdFor bounds a hold (loopLend.holding): the lender's own commands on
@@ -452,13 +457,18 @@ func (c *Conn) borrowFor(p *pending, ahead bool) *loopLend {
 		}
 		l.trying = true
 		deadline := nanotime() + int64(borrowWait)
-		for l.ownLent() {
-			// The borrower of our shards returns them with a poke.
-			if !l.wait(deadline) {
-				l.trying = false
-				l.failed(ahead)
-				return nil
+		if l.ownLent() {
+			t0 := nanotime()
+			for l.ownLent() {
+				// The borrower of our shards returns them with a poke.
+				if !l.wait(deadline) {
+					l.returnWait.Add(uint64(nanotime() - t0))
+					l.trying = false
+					l.failed(ahead)
+					return nil
+				}
 			}
+			l.returnWait.Add(uint64(nanotime() - t0))
 		}
 		l.tries++
 		l.gen, l.answered, l.refused, l.busy = l.tries, 0, 0, false
@@ -467,15 +477,19 @@ func (c *Conn) borrowFor(p *pending, ahead bool) *loopLend {
 			a.gen, l.pending[lp] = l.gen, true
 			srv.postLend(a)
 		}
-		deadline = nanotime() + int64(borrowWait)
+		l.asked.Add(1)
+		t0 := nanotime()
+		deadline = t0 + int64(borrowWait)
 		for l.answered < len(l.lenders) {
 			if !l.wait(deadline) {
+				l.answerWait.Add(uint64(nanotime() - t0))
 				l.trying = false
 				l.abandon()
 				l.failed(ahead)
 				return nil
 			}
 		}
+		l.answerWait.Add(uint64(nanotime() - t0))
 		l.gen, l.trying = 0, false
 		refused, busy := l.refused, l.busy
 		if refused == 0 && !l.ownLent() {
@@ -686,11 +700,20 @@ func (n *borrowNest) run() {
 
 // borrowStats are the borrowed runs, those of them over shards held from
 // a run before, and the fallbacks of every loop.
-func (s *Server) borrowStats() (runs, held, fallbacks uint64) {
+func (s *Server) borrowStats() (st borrowStats) {
 	for _, l := range s.lends {
-		runs += l.runs.Load()
-		held += l.held.Load()
-		fallbacks += l.fallbacks.Load()
+		st.runs += l.runs.Load()
+		st.held += l.held.Load()
+		st.fallbacks += l.fallbacks.Load()
+		st.asks += l.asked.Load()
+		st.answerWait += l.answerWait.Load()
+		st.returnWait += l.returnWait.Load()
 	}
-	return runs, held, fallbacks
+	return st
+}
+
+// borrowStats sums the loops' counters for INFO stats.
+type borrowStats struct {
+	runs, held, fallbacks, asks uint64
+	answerWait, returnWait      uint64 // nanoseconds
 }

@@ -211,7 +211,9 @@ return 1`)
 		if n, _ := strconv.Atoi(runs); n == 0 {
 			t.Fatalf("no borrowed run (script_borrowed_runs %q): the test tested nothing new", runs)
 		}
-		t.Logf("script_borrowed_runs %s, script_borrow_fallbacks %s", runs, infoField(raw, "stats", "script_borrow_fallbacks"))
+		t.Logf("script_borrowed_runs %s, script_borrow_fallbacks %s, asks %s, answer wait %s us, return wait %s us", runs,
+			infoField(raw, "stats", "script_borrow_fallbacks"), infoField(raw, "stats", "script_borrow_asks"),
+			infoField(raw, "stats", "script_borrow_answer_wait_us"), infoField(raw, "stats", "script_borrow_return_wait_us"))
 	}
 }
 
@@ -279,6 +281,14 @@ collect:
 	}
 	if r := free[0].MustRead(); r.Kind != KindInt || r.Int != 15 {
 		t.Fatalf("the waiting script's reply: %s", r)
+	}
+	// Its loop waited for its own shard, lent to the long script, for
+	// borrowWait (1 ms), then sent it to a coordinator: INFO shows both.
+	raw := srv.Raw(t)
+	wait, _ := strconv.Atoi(infoField(raw, "stats", "script_borrow_return_wait_us"))
+	fallbacks, _ := strconv.Atoi(infoField(raw, "stats", "script_borrow_fallbacks"))
+	if wait < 900 || fallbacks < 1 {
+		t.Fatalf("script_borrow_return_wait_us %d, script_borrow_fallbacks %d: want >= 900 and >= 1", wait, fallbacks)
 	}
 }
 
