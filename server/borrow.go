@@ -698,8 +698,7 @@ func (n *borrowNest) run() {
 	}
 }
 
-// borrowStats are the borrowed runs, those of them over shards held from
-// a run before, and the fallbacks of every loop.
+// borrowStats sums every loop's counters of borrowed runs (INFO stats).
 func (s *Server) borrowStats() (st borrowStats) {
 	for _, l := range s.lends {
 		st.runs += l.runs.Load()
@@ -712,7 +711,8 @@ func (s *Server) borrowStats() (st borrowStats) {
 	return st
 }
 
-// borrowStats sums the loops' counters for INFO stats.
+// borrowStats: the borrowed runs, those of them over shards held from a
+// run before, the fallbacks, the tries that asked, and the waits.
 type borrowStats struct {
 	runs, held, fallbacks, asks uint64
 	answerWait, returnWait      uint64 // nanoseconds
