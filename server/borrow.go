@@ -299,10 +299,17 @@ func (l *loopLend) abandon() {
 }
 
 // scanInbox takes the lend messages out of the loop's inbox and handles
-// them, leaving the rest in order: what a borrower does while it waits.
+// them, leaving the rest in order: what a borrower does while it waits,
+// and what a loop does before it serves its next connection (OnTraffic).
 // Taking a return ahead of messages posted before it keeps each shard's
 // order: those came after the shard was lent, so they would only have
-// been deferred behind the ones Return runs first.
+// been deferred behind the ones Return runs first. Taking an ask ahead of
+// a message posted before it for the same shard only moves that message
+// behind the borrowed run (the shard defers it until Return): it comes
+// from another connection (a connection's own run starts only when its
+// earlier work is done) or from a coordinator, whose locked keys the
+// lend check keeps the run away from, so no order a client could see
+// changes.
 func (l *loopLend) scanInbox() {
 	in := l.in
 	in.lendMail.Store(false) // before the scan: a message posted after it sets it again

@@ -441,19 +441,14 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 	}
 	if c.loop >= 0 && s.lends != nil && s.inboxes[c.loop].lendMail.Load() {
 		// A borrower on another loop waits for the answer to its ask (or
-		// for a return, its connections' commands deferred on the lent
-		// shard): answer it now rather than after every connection ready
-		// in this round of the loop. Between two connections' serves the
-		// loop holds no borrowed shard and runs no borrowed run (both live
-		// inside one serve), as when gnet drains the inbox between rounds;
-		// and scanInbox moves only lend messages ahead of the others, as a
-		// waiting borrower's does (see there why that keeps each shard's
-		// order). Measured (dfly --shards 2, txbench -raw -c 50 on CPU 1,
-		// random keys, three runs each, alternating): an ask waited 33 us
-		// on average and the loops 27% of their time; EVAL P8 64-68k ->
-		// 74-93k/s, server CPU 15.4-16.6 -> 11.5-14.4 us per EVAL; all
-		// scripts cross-shard 59-61k -> 69-77k; P1 25-27k -> 30k; 3 shards
-		// 68-77k -> 76-82k.
+		// for a return): answer it now rather than after every connection
+		// ready in this round of the loop. Between two connections' serves
+		// the loop holds no borrowed shard and runs no borrowed run (both
+		// live inside one serve), as when gnet drains the inbox between
+		// rounds; scanInbox says why taking lend messages first keeps each
+		// shard's order. Measured (dfly --shards 2, txbench -raw -P 8 -c 50
+		// on CPU 1, random keys): an ask waited 33 us on average before;
+		// 64-68k -> 74-93k EVAL/s.
 		s.lends[c.loop].scanInbox()
 	}
 	return c.serve()
