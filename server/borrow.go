@@ -61,9 +61,10 @@ const maxBorrowTries = 8
 type lendKind uint8
 
 const (
-	lendAsk  lendKind = iota // to the lender: lend sids to loop from
-	lendAck                  // to the borrower: the answer (granted)
-	lendBack                 // to the lender: take sids back
+	lendAsk    lendKind = iota // to the lender: lend sids to loop from
+	lendAck                    // to the borrower: the answer (granted)
+	lendBack                   // to the lender: take sids back
+	lendRecall                 // to the borrower: the lender wants its shards back
 )
 
 // borrowWait bounds each wait of a borrower (for answers, or for its own
@@ -156,8 +157,20 @@ type loopLend struct {
 	holding   bool
 	holder    *Conn
 	holdUntil int64
-	// held counts the runs over shards held from a run before (no ask).
-	held atomic.Uint64
+	// kept: the shards granted for the last run stay lent to this loop
+	// after its hold ended, with no run on them, until their lender
+	// recalls them (shard.Recall: a message for one of them came, or the
+	// lender's own run needs it) or a run of this loop needs others; a
+	// run that finds the shards it needs kept holds them again without
+	// asking. The loop never waits while it keeps shards: every wait of
+	// a borrower comes after giveBack. recalled: per lending loop, a
+	// recall came for what it lent: given back at the hold's end, and not
+	// held again.
+	kept     bool
+	recalled []bool
+	// held counts the runs over shards held from a run before (no ask);
+	// forwarded the forwarded runs the loop ran (forward.go).
+	held, forwarded atomic.Uint64
 	// asked counts the tries that asked lenders; answerWait and
 	// returnWait the nanoseconds the loop waited for their answers and
 	// for its own shards to come back from another loop's run (INFO
@@ -183,9 +196,10 @@ func (l *loopLend) fellBack() {
 func (s *Server) initLends(inboxes []*loopInbox) {
 	n := len(inboxes)
 	s.lends = make([]*loopLend, n)
+	s.lentTo = make([]int, len(s.shards))
 	for i, in := range inboxes {
 		l := &loopLend{srv: s, loop: i, in: in, poke: make(chan struct{}, 1), timer: time.NewTimer(time.Hour),
-			asks: make([]*lendMsg, n), backs: make([]*lendMsg, n), pending: make([]bool, n),
+			asks: make([]*lendMsg, n), backs: make([]*lendMsg, n), pending: make([]bool, n), recalled: make([]bool, n),
 			involved: make([]bool, len(s.shards)), keys: make([][]shard.KeyLock, len(s.shards))}
 		l.timer.Stop()
 		for j := range n {
@@ -223,6 +237,18 @@ func (l *loopLend) handle(m *lendMsg) {
 	case lendAck:
 		l.answer(m)
 		return
+	case lendRecall:
+		// Stale when what m.lender lent went back already (a spurious
+		// one, for a later lend, only returns that one early). An ask
+		// still out belongs to its lender (it answers, then recalls).
+		if a := l.asks[m.lender]; !l.pending[m.lender] && a.granted {
+			l.recalled[m.lender] = true
+			if l.kept {
+				l.giveBackTo(m.lender)
+				l.kept = l.anyGranted()
+			}
+		}
+		return
 	}
 	ok := !(l.trying && m.from > l.loop)
 	m.busy = false
@@ -232,6 +258,7 @@ func (l *loopLend) handle(m *lendMsg) {
 		case !ok:
 		case s.Lent():
 			ok = false // lent to another run: soon back
+			s.Recall() // or kept by its borrower
 		case !s.Lendable(m.keys): // keys of its other shards are never locked here
 			ok, m.busy = false, true
 		}
@@ -239,6 +266,7 @@ func (l *loopLend) handle(m *lendMsg) {
 	if ok {
 		for _, sid := range m.sids {
 			shards[sid].Lend()
+			l.srv.lentTo[sid] = m.from
 		}
 	}
 	m.granted = ok
@@ -402,7 +430,14 @@ func (c *Conn) borrowFor(p *pending, ahead bool) *loopLend {
 	if c.loop < 0 || srv.lends == nil || srv.tiered != nil || p.track || c.tracker != nil {
 		return nil
 	}
-	l := srv.lends[c.loop]
+	return c.borrowOn(srv.lends[c.loop], p, c.keyPos, ahead)
+}
+
+// borrowOn is borrowFor on loop l's goroutine, which is the connection's
+// own or, for a forwarded run (forward.go), a lower loop's; keyPos: p's
+// key positions.
+func (c *Conn) borrowOn(l *loopLend, p *pending, keyPos []int, ahead bool) *loopLend {
+	srv := c.srv
 	if l.skip > 0 && l.holder != c {
 		if !ahead {
 			l.skip--
@@ -415,7 +450,7 @@ func (c *Conn) borrowFor(p *pending, ahead bool) *loopLend {
 	}
 	l.sids, l.lenders = l.sids[:0], l.lenders[:0]
 	excl := p.cmd.Flags&FlagWrite != 0
-	for _, i := range c.keyPos {
+	for _, i := range keyPos {
 		sid := srv.ShardOf(p.args[i])
 		if !l.involved[sid] {
 			l.involved[sid] = true
@@ -425,7 +460,7 @@ func (c *Conn) borrowFor(p *pending, ahead bool) *loopLend {
 	}
 	slices.Sort(l.sids)
 	for _, sid := range l.sids {
-		if lp := srv.shardLoop[sid]; lp != c.loop && !slices.Contains(l.lenders, lp) {
+		if lp := srv.shardLoop[sid]; lp != l.loop && !slices.Contains(l.lenders, lp) {
 			l.lenders = append(l.lenders, lp)
 		}
 	}
@@ -447,7 +482,24 @@ func (c *Conn) borrowFor(p *pending, ahead bool) *loopLend {
 		}
 		l.release()
 	}
+	if l.kept {
+		// ownLent as above.
+		if l.keptFits() && !l.ownLent() {
+			if ahead || l.ownReady() == ownOK {
+				if !ahead {
+					l.held.Add(1)
+				}
+				l.kept, l.holding, l.holder, l.holdUntil = false, true, c, nanotime()+int64(holdFor)
+				return l
+			}
+			l.giveBack()
+			l.fellBack()
+			return nil
+		}
+		l.giveBack()
+	}
 	for _, lp := range l.lenders {
+		l.recalled[lp] = false // one for an earlier lend is stale
 		a := l.asks[lp]
 		a.sids, a.keys = a.sids[:0], a.keys[:0]
 		for _, sid := range l.sids {
@@ -466,6 +518,7 @@ func (c *Conn) borrowFor(p *pending, ahead bool) *loopLend {
 		deadline := nanotime() + int64(borrowWait)
 		if l.ownLent() {
 			t0 := nanotime()
+			l.recallOwn()
 			for l.ownLent() {
 				// The borrower of our shards returns them with a poke.
 				if !l.wait(deadline) {
@@ -570,24 +623,79 @@ func (l *loopLend) ownReady() ownState {
 	return ownOK
 }
 
-// giveBack returns every lent shard of the run whose request was granted.
+// giveBack returns every lent shard of the run whose request was granted,
+// and those kept.
 func (l *loopLend) giveBack() {
 	for lp, a := range l.asks {
 		if a.granted {
-			a.granted = false
-			// The lender took this run's ask after the last back it was
-			// sent (inbox order), so that back is done with.
-			b := l.backs[lp]
-			b.sids = append(b.sids[:0], a.sids...)
-			l.srv.postLend(b)
+			l.giveBackTo(lp)
+		}
+	}
+	l.kept = false
+}
+
+// giveBackTo returns what loop lp lent.
+func (l *loopLend) giveBackTo(lp int) {
+	a := l.asks[lp]
+	a.granted, l.recalled[lp] = false, false
+	// The lender took this run's ask after the last back it was sent
+	// (inbox order), so that back is done with.
+	b := l.backs[lp]
+	b.sids = append(b.sids[:0], a.sids...)
+	l.srv.postLend(b)
+}
+
+// anyGranted reports whether the loop has lent shards (held or kept).
+func (l *loopLend) anyGranted() bool {
+	for _, a := range l.asks {
+		if a.granted {
+			return true
+		}
+	}
+	return false
+}
+
+// release ends a hold: the held shards whose lenders recalled them go
+// back, the others are kept (loopLend.kept).
+func (l *loopLend) release() {
+	l.holding, l.holder = false, nil
+	for lp, a := range l.asks {
+		if a.granted && l.recalled[lp] {
+			l.giveBackTo(lp)
+		}
+	}
+	l.kept = l.anyGranted()
+}
+
+// recallOwn asks the borrowers of the run's own lent shards for them.
+func (l *loopLend) recallOwn() {
+	for _, sid := range l.sids {
+		if l.srv.shardLoop[sid] == l.loop {
+			l.srv.shards[sid].Recall()
 		}
 	}
 }
 
-// release ends a hold, giving the held shards back.
-func (l *loopLend) release() {
-	l.holding, l.holder = false, nil
-	l.giveBack()
+// recallShard is shard sid's recall (shard.AttachRecall), on its owner.
+func (s *Server) recallShard(sid int) {
+	owner := s.shardLoop[sid]
+	s.postLend(&lendMsg{srv: s, kind: lendRecall, from: owner, lender: owner, to: s.lentTo[sid]})
+}
+
+// keptFits reports whether every lent shard the run needs is kept, not
+// recalled, and would be lent to it now (the lender's check).
+func (l *loopLend) keptFits() bool {
+	for _, sid := range l.sids {
+		lp := l.srv.shardLoop[sid]
+		if lp == l.loop {
+			continue
+		}
+		a := l.asks[lp]
+		if !a.granted || l.recalled[lp] || !slices.Contains(a.sids, sid) || !l.srv.shards[sid].StillLendable(l.keys[sid]) {
+			return false
+		}
+	}
+	return true
 }
 
 // keep holds the run's shards for c's next commands, or gives them back
@@ -650,24 +758,31 @@ func (c *Conn) heldLend() *loopLend {
 // coordinator would run it (counted, timed, a panic answered), with the
 // command's reply written for the connection's serve to send.
 func (c *Conn) runLent(p *pending) {
-	l := c.srv.lends[c.loop]
+	if c.runLentOn(c.srv.lends[c.loop], p) {
+		// Over the inline budget before it wrote: it runs again on a
+		// coordinator, holding only its keys (cmdEvalShard's retry).
+		co := c.coord(p.cmd)
+		*co = Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: p.cmd, step: co.step, owned: co.owned}
+		co.start(c)
+		return
+	}
+	c.complete(true)
+}
+
+// runLentOn is runLent on loop l's goroutine (the connection's own, or
+// that of a forwarded run), without completing the command: true when the
+// script was demoted (it must run again on a coordinator; it wrote no
+// reply).
+func (c *Conn) runLentOn(l *loopLend, p *pending) (demoted bool) {
 	x := &l.co
 	*x = Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: p.cmd, inTx: true,
 		local: c.srv.shards[l.sids[0]], owner: l.owner, canRetry: true, step: x.step, owned: x.owned}
 	n := &l.nest
 	n.i = 0
 	n.run()
-	if x.demoted {
-		// Over the inline budget before it wrote: it runs again on a
-		// coordinator, holding only its keys (cmdEvalShard's retry).
-		co := c.coord(p.cmd)
-		*co = Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: p.cmd, step: co.step, owned: co.owned}
-		*x = Coord{step: x.step, owned: x.owned}
-		co.start(c)
-		return
-	}
+	demoted = x.demoted
 	*x = Coord{step: x.step, owned: x.owned}
-	c.complete(true)
+	return demoted
 }
 
 // borrowNest enters the Exec of each of the run's shards in turn (its own
@@ -711,6 +826,7 @@ func (s *Server) borrowStats() (st borrowStats) {
 		st.runs += l.runs.Load()
 		st.held += l.held.Load()
 		st.fallbacks += l.fallbacks.Load()
+		st.forwarded += l.forwarded.Load()
 		st.asks += l.asked.Load()
 		st.answerWait += l.answerWait.Load()
 		st.returnWait += l.returnWait.Load()
@@ -721,6 +837,6 @@ func (s *Server) borrowStats() (st borrowStats) {
 // borrowStats: the borrowed runs, those of them over shards held from a
 // run before, the fallbacks, the tries that asked, and the waits.
 type borrowStats struct {
-	runs, held, fallbacks, asks uint64
-	answerWait, returnWait      uint64 // nanoseconds
+	runs, held, fallbacks, asks, forwarded uint64
+	answerWait, returnWait                 uint64 // nanoseconds
 }

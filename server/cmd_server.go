@@ -512,6 +512,7 @@ func cmdInfo(x *Coord) {
 		field("script_borrowed_runs", bs.runs)                    // borrow.go
 		field("script_borrowed_held_runs", bs.held)               // of those, over shards held from the run before
 		field("script_borrow_fallbacks", bs.fallbacks)            // tried, then a coordinator ran it
+		field("script_forwarded_runs", bs.forwarded)              // forward.go: runs sent to a lower loop
 		field("script_borrow_asks", bs.asks)                      // tries that asked other loops for shards
 		field("script_borrow_answer_wait_us", bs.answerWait/1000) // waiting for their answers
 		field("script_borrow_return_wait_us", bs.returnWait/1000) // waiting for the loop's own shards to come back

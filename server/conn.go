@@ -92,6 +92,9 @@ type Conn struct {
 	group    *hopGroup
 	co       *Coord // see coord
 	grouping bool   // dispatch is gathering a hop group
+	// fwd: the connection's forwarded run (forward.go), gathered or in
+	// flight; nil until the first.
+	fwd *forwardRun
 
 	// holdReplies: the work in flight answers soon (shard batches without
 	// a blocking command, an EXEC or a script, which never block), so the
@@ -212,6 +215,7 @@ func (c *Conn) serve() gnet.Action {
 			return gnet.None
 		}
 		c.holdReplies = false
+		c.endForward()
 		c.collectReplies(c.next)
 		if c.next < len(c.cmds) {
 			c.dispatch()
@@ -381,7 +385,7 @@ gather:
 			continue
 		}
 		if c.pausedFor(p) { // CLIENT PAUSE (pause.go): p runs again once it ends
-			if len(c.used) > 0 || g != nil {
+			if len(c.used) > 0 || g != nil || c.forwarding() {
 				break // what was gathered before it goes first
 			}
 			c.park()
@@ -410,7 +414,7 @@ gather:
 			// their effect: SELECT, HELLO and AUTH apply in order) —
 			// except CLIENT PAUSE, which waits for what was dispatched
 			// before it, its own connection's commands included.
-			if (len(c.used) > 0 || g != nil) && isClientPause(p.args) {
+			if (len(c.used) > 0 || g != nil || c.forwarding()) && isClientPause(p.args) {
 				break
 			}
 			cmd.calls.Add(1)
@@ -451,6 +455,20 @@ gather:
 			}
 		}
 		if p.sid < 0 {
+			if lp := c.forwardLoop(p); lp >= 0 {
+				if len(c.used) > 0 || g != nil {
+					break // what was gathered before it goes first
+				}
+				c.gatherForward(p, lp) // forward.go
+				continue
+			}
+			if c.forwarding() {
+				if p.multi != nil {
+					// Gathered again next time: give the transaction back.
+					c.multi, c.watch, p.multi, p.watch = p.multi, p.watch, nil, nil
+				}
+				break
+			}
 			if p.track {
 				c.trackAhead(p) // its shards get this before its own messages
 			}
@@ -479,6 +497,16 @@ gather:
 			co.start(c)
 			return
 		}
+		if c.forwarding() {
+			if lp := c.forwardLoop(p); lp >= 0 {
+				c.gatherForward(p, lp) // a script on one shard the run's loop can borrow
+				continue
+			}
+			if p.multi != nil {
+				c.multi, c.watch, p.multi, p.watch = p.multi, p.watch, nil, nil
+			}
+			break
+		}
 		if !hasKeys || !groupable(cmd) {
 			if g != nil {
 				break
@@ -505,6 +533,10 @@ gather:
 	}
 	if c.next > c.gathered {
 		c.gathered = c.next
+	}
+	if c.forwarding() {
+		c.startForward()
+		return
 	}
 	if g != nil {
 		g.start()
@@ -565,7 +597,7 @@ func (c *Conn) runDeferred(p *pending, fn func(w *resp.Writer)) {
 func (c *Conn) doneGathering() {
 	c.cmds[c.next].kind = kindDone
 	c.next++
-	if len(c.used) == 0 && !c.grouping {
+	if len(c.used) == 0 && !c.grouping && !c.forwarding() {
 		c.readyUpTo = c.next
 	}
 }

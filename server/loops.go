@@ -94,6 +94,8 @@ func (s *Server) discoverLoops(want int) error {
 		sh, w, in := sh, s.wakers[li], inboxes[li]
 		sh.Attach(func(r shard.Runnable) { in.post(shardTask{sh, r}) })
 		sh.AttachYield(func(r shard.Runnable) { w.yield(shardTask{sh, r}) })
+		sid := i
+		sh.AttachRecall(func() { s.recallShard(sid) })
 		sh.Start()
 	}
 	return nil

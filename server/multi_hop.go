@@ -94,7 +94,8 @@ const (
 	kindNew   pendingKind = iota
 	kindDone              // answered while gathered (connection command, queued, error)
 	kindShard             // single-shard work (pending.sid)
-	kindCoord             // an EXEC a hop group gave back: a coordinator runs pending.multi
+	kindCoord             // an EXEC a hop group (or a script a forwarded run) gave back: a coordinator runs it
+	kindFwd               // a script in a forwarded run (forward.go)
 )
 
 // hopExecOf describes the EXEC in p as a hop group member, or returns nil
@@ -222,6 +223,7 @@ func (g *hopGroup) hold(keys [][]shard.KeyLock, sids []int) bool {
 	for _, sid := range sids {
 		s := srv.shards[sid]
 		if s.Lent() || s.Journal.Active() || s.Tier() != nil {
+			s.Recall()   // (if lent) kept by its borrower: wanted back
 			return false // Lent first: a lent shard's state is its borrower's
 		}
 		for _, k := range keys[sid] {

@@ -80,9 +80,11 @@ type Server struct {
 	// owns shard i. Both are set once, before any command is served.
 	loops     []gnet.EventLoop
 	shardLoop []int
-	wakers    []*loopWaker // per loop: yielded work (loops.go)
-	inboxes   []*loopInbox // per loop: shard messages (loops.go)
-	lends     []*loopLend  // per loop: borrowed runs (borrow.go)
+	// lentTo[i]: the loop shard i was last lent to (written by its owner).
+	lentTo  []int
+	wakers  []*loopWaker // per loop: yielded work (loops.go)
+	inboxes []*loopInbox // per loop: shard messages (loops.go)
+	lends   []*loopLend  // per loop: borrowed runs (borrow.go)
 	// loopsReady is set after discovery; connections that send commands
 	// before it wait in early and are woken then.
 	loopsReady atomic.Bool

@@ -16,7 +16,22 @@ package shard
 
 // Lend hands the shard to a borrower until Return. Only the owning
 // goroutine may call it, outside any Exec of the shard.
-func (s *Shard) Lend() { s.lent = true }
+func (s *Shard) Lend() { s.lent, s.recalled = true, false }
+
+// AttachRecall sets what Recall does: ask the borrower to return the
+// shard. A borrower may keep a lent shard after its run (server/borrow.go:
+// kept shards) until asked, so the owner asks whenever it needs the shard
+// back: a message deferred, a run of its own waiting for it.
+func (s *Shard) AttachRecall(fn func()) { s.recall = fn }
+
+// Recall asks the borrower of the lent shard to return it, once a lend.
+// Only the owning goroutine may call it; a shard not lent ignores it.
+func (s *Shard) Recall() {
+	if s.lent && !s.recalled && s.recall != nil {
+		s.recalled = true
+		s.recall()
+	}
+}
 
 // Lent reports whether the shard is lent out. Only the owning goroutine
 // may call it (the borrower knows).

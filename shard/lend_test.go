@@ -51,3 +51,36 @@ func TestLendableNeedsFreeKeys(t *testing.T) {
 		t.Fatal("not lendable to a run on a free key")
 	}
 }
+
+// TestRecallOncePerLend: a lent shard asks its borrower back (the recall
+// AttachRecall set) on the first message deferred, and on Recall, once a
+// lend; a shard not lent never does, and Lend arms it again.
+func TestRecallOncePerLend(t *testing.T) {
+	s := New(0, 1)
+	recalls := 0
+	s.AttachRecall(func() { recalls++ })
+	nop := Func(func(*Shard) {})
+	s.Recall()
+	s.Exec(nop)
+	if recalls != 0 {
+		t.Fatalf("%d recalls of a shard not lent", recalls)
+	}
+	s.Lend()
+	s.ExecBorrowed(nop)
+	if recalls != 0 {
+		t.Fatalf("%d recalls from the borrower's own run", recalls)
+	}
+	s.Exec(nop)
+	s.Exec(nop)
+	s.Recall()
+	if recalls != 1 {
+		t.Fatalf("%d recalls for one lend, want 1", recalls)
+	}
+	s.Return()
+	s.Lend()
+	s.Recall()
+	s.Exec(nop)
+	if recalls != 2 {
+		t.Fatalf("%d recalls after a second lend, want 2", recalls)
+	}
+}

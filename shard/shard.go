@@ -107,6 +107,10 @@ type Shard struct {
 	// that came meanwhile (lend.go).
 	lent     bool
 	deferred []Runnable
+	// recall asks the borrower for the shard back (AttachRecall);
+	// recalled: it was asked since the last Lend.
+	recall   func()
+	recalled bool
 
 	// Replica mode (issue 8, server/repl_replica.go): a replica never
 	// expires keys itself; its master's DELs delete them. With ReplicaMode
@@ -174,6 +178,7 @@ func (s *Shard) Send(r Runnable) {
 func (s *Shard) Exec(r Runnable) {
 	if s.lent {
 		s.deferred = append(s.deferred, r) // lend.go
+		s.Recall()
 		return
 	}
 	s.exec(r)

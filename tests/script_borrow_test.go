@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -217,80 +218,98 @@ return 1`)
 	}
 }
 
-// TestScriptBorrowNoStall: while a script that has written runs long on
-// one event loop (holding shards of the other loop, a borrowed run), a
-// cross-shard script sent on the other loop waits for those shards on a
-// coordinator — not on its loop, whose other connections go on being
-// served at once.
+// TestScriptBorrowNoStall: while a script runs long on one event loop, a
+// cross-shard script that needs its shard waits for it — on a coordinator
+// or on the busy loop, never on its own loop, whose other connections go
+// on being served at once. Twice:
+//   - a long cross-shard script that has written (a borrowed run, on the
+//     lower loop: server/forward.go), and a cross-shard script from the
+//     higher loop, forwarded to the lower one, where it runs after it;
+//   - a long script on a shard of the higher loop, and a cross-shard
+//     script from the lower loop, which asks for that shard, hears
+//     nothing for borrowWait (1 ms) and goes to a coordinator.
 func TestScriptBorrowNoStall(t *testing.T) {
 	if IsRedis() {
 		t.Skip("dfly only: Redis answers BUSY to every other client meanwhile")
 	}
 	srv := StartServer(t, "--shards", "2")
-	runner := srv.Raw(t)
-	runner.Timeout = 30 * time.Second
-	runner.Do("PING")
-	conns := make([]*RawConn, 6)
+	conns := make([]*RawConn, 7)
 	for i := range conns {
 		time.Sleep(50 * time.Millisecond) // each placed knowing the others
 		conns[i] = srv.Raw(t)
 		conns[i].Timeout = 30 * time.Second
 		conns[i].Do("PING")
 	}
-	// Keys w and n live on different shards (one per loop).
-	runner.Send("EVAL", `redis.call('set', KEYS[1], 'written')
+	long := `redis.call('set', KEYS[1], 'written')
 local t0 = redis.call('time')
 while true do
   local t = redis.call('time')
-  if (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) > 2000000 then break end
+  if (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) > 1500000 then break end
 end
-return redis.call('incr', KEYS[2])`, "2", "w", "n")
-	time.Sleep(200 * time.Millisecond)
-	// The connections that answer now are on the other loop.
-	pongs := make(chan *RawConn, len(conns))
-	for _, c := range conns {
-		go func() { c.Do("PING"); pongs <- c }()
-	}
-	var free []*RawConn
-	deadline := time.After(300 * time.Millisecond)
-collect:
-	for range conns {
-		select {
-		case p := <-pongs:
-			free = append(free, p)
-		case <-deadline: // the rest wait for the script: leave them
-			break collect
+return redis.call('incr', KEYS[2])`
+	// phase runs the long script over keys on runner, finds the
+	// connections of others that answer meanwhile (those of the loop not
+	// running it), and sends a cross-shard script from one of them. It
+	// returns the others that answered and those that waited.
+	phase := func(runner *RawConn, others []*RawConn, keys []string, want int64) (free, busy []*RawConn) {
+		runner.Send(append([]string{"EVAL", long, "2"}, keys...)...)
+		time.Sleep(200 * time.Millisecond)
+		pongs := make(chan *RawConn, len(others))
+		for _, c := range others {
+			go func() { c.Do("PING"); pongs <- c }()
 		}
+		deadline := time.After(300 * time.Millisecond)
+	collect:
+		for range others {
+			select {
+			case p := <-pongs:
+				free = append(free, p)
+			case <-deadline: // the rest wait for the script
+				break collect
+			}
+		}
+		if len(free) < 2 {
+			t.Fatalf("%d of %d connections answered while the script ran, want 2 or more", len(free), len(others))
+		}
+		free[0].Send("EVAL", "return redis.call('incrby', KEYS[1], 10) + redis.call('incrby', KEYS[2], 5)", "2", "a:{w}", "b:{n}")
+		time.Sleep(50 * time.Millisecond)
+		at := time.Now()
+		if r := free[1].Do("PING"); r.Str != "PONG" {
+			t.Fatalf("PING: %s", r)
+		}
+		if d := time.Since(at); d > 500*time.Millisecond {
+			t.Fatalf("PING on the loop of a waiting cross-shard script took %v", d)
+		}
+		if r := runner.MustRead(); r.Kind != KindInt || r.Int != 1 {
+			t.Fatalf("the long script's reply: %s", r)
+		}
+		if r := free[0].MustRead(); r.Kind != KindInt || r.Int != 15*want {
+			t.Fatalf("the waiting script's reply: %s, want %d", r, 15*want)
+		}
+		for range len(others) - len(free) {
+			busy = append(busy, <-pongs) // answered after the script
+		}
+		return free, busy
 	}
-	if len(free) < 2 {
-		t.Fatalf("%d of %d connections answered while the script ran, want 2 or more", len(free), len(conns))
+	// Keys w and n live on different shards (one per loop); p and q on
+	// shard 1.
+	if shardOf("w", 2) == shardOf("n", 2) || shardOf("p", 2) != 1 || shardOf("q", 2) != 1 {
+		t.Fatal("the keys' shards changed: pick others")
 	}
-	// A cross-shard script from the free loop: the long script holds its
-	// shards, so it waits, but not on the loop.
-	free[0].Send("EVAL", "return redis.call('incrby', KEYS[1], 10) + redis.call('incrby', KEYS[2], 5)", "2", "a:{w}", "b:{n}")
-	time.Sleep(50 * time.Millisecond)
-	at := time.Now()
-	if r := free[1].Do("PING"); r.Str != "PONG" {
-		t.Fatalf("PING: %s", r)
-	}
-	if d := time.Since(at); d > 500*time.Millisecond {
-		t.Fatalf("PING on the loop of a waiting cross-shard script took %v", d)
-	}
-	if r := runner.MustRead(); r.Kind != KindInt || r.Int != 1 {
-		t.Fatalf("the long script's reply: %s", r)
-	}
-	if r := free[0].MustRead(); r.Kind != KindInt || r.Int != 15 {
-		t.Fatalf("the waiting script's reply: %s", r)
-	}
-	// Its loop waited for its own shard, lent to the long script, for
-	// borrowWait (1 ms), then sent it to a coordinator: INFO shows both.
+	free, busy := phase(conns[0], conns[1:], []string{"w", "n"}, 1)
+	// free: the higher loop's connections, busy: the lower loop's.
+	phase(free[0], busy, []string{"p", "q"}, 2)
 	raw := srv.Raw(t)
-	wait, _ := strconv.Atoi(infoField(raw, "stats", "script_borrow_return_wait_us"))
+	wait, _ := strconv.Atoi(infoField(raw, "stats", "script_borrow_answer_wait_us"))
 	fallbacks, _ := strconv.Atoi(infoField(raw, "stats", "script_borrow_fallbacks"))
 	if wait < 900 || fallbacks < 1 {
-		t.Fatalf("script_borrow_return_wait_us %d, script_borrow_fallbacks %d: want >= 900 and >= 1", wait, fallbacks)
+		t.Fatalf("script_borrow_answer_wait_us %d, script_borrow_fallbacks %d: want >= 900 and >= 1", wait, fallbacks)
 	}
 }
+
+// shardOf is the shard of key (without a hash tag) among n, as dfly maps
+// keys (server.ShardOf).
+func shardOf(key string, n int) int { return int(xxhash.Sum64String(key) % uint64(n)) }
 
 // TestScriptBorrowedPipelines: pipelines that mix cross-shard scripts with
 // single-shard commands. First pipelines of scripts over a large key space
