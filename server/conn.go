@@ -497,6 +497,12 @@ gather:
 			co.start(c)
 			return
 		}
+		if len(c.used) == 0 && g == nil && hasKeys && borrowable(cmd) && !c.forwarding() {
+			if lp := c.forwardLoop(p); lp >= 0 {
+				c.gatherForward(p, lp) // its shard is lent to that loop
+				continue
+			}
+		}
 		if c.forwarding() {
 			if lp := c.forwardLoop(p); lp >= 0 {
 				c.gatherForward(p, lp) // a script on one shard the run's loop can borrow

@@ -55,6 +55,10 @@ type forwardRun struct {
 // being gathered (c.fwd.loop >= 0), any script the run's loop can run as a
 // borrowed run (its keys on shards of that loop or higher ones); else one
 // whose lowest loop is lower than the connection's.
+//
+// A script on one shard of the connection's loop that is lent out (kept
+// by a lower loop after a run) goes there too, with what follows it, and
+// finds the shard held there, instead of recalling it.
 func (c *Conn) forwardLoop(p *pending) int {
 	srv := c.srv
 	if c.loop <= 0 || len(c.keyPos) == 0 || !borrowable(p.cmd) || srv.lends == nil ||
@@ -72,6 +76,9 @@ func (c *Conn) forwardLoop(p *pending) int {
 		return f.loop
 	}
 	if low == c.loop {
+		if p.sid >= 0 && srv.shardLoop[p.sid] == c.loop && srv.shards[p.sid].Lent() {
+			return srv.lentTo[p.sid] // borrowing goes up: a lower loop
+		}
 		return -1
 	}
 	return low

@@ -297,7 +297,10 @@ return redis.call('incr', KEYS[2])`
 		t.Fatal("the keys' shards changed: pick others")
 	}
 	free, busy := phase(conns[0], conns[1:], []string{"w", "n"}, 1)
-	// free: the higher loop's connections, busy: the lower loop's.
+	// free: the higher loop's connections, busy: the lower loop's. The
+	// lower loop keeps the shard it borrowed until its owner recalls it
+	// (a script on it would be forwarded there): a command on it first.
+	free[0].Do("SET", "p", "0")
 	phase(free[0], busy, []string{"p", "q"}, 2)
 	raw := srv.Raw(t)
 	wait, _ := strconv.Atoi(infoField(raw, "stats", "script_borrow_answer_wait_us"))
