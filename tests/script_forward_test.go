@@ -206,3 +206,40 @@ func TestScriptKeptShards(t *testing.T) {
 		t.Fatalf("the last script: %s, want 9", r)
 	}
 }
+
+// TestScriptForwardedKill: a cross-shard script that spins without
+// writing, from a connection of each loop (one runs it on its own loop,
+// the other forwards it to the lower one), leaves its loop after the
+// inline budget for a coordinator, where SCRIPT KILL stops it; the
+// connection then goes on in order.
+func TestScriptForwardedKill(t *testing.T) {
+	srv := StartServer(t, "--shards", "2")
+	admin := srv.Raw(t)
+	admin.Timeout = 10 * time.Second
+	runners := []*RawConn{srv.Raw(t), srv.Raw(t)}
+	for _, r := range runners {
+		r.Timeout = 30 * time.Second
+		r.Do("PING")
+	}
+	for i, runner := range runners {
+		runner.Send("EVAL", "redis.call('get', KEYS[1]); redis.call('get', KEYS[2])\nwhile true do end", "2", "w", "n")
+		runner.Send("EVAL", "return redis.call('incr', KEYS[1]) + redis.call('incr', KEYS[2])", "2", "w", "n")
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r := admin.Do("SCRIPT", "KILL")
+			if r.Str == "OK" {
+				break
+			}
+			if !strings.HasPrefix(r.Str, "NOTBUSY") || time.Now().After(deadline) {
+				t.Fatalf("runner %d: SCRIPT KILL: %s", i, r)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if r := runner.MustRead(); r.Kind != KindError || !strings.Contains(r.Str, "Script killed by user") {
+			t.Fatalf("runner %d: the killed script's reply: %s", i, r)
+		}
+		if r := runner.MustRead(); r.Kind != KindInt || r.Int != int64(2*(i+1)) {
+			t.Fatalf("runner %d: the script after it: %s, want %d", i, r, 2*(i+1))
+		}
+	}
+}
