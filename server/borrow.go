@@ -9,20 +9,25 @@ import (
 )
 
 // A borrowed run executes a script whose keys live on the shards of more
-// than one event loop on the connection's own loop, as one inline run,
-// instead of on a coordinator that hops to a shard for each call and
-// waits for each hop (a cross-shard EVAL cost 3.2x the server CPU of one
-// confined to a shard: goroutine hand-offs, not work). The connection's
-// loop, the borrower, asks every other loop owning one of the script's
-// shards, a lender, to lend those shards (shard.Lend): the lender checks
-// that each is quiet (shard.Lendable: the script's keys free, no
-// snapshot, no recording journal, no tiered storage), marks them lent and
-// answers at once, by a message back. A lent shard defers every message
-// that comes for it; its loop goes on serving its connections and its
-// other shards. The borrower runs the script inline, touching the lent
-// shards as their owner would (ExecBorrowed), then sends each lender its
-// shards back (shard.Return), which runs the deferred messages in order.
-//
+// than one event loop on one loop, as one inline run, instead of on a
+// coordinator that hops to a shard for each call and waits for each hop
+// (a cross-shard EVAL cost 3.2x the server CPU of one confined to a shard:
+// goroutine hand-offs, not work). The loop that runs it, the borrower, is
+// the lowest of the loops owning the script's shards: a connection of a
+// higher loop forwards its scripts there (forward.go). The borrower asks
+// every other loop owning one of the script's shards, a lender, to lend
+// those shards (shard.Lend): the lender checks that each is quiet
+// (shard.Lendable: the script's keys free, no snapshot, no recording
+// journal, no tiered storage), marks them lent and answers at once, by a
+// message back. A lent shard defers every message that comes for it; its
+// loop goes on serving its connections and its other shards. The borrower
+// runs the script inline, touching the lent shards as their owner would
+// (ExecBorrowed). After the run it keeps them (loopLend.kept): the next
+// run over them needs no ask, until the lender wants them back — a
+// message deferred on one, or a run of the lender's own waiting for one,
+// recalls them (shard.Recall) — and the borrower sends them back
+// (shard.Return), which runs the deferred messages in order.
+
 // Atomicity: while the script runs, no other goroutine runs anything on
 // any of its shards (the borrower's own are busy with it, the lent ones
 // defer), and none of its keys was locked by another transaction when it
@@ -34,15 +39,21 @@ import (
 //     it, yes or no.
 //   - A borrower waits only for the answers to its requests (or for its
 //     own shards to come back), and while it waits it serves the lend
-//     messages for its own loop (scanInbox): requests from loops of a
-//     lower index are answered as when idle, those from higher ones are
-//     refused (lower loops win a conflict), answers and returns are
+//     messages for its own loop (scanInbox): requests are answered as
+//     when idle (borrowing goes up, forward.go: they come from lower
+//     loops; one from a higher loop would be refused while it tries, the
+//     lower loop winning a conflict), answers, returns and recalls are
 //     taken. So answers always come.
-//   - A borrower whose request was refused, or whose own shards were lent
-//     meanwhile, gives back everything granted before it waits again (for
-//     its shards' return), so no loop waits while holding another's
-//     shards. After maxBorrowTries failed tries the script goes to a
-//     coordinator, which waits on no event loop's goroutine.
+//   - A borrower gives back everything it keeps before it asks, and one
+//     whose request was refused, or whose own shards were lent meanwhile,
+//     gives back everything granted before it waits again (for its
+//     shards' return, recalled), so no loop waits while holding or
+//     keeping another's shards. After maxBorrowTries failed tries the
+//     script goes to a coordinator, which waits on no event loop's
+//     goroutine.
+//   - A loop keeping shards waits for nothing on their account: a message
+//     for one is deferred and recalls it, and the keeper takes the recall
+//     at its next connection or inbox turn (as it takes asks).
 //   - No wait lasts longer than borrowWait: a lender busy in a long
 //     script (or holding the borrower's shards for one) answers only
 //     after it, and the borrower must not stall its own connections that
@@ -143,17 +154,18 @@ type loopLend struct {
 	skip, backoff int
 	// holding: the shards lent for the last run stay with this loop while
 	// the same connection (holder) goes on with its batch, until
-	// holdUntil: its next scripts over them run without asking again, and
-	// its commands for one of them run here, as for a shard of the loop
-	// (Conn.dispatch). A pipeline of scripts over two loops' shards then
-	// costs one round trip, not one a script. Invariant: the loop holds
-	// shards only while that connection's serve runs; serve gives them
-	// back (Conn.releaseHeld) before it returns, for any reason, and
-	// before it parses more input, and runBorrowed before it asks for
-	// others. So a hold never outlives one batch of one connection, the
-	// loop waits for nothing while it holds (a batch or a coordinator
-	// sent to a held shard is deferred by its lender until the shards are
-	// back, and serve returns first), and it never holds while it asks.
+	// holdUntil, or for the rest of a forwarded run (forward.go): its next
+	// scripts over them run without asking again, and its commands for
+	// one of them run here, as for a shard of the loop (Conn.dispatch).
+	// Invariant: the loop holds shards only while that connection's serve
+	// (or that forwarded run's message) runs; serve ends the hold
+	// (Conn.releaseHeld) before it returns, for any reason, and before it
+	// parses more input, and runBorrowed before it asks for others; the
+	// shards are then kept (kept, below) or given back. So a hold never
+	// outlives one batch of one connection, the loop waits for nothing
+	// while it holds (a batch or a coordinator sent to a held shard is
+	// deferred by its lender until the shards are back, and serve returns
+	// first), and it never holds while it asks.
 	holding   bool
 	holder    *Conn
 	holdUntil int64
@@ -698,8 +710,8 @@ func (l *loopLend) keptFits() bool {
 	return true
 }
 
-// keep holds the run's shards for c's next commands, or gives them back
-// when c has none parsed or the hold is over.
+// keep holds the run's shards for c's next commands, or ends the hold
+// (release) when c has none parsed or the hold is over.
 func (l *loopLend) keep(c *Conn) {
 	now := nanotime()
 	if !l.holding {
@@ -735,8 +747,8 @@ func (l *loopLend) heldFits() bool {
 	return true
 }
 
-// releaseHeld gives back the shards c's loop holds for c (see
-// loopLend.holding): serve calls it before it returns or parses more.
+// releaseHeld ends the hold of c's loop for c (see loopLend.holding):
+// serve calls it before it returns or parses more.
 func (c *Conn) releaseHeld() {
 	if l := c.heldLend(); l != nil {
 		l.release()

@@ -11,12 +11,13 @@
 // with the single-shard commands among them, runs from the loop itself in
 // one round trip to that other shard (a hop group, multi_hop.go) — and
 // scripts: one whose keys live on one shard runs inline on that shard's
-// loop; one whose keys span loops runs inline on the connection's loop,
-// which borrows the other loops' shards for the run (borrow.go; in a
-// pipeline it keeps them for the rest of the connection's batch, whose
-// commands for them then run on the loop too), and goes
-// to a coordinator only when they are busy (locks on its keys, a
-// snapshot, a recording journal). Coordinators are reused goroutines. Replies are written in request order
+// loop; one whose keys span loops runs inline on the lowest of those
+// loops (a connection of a higher loop forwards its run of such scripts
+// there: forward.go), which borrows the higher loops' shards for the run
+// and keeps them until their owners recall them (borrow.go; the
+// connection's commands for them in the same batch then run on that loop
+// too), and goes to a coordinator only when they are busy (locks on its
+// keys, a snapshot, a recording journal). Coordinators are reused goroutines. Replies are written in request order
 // once the commands before them are done, in one write per dispatch step
 // unless the work in flight may block.
 //
