@@ -116,13 +116,32 @@ func TestMultiBankInvariant(t *testing.T) {
 
 // startBank starts a server with the given shards and accounts holding
 // start each; seed is the test's random seed (DFLY_TEST_SEED to repeat).
+// shardFlags are the server flags for a test's shard setting: "N" is
+// --shards N (over the default event loops, one a CPU), "loops=N" is
+// --proactor_threads N (N event loops, a shard each: more loops than CPUs
+// here, for the interleavings of several lenders).
+func shardFlags(shards string) []string {
+	if n, ok := strings.CutPrefix(shards, "loops="); ok {
+		return []string{"--proactor_threads", n}
+	}
+	return []string{"--shards", shards}
+}
+
+// shardName names a subtest by its shard setting (shardFlags).
+func shardName(shards string) string {
+	if strings.HasPrefix(shards, "loops=") {
+		return shards
+	}
+	return "shards=" + shards
+}
+
 func startBank(t *testing.T, shards string, accounts, start int) (*Server, []string, uint64) {
 	seed := uint64(time.Now().UnixNano())
 	if s, ok := lookupEnvUint("DFLY_TEST_SEED"); ok {
 		seed = s
 	}
 	t.Logf("seed %d (DFLY_TEST_SEED to repeat)", seed)
-	srv := StartServer(t, "--shards", shards)
+	srv := StartServer(t, shardFlags(shards)...)
 	ctx := context.Background()
 	keys := make([]string, accounts)
 	setup := srv.Client(t, 2)

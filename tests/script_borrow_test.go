@@ -28,8 +28,8 @@ import (
 // Every reader must see the same total, every push be popped once, and the
 // accounts add up at the end. The seed is printed.
 func TestScriptBorrowedRuns(t *testing.T) {
-	for _, shards := range []string{"2", "3"} {
-		t.Run("shards="+shards, func(t *testing.T) { borrowedRuns(t, shards) })
+	for _, shards := range []string{"2", "3", "loops=4"} {
+		t.Run(shardName(shards), func(t *testing.T) { borrowedRuns(t, shards) })
 	}
 }
 
@@ -331,8 +331,8 @@ func shardOf(key string, n int) int { return int(xxhash.Sum64String(key) % uint6
 func TestScriptBorrowedPipelines(t *testing.T) {
 	// With 3 shards one loop owns two: a run over one of them may come
 	// while the other is lent out.
-	for _, shards := range []string{"2", "3"} {
-		t.Run("shards="+shards, func(t *testing.T) { borrowedPipelines(t, shards) })
+	for _, shards := range []string{"2", "3", "loops=4"} {
+		t.Run(shardName(shards), func(t *testing.T) { borrowedPipelines(t, shards) })
 	}
 }
 

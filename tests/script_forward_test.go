@@ -20,18 +20,18 @@ import (
 // confined to one shard, a GET (which must see the scripts before it: the
 // connection's order), a script failing at run time, and a MULTI/EXEC of a
 // script (which ends the run). Every reply is checked in order; the
-// workers run at once, on 2, 3 and 4 shards. The seed is printed.
+// workers run at once, on 2 and 3 shards and 4 loops. The seed is printed.
 func TestScriptForwardedPipelines(t *testing.T) {
-	for _, shards := range []string{"2", "3", "4"} {
-		t.Run("shards="+shards, func(t *testing.T) { forwardedPipelines(t, shards) })
+	for _, shards := range []string{"2", "3", "loops=4"} {
+		t.Run(shardName(shards), func(t *testing.T) { forwardedPipelines(t, shards) })
 	}
 }
 
 func forwardedPipelines(t *testing.T, shards string) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	srv := StartServer(t, "--shards", shards)
-	const workers, rounds = 4, 25
+	srv := StartServer(t, shardFlags(shards)...)
+	const workers, rounds = 6, 25
 	incr2 := "return {redis.call('incr', KEYS[1]), redis.call('incr', KEYS[2])}"
 	incrSecond := "redis.call('incr', KEYS[2]); return redis.call('incr', KEYS[1])"
 	get := "return redis.call('get', KEYS[1])"
