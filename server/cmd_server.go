@@ -126,18 +126,53 @@ func flush(x *Coord, all bool) {
 	x.W.SimpleString("OK")
 }
 
+// cmdShutdown is SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. As in
+// Redis, it saves the dataset first when told to (SAVE) or when save
+// points are configured (unless NOSAVE); a failed save refuses the
+// shutdown with an error, unless FORCE. The save runs off the event loop
+// (Conn.deferred); on success nothing is answered: the server closes.
+// There is no delayed shutdown here, so NOW changes nothing and ABORT has
+// nothing to abort.
 func cmdShutdown(c *Conn, a [][]byte, w *resp.Writer) {
+	var save, nosave, force, abort bool
 	for _, o := range a[1:] {
 		switch strings.ToLower(string(o)) {
-		case "nosave", "save", "now", "force", "abort":
+		case "nosave":
+			nosave = true
+		case "save":
+			save = true
+		case "now":
+		case "force":
+			force = true
+		case "abort":
+			abort = true
 		default:
 			w.Error(errSyntax)
 			return
 		}
 	}
-	c.srv.log.Warnf("User requested shutdown...")
-	go c.srv.Shutdown()
-	c.closing = true
+	if save && nosave || abort && len(a) > 2 {
+		w.Error(errSyntax)
+		return
+	}
+	if abort {
+		w.Error("ERR No shutdown in progress.")
+		return
+	}
+	srv := c.srv
+	srv.log.Warnf("User requested shutdown...")
+	if !save && (nosave || !srv.cfg.savePoints()) {
+		go srv.Shutdown()
+		c.closing = true
+		return
+	}
+	c.deferred = func(w *resp.Writer) {
+		if err := srv.SaveBeforeShutdown(); err != nil && !force {
+			w.Error("ERR Errors trying to SHUTDOWN. Check logs.")
+			return
+		}
+		go srv.Shutdown()
+	}
 }
 
 func cmdConfig(c *Conn, a [][]byte, w *resp.Writer) {

@@ -80,6 +80,13 @@ type Config struct {
 	mu sync.RWMutex
 }
 
+// savePoints reports whether a save schedule is configured (save).
+func (c *Config) savePoints() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.Save != ""
+}
+
 // timing reports whether commands are timed: SLOWLOG or the latency
 // monitor is on.
 func (c *Config) timing() bool {

@@ -414,7 +414,7 @@ gather:
 			// their effect: SELECT, HELLO and AUTH apply in order) —
 			// except CLIENT PAUSE, which waits for what was dispatched
 			// before it, its own connection's commands included.
-			if (len(c.used) > 0 || g != nil || c.forwarding()) && isClientPause(p.args) {
+			if (len(c.used) > 0 || g != nil || c.forwarding()) && defersReply(p.args) {
 				break
 			}
 			cmd.calls.Add(1)

@@ -218,9 +218,11 @@ func clientPause(c *Conn, a [][]byte, w *resp.Writer) {
 	}
 }
 
-// isClientPause reports whether args are CLIENT PAUSE ..., which goes after
-// the commands gathered before it (dispatch), as its reply waits for
-// everything dispatched before the pause began.
-func isClientPause(args [][]byte) bool {
-	return len(args) > 1 && strings.EqualFold(string(args[0]), "client") && strings.EqualFold(string(args[1]), "pause")
+// defersReply reports whether args are CLIENT PAUSE ... or SHUTDOWN ...,
+// which go after the commands gathered before them (dispatch): their
+// replies may wait off the loop (Conn.deferred) for everything dispatched
+// before (the pause's drain, the final save).
+func defersReply(args [][]byte) bool {
+	return len(args) > 1 && strings.EqualFold(string(args[0]), "client") && strings.EqualFold(string(args[1]), "pause") ||
+		strings.EqualFold(string(args[0]), "shutdown")
 }

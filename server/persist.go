@@ -123,6 +123,19 @@ func (s *Server) saveAtCut() error {
 	return err
 }
 
+// SaveBeforeShutdown writes the final snapshot (SHUTDOWN SAVE, or SHUTDOWN
+// and SIGTERM with save points configured), after a BGSAVE running now,
+// as Redis does, and logs what happened.
+func (s *Server) SaveBeforeShutdown() error {
+	s.log.Noticef("Saving the final RDB snapshot before exiting.")
+	if err := s.saveAtCut(); err != nil {
+		s.log.Warnf("Error trying to save the DB, can't exit: %v", err)
+		return err
+	}
+	s.log.Noticef("DB saved on disk")
+	return nil
+}
+
 // cmdBgsave saves in the background. In the RDB format it takes the
 // point-in-time cut before replying and lets the shards serialize while
 // they serve (persist_snapshot.go); the dfly format still saves under a

@@ -284,6 +284,18 @@ func (s *Server) Serve() error {
 // Ready is closed once the server accepts connections.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
+// ShutdownOnSignal is SIGTERM's and SIGINT's shutdown: with save points
+// configured it saves first, as Redis does (a failed save is logged; the
+// server exits all the same: a signal has no client to answer).
+func (s *Server) ShutdownOnSignal() {
+	// loopsReady: the shards are attached to their loops (and this
+	// goroutine sees it); a signal before that has nothing to save yet.
+	if s.cfg.savePoints() && s.loopsReady.Load() {
+		_ = s.SaveBeforeShutdown()
+	}
+	s.Shutdown()
+}
+
 // Shutdown stops accepting, lets in-flight commands finish and write their
 // replies (for up to a few seconds), then closes every connection.
 func (s *Server) Shutdown() {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,4 +184,94 @@ func TestIdleLoopsParkInNetpoller(t *testing.T) {
 		}
 	}
 	t.Fatalf("after 10 s idle, the server's threads wait in %q: more than one in epoll_wait", last)
+}
+
+// TestShutdownSave: SHUTDOWN SAVE writes the dataset before the server
+// exits (with cross-shard scripts' shards lent between loops just before);
+// SHUTDOWN NOSAVE does not, even with save points; plain SHUTDOWN and
+// SIGTERM save when save points are configured; a save that fails refuses
+// SHUTDOWN with an error and the server goes on, unless FORCE. ABORT has
+// nothing to abort; bad options are syntax errors.
+func TestShutdownSave(t *testing.T) {
+	dir := t.TempDir()
+	shutdown := func(srv *Server, c *RawConn, args ...string) {
+		t.Helper()
+		srv.terminated = true
+		c.Send(append([]string{"SHUTDOWN"}, args...)...)
+		select {
+		case <-srv.exited:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("SHUTDOWN %v: still running", args)
+		}
+	}
+	get := func(c *RawConn, key string) string { return c.Do("GET", key).Str }
+
+	srv := StartServer(t, "--dir", dir, "--shards", "2")
+	c := srv.Raw(t)
+	for _, tc := range []struct{ args, want []string }{
+		{[]string{"ABORT"}, []string{"ERR No shutdown in progress."}},
+		{[]string{"BOGUS"}, []string{"ERR syntax error"}},
+		{[]string{"SAVE", "NOSAVE"}, []string{"ERR syntax error"}},
+	} {
+		if r := c.Do(append([]string{"SHUTDOWN"}, tc.args...)...); r.Kind != KindError || !slices.Contains(tc.want, r.Str) {
+			t.Fatalf("SHUTDOWN %v: %s", tc.args, r)
+		}
+	}
+	c.Do("SET", "k", "v1")
+	c.Do("RPUSH", "l", "a", "b")
+	for range 20 {
+		c.Do("EVAL", "redis.call('incr', KEYS[1]); return redis.call('incr', KEYS[2])", "2", "w", "n")
+	}
+	shutdown(srv, c, "SAVE")
+
+	srv = StartServer(t, "--dir", dir, "--shards", "2")
+	c = srv.Raw(t)
+	if k, l, w := get(c, "k"), c.Do("LRANGE", "l", "0", "-1"), get(c, "w"); k != "v1" || len(l.Elems) != 2 || w != "20" {
+		t.Fatalf("after SHUTDOWN SAVE and a restart: k %q, l %s, w %q", k, l, w)
+	}
+	c.Do("CONFIG", "SET", "save", "3600 1")
+	c.Do("SET", "k", "v2")
+	shutdown(srv, c, "NOSAVE")
+
+	srv = StartServer(t, "--dir", dir, "--save", "3600 1")
+	c = srv.Raw(t)
+	if k := get(c, "k"); k != "v1" {
+		t.Fatalf("after SHUTDOWN NOSAVE: k %q, want v1", k)
+	}
+	c.Do("SET", "k", "v3")
+	shutdown(srv, c)
+
+	srv = StartServer(t, "--dir", dir, "--save", "3600 1")
+	c = srv.Raw(t)
+	if k := get(c, "k"); k != "v3" {
+		t.Fatalf("after SHUTDOWN with save points: k %q, want v3", k)
+	}
+	c.Do("SET", "k", "v4")
+	if err := srv.Terminate(20 * time.Second); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+
+	sub := filepath.Join(dir, "gone")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv = StartServer(t, "--dir", sub)
+	c = srv.Raw(t)
+	c.Do("SET", "k", "v5")
+	if err := os.RemoveAll(sub); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Do("SHUTDOWN", "SAVE"); r.Kind != KindError || r.Str != "ERR Errors trying to SHUTDOWN. Check logs." {
+		t.Fatalf("SHUTDOWN SAVE into a removed directory: %s", r)
+	}
+	if r := c.Do("GET", "k"); r.Str != "v5" {
+		t.Fatalf("after a refused SHUTDOWN: %s", r)
+	}
+	shutdown(srv, c, "SAVE", "FORCE")
+
+	srv = StartServer(t, "--dir", dir)
+	c = srv.Raw(t)
+	if k := get(c, "k"); k != "v4" {
+		t.Fatalf("after SIGTERM with save points: k %q, want v4", k)
+	}
 }

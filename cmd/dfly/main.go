@@ -76,7 +76,7 @@ func run(args []string, stderr io.Writer) int {
 	go func() {
 		s := <-sig
 		log.Warnf("Received %s, scheduling shutdown...", s)
-		srv.Shutdown()
+		srv.ShutdownOnSignal()
 	}()
 	if err := srv.Serve(); err != nil {
 		log.Warnf("%v", err)
