@@ -40,6 +40,9 @@ type pending struct {
 	// rejected: refused before it ran (prepare); INFO counts its error
 	// reply as rejected_calls, a later one as failed_calls.
 	rejected bool
+	// seen: dispatch got to it before and stopped there (it goes in the
+	// next step): it was fed to MONITOR then, not again.
+	seen bool
 }
 
 // Conn is one client connection. Its fields are owned by the event loop
@@ -277,7 +280,7 @@ func (c *Conn) collectReplies(upTo int) {
 
 func (c *Conn) resetBatch() {
 	for i := range c.cmds {
-		c.cmds[i].args, c.cmds[i].kind = nil, kindNew
+		c.cmds[i].args, c.cmds[i].kind, c.cmds[i].seen = nil, kindNew, false
 	}
 	c.cmds = c.cmds[:0]
 	c.argBuf = c.argBuf[:0]
@@ -392,9 +395,10 @@ gather:
 			return
 		}
 		cmd := p.cmd
-		if c.srv.monitors.active() && (cmd.Local == nil || c.multi != nil && !multiControl[cmd.Name]) {
+		if !p.seen && c.srv.monitors.active() && (cmd.Local == nil || c.multi != nil && !multiControl[cmd.Name]) {
 			c.srv.monitors.feed(c, c.db, cmd, p.args)
 		}
+		p.seen = true
 		if c.multi != nil && !multiControl[cmd.Name] {
 			if cmd.Flags&FlagNoMulti != 0 {
 				// SYNC, PSYNC, SAVE: Redis refuses them and aborts EXEC.

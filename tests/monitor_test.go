@@ -64,3 +64,38 @@ func TestMonitor(t *testing.T) {
 	expectReply(t, cl.Do("PING"), "PONG") // no longer fed: the next reply is GET's
 	expectReply(t, mon.Do("EXISTS", "a b"), "(integer) 1")
 }
+
+// TestMonitorPipelineOnce: a pipeline whose commands go in several
+// dispatch steps (single-shard commands, then a cross-shard script, then
+// a multi-shard MSET) shows each command once, in order: dispatch stops
+// before a command that must wait for the step before it, and takes it up
+// again without feeding it twice.
+func TestMonitorPipelineOnce(t *testing.T) {
+	srv := StartServer(t, "--shards", "2")
+	mon := srv.Raw(t)
+	expectReply(t, mon.Do("MONITOR"), "OK")
+	cl := srv.Raw(t)
+	cmds := [][]string{
+		{"GET", "a"},
+		{"EVAL", "return 1", "2", "w", "n"},
+		{"MSET", "w", "1", "n", "2"},
+		{"GET", "b"},
+		{"EVAL", "return 2", "2", "w", "n"},
+	}
+	var b strings.Builder
+	for _, c := range cmds {
+		b.WriteString(EncodeCommand(c...))
+	}
+	cl.Write(b.String())
+	for range cmds {
+		cl.MustRead()
+	}
+	cl.Do("PING")
+	for i, c := range append(cmds, []string{"PING"}) {
+		r := mon.MustRead()
+		want := `"` + strings.Join(c, `" "`) + `"`
+		if !strings.HasSuffix(r.Str, "] "+want) {
+			t.Fatalf("monitor line %d: %s, want ... %s", i, r, want)
+		}
+	}
+}

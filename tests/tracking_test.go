@@ -130,3 +130,25 @@ func TestClientTracking(t *testing.T) {
 	expectReply(t, d.Do("CLIENT", "CACHING", "NO"), "(error) ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled")
 	expectReply(t, d.Do("CLIENT", "TRACKING", "ON", "REDIRECT", "999999999"), "(error) ERR The client ID you want redirect to does not exist")
 }
+
+// TestTrackingOptInPipelined: in a pipeline, CLIENT CACHING YES covers the
+// command after it even when that command goes in a later dispatch step
+// than the ones before (a multi-shard SUNION after a single-shard GET).
+func TestTrackingOptInPipelined(t *testing.T) {
+	srv := StartServer(t, "--shards", "2")
+	a, b := srv.Raw(t), srv.Raw(t)
+	a.Do("HELLO", "3")
+	expectReply(t, a.Do("CLIENT", "TRACKING", "ON", "OPTIN"), "OK")
+	b.Do("SADD", "{w}s", "x")
+	b.Do("SADD", "{n}s", "y")
+	a.Write(EncodeCommand("GET", "p1") + EncodeCommand("CLIENT", "CACHING", "YES") +
+		EncodeCommand("SUNION", "{w}s", "{n}s"))
+	for range 3 {
+		a.MustRead()
+	}
+	b.Do("SET", "p1", "1") // read before CACHING YES: not tracked
+	b.Do("SADD", "{w}s", "z")
+	expectInvalidate(t, a, "{w}s")
+	b.Do("SADD", "{n}s", "z")
+	expectInvalidate(t, a, "{n}s")
+}
