@@ -142,8 +142,16 @@ func (p *Poller) Polling(callback PollEventHandler) error {
 
 		if doChores {
 			doChores = false
-			task := p.urgentAsyncTaskQueue.Dequeue()
-			for ; task != nil; task = p.urgentAsyncTaskQueue.Dequeue() {
+			// dfly patch (README.dfly.md): the tasks queued when the
+			// chores start, not those queued while they run, which wait
+			// for the next turn, after a poll (the wake-up below): a loop
+			// that other loops keep feeding tasks serves its own
+			// connections between them. The queue's order is kept.
+			var task *queue.Task
+			for n := p.urgentAsyncTaskQueue.Length(); n > 0; n-- {
+				if task = p.urgentAsyncTaskQueue.Dequeue(); task == nil {
+					break
+				}
 				err = task.Exec(task.Param)
 				if errors.Is(err, errorx.ErrEngineShutdown) {
 					return err
