@@ -9,8 +9,10 @@ import "github.com/dfly/dfly/shard"
 // a higher loop sends it there, with the scripts after it in its pipeline
 // that the lower loop can run too, as one message (forwardRun), and goes
 // on serving its other connections meanwhile. The lower loop borrows the
-// higher loops' shards the run needs, runs the scripts in order, gives the
-// shards back at the end of the message and wakes the connection.
+// higher loops' shards the run needs (or finds them kept from a run
+// before), runs the scripts in order, ends its hold at the end of the
+// message (keeping the shards until recalled: borrow.go) and wakes the
+// connection.
 //
 // Why: when each loop borrowed for its own connections, two loops under
 // scripts over both their shards took turns holding both, each waiting
@@ -19,7 +21,10 @@ import "github.com/dfly/dfly/shard"
 // twice the server CPU of a confined one. Borrowing only from higher
 // loops, a loop never waits for its own shards to come back from a loop
 // it borrows from, and the highest loops never wait at all: they lend,
-// parse and answer, as the second loop of a one-shard server does.
+// parse and answer, as the second loop of a one-shard server does. With
+// kept shards, scripts over two loops' shards cost about what scripts on
+// one shard do (EVAL of 2 INCRs, every one cross-shard, 2 shards on 2
+// loops: 79-85k -> 134-136k op/s, 13 -> 8.5 us of server CPU each).
 //
 // Invariants:
 //   - Borrowing goes up: a loop borrows only shards of higher loops, for
@@ -58,7 +63,9 @@ type forwardRun struct {
 //
 // A script on one shard of the connection's loop that is lent out (kept
 // by a lower loop after a run) goes there too, with what follows it, and
-// finds the shard held there, instead of recalling it.
+// finds the shard held there, instead of recalling it; so does one on a
+// lower loop's shard (it would go there as a shard batch anyway), so that
+// the scripts after it join it.
 func (c *Conn) forwardLoop(p *pending) int {
 	srv := c.srv
 	if c.loop <= 0 || len(c.keyPos) == 0 || !borrowable(p.cmd) || srv.lends == nil ||
