@@ -467,11 +467,7 @@ gather:
 				continue
 			}
 			if c.forwarding() {
-				if p.multi != nil {
-					// Gathered again next time: give the transaction back.
-					c.multi, c.watch, p.multi, p.watch = p.multi, p.watch, nil, nil
-				}
-				break
+				break // (an EXEC here kept its transaction: execShard found none)
 			}
 			if p.track {
 				c.trackAhead(p) // its shards get this before its own messages
@@ -512,9 +508,7 @@ gather:
 				c.gatherForward(p, lp) // a script on one shard the run's loop can borrow
 				continue
 			}
-			if p.multi != nil {
-				c.multi, c.watch, p.multi, p.watch = p.multi, p.watch, nil, nil
-			}
+			c.giveBackExec(p)
 			break
 		}
 		if !hasKeys || !groupable(cmd) {
@@ -528,10 +522,7 @@ gather:
 		}
 		if g != nil {
 			if !g.addCommand(c.next, p) {
-				if p.multi != nil {
-					// Gathered again next time: give the transaction back.
-					c.multi, c.watch, p.multi, p.watch = p.multi, p.watch, nil, nil
-				}
+				c.giveBackExec(p)
 				break
 			}
 		} else {
@@ -601,6 +592,14 @@ func (c *Conn) runDeferred(p *pending, fn func(w *resp.Writer)) {
 		c.draining.Store(false)
 		c.complete(false)
 	}()
+}
+
+// giveBackExec undoes execShard for an EXEC in p that dispatch stops
+// before: it is gathered again next time, with its transaction.
+func (c *Conn) giveBackExec(p *pending) {
+	if p.multi != nil {
+		c.multi, c.watch, p.multi, p.watch = p.multi, p.watch, nil, nil
+	}
 }
 
 // doneGathering passes a command answered while gathered.

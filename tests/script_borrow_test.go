@@ -16,10 +16,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TestScriptBorrowedRuns: scripts whose keys span the shards of both event
-// loops run on their connection's loop with the other loop's shards lent to
-// it (server/borrow.go). Against them, at once: scripts on other
-// connections (both loops borrowing from each other), pipelined MULTI/EXEC
+// TestScriptBorrowedRuns: scripts whose keys span the shards of several
+// event loops run on the lowest of them with the higher loops' shards lent
+// to it (server/borrow.go; a higher loop's connection forwards them there:
+// forward.go). Against them, at once: scripts on other connections of
+// every loop (kept shards recalled and lent again), pipelined MULTI/EXEC
 // transfers (hop groups and coordinators), WATCH-based transfers (a
 // borrowed run's write must fail their EXEC), a client blocked in BLPOP on
 // a list the scripts push to (served from a lent shard), BGSAVE (a snapshot
@@ -316,11 +317,12 @@ func shardOf(key string, n int) int { return int(xxhash.Sum64String(key) % uint6
 
 // TestScriptBorrowedPipelines: pipelines that mix cross-shard scripts with
 // single-shard commands. First pipelines of scripts over a large key space
-// from connections on both loops (the loops borrowing from each other at
-// once: the increments must all land), then the bank below. A loop that borrowed the other loop's shard for
-// one script keeps it for the rest of the connection's batch: the
-// following scripts over it, and the commands for it gathered before a
-// script, run on the connection's loop (server/borrow.go, holding). Each
+// from connections on every loop (forwarded to the lowest, which borrows
+// and keeps the others' shards: the increments must all land), then the
+// bank below. A loop that holds another loop's shard for one script keeps
+// it for the rest of the batch: the following scripts over it, and the
+// commands for it gathered before a script, run on that loop
+// (server/borrow.go, holding; forward.go). Each
 // worker's pipeline increments its counter and reads it back, in a script
 // together with an account on any shard and with a GET, between transfer
 // scripts: every read must see the increment just before it (the

@@ -28,8 +28,7 @@ func TestScriptForwardedPipelines(t *testing.T) {
 }
 
 func forwardedPipelines(t *testing.T, shards string) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := newSeed(t)
 	srv := StartServer(t, shardFlags(shards)...)
 	const workers, rounds = 6, 25
 	incr2 := "return {redis.call('incr', KEYS[1]), redis.call('incr', KEYS[2])}"
