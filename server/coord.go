@@ -153,10 +153,11 @@ func (x *Coord) runGuarded() {
 	defer func() {
 		r := recover()
 		if r != nil {
+			unjournaled := false
 			for _, t := range x.owned {
-				t.Abort()
+				unjournaled = t.Abort() || unjournaled
 			}
-			x.Srv.recoverCoord(x.cmd.Name, x.W, replyStart, r)
+			x.Srv.recoverCoord(x.cmd.Name, x.W, replyStart, r, unjournaled)
 		}
 		clear(x.owned)
 		x.owned = x.owned[:0]

@@ -44,7 +44,9 @@ func (s *Server) recoverCommand(name string, w *resp.Writer, replyStart int) {
 
 // recoverCoord is recoverCommand for a coordinator command, with the
 // recovered value r; a step's panic (tx.StepPanic) logs its shard's stack.
-func (s *Server) recoverCoord(name string, w *resp.Writer, replyStart int, r any) {
+// unjournaled: a step wrote for the command, whose own journal record the
+// panic prevented (what its steps recorded was committed: tx.Abort).
+func (s *Server) recoverCoord(name string, w *resp.Writer, replyStart int, r any, unjournaled bool) {
 	commandPanics.Add(1)
 	if replyStart <= len(w.Buf) {
 		w.Buf = w.Buf[:replyStart]
@@ -53,7 +55,11 @@ func (s *Server) recoverCoord(name string, w *resp.Writer, replyStart int, r any
 	if sp, ok := r.(*tx.StepPanic); ok {
 		stack, v = sp.Stack, sp.Value
 	}
-	s.log.Warnf("Command '%s' panicked: %v (its locks are released; its writes so far stay and may not reach replicas)\n%s", name, v, stack)
+	lost := ""
+	if unjournaled {
+		lost = "; its writes so far stay and did not reach the journal: replicas may miss them"
+	}
+	s.log.Warnf("Command '%s' panicked: %v (its locks are released%s)\n%s", name, v, lost, stack)
 	w.Error(fmt.Sprintf("ERR internal error in '%s' command: %v", name, v))
 }
 

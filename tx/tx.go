@@ -667,7 +667,7 @@ func (t *Tx) finishRecorded(fn func(*shard.Shard)) {
 	if t.recorder != nil {
 		t.recorder.JournalCommit(t, t.writes.Load() > 0)
 	}
-	if t.writes.Load() == 0 {
+	if !t.journaled() {
 		t.runAll(stepRelease, nil)
 		t.locked = false
 		return
@@ -676,6 +676,26 @@ func (t *Tx) finishRecorded(fn func(*shard.Shard)) {
 	t.runAll(stepCommitRelease, nil)
 	commitMu.Unlock()
 	t.locked = false
+}
+
+// journaled reports whether any part holds journal entries: the
+// transaction's commands, and also what its steps applied without writing
+// for it, such as the DEL of a key a step found expired (shard's expiry
+// hook). Whether the transaction wrote decides only whether the
+// coordinator's command is journaled; every entry a part holds is
+// committed, whichever way the transaction ends (Finish or Abort), or a
+// replica keeps a key its master no longer has. Read between steps, once
+// their signals are in.
+func (t *Tx) journaled() bool {
+	if t.writes.Load() > 0 {
+		return true
+	}
+	for _, p := range t.parts {
+		if p.jp != nil && p.jp.Len() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // finishLazy is Finish of a lazy transaction. Without a last step it
@@ -735,22 +755,37 @@ func (t *Tx) rethrow() {
 	}
 }
 
-// Abort gives back every lock the transaction holds, running and
-// journaling nothing more: the recovery of a coordinator whose command
-// panicked (on its own goroutine, or in a step: StepPanic). The writes its
-// steps made stay, unjournaled (a replica may miss them; the caller logs
-// it). Nested transactions hold no locks. Abort of a finished transaction
-// does nothing.
-func (t *Tx) Abort() {
+// Abort gives back every lock the transaction holds, running nothing
+// more: the recovery of a coordinator whose command panicked (on its own
+// goroutine, or in a step: StepPanic). What the steps recorded into the
+// journal parts (commands of an EXEC or a script, expiries) is committed
+// as for Finish; the coordinator's own command is not journaled, so
+// writes its steps made directly stay unjournaled: Abort reports them
+// (the caller logs it, as a replica may miss them). Nested transactions
+// hold no locks. Abort of a finished transaction does nothing.
+func (t *Tx) Abort() (unjournaled bool) {
 	if t.nested {
-		return
+		return false
 	}
 	for ; t.unacked > 0; t.unacked-- {
 		<-t.done
 	}
-	t.release(func(p *part) bool { return p.holding })
+	for _, p := range t.parts {
+		p.panicked = nil
+	}
+	if t.rec && t.locked && t.journaled() {
+		// A recording transaction took every lock before its first step
+		// (Lock), so every part holds its locks here.
+		commitMu.Lock()
+		t.runAll(stepCommitRelease, nil)
+		commitMu.Unlock()
+		unjournaled = t.recorder != nil && t.writes.Load() > 0
+	} else {
+		t.release(func(p *part) bool { return p.holding })
+	}
 	for _, p := range t.parts {
 		p.held, p.panicked = false, nil
 	}
 	t.locked, t.lazy = false, false
+	return unjournaled
 }

@@ -1,6 +1,7 @@
 package tx
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dfly/dfly/journal"
 	"github.com/dfly/dfly/shard"
 )
 
@@ -385,6 +387,72 @@ func TestAbortAfterStepPanic(t *testing.T) {
 				}
 			}
 			x.Abort() // a second Abort does nothing
+		})
+	}
+}
+
+// delOnExpire journals a shard's expiries as DEL, as the server's
+// replication does.
+type delOnExpire struct{ j *journal.Journal }
+
+func (h delOnExpire) OnExpire(db *shard.DB, _ shard.Iterator, key string) {
+	h.j.Record(db.Index, [][]byte{[]byte("DEL"), []byte(key)})
+}
+
+// TestJournalKeepsExpiriesOfTxThatWroteNothing: a step of a recording
+// transaction that finds a key expired deletes it, and the expiry hook
+// records the DEL into the transaction's part. The transaction writes
+// nothing else (a RENAME of what turned out to be no key), yet its parts
+// are committed, whether it ends with Finish or Abort: a replica must
+// delete the key too (issue 36, where they were thrown away).
+func TestJournalKeepsExpiriesOfTxThatWroteNothing(t *testing.T) {
+	for _, end := range []string{"finish", "abort"} {
+		t.Run(end, func(t *testing.T) {
+			shards := startShards(t, 2)
+			var mu sync.Mutex
+			got := map[int][]string{}
+			for _, s := range shards {
+				s.Journal = journal.New(s.ID, journal.Config{})
+				run(s, func(s *shard.Shard) {
+					s.Journal.Subscribe(func(e *journal.Entry) {
+						mu.Lock()
+						defer mu.Unlock()
+						line := e.Op.String()
+						for _, a := range e.Args {
+							line += " " + string(a)
+						}
+						got[s.ID] = append(got[s.ID], line)
+					})
+					s.AddExpiryHook(delOnExpire{s.Journal})
+					writeInt(s.DBs[0], "k", 1)
+					it, _ := s.DBs[0].Find([]byte("k"))
+					s.DBs[0].SetExpire(it, time.Now().Add(-time.Second).UnixMilli())
+				})
+			}
+			x := New(shards)
+			x.Add(0, 0, "k", false)
+			x.Add(1, 0, "k", true)
+			x.Lock()
+			x.Run(0, func(s *shard.Shard) {
+				if _, v := s.DBs[0].Find([]byte("k")); v != nil {
+					t.Errorf("k found after its TTL passed")
+				}
+			})
+			if end == "finish" {
+				x.Finish(nil)
+			} else if x.Abort() {
+				t.Error("Abort reports unjournaled writes of a transaction without a recorder")
+			}
+			run(shards[0], func(*shard.Shard) {})
+			run(shards[1], func(*shard.Shard) {})
+			mu.Lock()
+			defer mu.Unlock()
+			if want := "[MULTI DEL k EXEC]"; fmt.Sprint(got[0]) != want {
+				t.Errorf("shard 0 journal %v, want %s", got[0], want)
+			}
+			if want := "[EXEC]"; fmt.Sprint(got[1]) != want {
+				t.Errorf("shard 1 journal %v, want %s", got[1], want)
+			}
 		})
 	}
 }
