@@ -506,6 +506,39 @@ func (u *aclUser) keyAllowed(key string, read, write bool) bool {
 	return canRead && canWrite
 }
 
+// readsAnyKey reports whether u may read every key (allkeys, "~*" or
+// "%R~*"). Redis 7.0 lets only such a user name keys by pattern, as
+// SORT's BY and GET do: the keys they reach are not among the arguments
+// check judges, so a narrower user is refused the option outright.
+func (u *aclUser) readsAnyKey() bool {
+	if u.allKeys {
+		return true
+	}
+	for _, p := range u.keys {
+		if p.read && p.pat == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+// user is the ACL user x's command runs as: its connection's (a script's
+// calls and EXEC's commands run as the caller), or, without a
+// connection, one with every permission.
+func (x *Coord) user() *aclUser {
+	c := x.Conn
+	if c == nil {
+		return masterUser.cur.Load()
+	}
+	c.info.Lock() // x may run on a shard's goroutine, for a script
+	e := c.info.user
+	c.info.Unlock()
+	if e == nil {
+		return masterUser.cur.Load()
+	}
+	return e.cur.Load()
+}
+
 // channelAllowed: a channel must match a pattern; a pattern subscription
 // must be one of the patterns itself.
 func (u *aclUser) channelAllowed(ch string, literal bool) bool {
@@ -566,18 +599,20 @@ func (s *Server) logDenial(c *Conn, reason, context, object string) {
 }
 
 // logDenialAs adds a denial to ACL LOG (user: the one named, for a failed
-// AUTH), merging it with a recent equal one.
+// AUTH), merging it with a recent equal one, which moves to the top.
 func (s *Server) logDenialAs(c *Conn, user, reason, context, object string) {
 	a := s.acl
 	now := time.Now()
 	info := c.describe()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, e := range a.log {
+	for i, e := range a.log {
 		if e.reason == reason && e.context == context && e.object == object && e.username == user &&
 			now.Sub(e.updated) < time.Minute {
 			e.count++
 			e.updated, e.clientInfo = now, info
+			copy(a.log[1:i+1], a.log[:i])
+			a.log[0] = e
 			return
 		}
 	}

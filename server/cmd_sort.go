@@ -45,6 +45,11 @@ import (
 // keys on other shards are then read without locks of their own, since
 // taking locks inside a transaction that holds some could deadlock.
 //
+// ACL. The keys BY and GET patterns reach are named by no argument, so no
+// per-key check can judge them: as in Redis 7.0, a user who may not read
+// every key is refused the options themselves (parseSort, readsAnyKey), in
+// scripts and EXEC too.
+//
 // Tiered storage: an offloaded pattern value is read asynchronously
 // (patternRef.resolve) while the coordinator waits, holding the step's
 // locks; the key's shard then runs another step that goes on from it. The
@@ -65,6 +70,13 @@ import (
 func init() { addFamily("generic", sortCommands) }
 
 const errSortScore = "ERR One or more scores can't be converted into double"
+
+// A BY pattern with a '*' and any GET (even "#") read keys the arguments do
+// not name: refused unless the user may read every key (readsAnyKey).
+const (
+	errSortByDenied  = "ERR BY option of SORT denied due to insufficient ACL permissions."
+	errSortGetDenied = "ERR GET option of SORT denied due to insufficient ACL permissions."
+)
 
 // errSortDemoted: a SORT inline in a script stopped it to run it again
 // on a coordinator (resolve); nobody sees this reply.
@@ -121,7 +133,10 @@ type sortOpts struct {
 	store    []byte // nil: reply with the result
 }
 
-func parseSort(args [][]byte, readonly bool) (sortOpts, string) {
+// parseSort reads SORT's options in order, the first bad one answering.
+// readsAnyKey: the user may read every key; otherwise BY and GET patterns
+// are refused where they stand (after a syntax error before them).
+func parseSort(args [][]byte, readonly, readsAnyKey bool) (sortOpts, string) {
 	o := sortOpts{count: -1}
 	for j := 2; j < len(args); j++ {
 		left := len(args) - j - 1
@@ -148,8 +163,14 @@ func parseSort(args [][]byte, readonly bool) (sortOpts, string) {
 			o.by = args[j+1]
 			// A pattern without '*' names no keys: nothing to sort by.
 			o.dontSort = bytes.IndexByte(cString(o.by), '*') < 0
+			if !o.dontSort && !readsAnyKey {
+				return o, errSortByDenied
+			}
 			j++
 		case opt == "get" && left >= 1:
+			if !readsAnyKey {
+				return o, errSortGetDenied
+			}
 			o.gets = append(o.gets, args[j+1])
 			j++
 		default:
@@ -649,7 +670,7 @@ func remoteResolver(x *Coord, r *sortReads) func([]patternRef) bool {
 }
 
 func sortCommand(x *Coord, readonly bool) {
-	o, e := parseSort(x.Args, readonly)
+	o, e := parseSort(x.Args, readonly, x.user().readsAnyKey())
 	if e != "" {
 		x.W.Error(e)
 		return

@@ -213,6 +213,37 @@ func TestACLRecheckedAtExec(t *testing.T) {
 	}
 }
 
+// Client tracking under key patterns, as Redis 7.0 serves it: a user
+// limited to ~app:* may broadcast-track any prefix and hears of keys
+// outside its patterns (Redis 7.0 does not judge BCAST prefixes); in the
+// default mode a read it was refused tracks nothing. The other ways of
+// reaching keys not named as arguments are in testdata/acl.txt (SORT's
+// patterns, scripts, functions, EXEC, MIGRATE KEYS, keyspace listings).
+func TestACLTrackingPrefixes(t *testing.T) {
+	srv := StartServer(t)
+	admin := srv.Raw(t)
+	mustOK(t, admin.Do("ACL", "SETUSER", "app", "on", ">pw", "~app:*", "+@all"), "SETUSER")
+	c := srv.Raw(t)
+	if r := c.Do("HELLO", "3", "AUTH", "app", "pw"); r.Kind != KindMap {
+		t.Fatalf("HELLO 3 AUTH app: %s", r)
+	}
+	expectReply(t, c.Do("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "w_"), "OK")
+	admin.Do("SET", "w_1", "secret")
+	expectInvalidate(t, c, "w_1")
+	expectReply(t, c.Do("CLIENT", "TRACKING", "OFF"), "OK")
+
+	expectReply(t, c.Do("CLIENT", "TRACKING", "ON"), "OK")
+	if r := c.Do("GET", "w_1"); !strings.HasPrefix(r.Str, "NOPERM") {
+		t.Fatalf("GET w_1 as app: %s", r)
+	}
+	admin.Do("SET", "app:1", "v")
+	expectReply(t, c.Do("GET", "app:1"), `"v"`)
+	admin.Do("SET", "w_1", "changed")
+	admin.Do("SET", "app:1", "changed")
+	expectInvalidate(t, c, "app:1") // and not w_1 first
+	expectReply(t, c.Do("PING"), "PONG")
+}
+
 // COMMAND LIST names containers' subcommands too ("client|kill"), and
 // FILTERBY keeps those of a category (a container itself is @slow only),
 // a pattern (any case) or a module (none here), as Redis 7.0.
