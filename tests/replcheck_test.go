@@ -319,20 +319,35 @@ func (ob *rcObservers) cut(t *testing.T) {
 }
 
 // restartMidSync kills each replica in the middle of its full sync (as
-// soon as it started, plus up to 30 ms) and starts it again.
+// soon as it started, plus up to 20 ms; the replicas sync at once, so
+// each is watched in turn) and starts it again on the same port.
 func (ob *rcObservers) restartMidSync(t *testing.T, r *rand.Rand) {
 	t.Helper()
-	for _, o := range ob.list {
-		var state string
-		waitFor(t, 30*time.Second, o.name+": full sync started", func() bool {
+	killed := make([]bool, len(ob.list))
+	deadline := time.Now().Add(30 * time.Second)
+	for left := len(ob.list); left > 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for the replicas' full syncs to start")
+		}
+		for i, o := range ob.list {
+			if killed[i] {
+				continue
+			}
 			m := info(t, o.conn, "replication")
-			state = "sync_in_progress=" + m["master_sync_in_progress"] + " link=" + m["master_link_status"]
-			return m["master_sync_in_progress"] == "1" || m["master_link_status"] == "up"
-		})
-		time.Sleep(time.Duration(r.IntN(30)) * time.Millisecond)
-		m := info(t, o.conn, "replication")
-		t.Logf("%s killed (%s; then sync_in_progress=%s link=%s)", o.name, state, m["master_sync_in_progress"], m["master_link_status"])
-		killServer(o.srv)
+			if m["master_sync_in_progress"] != "1" && m["master_link_status"] != "up" {
+				continue
+			}
+			time.Sleep(time.Duration(r.IntN(20)) * time.Millisecond)
+			then := info(t, o.conn, "replication")
+			t.Logf("%s killed (sync in progress %s, link %s; %s, %s when killed)", o.name,
+				m["master_sync_in_progress"], m["master_link_status"], then["master_sync_in_progress"], then["master_link_status"])
+			killServer(o.srv)
+			killed[i] = true
+			left--
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	for _, o := range ob.list {
 		o.srv = restartServer(t, o.srv)
 		o.conn = o.srv.Raw(t)
 	}
