@@ -1,7 +1,7 @@
 // Package dash is the shard's keyspace table: Dragonfly's Dashtable, an
 // extendible hash of fixed-size segments, generic over the stored value,
 // with the per-bucket versions, cursors, change hooks and move reports a
-// SliceSnapshot needs (DESIGN.md §3–4).
+// SliceSnapshot needs (docs/DESIGN.md §3–4).
 //
 // # What it owns
 //

@@ -1,9 +1,12 @@
-// Package journal is a shard's log of applied writes (DESIGN §6): every
-// write a shard applies is appended after it applies, in apply order, with
-// a per-shard log sequence number (LSN). Consumers — the replication feed
-// of Redis-protocol replicas, later dfly's per-shard flows — subscribe to
-// it, and a bounded ring backlog lets a consumer that fell behind or
-// reconnected read again from an LSN the ring still holds.
+// Package journal is a shard's log of applied writes (docs/DESIGN.md §6):
+// every write a shard applies is appended after it applies, in apply
+// order, with a per-shard log sequence number (LSN). Consumers — the feed
+// that merges every shard's journal into one Redis command stream for
+// Redis-protocol replicas (server/repl_master.go), and dfly's per-shard
+// flows (server/repl_flow.go) — subscribe to it, and a bounded ring
+// backlog (by bytes, and by age with Config.BacklogAge) lets a consumer
+// that fell behind or reconnected read again from an LSN the ring still
+// holds.
 //
 // What it owns: LSNs, the backlog, the subscribers, the per-transaction
 // parts being built, and the binary encoding of an Entry (Encode/Decode,

@@ -1,7 +1,10 @@
 // Package rdb owns the Redis RDB format: a Decoder for files Redis 1.0
-// through 7.2 writes (RDB versions 1–11), an Encoder writing version 10
-// (Redis 7.0), DUMP/RESTORE payloads, and the tagged chunk framing of
-// dfly's own snapshot and replication streams.
+// through 7.2 writes (RDB versions 1–11, function libraries included), an
+// Encoder writing version 10 (Redis 7.0), DUMP/RESTORE payloads, and the
+// tagged chunk framing of dfly's own snapshot files and replication flows,
+// with the compression of whole fragments (Blobs: S2, zstd past
+// MaxS2Blob). The files and streams that use it are described in
+// docs/DESIGN.md §5–6.
 //
 // It knows nothing of the server's value types: the Decoder reports to a
 // Handler, and the Encoder is fed by calls, both as element streams

@@ -1,37 +1,79 @@
-// Package server is dfly's front end: the listener and event loops, client
-// connections, the RESP protocol, the command table, and the commands
-// themselves (connection, server, string and key families).
+// Package server is dfly's front end and its wiring: the listener and
+// event loops, client connections and their dispatch, the command table
+// and every command family, and the machinery that spans shards —
+// coordinators, MULTI/EXEC, scripts and functions, blocking commands,
+// persistence, replication (master and replica sides), failover, tiered
+// storage's policy — plus ACL, Pub/Sub, client tracking, MONITOR,
+// SLOWLOG, LATENCY and INFO. docs/DESIGN.md §1–2 is the map; the files,
+// by subject:
 //
-// A connection parses every complete command in a read, then dispatches
-// them in order: connection commands run inline on the event loop; runs of
-// single-shard commands go to each involved shard as one batch (one hop per
-// shard per read); a command whose keys span shards runs on a coordinator
+//   - Loops and connections: server.go (Server, gnet callbacks, ShardOf),
+//     loops.go (shard i on loop i mod L, loopInbox), conn.go (parse,
+//     dispatch, shardBatch), coord.go (coordinator goroutines), multi_hop.go
+//     (hop groups), borrow.go and forward.go (borrowed and forwarded script
+//     runs), pause.go (CLIENT PAUSE), recover.go (a panicking command),
+//     config.go, log.go, traffic.go.
+//   - The command table: command.go (Command, Exec, Table, addFamily),
+//     command_info.go (COMMAND INFO/DOCS, key specs), acl_cat.go (ACL
+//     categories), cmd_command.go.
+//   - Command families: cmd_strings.go, cmd_bits.go, cmd_keys.go,
+//     cmd_hash.go, cmd_list.go, cmd_set.go, cmd_zset.go, cmd_stream.go,
+//     cmd_geo.go, cmd_hll.go, cmd_sort.go, cmd_migrate.go, their blocking
+//     variants (cmd_*_blocking.go over blocking.go), cmd_conn.go,
+//     cmd_server.go, cmd_memory.go, cmd_standalone.go; typed.go looks a
+//     key up as a type. The semantics of values live in types/*.
+//   - Transactions and scripts: multi.go (MULTI/EXEC/WATCH), script*.go
+//     (EVAL, the Lua sandbox, cjson/bit/struct), function*.go (FUNCTION,
+//     FCALL).
+//   - Clients: acl.go, pubsub.go, tracking.go, monitor.go, slowlog.go,
+//     latency.go, errorstats.go.
+//   - Persistence: persist.go (SAVE, BGSAVE, load, DEBUG RELOAD),
+//     persist_value.go (values to and from RDB), persist_snapshot.go
+//     (BGSAVE's cut), persist_dfly*.go (the per-shard format),
+//     persist_dump.go (DUMP/RESTORE), persist_schedule.go (--save).
+//   - Replication, master side: repl_master_record.go (what the journal
+//     records), repl_master.go and repl_master_rdb.go (SYNC/PSYNC: one
+//     Redis command stream merged from the journals, its backlog, WAIT),
+//     repl_flow.go (dfly flows: DFLY HELLO/FLOW/HANDOVER); replica side:
+//     repl_replica.go (REPLICAOF, package replica for Redis masters),
+//     repl_replica_apply.go (replApplier), repl_flow_replica.go (dfly
+//     flows); repl.go (INFO replication, ROLE); failover.go (FAILOVER).
+//   - Tiered storage: tiered.go (offloading, loading ahead of commands).
+//
+// How a command travels: a connection parses every complete command in a
+// read, then dispatches them in order: connection commands run inline on
+// the event loop; runs of single-shard commands go to each involved shard
+// as one batch (one hop per shard per read; inline for the loop's own
+// shards); a command whose keys span shards runs on a coordinator
 // goroutine through package tx — except EXECs whose commands each live on
 // one shard, all of the connection's loop but at most one: a run of them,
 // with the single-shard commands among them, runs from the loop itself in
-// one round trip to that other shard (a hop group, multi_hop.go) — and
-// scripts: one whose keys live on one shard runs inline on that shard's
-// loop; one whose keys span loops runs inline on the lowest of those
-// loops (a connection of a higher loop forwards its run of such scripts
-// there: forward.go), which borrows the higher loops' shards for the run
-// and keeps them until their owners recall them (borrow.go; the
-// connection's commands for them in the same batch then run on that loop
-// too), and goes to a coordinator only when they are busy (locks on its
-// keys, a snapshot, a recording journal). Coordinators are reused goroutines. Replies are written in request order
-// once the commands before them are done, in one write per dispatch step
-// unless the work in flight may block.
+// one round trip to that other shard (a hop group) — and scripts: one
+// whose keys live on one shard runs inline on that shard's loop; one whose
+// keys span loops runs inline on the lowest of those loops (a connection
+// of a higher loop forwards its run of such scripts there), which borrows
+// the higher loops' shards for the run and keeps them until their owners
+// recall them (the connection's commands for them in the same batch then
+// run on that loop too), and goes to a coordinator only when they are
+// busy (locks on its keys, a snapshot, a recording journal, tiered
+// storage). Coordinators are reused goroutines. Replies are written in
+// request order once the commands before them are done, in one write per
+// dispatch step unless the work in flight may block.
 //
-// A replica (repl_replica*.go) applies its master's stream the same way,
-// without a socket: replApplier batches the stream's single-shard commands
-// per shard and runs MULTI/EXEC blocks and multi-shard commands as
-// transactions, with shard.MasterApply set so the master's writes see keys
-// the replica hides from clients as expired.
+// A replica applies its master's stream the same way, without a socket:
+// replApplier batches the stream's single-shard commands per shard and
+// runs MULTI/EXEC blocks and multi-shard commands as transactions, with
+// shard.MasterApply set so the master's writes see keys the replica hides
+// from clients as expired.
 //
 // What it never does: touch a shard's data outside a message running on
 // that shard's goroutine (or on its borrower's, while the shard is lent
-// and its own loop defers its messages: shard/lend.go), or block an event
+// and its own loop defers its messages: shard/lend.go); block an event
 // loop on another loop's shard work (a borrower waits only for answers
-// that lenders give at once, serving lend requests meanwhile).
+// that lenders give at once, serving lend requests meanwhile), on a
+// socket or on a file (replication links, MIGRATE's connections, file
+// writes and tiered I/O run off the loops); or wait on a replica (its
+// output is bounded and a replica past it is dropped).
 //
 // Invariants:
 //   - A connection has at most one dispatch step in flight; it reads no
@@ -39,4 +81,10 @@
 //     keeps its replies in order.
 //   - Commands of one connection on the same key run in the order sent (one
 //     shard, one FIFO inbox, parked batches resume in order).
+//   - Every command that runs on a shard goes through Exec.run, which
+//     journals its write while the shard's journal records; coordinator
+//     commands journal through their transaction's parts (package tx).
+//   - A command that panics answers an error and gives its locks back
+//     (recover.go); a panic in the snapshot, journal or replication
+//     machinery still ends the process.
 package server

@@ -15,7 +15,7 @@ import (
 )
 
 // Shards run on the event loops: shard i is owned by loop i mod L, whose
-// goroutine executes every message for it (DESIGN §2: an event loop owns
+// goroutine executes every message for it (docs/DESIGN.md §2: an event loop owns
 // its shards and runs commands on their keys inline, hopping only for keys
 // of other shards). gnet offers no list of its loops, so at boot the server
 // enrolls socketpair connections until it has seen every loop, and keeps

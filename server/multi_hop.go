@@ -27,7 +27,7 @@ import (
 //     again (pending.kind), an EXEC among them by a coordinator, which takes
 //     every lock in shard order.
 //
-// Atomicity (DESIGN §8.2): every local key of the run is locked from before
+// Atomicity (docs/DESIGN.md §8.2): every local key of the run is locked from before
 // the remote message until after the local commands ran, and the remote
 // part runs as one message, inside which nothing else runs on that shard.
 // A reader that saw a remote key's new value can only reach a local key

@@ -2,7 +2,7 @@ package server
 
 import "github.com/dfly/dfly/resp"
 
-// Replication glue (DESIGN §6). The master side (repl_master.go: journal
+// Replication glue (docs/DESIGN.md §6). The master side (repl_master.go: journal
 // streaming, SYNC/PSYNC, REPLCONF, WAIT) and the replica side
 // (repl_replica.go: REPLICAOF, applying a master's stream) meet here:
 // INFO replication, ROLE and HELLO ask the replica side first and fall

@@ -22,7 +22,7 @@ import (
 	"github.com/dfly/dfly/tx"
 )
 
-// dfly-native replication, master side (DESIGN §6): one connection (flow)
+// dfly-native replication, master side (docs/DESIGN.md §6): one connection (flow)
 // per master shard. A replica asks DFLY HELLO for the shard count and a
 // session, opens one connection per shard with DFLY FLOW, and once every
 // flow of the session is attached the master either continues each from

@@ -20,7 +20,7 @@ import (
 	"github.com/dfly/dfly/tx"
 )
 
-// Master side of Redis-protocol replication (DESIGN §6).
+// Master side of Redis-protocol replication (docs/DESIGN.md §6).
 //
 // A replica (a real redis-server, redis-cli --replica, dfly's replica)
 // sends SYNC or PSYNC. Its connection leaves the event loop (the socket is

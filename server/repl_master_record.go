@@ -11,7 +11,7 @@ import (
 	"github.com/dfly/dfly/types/stream"
 )
 
-// Recording writes in the shards' journals (DESIGN §6, package journal).
+// Recording writes in the shards' journals (docs/DESIGN.md §6, package journal).
 //
 // Every command that runs on a shard goes through Exec.run; while the
 // shard's journal is inactive that is one atomic load and the command.

@@ -664,7 +664,7 @@ func toCoordinator(sha []byte) {
 
 // cmdEvalShard runs a script whose keys all live on this shard right here,
 // on the shard's goroutine, as Redis runs every script: one message, no
-// coordinator, no lock round trips (DESIGN §2: a transaction on one shard
+// coordinator, no lock round trips (docs/DESIGN.md §2: a transaction on one shard
 // pays no cross-shard coordination). While it runs, the event loop that
 // owns the shard serves nothing else; SCRIPT KILL from a client of another
 // loop still stops a long read-only script.

@@ -1,6 +1,6 @@
 package server
 
-// Tiered storage (issue #9, DESIGN §7): with --tiered_prefix, each shard
+// Tiered storage (issue #9, docs/DESIGN.md §7): with --tiered_prefix, each shard
 // keeps large string values in a backing file (package tiered) when memory
 // runs short, and reads them back without blocking the shard.
 //

@@ -327,7 +327,7 @@ func (db *DB) erase(it dash.Iterator) {
 
 // deleteExpired removes a key whose TTL passed. It bypasses the change
 // hooks on purpose: expiry is not a transactional mutation, and the
-// snapshot handles it through its deferred deletion queue (seed §1).
+// snapshot handles it through its deferred deletion queue (docs/DESIGN.md §4).
 func (db *DB) deleteExpired(it dash.Iterator) {
 	s := db.shard
 	key := db.Table.Key(it)

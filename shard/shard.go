@@ -19,7 +19,7 @@ type Func func(s *Shard)
 func (f Func) Run(s *Shard) { f(s) }
 
 // ChangeHook is told about every mutation of a DB before it happens, on the
-// shard goroutine (DESIGN §4: OnDbChange). A hook must not mutate the DB
+// shard goroutine (docs/DESIGN.md §4: OnDbChange). A hook must not mutate the DB
 // (it may give a value an equal copy of its bytes: snapshot copy-on-write).
 type ChangeHook interface {
 	// PreUpdate: the value at it is about to change in place.
@@ -44,7 +44,7 @@ type MoveHook interface {
 // check of every path: a connection's batch, a transaction, a script). It
 // may take shared key locks (Acquire) to hold the writer back: a snapshot
 // pins a value it is still writing, or delays writers while its output is
-// full (DESIGN §4). It must not mutate the DB.
+// full (docs/DESIGN.md §4). It must not mutate the DB.
 type Gate interface {
 	Admit(db *DB, key string)
 	// Capture runs before a multi-key write (see Shard.Capture) with its
@@ -268,7 +268,7 @@ func (tick) Run(s *Shard) {
 
 var tickMsg Runnable = tick{}
 
-// expireBudget bounds one active-expiry step (DESIGN §8.7).
+// expireBudget bounds one active-expiry step (docs/DESIGN.md §8.7).
 const expireBudget = time.Millisecond
 
 func (s *Shard) expireStep() {

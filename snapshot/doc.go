@@ -1,5 +1,5 @@
 // Package snapshot is the fork-less serialization of a shard (Dragonfly's
-// SliceSnapshot, DESIGN.md §4): a Slice walks its shard's tables bucket by
+// SliceSnapshot, docs/DESIGN.md §4): a Slice walks its shard's tables bucket by
 // bucket as cooperative work on the shard's own goroutine, while commands
 // keep running between its steps, and hands chunks to a consumer (a file
 // writer, a replication flow) through a channel it never blocks on.
@@ -20,7 +20,7 @@
 // new key before its first element) is never written: it cannot be
 // encoded, and its command's entry creates it.
 //
-// The bucket state machine, per snapshot (seed §1): NotVisited →
+// The bucket state machine, per snapshot (docs/DESIGN.md §4): NotVisited →
 // Serializing → DelayedPending → Covered. Capturing a bucket encodes its
 // small values at once; a value that does not fit one chunk (or one being
 // read from disk) makes the bucket Serializing (or DelayedPending while

@@ -32,7 +32,7 @@ const (
 	NonPIT
 )
 
-// State is a bucket's place in the per-snapshot state machine (seed §1).
+// State is a bucket's place in the per-snapshot state machine (docs/DESIGN.md §4).
 // Only Serializing and DelayedPending buckets are tracked; NotVisited and
 // Covered are told apart by the bucket's version (PIT) or the walk's
 // position (non-PIT).
@@ -173,7 +173,7 @@ var maxPending = 32 << 20
 func resumePending() int { return maxPending - maxPending/8 }
 
 // stepBudget bounds one step, after which the shard serves commands again
-// (DESIGN §8.7). A variable so tests can step one bucket position at a
+// (docs/DESIGN.md §8.7). A variable so tests can step one bucket position at a
 // time; SetStepBudget (--snapshot_step) sets it.
 var stepBudget = 100 * time.Microsecond
 

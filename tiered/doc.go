@@ -1,5 +1,5 @@
 // Package tiered keeps large string values of one shard in a backing file
-// (DESIGN §7): an allocator that places them (small values packed into
+// (docs/DESIGN.md §7): an allocator that places them (small values packed into
 // shared 4 KiB pages by size class, big ones on whole page runs), and a
 // Store that writes and reads them through a pool of I/O goroutines.
 //

@@ -1,5 +1,3 @@
-// Command dfly runs the dfly server: a Redis-protocol in-memory store on
-// shared-nothing shards.
 package main
 
 import (

@@ -1,9 +1,3 @@
-// Package geo is the geohash arithmetic of Redis's GEO commands: a point
-// is a 52-bit interleaved geohash (26 bits of latitude, 26 of longitude)
-// kept as a sorted-set score, and a search is a few score ranges (the
-// cell around the centre and its eight neighbours) filtered by distance.
-// Every step follows Redis 7.0 (geohash.c, geohash_helper.c) so that the
-// same data gives the same scores, cells, distances and result order.
 package geo
 
 import "math"
