@@ -12,6 +12,7 @@
 //	DFLY_BUILD_FLAGS=-race go test ./tests/        # dfly built with -race
 //	DFLY_BIN=/path/to/dfly go test ./tests/        # a prebuilt dfly
 //	DFLY_TEST_SEED=123 go test ./tests/ -run Concurrency
+//	go test ./tests/ -run TestReplCheck -replcheck.runs 200   # replication checker, 200 seeds
 //
 // Harness: StartServer(t, flags...) starts a server and stops it at cleanup
 // (its output is logged if the test failed, and a data race it reported,

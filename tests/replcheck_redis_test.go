@@ -55,7 +55,7 @@ func replCheckRedis(t *testing.T, seed uint64, shards int) {
 	ref := startRedis(t)
 	srv := StartServer(t, "--shards", fmt.Sprint(shards))
 	rc, dc := ref.Raw(t), srv.Raw(t)
-	mix := newRCMix(true, nil)
+	mix := newRCMix(true, rcKeep)
 	g := &rcGen{r: rand.New(rand.NewPCG(seed, 0x5eed)), deterministic: true}
 	var history []rcDiffEvent
 	var reports []string
