@@ -1,7 +1,7 @@
 package tests
 
 // Concurrency tests: no client ever sees half of a multi-key command
-// (DESIGN.md, invariant 2). Keys carry no {hash tags}, so with several
+// (docs/DESIGN.md §8.2). Keys carry no {hash tags}, so with several
 // shards they land on different ones and every command here is a
 // multi-shard transaction. CI runs these against a dfly built with
 // DFLY_BUILD_FLAGS=-race as well as a normal build.
