@@ -19,14 +19,26 @@
 //     "-ERR Protocol error: invalid bulk length") and close the connection
 //     after the reply is written; the rest of the buffer is garbage.
 //
-// Before growing its buffer the connection checks Overflow(buffered): past
-// the client-query-buffer-limit Redis closes the connection without a reply.
+// Past the client-query-buffer-limit Redis closes the connection without a
+// reply; what it counts is the unparsed bytes plus the big bulk being
+// received (Receiving, with assembly). Overflow checks unparsed bytes
+// against the limit the parser was made with.
 // The parser itself never allocates in proportion to a declared length, so a
 // "$536870912" header costs nothing until the bytes arrive.
 //
+// Assembly (SetAssembly, assemble.go) lets the parser take a big command out
+// of the buffer as it arrives, so that receiving N bytes costs O(N) however
+// they are split. With it on, Next may also return !ok, err == nil with
+// consumed > 0: drop those bytes, as after a command. A command whose bytes
+// were taken that way is Assembled: its arguments belong to the caller, the
+// parser keeps no reference to them, and each of BigArg bytes or more is a
+// buffer of its own (capacity = length) that the caller may keep as a value.
+// Receiving reports the big bulk in progress, which Redis counts in the query
+// buffer.
+//
 // Lifetimes: the returned [][]byte is reused by the next call to Next (copy
 // the slice to keep a pipeline batch); the byte slices in it alias buf and are
-// valid until buf changes. Each has its capacity cut to its length, so
+// valid until buf changes (unless the command was assembled, see above). Each has its capacity cut to its length, so
 // appending to one never overwrites the buffer. For inline commands
 // with quoted arguments Next unescapes those arguments in place, rewriting
 // bytes of the line it consumes (never before it knows the line is valid, and

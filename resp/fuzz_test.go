@@ -32,7 +32,7 @@ func FuzzParser(f *testing.F) {
 			if n < 0 || n > len(whole)-used {
 				t.Fatalf("consumed %d of %d", n, len(whole)-used)
 			}
-			if (!ok || err != nil) && n != 0 {
+			if (!ok || err != nil) && n != 0 { // assembly is off here
 				t.Fatalf("consumed %d without a command", n)
 			}
 			if err != nil {
@@ -65,6 +65,13 @@ func FuzzParser(f *testing.F) {
 		got, gotErr := stream(NewParser(1<<20, 0), chunks)
 		if fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 			t.Fatalf("chunked %q: %q, %v; at once: %q, %v", chunks, got, gotErr, want, wantErr)
+		}
+		// And with assembly taking commands out of the buffer early.
+		asm := assembling(1+rng.Intn(64), 1+rng.Intn(16))
+		asm.maxBulkLen = 1 << 20
+		got, gotErr = stream(asm, chunks)
+		if fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("assembled %q: %q, %v; at once: %q, %v", chunks, got, gotErr, want, wantErr)
 		}
 	})
 }

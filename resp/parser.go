@@ -58,6 +58,13 @@ type Parser struct {
 	resumeAt int
 	pending  int
 	count    int
+
+	// Assembly (assemble.go): on, its thresholds, the command being
+	// assembled (nil when none), and whether Next's last command was.
+	assembly      bool
+	asmAt, bigArg int
+	asm           *assembly
+	assembled     bool
 }
 
 // NewParser returns a parser with Redis's proto-max-bulk-len and
@@ -86,7 +93,7 @@ func (p *Parser) Overflow(buffered int) bool { return buffered > p.maxQueryBuf }
 
 // Reset forgets the progress through a partly arrived command; call it when
 // the bytes given to the last Next are discarded.
-func (p *Parser) Reset() { p.partial = false }
+func (p *Parser) Reset() { p.partial, p.asm = false, nil }
 
 // Next parses one command from buf. ok=false with err=nil means buf holds
 // only part of a command (consumed is 0). consumed counts the bytes used,
@@ -94,6 +101,10 @@ func (p *Parser) Reset() { p.partial = false }
 func (p *Parser) Next(buf []byte) (args [][]byte, consumed int, ok bool, err error) {
 	if cap(p.args) > maxRetainedArgs {
 		p.args = nil
+	}
+	p.assembled = false
+	if p.asm != nil {
+		return p.assemble(buf, 0)
 	}
 	if len(buf) == 0 {
 		return nil, 0, false, nil
@@ -110,6 +121,9 @@ func (p *Parser) Next(buf []byte) (args [][]byte, consumed int, ok bool, err err
 		return nil, 0, false, err
 	}
 	if end == 0 {
+		if p.assembly && p.partial && len(buf) >= p.asmAt {
+			return p.startAssembly(buf)
+		}
 		return nil, 0, false, nil
 	}
 	if count <= 0 {

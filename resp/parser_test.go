@@ -19,7 +19,10 @@ func parseAll(p *Parser, buf []byte) (cmds [][]string, used int, err error) {
 	for {
 		args, n, ok, err := p.Next(buf[used:])
 		if err != nil || !ok {
-			return cmds, used, err
+			if err == nil && n > 0 && !p.assembly {
+				panic(fmt.Sprintf("consumed %d without a command", n))
+			}
+			return cmds, used + n, err
 		}
 		if n <= 0 || used+n > len(buf) {
 			panic(fmt.Sprintf("consumed %d of %d", n, len(buf)-used))

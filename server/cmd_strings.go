@@ -189,7 +189,7 @@ func setGeneric(x *Exec, key, val []byte, o setOpts) {
 		reply()
 		return
 	}
-	it = x.DB.Set(key, x.DB.NewString(val), o.keepTTL)
+	it = x.DB.Set(key, x.newString(val), o.keepTTL)
 	if o.expireAt != 0 {
 		x.DB.SetExpire(it, o.expireAt)
 	}

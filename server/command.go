@@ -113,6 +113,9 @@ type Exec struct {
 	// it to a coordinator by setting retry (an inline script over budget).
 	canRetry bool
 	retry    *Coord
+	// ownArgs: the command's big arguments are buffers of their own that
+	// it may keep (pending.assembled; newString).
+	ownArgs bool
 	// keys is scratch for lock checks.
 	keys []shard.KeyLock
 	// prop: what the journal records instead of Args (see Propagate).
@@ -120,6 +123,17 @@ type Exec struct {
 }
 
 func (x *Exec) Now() int64 { return x.S.Now() }
+
+// newString is DB.NewString, without the copy when b is a big argument of
+// an assembled command (resp/assemble.go): a value received into a buffer
+// of its own becomes the stored value, as in Redis, instead of costing its
+// size twice.
+func (x *Exec) newString(b []byte) shard.Value {
+	if x.ownArgs && len(b) >= resp.BigArg && cap(b) == len(b) {
+		return shard.StringValue(b)
+	}
+	return x.DB.NewString(b)
+}
 
 // keys returns the command's key positions for args.
 func (cmd *Command) keys(dst []int, args [][]byte) []int {

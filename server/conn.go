@@ -43,6 +43,10 @@ type pending struct {
 	// seen: dispatch got to it before and stopped there (it goes in the
 	// next step): it was fed to MONITOR then, not again.
 	seen bool
+	// assembled: its arguments are the connection's own (resp/assemble.go),
+	// those of resp.BigArg bytes or more each a buffer of its own, which
+	// the command may keep (Exec.ownArgs).
+	assembled bool
 }
 
 // Conn is one client connection. Its fields are owned by the event loop
@@ -76,7 +80,10 @@ type Conn struct {
 	cmds   []pending
 	argBuf [][]byte
 	arena  []byte
-	next   int // first command not yet dispatched
+	// assembled: argBuf holds arguments of an assembled command, to be
+	// let go when the batch ends.
+	assembled bool
+	next      int // first command not yet dispatched
 	// readyUpTo: every command before it is complete (it trails next while
 	// dispatched work is in flight).
 	readyUpTo int
@@ -170,6 +177,7 @@ func newConn(srv *Server, gc gnet.Conn) *Conn {
 	c.unblock = make(chan bool, 1)
 	c.ID = srv.nextConnID.Add(1)
 	c.parser = resp.NewParser(srv.cfg.ProtoMaxBulk, int(srv.cfg.QueryBufMax))
+	c.parser.SetAssembly(true) // a big command leaves gnet's buffer as it arrives
 	c.user, c.info.user = srv.acl.def, srv.acl.def
 	c.authed = srv.acl.open()
 	c.parser.SetAuthenticated(c.authed)
@@ -283,6 +291,10 @@ func (c *Conn) resetBatch() {
 		c.cmds[i].args, c.cmds[i].kind, c.cmds[i].seen = nil, kindNew, false
 	}
 	c.cmds = c.cmds[:0]
+	if c.assembled {
+		clear(c.argBuf) // they held assembled arguments: let those go
+		c.assembled = false
+	}
 	c.argBuf = c.argBuf[:0]
 	if cap(c.arena) > maxBatchBytes*2 {
 		c.arena = nil
@@ -292,7 +304,10 @@ func (c *Conn) resetBatch() {
 }
 
 // parse reads complete commands from the inbound buffer into the batch,
-// copying their arguments (the buffer is recycled once discarded). It
+// copying their arguments (the buffer is recycled once discarded), except
+// an assembled command's, which are the connection's already. The parser
+// takes a big command's bytes as they arrive (resp/assemble.go), so the
+// inbound buffer never holds more than a read and a small command. It
 // reports whether it found any command or a protocol error.
 func (c *Conn) parse() bool {
 	buf, _ := c.gc.Peek(-1)
@@ -306,18 +321,24 @@ func (c *Conn) parse() bool {
 			c.protoErr = err.Error()
 			break
 		}
+		consumed += n // the parser may take part of a command (assembly)
 		if !ok {
 			break
 		}
-		consumed += n
 		if len(args) == 0 {
 			continue // an empty inline line
 		}
 		start := len(c.argBuf)
-		for _, a := range args {
-			off := len(c.arena)
-			c.arena = append(c.arena, a...)
-			c.argBuf = append(c.argBuf, c.arena[off:len(c.arena):len(c.arena)])
+		assembled := c.parser.Assembled()
+		if assembled {
+			c.argBuf = append(c.argBuf, args...)
+			c.assembled = true
+		} else {
+			for _, a := range args {
+				off := len(c.arena)
+				c.arena = append(c.arena, a...)
+				c.argBuf = append(c.argBuf, c.arena[off:len(c.arena):len(c.arena)])
+			}
 		}
 		if len(c.cmds) < cap(c.cmds) {
 			c.cmds = c.cmds[:len(c.cmds)+1]
@@ -325,6 +346,7 @@ func (c *Conn) parse() bool {
 			c.cmds = append(c.cmds, pending{})
 		}
 		c.cmds[len(c.cmds)-1].args = c.argBuf[start:len(c.argBuf):len(c.argBuf)]
+		c.cmds[len(c.cmds)-1].assembled = assembled
 	}
 	if consumed > 0 {
 		_, _ = c.gc.Discard(consumed) // Discard(0) would drop everything
@@ -834,6 +856,7 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 		b.x.DB = s.DBs[p.db]
 		b.x.Args = p.args
 		b.x.W = &p.reply
+		b.x.ownArgs = p.assembled
 		if p.multi != nil {
 			if b.c.tracker != nil {
 				s.SetWriter(b.c.tracker)
@@ -856,6 +879,7 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 				s.SetWriter(b.c.tracker) // NOLOOP (tracking.go)
 			}
 			b.x.run(p.cmd)
+			b.x.ownArgs = false
 			if b.c.tracker != nil {
 				s.SetWriter(nil)
 			}
@@ -916,7 +940,9 @@ func (b *shardBatch) runOne(s *shard.Shard, p *pending) {
 		p.multi, p.watch = nil, nil
 	} else {
 		start := nanotime()
+		b.x.ownArgs = p.assembled
 		b.x.run(p.cmd)
+		b.x.ownArgs = false
 		if end := b.c.srv.slowCheck(b.c, p.args, start); end != 0 {
 			ns = end - start
 		}

@@ -95,6 +95,7 @@ func (c *conn) release() {
 	c.ctx = nil
 	c.safeCtx.Store(nil)
 	c.buffer = nil
+	c.dropCache() // dfly: see Peek
 	if addr, ok := c.localAddr.(*net.TCPAddr); ok && len(c.loop.listeners) == 0 && len(addr.Zone) > 0 {
 		bsPool.Put(bs.StringToBytes(addr.Zone))
 	}
@@ -365,24 +366,30 @@ func (c *conn) Peek(n int) (buf []byte, err error) {
 	if len(head) == n {
 		return head, err
 	}
+	// dfly: every contiguous copy is kept in c.cache and goes back to the
+	// pool at the next Peek or Discard (upstream kept only those that took
+	// bytes of c.buffer, and lost the one a second Peek replaced), so a
+	// Peek is valid until the next Peek or Discard.
+	c.dropCache()
 	buf = bsPool.Get(n)[:0]
 	buf = append(buf, head...)
 	buf = append(buf, tail...)
-	if inBufferLen >= n {
-		return
+	if inBufferLen < n {
+		buf = append(buf, c.buffer[:n-inBufferLen]...)
 	}
-
-	remaining := n - inBufferLen
-	buf = append(buf, c.buffer[:remaining]...)
 	c.cache = buf
 	return
 }
 
-func (c *conn) Discard(n int) (int, error) {
-	if len(c.cache) > 0 {
+func (c *conn) dropCache() {
+	if c.cache != nil {
 		bsPool.Put(c.cache)
 		c.cache = nil
 	}
+}
+
+func (c *conn) Discard(n int) (int, error) {
+	c.dropCache()
 
 	inBufferLen := c.inboundBuffer.Buffered()
 	if totalLen := inBufferLen + len(c.buffer); n >= totalLen || n <= 0 {

@@ -241,7 +241,8 @@ type Reader interface {
 	Next(n int) (buf []byte, err error)
 
 	// Peek returns the next n bytes without advancing the inbound buffer,
-	// the returned bytes remain valid until a Discard is called.
+	// the returned bytes remain valid until a Discard or another Peek is
+	// called (dfly: see README.dfly.md).
 	// buf must neither be used in a new goroutine nor anywhere after the call
 	// to Discard, make a copy of buf manually or use Read otherwise.
 	//
