@@ -443,7 +443,7 @@ func (c *Conn) describe() string {
 		" flags=" + flags + " db=" + strconv.Itoa(c.info.db) +
 		" sub=" + strconv.Itoa(c.info.subs[subChannel]) + " psub=" + strconv.Itoa(c.info.subs[subPattern]) +
 		" ssub=" + strconv.Itoa(c.info.subs[subShard]) +
-		" multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" +
+		string(c.appendBufferFields(nil)) + " events=r cmd=" +
 		lastName + " user=" + entryName(c.info.user) + " redir=" + strconv.FormatInt(redir, 10) + " resp=" + strconv.Itoa(c.info.proto) +
 		" lib-name=" + c.info.lib + " lib-ver=" + c.info.libver
 }

@@ -123,6 +123,7 @@ func flush(x *Coord, all bool) {
 		}
 	})
 	x.Srv.trackingFlushed()
+	x.Srv.reclaim.Flushed() // the last GC's live heap is garbage now
 	x.W.SimpleString("OK")
 }
 
@@ -465,6 +466,9 @@ func cmdInfo(x *Coord) {
 		srv.connsMu.Unlock()
 		field("connected_clients", n)
 		field("maxclients", srv.cfg.MaxClients)
+		in, out := srv.maxClientBuffers()
+		field("client_recent_max_input_buffer", in)
+		field("client_recent_max_output_buffer", out)
 		field("blocked_clients", srv.blockedClients.Load())
 		srv.tracking.mu.RLock()
 		field("tracking_clients", len(srv.tracking.conns))
@@ -499,6 +503,7 @@ func cmdInfo(x *Coord) {
 		field("gc_cycles", ms.NumGC)
 		field("gc_pause_total_ns", ms.PauseTotalNs)
 		field("gc_cpu_fraction", fmt.Sprintf("%.6f", ms.GCCPUFraction))
+		field("mem_reclaims", srv.reclaim.Releases())
 		var packed shard.PackedStats
 		for _, in := range infos {
 			packed.Add(in.packed)
@@ -526,6 +531,9 @@ func cmdInfo(x *Coord) {
 		}
 		field("total_commands_processed", st.Commands+local)
 		field("rejected_connections", srv.rejectedConns.Load())
+		// Redis 7.2's counters (clientbuf.go).
+		field("client_query_buffer_limit_disconnections", srv.cfg.limits.queryClosed.Load())
+		field("client_output_buffer_limit_disconnections", srv.cfg.limits.outClosed.Load())
 		in, out, _ := srv.traffic.totals()
 		field("total_net_input_bytes", in)
 		field("total_net_output_bytes", out)

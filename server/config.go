@@ -61,12 +61,12 @@ type Config struct {
 	// SnapshotStep is a snapshot's work per step (--snapshot_step).
 	SnapshotStep time.Duration
 	// Replication (repl_master.go): each shard's journal backlog in bytes
-	// (the stream backlog for PSYNC holds this times the shard count),
-	// how long the backlog outlives the last replica, and the output
-	// buffer a replica may fall behind by before it is disconnected.
-	ReplBacklogSize       int64
-	ReplBacklogTTL        time.Duration
-	ReplClientBufferLimit int64
+	// (the stream backlog for PSYNC holds this times the shard count) and
+	// how long the backlog outlives the last replica. How far a replica
+	// may fall behind is client-output-buffer-limit's replica class
+	// (limits, SetReplicaBufferLimit).
+	ReplBacklogSize int64
+	ReplBacklogTTL  time.Duration
 	// ReplTimeout is Redis's repl-timeout in seconds: a replica whose
 	// master sent nothing (not even a heartbeat) for this long drops the
 	// link and reconnects.
@@ -76,6 +76,9 @@ type Config struct {
 	// and the latency monitor's threshold in ms (latency.go; 0: off).
 	slowlogSlowerThan, slowlogMaxLen atomic.Int64
 	latencyThreshold                 atomic.Int64
+	// limits: client-output-buffer-limit, client-query-buffer-limit
+	// (clientbuf.go), read without mu.
+	limits clientLimits
 
 	mu sync.RWMutex
 }
@@ -101,9 +104,10 @@ func DefaultConfig() *Config {
 		ProtectedMode: true, DBFormat: "rdb",
 		TieredMinValueSize: 64, TieredOffloadThreshold: 0.5,
 		SerializationMaxChunk: 64 << 10, PointInTime: true, SnapshotStep: 100 * time.Microsecond,
-		ReplBacklogSize: 1 << 20, ReplBacklogTTL: time.Hour, ReplClientBufferLimit: 256 << 20,
+		ReplBacklogSize: 1 << 20, ReplBacklogTTL: time.Hour,
 		ReplTimeout: 60,
 	}
+	c.limits.setDefaults()
 	c.slowlogSlowerThan.Store(10000)
 	c.slowlogMaxLen.Store(128)
 	return c
@@ -165,7 +169,9 @@ var params = []param{
 	{name: "databases", get: func(c *Config) string { return strconv.Itoa(c.Databases) }},
 	memParam("maxmemory", func(c *Config) *int64 { return &c.MaxMemory }),
 	memParam("proto-max-bulk-len", func(c *Config) *int64 { return &c.ProtoMaxBulk }),
-	memParam("client-query-buffer-limit", func(c *Config) *int64 { return &c.QueryBufMax }),
+	{name: "client-query-buffer-limit", get: func(c *Config) string { return strconv.FormatInt(c.limits.query.Load(), 10) },
+		set: (*Config).SetClientQueryBufferLimit},
+	{name: "client-output-buffer-limit", get: (*Config).clientOutputBufferLimit, set: (*Config).SetClientOutputBufferLimit},
 	strParam("logfile", func(c *Config) *string { return &c.LogFile }, false),
 	{name: "loglevel", get: func(c *Config) string { return c.LogLevel }, set: func(c *Config, v string) error {
 		switch v {

@@ -140,7 +140,13 @@ type Conn struct {
 
 	closing  bool   // close once replies are written
 	protoErr string // a protocol error to send after the batch's replies
-	closed   atomic.Bool
+	// Client buffer limits (clientbuf.go): the output limiter, set once the
+	// connection is being closed for its output, and the figures CLIENT
+	// LIST shows.
+	obuf       outputLimiter
+	outClosing atomic.Bool
+	stats      connStats
+	closed     atomic.Bool
 	// gone is closed when the client disconnects (blocked commands stop
 	// waiting).
 	gone chan struct{}
@@ -173,6 +179,8 @@ type Conn struct {
 func newConn(srv *Server, gc gnet.Conn) *Conn {
 	c := &Conn{srv: srv, gc: gc, proto: 2, loop: -2}
 	c.protoShared.Store(2)
+	c.stats.multi.Store(-1)
+	srv.startClientsCron() // clientbuf.go
 	c.gone = make(chan struct{})
 	c.unblock = make(chan bool, 1)
 	c.ID = srv.nextConnID.Add(1)
@@ -210,8 +218,20 @@ func (c *Conn) complete(inline bool) {
 // completes: it writes finished replies, dispatches what can go next, and
 // parses more input once the batch is done.
 func (c *Conn) serve() gnet.Action {
+	a := c.step()
+	c.publishStats() // for CLIENT LIST on other loops
+	return a
+}
+
+func (c *Conn) step() gnet.Action {
 	for {
+		if c.outClosing.Load() {
+			return gnet.Close // over its output buffer limit (clientbuf.go)
+		}
 		if c.inflight.Load() != 0 {
+			if c.queryOverLimit() {
+				return gnet.Close // input piles up while the batch runs
+			}
 			c.releaseHeld() // borrow.go: what waits may need them
 			// Replies of connection commands that ran before the work in
 			// flight go out now (a SUBSCRIBE confirmation must precede
@@ -269,6 +289,7 @@ func (c *Conn) writeOut() {
 	} else {
 		c.out = c.out[:0]
 	}
+	c.checkOutput()
 }
 
 // collectReplies moves finished replies, in order, to the output buffer.
@@ -357,9 +378,10 @@ func (c *Conn) parse() bool {
 	if len(c.cmds) > 0 {
 		c.lastActive.Store(time.Now().UnixNano())
 	}
-	if c.protoErr == "" && c.parser.Overflow(c.gc.InboundBuffered()) {
-		// Redis closes such a client without a reply.
-		c.srv.log.Warnf("closing client %d: query buffer over client-query-buffer-limit", c.ID)
+	if c.protoErr == "" && c.queryOverLimit() {
+		// Redis closes such a client without a reply, and runs none of
+		// what it read with it.
+		c.cmds = c.cmds[:0]
 		c.closing = true
 	}
 	return len(c.cmds) > 0 || c.protoErr != "" || c.closing

@@ -26,7 +26,7 @@
 //     (EVAL, the Lua sandbox, cjson/bit/struct), function*.go (FUNCTION,
 //     FCALL).
 //   - Clients: acl.go, pubsub.go, tracking.go, monitor.go, slowlog.go,
-//     latency.go, errorstats.go.
+//     latency.go, errorstats.go, clientbuf.go (client buffer limits).
 //   - Persistence: persist.go (SAVE, BGSAVE, load, DEBUG RELOAD),
 //     persist_value.go (values to and from RDB), persist_snapshot.go
 //     (BGSAVE's cut), persist_dfly*.go (the per-shard format),

@@ -22,8 +22,8 @@ import (
 // when queued, the commands a script calls as "[db lua]" when called.
 // Admin commands (CONFIG, DEBUG, MONITOR ...) are not fed, and AUTH's and
 // HELLO's credentials are redacted, as in Redis. A monitor's output is
-// bounded like a subscriber's (Conn.deliver): past the limit it is
-// disconnected rather than grow the server's memory.
+// bounded by client-output-buffer-limit's normal class, as in Redis
+// (Conn.deliver, clientbuf.go).
 type monitors struct {
 	n   atomic.Int32 // len(set), read without the lock on every command
 	mu  sync.RWMutex

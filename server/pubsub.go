@@ -17,11 +17,6 @@ import (
 // gnet's AsyncWrite, which runs on the subscriber's own loop between
 // whole replies, so a push never lands inside another reply.
 
-// pubsubOutputLimit is the hard output-buffer limit of a subscriber
-// (Redis's client-output-buffer-limit pubsub 32mb): past it the subscriber
-// is disconnected rather than allowed to grow memory without bound.
-const pubsubOutputLimit = 32 << 20
-
 type pubsub struct {
 	mu sync.RWMutex
 	// reg[k] maps a channel (kind channels, shard channels) or pattern to
@@ -61,6 +56,9 @@ type subState struct {
 	own [subKinds]map[string]struct{}
 	// queued counts bytes handed to AsyncWrite and not yet written.
 	queued atomic.Int64
+	// subscribed: the connection has subscriptions (its output class is
+	// pubsub), for publishers on other goroutines.
+	subscribed atomic.Bool
 }
 
 // subscriptions counts every subscription: a RESP2 connection with any is
@@ -149,6 +147,7 @@ func (c *Conn) subscribe(names [][]byte, k subKind, w *resp.Writer) {
 	}
 	ps.mu.Unlock()
 	c.setInfo(func() { c.info.subs[k] = len(c.sub.own[k]) })
+	c.sub.subscribed.Store(c.subscriptions() > 0)
 }
 
 func (c *Conn) unsubscribe(names [][]byte, k subKind, w *resp.Writer) {
@@ -185,6 +184,7 @@ func (c *Conn) unsubscribe(names [][]byte, k subKind, w *resp.Writer) {
 	}
 	ps.mu.Unlock()
 	c.setInfo(func() { c.info.subs[k] = len(c.sub.own[k]) })
+	c.sub.subscribed.Store(c.subscriptions() > 0)
 }
 
 // dropSubscriptions forgets every subscription of c (close, RESET).
@@ -257,23 +257,25 @@ func (ps *pubsub) publish(channel, payload []byte, k subKind) int {
 	return n
 }
 
-// deliver queues a message for the subscriber, disconnecting it when its
-// unsent output passes the limit.
+// deliver queues a message for a subscriber or monitor, which is closed
+// when its unsent output breaks its class's client-output-buffer-limit
+// (clientbuf.go): the hard limit at once, from the publisher's goroutine
+// (the loop may be slow to take its queue), the soft one on its loop.
 func (c *Conn) deliver(msg []byte) {
-	if c.closed.Load() {
+	if c.closed.Load() || c.outClosing.Load() {
 		return
 	}
 	size := int64(len(msg))
-	if c.sub.queued.Add(size) > pubsubOutputLimit {
-		c.srv.log.Warnf("closing client %d: pubsub output over %d bytes", c.ID, pubsubOutputLimit)
-		_ = c.gc.Close()
+	c.sub.queued.Add(size)
+	if hard := c.srv.cfg.limits.out[c.class()].hard.Load(); hard > 0 && uint64(c.pendingOutput()) >= hard {
+		c.sub.queued.Add(-size)
+		c.closeForOutput(true)
 		return
 	}
-	_ = c.gc.AsyncWrite(msg, func(gc gnet.Conn, err error) error {
+	_ = c.gc.AsyncWrite(msg, func(_ gnet.Conn, err error) error {
 		c.sub.queued.Add(-size)
-		if err == nil && gc.OutboundBuffered() > pubsubOutputLimit {
-			c.srv.log.Warnf("closing client %d: pubsub output over %d bytes", c.ID, pubsubOutputLimit)
-			return gc.Close()
+		if err == nil {
+			c.checkOutput()
 		}
 		return nil
 	})

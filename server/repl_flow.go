@@ -354,12 +354,10 @@ func (f *flow) onEntry(e *journal.Entry) {
 }
 
 func (s *Server) replBufferLimit() int64 {
-	s.cfg.mu.RLock()
-	defer s.cfg.mu.RUnlock()
-	if s.cfg.ReplClientBufferLimit <= 0 {
-		return 1 << 62
+	if n := s.cfg.replicaHardLimit(); n > 0 {
+		return n
 	}
-	return s.cfg.ReplClientBufferLimit
+	return 1 << 62
 }
 
 // serve writes the flow's stream: the snapshot's chunks to its last one,

@@ -579,9 +579,11 @@ type replicaConn struct {
 	ack     atomic.Int64
 	ackTime atomic.Int64 // unix seconds of the last ACK
 
-	// out is the stream not yet written, bounded by the buffer limit.
+	// out is the stream not yet written, bounded by the replica class of
+	// client-output-buffer-limit (obuf, clientbuf.go).
 	omu      sync.Mutex
 	out      []byte
+	obuf     outputLimiter
 	attached bool
 	dead     bool
 	notify   chan struct{}
@@ -614,7 +616,8 @@ func (r *replicaConn) write(b []byte) {
 		r.omu.Unlock()
 		return
 	}
-	if limit := r.m.srv.cfg.ReplClientBufferLimit; limit > 0 && int64(len(r.out)+len(b)) > limit {
+	if r.obuf.exceeded(r.m.srv.cfg, classReplica, int64(len(r.out)+len(b))) {
+		r.m.srv.cfg.limits.outClosed.Add(1)
 		r.dead = true
 		r.out = nil
 		r.omu.Unlock()

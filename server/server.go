@@ -16,6 +16,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/dfly/dfly/reclaim"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
 )
@@ -39,6 +40,7 @@ type Server struct {
 	failover  failoverState                // FAILOVER (failover.go)
 	scriptEng atomic.Pointer[scriptEngine] // scripts()
 	migrate   migrateConns                 // MIGRATE's connections to targets (cmd_migrate.go)
+	reclaim   reclaim.Reclaimer            // gives free heap memory back to the OS after a burst
 	shards    []*shard.Shard
 	table     *Table
 	log       *Logger
@@ -281,6 +283,16 @@ func (s *Server) Serve() error {
 	return nil
 }
 
+// startReclaim gives the heap's free memory back to the OS once a burst
+// is over (package reclaim): an idle server falls back to what its data
+// needs without MEMORY PURGE. Each release is logged (verbose).
+func (s *Server) startReclaim() {
+	s.reclaim.OnRelease = func(why reclaim.Reason, took time.Duration, bytes int64) {
+		s.log.Verbosef("Returned %s of free memory to the OS (%s, %v)", humanBytes(bytes), why, took.Round(time.Millisecond))
+	}
+	go s.reclaim.Run(s.done)
+}
+
 // Ready is closed once the server accepts connections.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
@@ -350,6 +362,7 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 		}
 		s.loopsReady.Store(true)
 		s.startSampler() // traffic.go
+		s.startReclaim() // package reclaim: free memory back to the OS after a burst
 		s.startTiered()  // tiered.go: offloading starts once shards have loops
 		close(s.ready)
 		s.earlyMu.Lock()

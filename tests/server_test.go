@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -237,6 +238,27 @@ func (s *Server) ClientWith(t testing.TB, opts *redis.Options) *redis.Client {
 	c := redis.NewClient(&o)
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// RSS is the server process's resident memory in bytes (VmRSS of
+// /proc/PID/status); the test is skipped where /proc has none.
+func (s *Server) RSS(t testing.TB) int64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(s.PID) + "/status")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				t.Fatalf("VmRSS line %q: %v", line, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", s.PID)
+	return 0
 }
 
 // IsRedis reports whether the suite runs against redis-server.

@@ -206,11 +206,13 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 		cfg.ReplTimeout = n
 		return nil
 	})
-	fs.Func("repl_client_buffer_limit", "disconnect a replica whose unsent stream exceeds this (default 256mb; 0 = none)", func(v string) error {
+	fs.Func("repl_client_buffer_limit", "disconnect a replica whose unsent stream exceeds this (default 256mb; 0 = none): client-output-buffer-limit's replica hard limit", func(v string) error {
 		n, err := server.ParseMemory(v)
-		cfg.ReplClientBufferLimit = n
+		cfg.SetReplicaBufferLimit(n)
 		return err
 	})
+	fs.Func("client-output-buffer-limit", `"<class> <hard> <soft> <seconds> ...": limits of unsent output per client class, normal, replica or pubsub, as Redis (default "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60")`, cfg.SetClientOutputBufferLimit)
+	fs.Func("client-query-buffer-limit", "largest query buffer of a client (default 1gb; at least 1mb)", cfg.SetClientQueryBufferLimit)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

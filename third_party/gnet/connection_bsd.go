@@ -50,6 +50,7 @@ func (c *conn) processIO(_ int, filter netpoll.IOEvent, flags netpoll.IOFlags) (
 			err = el.write(c)
 		default:
 			c.outboundBuffer.Release() // don't bother to write to a connection that is already broken
+			c.noteOutbound()
 			err = el.close(c, io.EOF)
 		}
 	}

@@ -54,6 +54,25 @@ type conn struct {
 	isDatagram     bool                   // UDP protocol
 	opened         bool                   // connection opened event fired
 	isEOF          bool                   // whether the connection has reached EOF
+	// dfly: outboundBuffer's figures for other goroutines (OutboundStats).
+	outStatic, outNodes, outTotal atomic.Int64
+}
+
+// noteOutbound publishes outboundBuffer's figures after a change (dfly).
+func (c *conn) noteOutbound() {
+	static, nodes := c.outboundBuffer.Layout()
+	c.outStatic.Store(int64(static))
+	c.outNodes.Store(int64(nodes))
+	c.outTotal.Store(int64(c.outboundBuffer.Buffered()))
+}
+
+// OutboundStats reports the bytes the connection has yet to send: those in
+// the outbound buffer's static ring, the nodes of its list (where it goes
+// past the ring), and the total. Unlike OutboundBuffered it may be called
+// from any goroutine; the figures are those after the last change (dfly:
+// CLIENT LIST's obl, oll and omem).
+func (c *conn) OutboundStats() (static, nodes, total int) {
+	return int(c.outStatic.Load()), int(c.outNodes.Load()), int(c.outTotal.Load())
 }
 
 func newStreamConn(proto string, fd int, el *eventloop, sa unix.Sockaddr, localAddr, remoteAddr net.Addr) (c *conn) {
@@ -114,6 +133,7 @@ func (c *conn) release() {
 		c.remote = nil
 		c.inboundBuffer.Done()
 		c.outboundBuffer.Release()
+		c.noteOutbound()
 	}
 }
 
@@ -127,6 +147,7 @@ func (c *conn) open(buf []byte) error {
 		if err != nil {
 			if err == unix.EAGAIN {
 				_, _ = c.outboundBuffer.Write(buf)
+				c.noteOutbound()
 				break
 			}
 			return err
@@ -149,6 +170,7 @@ func (c *conn) write(data []byte) (n int, err error) {
 	// of network packets.
 	if !c.outboundBuffer.IsEmpty() {
 		_, _ = c.outboundBuffer.Write(data)
+		c.noteOutbound()
 		return
 	}
 
@@ -165,6 +187,7 @@ loop:
 		// writing it back to the remote in the next round for LT mode.
 		if err == unix.EAGAIN {
 			_, err = c.outboundBuffer.Write(data)
+			c.noteOutbound()
 			if !isET {
 				err = c.loop.poller.ModReadWrite(&c.pollAttachment, isET)
 			}
@@ -179,6 +202,7 @@ loop:
 	// Failed to send all data back to the remote, buffer the leftover data for the next round.
 	if len(data) > 0 {
 		_, _ = c.outboundBuffer.Write(data)
+		c.noteOutbound()
 		err = c.loop.poller.ModReadWrite(&c.pollAttachment, isET)
 	}
 
@@ -198,6 +222,7 @@ func (c *conn) writev(bs [][]byte) (n int, err error) {
 	// of network packets.
 	if !c.outboundBuffer.IsEmpty() {
 		_, _ = c.outboundBuffer.Writev(bs)
+		c.noteOutbound()
 		return
 	}
 
@@ -215,6 +240,7 @@ loop:
 		// writing it back to the remote in the next round for LT mode.
 		if err == unix.EAGAIN {
 			_, err = c.outboundBuffer.Writev(bs)
+			c.noteOutbound()
 			if !isET {
 				err = c.loop.poller.ModReadWrite(&c.pollAttachment, isET)
 			}
@@ -242,6 +268,7 @@ loop:
 	// Failed to send all data back to the remote, buffer the leftover data for the next round.
 	if remaining > 0 {
 		_, _ = c.outboundBuffer.Writev(bs)
+		c.noteOutbound()
 		err = c.loop.poller.ModReadWrite(&c.pollAttachment, isET)
 	}
 

@@ -330,6 +330,7 @@ loop:
 		n, err = unix.Write(c.fd, iov[0])
 	}
 	_, _ = c.outboundBuffer.Discard(n)
+	c.noteOutbound()
 	switch err {
 	case nil:
 	case unix.EAGAIN:

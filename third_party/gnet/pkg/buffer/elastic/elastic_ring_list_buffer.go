@@ -155,6 +155,12 @@ func (mb *Buffer) Buffered() int {
 	return mb.ringBuffer.Buffered() + mb.listBuffer.Buffered()
 }
 
+// Layout reports the bytes in the ring buffer and the nodes of the list
+// buffer (dfly).
+func (mb *Buffer) Layout() (static, nodes int) {
+	return mb.ringBuffer.Buffered(), mb.listBuffer.Len()
+}
+
 // IsEmpty indicates whether this buffer is empty.
 func (mb *Buffer) IsEmpty() bool {
 	return mb.ringBuffer.IsEmpty() && mb.listBuffer.IsEmpty()
