@@ -4,30 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"net"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
-
-// vmRSS is a process's resident memory in bytes (VmRSS of /proc/PID/status).
-func vmRSS(t *testing.T, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
-}
 
 // clientField is one field of the CLIENT LIST line of the client named name.
 func clientField(t *testing.T, r *RawConn, name, field string) int64 {
@@ -68,7 +50,7 @@ func TestBigValueSlowFeeder(t *testing.T) {
 	if line, err := bufio.NewReader(conn).ReadString('\n'); err != nil || line != "+OK\r\n" {
 		t.Fatalf("CLIENT SETNAME: %q %v", line, err)
 	}
-	before := vmRSS(t, s.PID)
+	before := s.RSS(t)
 	const pieces, piece = 64, 1 << 20
 	buf := []byte(strings.Repeat("x", piece))
 	start := time.Now()
@@ -91,7 +73,7 @@ func TestBigValueSlowFeeder(t *testing.T) {
 	}
 	t.Logf("%d MB received in %v", pieces*piece>>20, time.Since(start).Round(time.Millisecond))
 	time.Sleep(200 * time.Millisecond)
-	growth := vmRSS(t, s.PID) - before
+	growth := s.RSS(t) - before
 	t.Logf("RSS grew %d MB for %d MB sent", growth>>20, pieces*piece>>20)
 	// Each byte sent is held once; a piece in flight and the chunk being
 	// filled are the overhead (Redis: 64 MB for 64 MB).
