@@ -36,6 +36,7 @@ const (
 type assembly struct {
 	args    [][]byte // whole arguments so far
 	small   []byte   // backing store of the arguments under bigArg bytes
+	held    int64    // bytes of args
 	pending int      // arguments still to come, the bulk in progress included
 
 	// The bulk in progress: its declared length (-1: none; its header
@@ -103,15 +104,10 @@ func (p *Parser) ReceivedHead(n int) []byte {
 // Holding is the bytes of the whole arguments of a command being
 // assembled (Redis's argv-mem).
 func (p *Parser) Holding() int64 {
-	a := p.asm
-	if a == nil {
+	if p.asm == nil {
 		return 0
 	}
-	var n int64
-	for _, b := range a.args {
-		n += int64(len(b))
-	}
-	return n
+	return p.asm.held
 }
 
 // startAssembly takes the whole arguments of the incomplete frame at the
@@ -192,6 +188,7 @@ func (p *Parser) assemble(buf []byte, pos int) ([][]byte, int, bool, error) {
 			return nil, pos, false, nil
 		}
 		a.args = append(a.args, a.final[:a.bulk:a.bulk])
+		a.held += a.bulk
 		a.final, a.bulk = nil, -1
 		a.pending--
 	}
@@ -201,6 +198,7 @@ func (a *assembly) addSmall(b []byte) {
 	off := len(a.small)
 	a.small = append(a.small, b...)
 	a.args = append(a.args, a.small[off:len(a.small):len(a.small)])
+	a.held += int64(len(b))
 }
 
 // receive stores the next bytes of the bulk in progress.

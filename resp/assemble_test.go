@@ -140,6 +140,9 @@ func TestAssembledArgumentsOwned(t *testing.T) {
 	if ok || err != nil || n == 0 {
 		t.Fatalf("first part: ok %v err %v consumed %d", ok, err, n)
 	}
+	if h := p.Holding(); h != 4 { // SET, k
+		t.Errorf("holding %d", h)
+	}
 	rest := bytes.Clone(in[n:])
 	args, m, ok, err := p.Next(rest)
 	if !ok || err != nil || m != len(rest) || !p.Assembled() {
