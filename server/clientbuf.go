@@ -255,13 +255,17 @@ type outputLimiter struct {
 // class's limits now: the hard limit reached, or the soft limit reached
 // for more than its seconds (counted in whole seconds, as Redis).
 func (o *outputLimiter) exceeded(cfg *Config, class clientClass, pending int64) bool {
+	return o.exceededAt(cfg, class, pending, time.Now().Unix())
+}
+
+// exceededAt is exceeded at now (unix seconds).
+func (o *outputLimiter) exceededAt(cfg *Config, class clientClass, pending, now int64) bool {
 	l := &cfg.limits.out[class]
 	n := uint64(max(pending, 0))
 	if h := l.hard.Load(); h > 0 && n >= h {
 		return true
 	}
 	if s := l.soft.Load(); s > 0 && n >= s {
-		now := time.Now().Unix()
 		since := o.softSince.Load()
 		if since == 0 {
 			o.softSince.Store(now)
