@@ -273,7 +273,9 @@ func (o *outputLimiter) exceededAt(cfg *Config, class clientClass, pending, now 
 		}
 		return now-since > l.seconds.Load()
 	}
-	o.softSince.Store(0)
+	if o.softSince.Load() != 0 {
+		o.softSince.Store(0)
+	}
 	return false
 }
 
@@ -344,7 +346,11 @@ func (c *Conn) checkOutput() bool {
 	if c.outClosing.Load() {
 		return true
 	}
-	if !c.obuf.exceeded(c.srv.cfg, c.class(), c.pendingOutput()) {
+	class := c.class()
+	if l := &c.srv.cfg.limits.out[class]; l.hard.Load() == 0 && l.soft.Load() == 0 {
+		return false // no limits (normal's default): nothing to add up
+	}
+	if !c.obuf.exceeded(c.srv.cfg, class, c.pendingOutput()) {
 		return false
 	}
 	c.closeForOutput(true)
