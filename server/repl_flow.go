@@ -119,12 +119,10 @@ type flowMaster struct {
 	// idleSince with no flow attached (zero while one is). After
 	// --repl_backlog_ttl of that they stop (expireJournals), as Redis
 	// frees its backlog: a master that once had a replica no longer pays
-	// the journal on every write. handoverExpiries: startHandover counted
-	// itself a user of expiry journaling (journalExpiries) on every shard.
-	kept             bool
-	idleSince        time.Time
-	handoverExpiries bool
-	expiry           sync.Once
+	// the journal on every write.
+	kept      bool
+	idleSince time.Time
+	expiry    sync.Once
 }
 
 func (s *Server) flows() *flowMaster {
@@ -285,7 +283,6 @@ func (s *Server) startSession(sess *flowSession) {
 	chunk := s.serializationChunk()
 	t.Finish(func(sh *shard.Shard) {
 		f := sess.flows[sh.ID]
-		s.journalExpiries(sh, true)
 		sh.Journal.Start()
 		if partial {
 			sh.Journal.ReadFrom(f.lsn, f.onEntry)
@@ -550,7 +547,6 @@ func (f *flow) close() {
 	sh := f.srv.shards[f.sid]
 	sh.Send(shard.Func(func(sh *shard.Shard) {
 		sh.Journal.Unsubscribe(f.subID)
-		f.srv.journalExpiries(sh, false)
 	}))
 	fm := f.srv.flows()
 	fm.mu.Lock()
@@ -566,14 +562,12 @@ func (f *flow) close() {
 }
 
 // keepJournals records that the journals now keep a backlog for dfly
-// replicas (handover: for a promotion's, which counts as an expiry
-// journaling user) and starts their expiry.
+// replicas (handover: for a promotion's) and starts their expiry.
 func (s *Server) keepJournals(handover bool) {
 	fm := s.flows()
 	fm.mu.Lock()
 	fm.kept = true
 	if handover {
-		fm.handoverExpiries = true
 		if len(fm.flows) == 0 {
 			fm.idleSince = time.Now()
 		}
@@ -620,8 +614,6 @@ func (s *Server) stopKeptJournals(due func() bool) {
 		return
 	}
 	fm.kept = false
-	expiries := fm.handoverExpiries
-	fm.handoverExpiries = false
 	fm.mu.Unlock()
 	m.mu.Lock()
 	feed := m.feedOn
@@ -632,9 +624,6 @@ func (s *Server) stopKeptJournals(due func() bool) {
 	t.Finish(func(sh *shard.Shard) {
 		if !feed {
 			sh.Journal.Stop()
-		}
-		if expiries {
-			s.journalExpiries(sh, false)
 		}
 	})
 	s.replica.handover.Store(nil)
@@ -701,26 +690,6 @@ func (fm *flowMaster) ackedAddrs(lsns []uint64) map[string]bool {
 		out[net.JoinHostPort(sess.ip, strconv.Itoa(sess.port))] = true
 	}
 	return out
-}
-
-// journalExpiries counts the users of a shard's expiry journaling (the
-// Redis feed, each flow): expiries are journaled as DEL while any is on.
-// It runs on the shard's goroutine.
-func (s *Server) journalExpiries(sh *shard.Shard, on bool) {
-	n := &s.expiryUsers[sh.ID]
-	if on {
-		if *n == 0 {
-			sh.AddExpiryHook(expiryRecorder{sh.Journal})
-		}
-		*n++
-		return
-	}
-	if *n > 0 {
-		*n--
-		if *n == 0 {
-			sh.RemoveExpiryHook(expiryRecorder{sh.Journal})
-		}
-	}
 }
 
 // flowInfo writes INFO replication lines for the attached flows.

@@ -173,7 +173,6 @@ func (m *replMaster) startShard(s *shard.Shard) {
 		m.push(sid, feedItem{e: &c})
 	})
 	s.Journal.Start()
-	m.srv.journalExpiries(s, true)
 }
 
 func (m *replMaster) stopShard(s *shard.Shard) {
@@ -183,14 +182,6 @@ func (m *replMaster) stopShard(s *shard.Shard) {
 	s.Journal.Unsubscribe(m.subIDs[s.ID])
 	m.subIDs[s.ID] = 0
 	s.Journal.Stop()
-	m.srv.journalExpiries(s, false)
-}
-
-// expiryRecorder journals expiries (active and lazy) as DEL.
-type expiryRecorder struct{ j *journal.Journal }
-
-func (h expiryRecorder) OnExpire(db *shard.DB, _ shard.Iterator, key string) {
-	h.j.Record(db.Index, [][]byte{[]byte("DEL"), []byte(key)})
 }
 
 // feedState is the feed goroutine's own view: items taken from the

@@ -19,7 +19,7 @@ import (
 // expiries aside) is journaled after it applied: as sent, or in the
 // deterministic form Redis 7 propagates (rewriters below, from the key's
 // state and the reply after the command), or as the commands it gave to
-// Propagate. Expiries are journaled as DEL by the expiry hook.
+// Propagate. Expiries are journaled as DEL by the shard (shard.DB.deleteExpired).
 //
 // Transactions: the steps of a multi-shard transaction (package tx) record
 // into the transaction's per-shard parts, which are committed when it

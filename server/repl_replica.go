@@ -291,7 +291,6 @@ func (s *Server) startHandover(from *flowHistory) {
 	t.AddAllShards()
 	t.Lock()
 	t.Finish(func(sh *shard.Shard) {
-		s.journalExpiries(sh, true)
 		sh.Journal.Start()
 		lsns[sh.ID] = sh.Journal.LSN()
 	})

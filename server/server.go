@@ -72,11 +72,9 @@ type Server struct {
 	tiered     *tieredState // tiered storage, nil when off (tiered.go)
 	master     *replMaster  // master side of replication (repl_master.go)
 	replica    replicaState // replica side of replication (repl_replica.go)
-	// dfly-native replication flows (repl_flow.go); expiryUsers[i] counts
-	// the users of shard i's expiry journaling (owned by its goroutine).
-	flowOnce    sync.Once
-	flowM       *flowMaster
-	expiryUsers []int
+	// dfly-native replication flows (repl_flow.go).
+	flowOnce sync.Once
+	flowM    *flowMaster
 
 	// loops are the engine's event loops; shardLoop[i] is the loop that
 	// owns shard i. Both are set once, before any command is served.
@@ -139,7 +137,6 @@ func New(cfg *Config, log *Logger) *Server {
 	s.shards = make([]*shard.Shard, cfg.Shards)
 	s.cmdStats = make([]shardCmdStats, cfg.Shards)
 	s.evalCoords = make([]Coord, cfg.Shards)
-	s.expiryUsers = make([]int, cfg.Shards)
 	for i := range s.shards {
 		s.shards[i] = shard.New(i, cfg.Databases)
 		s.cmdStats[i].calls = make(map[*Command]*cmdCount)

@@ -328,15 +328,26 @@ func (db *DB) erase(it dash.Iterator) {
 // deleteExpired removes a key whose TTL passed. It bypasses the change
 // hooks on purpose: expiry is not a transactional mutation, and the
 // snapshot handles it through its deferred deletion queue (docs/DESIGN.md §4).
+//
+// While the journal records, the expiry is journaled as DEL, whoever made
+// it record (a dfly flow, the Redis feed, a backlog kept for a replica
+// whose link is down: a partial sync must find the DELs of the expiries
+// it missed). The expiry hooks run first, so that a snapshot streaming
+// with the journal writes the key's baseline before its DEL (§8.4).
 func (db *DB) deleteExpired(it dash.Iterator) {
 	s := db.shard
 	key := db.Table.Key(it)
 	for _, h := range s.expiryHooks {
 		h.OnExpire(db, it, key)
 	}
+	if j := s.Journal; j.Active() {
+		j.Record(db.Index, [][]byte{delWord, []byte(key)})
+	}
 	db.erase(it)
 	s.Stats.ExpiredKeys++
 }
+
+var delWord = []byte("DEL")
 
 // SetExpire gives the key at it an absolute expiry in unix ms. The caller
 // has already announced the update with Mutate (or just inserted the key).
