@@ -24,8 +24,11 @@ import (
 // and, for a client over its soft limit, once a second (clientsCron), and
 // a MONITOR connection counts as normal. The unsent output of a
 // connection is what gnet has yet to write plus the Pub/Sub messages
-// queued for its loop; replicas count their stream's queue
-// (repl_master.go, repl_flow.go).
+// queued for its loop. A Redis-protocol replica counts its stream's queue
+// against the replica class (repl_master.go: replicaConn.write, from the
+// journal's goroutines, so without the once-a-second check); a dfly flow
+// (repl_flow.go) only against the hard limit, as it was when the flow
+// started.
 //
 // Query: a client whose unparsed input plus the big bulk it is sending
 // (resp.Parser.Receiving) passes client-query-buffer-limit is closed
