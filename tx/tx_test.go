@@ -391,18 +391,10 @@ func TestAbortAfterStepPanic(t *testing.T) {
 	}
 }
 
-// delOnExpire journals a shard's expiries as DEL, as the server's
-// replication does.
-type delOnExpire struct{ j *journal.Journal }
-
-func (h delOnExpire) OnExpire(db *shard.DB, _ shard.Iterator, key string) {
-	h.j.Record(db.Index, [][]byte{[]byte("DEL"), []byte(key)})
-}
-
 // TestJournalKeepsExpiriesOfTxThatWroteNothing: a step of a recording
-// transaction that finds a key expired deletes it, and the expiry hook
-// records the DEL into the transaction's part. The transaction writes
-// nothing else (a RENAME of what turned out to be no key), yet its parts
+// transaction that finds a key expired deletes it, and the shard
+// (shard.DB.deleteExpired) records the DEL into the transaction's part.
+// The transaction writes nothing else (a RENAME of what turned out to be no key), yet its parts
 // are committed, whether it ends with Finish or Abort: a replica must
 // delete the key too (issue 36, where they were thrown away).
 func TestJournalKeepsExpiriesOfTxThatWroteNothing(t *testing.T) {
@@ -423,7 +415,6 @@ func TestJournalKeepsExpiriesOfTxThatWroteNothing(t *testing.T) {
 						}
 						got[s.ID] = append(got[s.ID], line)
 					})
-					s.AddExpiryHook(delOnExpire{s.Journal})
 					writeInt(s.DBs[0], "k", 1)
 					it, _ := s.DBs[0].Find([]byte("k"))
 					s.DBs[0].SetExpire(it, time.Now().Add(-time.Second).UnixMilli())
