@@ -447,3 +447,44 @@ func TestJournalKeepsExpiriesOfTxThatWroteNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestAddDeduplicatesManyKeys: past indexFrom keys a part finds declared
+// keys through its index; a key declared again is locked once, exclusively
+// if either declaration was, as below it.
+func TestAddDeduplicatesManyKeys(t *testing.T) {
+	shards := startShards(t, 2)
+	x := New(shards)
+	const n = 3 * indexFrom
+	for i := 0; i < n; i++ {
+		x.Add(0, 0, "k"+strconv.Itoa(i), false)
+	}
+	for i := 0; i < n; i += 2 {
+		x.Add(0, 0, "k"+strconv.Itoa(i), true)
+		x.Add(0, 1, "k"+strconv.Itoa(i), false) // another database: another key
+	}
+	keys := x.part(0).keys
+	if len(keys) != n+n/2 {
+		t.Fatalf("%d keys declared, want %d", len(keys), n+n/2)
+	}
+	for i, k := range keys[:n] {
+		if want := i%2 == 0; k.Excl != want || k.Key != "k"+strconv.Itoa(i) {
+			t.Fatalf("key %d: %+v, exclusive want %v", i, k, want)
+		}
+	}
+	x.Lock()
+	x.Finish(nil)
+}
+
+// BenchmarkAddKeys: declaring the keys of an MSET of b.N pairs on one
+// shard; per key, the cost must not grow with b.N.
+func BenchmarkAddKeys(b *testing.B) {
+	keys := make([]string, b.N)
+	for i := range keys {
+		keys[i] = "key:" + strconv.Itoa(i)
+	}
+	x := New([]*shard.Shard{shard.New(0, 1)})
+	b.ResetTimer()
+	for _, k := range keys {
+		x.Add(0, 0, k, true)
+	}
+}
