@@ -333,7 +333,7 @@ func (c *Client) session() (streamed bool, err error) {
 // request sends a command and reads its one-line reply, skipping the
 // empty lines a master sends as keepalives.
 func (c *Client) request(w *wire, args ...string) ([]byte, error) {
-	if err := w.write(appendCommand(nil, args...)); err != nil {
+	if err := w.write(resp.AppendCommand(nil, args...)); err != nil {
 		return nil, err
 	}
 	return readReply(w)
@@ -438,7 +438,7 @@ func (r *countingReader) Read(p []byte) (int, error) {
 }
 
 func (c *Client) sendAck(w *wire, offset int64) error {
-	return w.write(appendCommand(nil, "REPLCONF", "ACK", strconv.FormatInt(offset, 10)))
+	return w.write(resp.AppendCommand(nil, "REPLCONF", "ACK", strconv.FormatInt(offset, 10)))
 }
 
 // maxOpsPerApply bounds the ops gathered before they are applied.

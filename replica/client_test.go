@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dfly/dfly/resp"
 )
 
 // recorder is an Applier that keeps what it is given.
@@ -125,7 +127,7 @@ func readCmd(t *testing.T, r *bufio.Reader) []string {
 	return out
 }
 
-func cmd(args ...string) string { return string(appendCommand(nil, args...)) }
+func cmd(args ...string) string { return string(resp.AppendCommand(nil, args...)) }
 
 const replid1 = "0123456789012345678901234567890123456789"
 const replid2 = "abcdefabcdefabcdefabcdefabcdefabcdefabcd"

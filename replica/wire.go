@@ -126,15 +126,6 @@ func (w *wire) write(b []byte) error {
 	return err
 }
 
-// appendCommand encodes args as a RESP array.
-func appendCommand(dst []byte, args ...string) []byte {
-	dst = fmt.Appendf(dst, "*%d\r\n", len(args))
-	for _, a := range args {
-		dst = fmt.Appendf(dst, "$%d\r\n%s\r\n", len(a), a)
-	}
-	return dst
-}
-
 // eofMarkLen is the length of the diskless payload's end mark.
 const eofMarkLen = 40
 

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/types/num"
 )
@@ -287,7 +288,7 @@ func errIsTimeout(err error) bool {
 // and the I/O error that ended it, if one did.
 func (mc *migrateConn) exchange(m migrateArgs, args [][]byte, items []migrateItem) (moved []int, reply string, replies int, ioErr error) {
 	var b []byte
-	cmd := func(parts ...[]byte) { b = appendArgs(b, parts) }
+	cmd := func(parts ...[]byte) { b = resp.AppendArgs(b, parts) }
 	switch {
 	case m.auth2:
 		cmd([]byte("AUTH"), m.user, m.password)

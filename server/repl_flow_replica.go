@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"github.com/dfly/dfly/journal"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/replica"
+	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
 )
@@ -307,12 +307,7 @@ func readLine(r *bufio.Reader) (string, error) {
 }
 
 func writeCommand(w io.Writer, args ...string) error {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	_, err := w.Write(b.Bytes())
+	_, err := w.Write(resp.AppendCommand(nil, args...))
 	return err
 }
 

@@ -220,7 +220,7 @@ func (m *replMaster) feed(stop chan struct{}) {
 		case <-ping.C:
 			ticks++
 			if ticks%10 == 0 && m.replicaCount() > 0 {
-				m.emit(appendCommand(nil, "PING"))
+				m.emit(resp.AppendCommand(nil, "PING"))
 			}
 			m.expireBacklog()
 		case <-stop:
@@ -260,7 +260,7 @@ func (m *replMaster) drain(st *feedState) {
 				e := it.e
 				if e.Op == journal.OpCommand {
 					st.buf = m.appendSelect(st.buf[:0], e.DB)
-					st.buf = appendArgs(st.buf, e.Args)
+					st.buf = resp.AppendArgs(st.buf, e.Args)
 					m.emit(st.buf)
 					st.local[sid] = st.local[sid][1:]
 					progress = true
@@ -319,14 +319,14 @@ func (m *replMaster) emitTx(st *feedState, t *feedTx) {
 	b := st.buf[:0]
 	if len(cmds) > 1 {
 		b = m.appendSelect(b, cmds[0].DB)
-		b = appendCommand(b, "MULTI")
+		b = resp.AppendCommand(b, "MULTI")
 	}
 	for _, e := range cmds {
 		b = m.appendSelect(b, e.DB)
-		b = appendArgs(b, e.Args)
+		b = resp.AppendArgs(b, e.Args)
 	}
 	if len(cmds) > 1 {
-		b = appendCommand(b, "EXEC")
+		b = resp.AppendCommand(b, "EXEC")
 	}
 	st.buf = b
 	m.emit(b)
@@ -368,35 +368,7 @@ func (m *replMaster) appendSelect(b []byte, db int) []byte {
 		return b
 	}
 	m.curDB = db
-	return appendArgs(b, [][]byte{[]byte("SELECT"), strconv.AppendInt(nil, int64(db), 10)})
-}
-
-func appendCommand(b []byte, words ...string) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(words)), 10)
-	b = append(b, '\r', '\n')
-	for _, w := range words {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(w)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, w...)
-		b = append(b, '\r', '\n')
-	}
-	return b
-}
-
-func appendArgs(b []byte, args [][]byte) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, '\r', '\n')
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, a...)
-		b = append(b, '\r', '\n')
-	}
-	return b
+	return resp.AppendArgs(b, [][]byte{[]byte("SELECT"), strconv.AppendInt(nil, int64(db), 10)})
 }
 
 // emit appends stream bytes: offset, backlog, every attached replica.
@@ -538,7 +510,7 @@ func (m *replMaster) propagate(args [][]byte) {
 	if !m.attached.Load() {
 		return
 	}
-	b := appendArgs(nil, args)
+	b := resp.AppendArgs(nil, args)
 	m.mu.Lock()
 	m.emitLocked(b)
 	m.mu.Unlock()
@@ -1043,7 +1015,7 @@ func cmdWait(x *Coord) {
 			asked = true
 			m.mu.Lock()
 			if len(m.replicas) > 0 {
-				m.emitLocked(appendCommand(nil, "REPLCONF", "GETACK", "*"))
+				m.emitLocked(resp.AppendCommand(nil, "REPLCONF", "GETACK", "*"))
 			}
 			m.mu.Unlock()
 		}
