@@ -233,7 +233,7 @@ func (s *Server) runFailover(target *failoverTarget, force bool, deadline time.T
 	// own; ask them now.
 	s.master.mu.Lock()
 	if len(s.master.replicas) > 0 {
-		s.master.emitLocked(appendCommand(nil, "REPLCONF", "GETACK", "*"))
+		s.master.emitLocked(resp.AppendCommand(nil, "REPLCONF", "GETACK", "*"))
 	}
 	s.master.mu.Unlock()
 	if !s.drainWrites(deadline, abort, nil) {
@@ -313,11 +313,11 @@ func (s *Server) promoteTarget(to *failoverTarget) error {
 	n := 1
 	switch {
 	case pass != "" && user != "":
-		req, n = appendCommand(req, "AUTH", user, pass), 2
+		req, n = resp.AppendCommand(req, "AUTH", user, pass), 2
 	case pass != "":
-		req, n = appendCommand(req, "AUTH", pass), 2
+		req, n = resp.AppendCommand(req, "AUTH", pass), 2
 	}
-	req = appendCommand(req, "REPLICAOF", "NO", "ONE")
+	req = resp.AppendCommand(req, "REPLICAOF", "NO", "ONE")
 	if _, err := c.Write(req); err != nil {
 		return err
 	}
