@@ -895,7 +895,7 @@ func aclCat(s *Server, a [][]byte, w *resp.Writer) {
 		return
 	}
 	if len(a) > 3 {
-		w.Error("ERR wrong number of arguments for 'acl|cat' command")
+		w.Error(wrongArity("acl|cat"))
 		return
 	}
 	bit := categoryBit(strings.ToLower(string(a[2])))
@@ -933,7 +933,7 @@ func aclDryRun(s *Server, a [][]byte, w *resp.Writer) {
 	}
 	args := a[3:]
 	if !cmd.arityOK(len(args)) {
-		w.Error("ERR wrong number of arguments for '" + cmd.Name + "' command")
+		w.Error(wrongArity(cmd.Name))
 		return
 	}
 	switch reason, object := e.cur.Load().check(cmd, args); reason {
@@ -951,7 +951,7 @@ func aclDryRun(s *Server, a [][]byte, w *resp.Writer) {
 func aclLog(acl *aclState, a [][]byte, w *resp.Writer) {
 	count := 10
 	if len(a) > 3 {
-		w.Error("ERR wrong number of arguments for 'acl|log' command")
+		w.Error(wrongArity("acl|log"))
 		return
 	}
 	if len(a) == 3 {

@@ -51,7 +51,7 @@ func cmdPing(c *Conn, a [][]byte, w *resp.Writer) {
 	case 2:
 		w.Bulk(a[1])
 	default:
-		w.Error("ERR wrong number of arguments for 'ping' command")
+		w.Error(wrongArity("ping"))
 	}
 }
 
@@ -228,7 +228,7 @@ var clientArity = map[string]int{
 func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
 	sub := strings.ToLower(string(a[1]))
 	if n, ok := clientArity[sub]; ok && !((n >= 0 && len(a) == n) || (n < 0 && len(a) >= -n)) {
-		w.Error("ERR wrong number of arguments for 'client|" + sub + "' command")
+		w.Error(wrongArity("client|" + sub))
 		return
 	}
 	switch {

@@ -63,7 +63,7 @@ func hashForWrite(x *Exec, key []byte) (shard.Iterator, *hash.Hash, bool) {
 
 func hsetGeneric(x *Exec, hmset bool) {
 	if len(x.Args)%2 != 0 {
-		x.W.Error("ERR wrong number of arguments for '" + strings.ToLower(string(x.Args[0])) + "' command")
+		x.W.Error(wrongArity(strings.ToLower(string(x.Args[0]))))
 		return
 	}
 	_, h, ok := hashForWrite(x, x.Args[1])

@@ -144,7 +144,7 @@ func pushGeneric(x *Exec, left, onlyExisting bool) {
 
 func popGeneric(x *Exec, left bool) {
 	if len(x.Args) > 3 {
-		x.W.Error("ERR wrong number of arguments for '" + strings.ToLower(string(x.Args[0])) + "' command")
+		x.W.Error(wrongArity(strings.ToLower(string(x.Args[0]))))
 		return
 	}
 	count, hasCount := 1, len(x.Args) == 3

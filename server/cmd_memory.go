@@ -51,7 +51,7 @@ var memoryHelp = []string{
 // memoryArity checks a keyless subcommand's argument count as Redis does.
 func memoryArity(x *Coord, sub string, want int) bool {
 	if len(x.Args) != want {
-		x.W.Error("ERR wrong number of arguments for 'memory|" + sub + "' command")
+		x.W.Error(wrongArity("memory|" + sub))
 		return false
 	}
 	return true
@@ -68,7 +68,7 @@ func cmdMemory(x *Coord) {
 			}
 		}
 	case "usage": // no key: a key routes it to its shard (cmdMemoryUsage)
-		x.W.Error("ERR wrong number of arguments for 'memory|usage' command")
+		x.W.Error(wrongArity("memory|usage"))
 	case "stats":
 		if memoryArity(x, sub, 2) {
 			memoryStats(x)
@@ -94,7 +94,7 @@ func cmdMemory(x *Coord) {
 // cmdMemoryUsage is MEMORY USAGE key [SAMPLES count].
 func cmdMemoryUsage(x *Exec) {
 	if len(x.Args) < 3 { // no key: routed to a shard all the same
-		x.W.Error("ERR wrong number of arguments for 'memory|usage' command")
+		x.W.Error(wrongArity("memory|usage"))
 		return
 	}
 	samples := 5

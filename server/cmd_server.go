@@ -238,7 +238,7 @@ func cmdConfig(c *Conn, a [][]byte, w *resp.Writer) {
 		w.SimpleString("RESETSTAT")
 	default:
 		if sub == "get" || sub == "set" || sub == "resetstat" {
-			w.Error("ERR wrong number of arguments for 'config|" + sub + "' command")
+			w.Error(wrongArity("config|" + sub))
 			return
 		}
 		w.Error("ERR unknown subcommand '" + truncArg(a[1]) + "'. Try CONFIG HELP.")
@@ -319,7 +319,7 @@ func debugObject(x *Coord) {
 			v, encodingOf(v), size, v.Access&(1<<24-1), s.IdleSeconds(v))
 	})
 	if line == "" {
-		x.W.Error("ERR no such key")
+		x.W.Error(errNoSuchKey)
 		return
 	}
 	x.W.SimpleString(line)

@@ -297,7 +297,7 @@ func cmdXAdd(x *Exec) {
 	}
 	fieldPos := idPos + 1
 	if n := len(x.Args) - fieldPos; n < 2 || n%2 == 1 {
-		x.W.Error("ERR wrong number of arguments for 'xadd' command")
+		x.W.Error(wrongArity("xadd"))
 		return
 	}
 	if a.idGiven && a.seqGiven && a.id.IsZero() {
@@ -534,7 +534,7 @@ func subcommand(w *resp.Writer, args [][]byte, container string, arities map[str
 		return ""
 	}
 	if (arity >= 0 && len(args) != arity) || (arity < 0 && len(args) < -arity) {
-		w.Error("ERR wrong number of arguments for '" + container + "|" + sub + "' command")
+		w.Error(wrongArity(container + "|" + sub))
 		return ""
 	}
 	return sub

@@ -359,7 +359,7 @@ func msetOn(db *shard.DB, args [][]byte, pos []int) {
 
 func cmdMSet(x *Exec) {
 	if !msetArity(x) {
-		x.W.Error("ERR wrong number of arguments for 'mset' command")
+		x.W.Error(wrongArity("mset"))
 		return
 	}
 	msetOn(x.DB, x.Args, keyRange(1, len(x.Args), 2))
@@ -368,7 +368,7 @@ func cmdMSet(x *Exec) {
 
 func multiMSet(x *Coord) {
 	if !msetArity(x) {
-		x.W.Error("ERR wrong number of arguments for 'mset' command")
+		x.W.Error(wrongArity("mset"))
 		return
 	}
 	x.splitKeys(keyRange(1, len(x.Args), 2), true, func(s *shard.Shard, db *shard.DB, pos []int) {
@@ -379,7 +379,7 @@ func multiMSet(x *Coord) {
 
 func cmdMSetNX(x *Exec) {
 	if !msetArity(x) {
-		x.W.Error("ERR wrong number of arguments for 'msetnx' command")
+		x.W.Error(wrongArity("msetnx"))
 		return
 	}
 	for i := 1; i < len(x.Args); i += 2 {
@@ -395,7 +395,7 @@ func cmdMSetNX(x *Exec) {
 // multiMSetNX checks every shard under the locks, then sets on all or none.
 func multiMSetNX(x *Coord) {
 	if !msetArity(x) {
-		x.W.Error("ERR wrong number of arguments for 'msetnx' command")
+		x.W.Error(wrongArity("msetnx"))
 		return
 	}
 	t, parts := x.lockSplit(keyRange(1, len(x.Args), 2), true)

@@ -364,7 +364,7 @@ func cmdZMScore(x *Exec) {
 // zrankGeneric is ZRANK/ZREVRANK, with Redis 7.2's WITHSCORE.
 func zrankGeneric(x *Exec, rev bool) {
 	if len(x.Args) > 4 {
-		x.W.Error("ERR wrong number of arguments for '" + strings.ToLower(string(x.Args[0])) + "' command")
+		x.W.Error(wrongArity(strings.ToLower(string(x.Args[0]))))
 		return
 	}
 	withScore := false

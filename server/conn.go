@@ -745,7 +745,7 @@ func (c *Conn) prepare(p *pending) bool {
 		return false
 	}
 	if !p.cmd.arityOK(len(p.args)) {
-		w.Error("ERR wrong number of arguments for '" + p.cmd.Name + "' command")
+		w.Error(wrongArity(p.cmd.Name))
 		return false
 	}
 	if c.monitor && p.cmd.Flags&(FlagWrite|FlagReadonly) != 0 {

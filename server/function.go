@@ -433,7 +433,7 @@ func cmdFunction(x *Coord) {
 		w.Error("ERR unknown subcommand '" + truncArg(a[1]) + "'. Try FUNCTION HELP.")
 		return
 	}
-	w.Error("ERR wrong number of arguments for 'function|" + sub + "' command")
+	w.Error(wrongArity("function|" + sub))
 }
 
 // functionWrites reports whether FUNCTION's subcommand sub changes the
@@ -487,7 +487,7 @@ func functionChange(x *Coord, sub string) bool {
 		return true
 	case "delete":
 		if len(a) != 3 {
-			w.Error("ERR wrong number of arguments for 'function|delete' command")
+			w.Error(wrongArity("function|delete"))
 			return false
 		}
 		e.mu.Lock()
@@ -504,7 +504,7 @@ func functionChange(x *Coord, sub string) bool {
 		return true
 	case "flush":
 		if len(a) > 3 {
-			w.Error("ERR wrong number of arguments for 'function|flush' command")
+			w.Error(wrongArity("function|flush"))
 			return false
 		}
 		if len(a) == 3 {
@@ -663,7 +663,7 @@ func functionRestore(x *Coord) bool {
 	a, w := x.Args, x.W
 	policy := "append"
 	if len(a) > 4 {
-		w.Error("ERR wrong number of arguments for 'function|restore' command")
+		w.Error(wrongArity("function|restore"))
 		return false
 	}
 	if len(a) == 4 {

@@ -177,7 +177,7 @@ func cmdDfly(c *Conn, a [][]byte, w *resp.Writer) {
 		w.BulkString(sess.id)
 		w.BulkString(map[snapshot.Mode]string{snapshot.PIT: "pit", snapshot.NonPIT: "nonpit"}[mode])
 	case sub == "flow" && len(a) == 6 && !strings.EqualFold(string(a[5]), "blobs"):
-		w.Error("ERR syntax error")
+		w.Error(errSyntax)
 	case sub == "flow" && (len(a) == 5 || len(a) == 6):
 		// DFLY FLOW <session> <shard> <next> [BLOBS]
 		fm := s.flows()

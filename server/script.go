@@ -409,7 +409,7 @@ func cmdScript(c *Conn, a [][]byte, w *resp.Writer) {
 			w.Error("ERR Use SCRIPT DEBUG YES/SYNC/NO")
 		}
 	case sub == "help" || sub == "load" || sub == "exists" || sub == "flush" || sub == "kill" || sub == "debug":
-		w.Error("ERR wrong number of arguments for 'script|" + sub + "' command")
+		w.Error(wrongArity("script|" + sub))
 	default:
 		w.Error("ERR unknown subcommand '" + truncArg(a[1]) + "'. Try SCRIPT HELP.")
 	}

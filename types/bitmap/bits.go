@@ -11,7 +11,7 @@ const (
 	ErrBitOffset   num.Error = "ERR bit offset is not an integer or out of range"
 	ErrBitValue    num.Error = "ERR bit is not an integer or out of range"
 	ErrBitArg      num.Error = "ERR The bit argument must be 1 or 0."
-	ErrSyntax      num.Error = "ERR syntax error"
+	ErrSyntax                = num.ErrSyntax
 	ErrNotSingle   num.Error = "ERR BITOP NOT must be called with a single source key."
 	ErrFieldType   num.Error = "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is."
 	ErrOverflowArg num.Error = "ERR Invalid OVERFLOW type specified"

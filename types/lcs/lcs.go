@@ -9,7 +9,7 @@ const MaxCells = 64 << 20
 
 // Error replies of LCS, as Redis 7.0 words them.
 const (
-	ErrSyntax num.Error = "ERR syntax error"
+	ErrSyntax           = num.ErrSyntax
 	ErrLenIdx num.Error = "ERR If you want both the length and indexes, please just use IDX."
 	// ErrWrongType is LCS's own WRONGTYPE text, checked before the options.
 	ErrWrongType num.Error = "ERR The specified keys must contain string values"

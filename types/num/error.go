@@ -19,6 +19,8 @@ const (
 	ErrNotFloat Error = "ERR value is not a valid float"
 	// ErrNaNInf: the INCRBYFLOAT/HINCRBYFLOAT result is NaN or infinite.
 	ErrNaNInf Error = "ERR increment would produce NaN or Infinity"
+	// ErrSyntax: an option or argument the command does not take.
+	ErrSyntax Error = "ERR syntax error"
 	// ErrIncrNaNInf: HINCRBYFLOAT's increment itself is infinite ("inf"
 	// parses); INCRBYFLOAT has no such check and replies ErrNaNInf instead.
 	ErrIncrNaNInf Error = "ERR value is NaN or Infinity"
