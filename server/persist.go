@@ -345,7 +345,7 @@ func (s *Server) writeSnapshotFile(path string, snap []shardSnapshot) (writes ui
 		return 0, err
 	}
 	defer func() {
-		if err != nil {
+		if err != nil && f != nil {
 			f.Close()
 			os.Remove(tmp)
 		}
@@ -386,20 +386,32 @@ func (s *Server) writeSnapshotFile(path string, snap []shardSnapshot) (writes ui
 		sum[i] = byte(crc >> (8 * i))
 	}
 	_, _ = w.Write(sum[:])
-	if err = w.Flush(); err != nil {
-		return 0, err
-	}
-	if err = f.Sync(); err != nil {
-		return 0, err
-	}
-	if err = f.Close(); err != nil {
-		return 0, err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	err = replaceWithTemp(f, tmp, path, w.Flush())
+	f = nil // closed
+	if err != nil {
 		return 0, err
 	}
 	return writes, nil
+}
+
+// replaceWithTemp completes a file written at tmp: unless an earlier step
+// failed (err), its data goes to disk (fsync) and it replaces path
+// (rename), so that path holds the old file or the whole new one; on any
+// failure tmp goes. f is closed either way.
+func replaceWithTemp(f *os.File, tmp, path string, err error) error {
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }
 
 // LoadOnStart loads the RDB file, when there is one, before the server

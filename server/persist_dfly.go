@@ -173,19 +173,7 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return replaceWithTemp(f, tmp, path, err)
 }
 
 // dfsWriter writes a shard file, keeping its size and CRC.
@@ -280,18 +268,7 @@ func (w *dfsWriter) finish(f *os.File, dir, name string, err error) dfsEntry {
 		ent.size, ent.crc = w.size+8, w.crc
 		ent.err = w.w.Flush()
 	}
-	if ent.err == nil {
-		ent.err = f.Sync()
-	}
-	if cerr := f.Close(); ent.err == nil {
-		ent.err = cerr
-	}
-	if ent.err == nil {
-		ent.err = os.Rename(path+".tmp", path)
-	}
-	if ent.err != nil {
-		os.Remove(path + ".tmp")
-	}
+	ent.err = replaceWithTemp(f, path+".tmp", path, ent.err)
 	return ent
 }
 

@@ -248,17 +248,5 @@ func (s *Server) writeSnapshotStream(outs []chan snapshot.Chunk, free chan<- []b
 	if err == nil {
 		err = w.Flush()
 	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return replaceWithTemp(f, tmp, path, err)
 }
