@@ -405,12 +405,18 @@ type connStats struct {
 }
 
 // publishStats records the connection's buffers for CLIENT LIST on other
-// loops. On its loop.
+// loops. On its loop. While a unit it dispatched runs elsewhere (an EXEC on
+// a coordinator, which ends the MULTI state and may grow the output), the
+// figures of that state stay as last published: the unit owns it until it
+// completes.
 func (c *Conn) publishStats() {
 	got, free := c.parser.Receiving()
 	c.stats.qbuf.Store(int64(c.gc.InboundBuffered()) + got)
 	c.stats.qbufFree.Store(free)
 	c.stats.argvMem.Store(c.parser.Holding())
+	if c.inflight.Load() != 0 {
+		return
+	}
 	multi, multiMem := int64(-1), int64(0)
 	if m := c.multi; m != nil {
 		multi, multiMem = int64(len(m.cmds)), int64(len(m.buf))+int64(len(m.argv))*24
