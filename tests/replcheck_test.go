@@ -590,26 +590,13 @@ func rcDigest(t *testing.T, c *RawConn, exactTTL bool) map[string]string {
 	return out
 }
 
-// rcReads are the commands reading a key of type typ, its expiry last.
+// rcReads are the commands reading a key of type typ, its expiry last:
+// describeReads', with a stream's metadata and groups in full.
 func rcReads(typ, key string) [][]string {
-	var reads [][]string
-	switch typ {
-	case "none":
-		return nil
-	case "string":
-		reads = [][]string{{"GET", key}}
-	case "list":
-		reads = [][]string{{"LRANGE", key, "0", "-1"}}
-	case "hash":
-		reads = [][]string{{"HGETALL", key}}
-	case "set":
-		reads = [][]string{{"SMEMBERS", key}}
-	case "zset":
-		reads = [][]string{{"ZRANGE", key, "0", "-1", "WITHSCORES"}}
-	case "stream":
-		reads = [][]string{{"XRANGE", key, "-", "+"}, {"XINFO", "STREAM", key}, {"XINFO", "GROUPS", key}}
+	if typ != "stream" {
+		return describeReads(typ, key)
 	}
-	return append(reads, []string{"PEXPIRETIME", key})
+	return [][]string{{"XRANGE", key, "-", "+"}, {"XINFO", "STREAM", key}, {"XINFO", "GROUPS", key}, {"PEXPIRETIME", key}}
 }
 
 // rcRender renders the replies of rcReads on one line.
