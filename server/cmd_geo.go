@@ -543,6 +543,25 @@ func (q *geoQuery) stored(pts []geoPoint) *zset.Set {
 	return z
 }
 
+// propagateStored journals a STOREDIST search as its effect, the set it
+// stored (DEL dst, ZADD dst of each score in full) instead of the search:
+// a replica computing the distances again may round them otherwise (a
+// redis-server's libm differs from Go's math in the last bit of about a
+// third of them).
+func propagateStored(propagate func(...[]byte), dst []byte, z *zset.Set) {
+	propagate([]byte("DEL"), dst)
+	if z == nil || z.Len() == 0 {
+		return
+	}
+	args := make([][]byte, 0, 2+2*z.Len())
+	args = append(args, []byte("ZADD"), dst)
+	z.Ascend(0, func(member string, score float64) bool {
+		args = append(args, strconv.AppendFloat(nil, score, 'g', -1, 64), []byte(member))
+		return true
+	})
+	propagate(args...)
+}
+
 // geoSource parses and runs a search on src in db: the query, the points,
 // or the error reply (WRONGTYPE first, as Redis checks the key's type
 // before its arguments).
@@ -574,7 +593,11 @@ func geoSearchOne(x *Exec, k geoKind) {
 	case e != "":
 		x.W.Error(e)
 	case q.store != nil:
-		x.W.Int(int64(zstore(x.DB, q.store, q.stored(pts))))
+		z := q.stored(pts)
+		if q.storeDist {
+			propagateStored(x.Propagate, q.store, z)
+		}
+		x.W.Int(int64(zstore(x.DB, q.store, z)))
 	default:
 		q.write(x.W, pts)
 	}
@@ -607,8 +630,11 @@ func geoSearchMulti(x *Coord, k geoKind) {
 	case e != "":
 		x.W.Error(e)
 	case q.store != nil:
-		n := 0
-		t.Run(x.ShardOf(q.store), func(s *shard.Shard) { n = zstore(s.DBs[x.DB], q.store, q.stored(pts)) })
+		n, z := 0, q.stored(pts)
+		if q.storeDist {
+			propagateStored(x.Propagate, q.store, z)
+		}
+		t.Run(x.ShardOf(q.store), func(s *shard.Shard) { n = zstore(s.DBs[x.DB], q.store, z) })
 		x.W.Int(int64(n))
 	default:
 		q.write(x.W, pts)
