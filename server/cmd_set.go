@@ -553,12 +553,15 @@ func setAlgebraMulti(x *Coord, op setOp, store bool) {
 		writeMembers(x.W, res)
 		return
 	}
+	// Counted before: once stored and the locks gone, res is the key's
+	// value, which its shard may change (an SPOP) while this replies.
+	n := res.Len()
 	t.Finish(func(s *shard.Shard) {
 		if s.ID == dstShard {
 			storeSet(s.DBs[x.DB], x.Args[1], res)
 		}
 	})
-	x.W.Int(int64(res.Len()))
+	x.W.Int(int64(n))
 }
 
 // parseInterCard parses "numkeys key... [LIMIT limit]".
