@@ -237,12 +237,12 @@ func takeValue(db *shard.DB, key []byte, remove bool) moved {
 	if v == nil {
 		return moved{}
 	}
-	m := moved{v: *v, ok: true}
+	m := moved{ok: true}
 	if at, ok := db.ExpireAt(it); ok {
 		m.expireAt = at
 	}
 	if remove {
-		db.Delete(it)
+		m.v = db.Take(it)
 	} else {
 		m.v = v.Clone()
 	}

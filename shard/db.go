@@ -311,6 +311,28 @@ func (db *DB) Delete(it dash.Iterator) {
 	db.erase(it)
 }
 
+// Take removes the entry at it, as Delete, and returns its value for
+// storing under another key (RENAME, MOVE), on this shard or another.
+// Its bytes go with it, while a reader of this shard may still have to
+// read them (a snapshot's deferred record, Value.Share), and the next
+// in-place edit of the value is announced to the hooks of the shard it
+// lands on, which know nothing of this shard's readers. So the hooks are
+// told first that the value changes (PreUpdate: copy-on-write gives it
+// bytes of its own while the old ones are referenced, after a capture
+// that may reference them), and the value is read after them: a copy
+// read before would miss the mark a capture puts on it.
+func (db *DB) Take(it dash.Iterator) Value {
+	for _, h := range db.shard.hooks {
+		h.PreUpdate(db, it)
+	}
+	for _, h := range db.shard.hooks {
+		h.PreDelete(db, it)
+	}
+	v := *db.Table.Value(it)
+	db.erase(it)
+	return v
+}
+
 func (db *DB) erase(it dash.Iterator) {
 	db.shard.touched(db.Index, db.Table.Key(it))
 	v := db.Table.Value(it)

@@ -22,7 +22,8 @@ func (f Func) Run(s *Shard) { f(s) }
 // shard goroutine (docs/DESIGN.md §4: OnDbChange). A hook must not mutate the DB
 // (it may give a value an equal copy of its bytes: snapshot copy-on-write).
 type ChangeHook interface {
-	// PreUpdate: the value at it is about to change in place.
+	// PreUpdate: the value at it is about to change in place, or to
+	// leave the DB for another key, with its bytes (DB.Take).
 	PreUpdate(db *DB, it Iterator)
 	// PreDelete: the entry at it is about to be erased (which may also
 	// move a stash item into its slot: see dash's EraseChanges).

@@ -22,7 +22,9 @@ import (
 // changed. Every in-place change of a value goes through DB.Mutate, whose
 // PreUpdate hook gives the value a fresh copy first when its bytes were
 // handed out (Value.Share) and a deferred record of this Slice is
-// outstanding (Slice.cow); replacing, deleting,
+// outstanding (Slice.cow), and so does DB.Take before a value leaves for
+// another key, maybe on another shard, whose hooks know nothing of this
+// Slice; replacing, deleting,
 // expiring or offloading a value leaves the old bytes alone, and the
 // reference keeps them alive for the collector. A record is outstanding
 // from its capture until a Materializer has encoded its batch, which may

@@ -104,7 +104,9 @@
 //     lives). Copy-on-write keeps a referenced value as it was: PreUpdate
 //     copies a shared value (Value.Share) before an in-place change while
 //     any deferred cut is outstanding, and a cowHook does so after the
-//     walk until the last cut is materialized. Writers are held back by
+//     walk until the last cut is materialized; a value moved to another
+//     key (DB.Take: RENAME, MOVE), maybe on another shard, whose hooks
+//     know nothing of this Slice, is copied the same way before it goes. Writers are held back by
 //     the old values kept alive meanwhile (maxRetained), not by the
 //     references, which cost no memory.
 //   - Stall measure (stats.go): thread CPU time of each step and of a
