@@ -179,8 +179,9 @@ func (sl *Slice) cow(v *shard.Value) {
 	if v.Type != shard.TypeString || v.IsExternal() || !v.Shared() || v.Packed() || !sl.referencing() {
 		return
 	}
-	old := v.Str()
+	old, enc := v.Str(), v.Encoding()
 	v.SetStr(append(make([]byte, 0, cap(old)), old...))
+	v.SetEncoding(enc) // an equal copy: OBJECT ENCODING says what it said
 	sl.retain(cap(old))
 	stats.deferredCopies.Add(1)
 }

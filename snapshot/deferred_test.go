@@ -83,3 +83,18 @@ func checkA(t *testing.T, sh *shard.Shard, sl *Slice, out chan Chunk) {
 		t.Fatalf("snapshot %v, want a = 10 alone (the value at the cut)", col.got)
 	}
 }
+
+// The copy copy-on-write makes is equal to the value, how it was written
+// (OBJECT ENCODING) included: an APPENDed value stays raw.
+func TestCopyOnWriteKeepsEncoding(t *testing.T) {
+	sh, sl, out := deferredShard(t)
+	db := sh.DBs[0]
+	it, _ := db.Find([]byte("a"))
+	db.Table.Value(it).SetEncoding(shard.EncRaw)
+	runSlice(t, sh, sl) // a's record references its bytes
+	p := db.Mutate(it)
+	if p.Shared() || p.Encoding() != shard.EncRaw {
+		t.Fatalf("after copy-on-write: shared %v, encoding %d, want a copy still raw", p.Shared(), p.Encoding())
+	}
+	checkA(t, sh, sl, out)
+}

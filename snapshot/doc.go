@@ -106,9 +106,9 @@
 //     any deferred cut is outstanding, and a cowHook does so after the
 //     walk until the last cut is materialized; a value moved to another
 //     key (DB.Take: RENAME, MOVE), maybe on another shard, whose hooks
-//     know nothing of this Slice, is copied the same way before it goes. Writers are held back by
-//     the old values kept alive meanwhile (maxRetained), not by the
-//     references, which cost no memory.
+//     know nothing of this Slice, is copied the same way before it goes.
+//     Writers are held back by the old values kept alive meanwhile
+//     (maxRetained), not by the references, which cost no memory.
 //   - Stall measure (stats.go): thread CPU time of each step and of a
 //     hook's captures, read with CLOCK_THREAD_CPUTIME_ID. A stretch that changed
 //     threads (its goroutine lost its processor in a syscall) counts its
