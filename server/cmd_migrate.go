@@ -21,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/types/num"
@@ -201,7 +201,7 @@ func cmdMigrate(x *Coord) {
 					ttl = 1
 				}
 			}
-			payload, err := rdb.EncodeDump(func(e *rdb.Encoder) { encodeValue(e, nil, v, rdb.Meta{}) })
+			payload, err := rdbvalue.Dump(v)
 			if err == nil {
 				found[i] = migrateItem{pos: i, ttl: ttl, payload: payload}
 			}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/glob"
-	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
@@ -311,7 +311,7 @@ func debugObject(x *Coord) {
 		}
 		size := int(v.StrLen())
 		if !v.IsExternal() {
-			if p, err := rdb.EncodeDump(func(e *rdb.Encoder) { encodeValue(e, nil, v, rdb.Meta{}) }); err == nil {
+			if p, err := rdbvalue.Dump(v); err == nil {
 				size = len(p) - 11 // the type byte, the version and the CRC
 			}
 		}

@@ -28,9 +28,10 @@
 //   - Clients: acl.go, pubsub.go, tracking.go, monitor.go, slowlog.go,
 //     latency.go, errorstats.go, clientbuf.go (client buffer limits).
 //   - Persistence: persist.go (SAVE, BGSAVE, load, DEBUG RELOAD),
-//     persist_value.go (values to and from RDB), persist_snapshot.go
+//     persist_snapshot.go
 //     (BGSAVE's cut), persist_dfly*.go (the per-shard format),
-//     persist_dump.go (DUMP/RESTORE), persist_schedule.go (--save).
+//     persist_dump.go (DUMP/RESTORE), persist_schedule.go (--save);
+//     values to and from RDB are package rdbvalue's.
 //   - Replication, master side: repl_master_record.go (what the journal
 //     records), repl_master.go and repl_master_rdb.go (SYNC/PSYNC: one
 //     Redis command stream merged from the journals, its backlog, WAIT),

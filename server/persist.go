@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tx"
@@ -295,7 +296,7 @@ func (w *shardEncoder) bucket() bool {
 			w.ss.expires[i]++
 		}
 		w.ss.keys[i]++
-		encodeValue(w.e, []byte(db.Table.Key(it)), w.view(db.Table.Value(it)), m)
+		rdbvalue.Encode(w.e, []byte(db.Table.Key(it)), w.view(db.Table.Value(it)), m)
 	})
 	if w.cursor == 0 {
 		if err := w.e.Err(); err != nil {
@@ -441,16 +442,16 @@ func (s *Server) LoadOnStart() error {
 		size = fi.Size()
 	}
 	endLoad := s.beginLoad(size, time.Second)
-	l := newLoader(s, dispatch)
-	l.free = free
-	l.limitReserve(size)
-	err = l.load(&countingReader{r: f, n: &s.persist.prog.loaded})
+	l := s.newLoader(dispatch)
+	l.Free = free
+	l.LimitReserve(size)
+	err = l.Load(&countingReader{r: f, n: &s.persist.prog.loaded})
 	wait()
 	endLoad()
 	if err != nil {
 		return fmt.Errorf("loading %s: %w", path, err)
 	}
-	s.loadDone(l.keys, start)
+	s.loadDone(l.Keys(), start)
 	return nil
 }
 
@@ -472,23 +473,23 @@ func pauseGC() (restore func()) {
 // batches before the server serves; dispatch may be called from several
 // goroutines, wait closes the queues and waits for the workers. Applied
 // batches are offered back on free, emptied, for a loader to reuse.
-func (s *Server) startLoadWorkers() (dispatch func(sid int, items []loadItem), wait func(), free chan []loadItem) {
-	queues := make([]chan []loadItem, len(s.shards))
-	free = make(chan []loadItem, 8*len(s.shards))
+func (s *Server) startLoadWorkers() (dispatch func(sid int, items []rdbvalue.Item), wait func(), free chan []rdbvalue.Item) {
+	queues := make([]chan []rdbvalue.Item, len(s.shards))
+	free = make(chan []rdbvalue.Item, 8*len(s.shards))
 	var wg sync.WaitGroup
 	for i, sh := range s.shards {
-		q := make(chan []loadItem, 4)
+		q := make(chan []rdbvalue.Item, 4)
 		queues[i] = q
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for items := range q {
-				sh.Exec(shard.Func(func(sh *shard.Shard) { applyItems(sh, items) }))
-				recycleItems(free, items)
+				sh.Exec(shard.Func(func(sh *shard.Shard) { rdbvalue.Apply(sh, items) }))
+				rdbvalue.Recycle(free, items)
 			}
 		}()
 	}
-	dispatch = func(sid int, items []loadItem) { queues[sid] <- items }
+	dispatch = func(sid int, items []rdbvalue.Item) { queues[sid] <- items }
 	wait = func() {
 		for _, q := range queues {
 			close(q)
@@ -561,56 +562,11 @@ func (s *Server) reloadLocked(t *tx.Tx) error {
 		size = fi.Size()
 	}
 	defer s.beginLoad(size, 0)()
-	l := newLoader(s, func(sid int, items []loadItem) {
-		t.Run(sid, func(sh *shard.Shard) { applyItems(sh, items) })
+	l := s.newLoader(func(sid int, items []rdbvalue.Item) {
+		t.Run(sid, func(sh *shard.Shard) { rdbvalue.Apply(sh, items) })
 	})
-	l.limitReserve(size)
-	return l.load(&countingReader{r: f, n: &s.persist.prog.loaded})
-}
-
-// recycleItems empties an applied batch and offers it back on free, for
-// a loader to reuse: a fresh batch is 256 items of pointers the GC must
-// zero and scan, and a full sync makes one per 256 keys. The keys' blocks
-// and the values are the table's now; the channel hands the emptied
-// slice over to the loader's goroutine (happens-before).
-func recycleItems(free chan []loadItem, items []loadItem) {
-	clear(items)
-	select {
-	case free <- items[:0]:
-	default:
-	}
-}
-
-// loadItem is one decoded key on its way to its shard.
-type loadItem struct {
-	db       int
-	key      []byte // may be empty: "" is a key like any other
-	val      shard.Value
-	expireAt int64
-	// reservation: no key, but room for reserve keys, reserveExp of them
-	// with a TTL (RESIZEDB; DB.Reserve).
-	reservation         bool
-	reserve, reserveExp int32
-	// chunk: no key; key is a block of small values the loader fills
-	// for the items after this one (DB.ImportChunk).
-	chunk bool
-}
-
-// applyItems stores decoded keys; it runs on the shard's goroutine. A key
-// the file repeats replaces the earlier one.
-func applyItems(sh *shard.Shard, items []loadItem) {
-	for i := range items {
-		it := &items[i]
-		if it.reservation {
-			sh.DBs[it.db].Reserve(int(it.reserve), int(it.reserveExp))
-			continue
-		}
-		if it.chunk {
-			sh.DBs[it.db].ImportChunk(it.key)
-			continue
-		}
-		sh.DBs[it.db].Load(it.key, it.val, it.expireAt)
-	}
+	l.LimitReserve(size)
+	return l.Load(&countingReader{r: f, n: &s.persist.prog.loaded})
 }
 
 // persistInfo writes INFO's persistence fields; writes is the shards'
@@ -655,4 +611,17 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// newLoader is a Loader of this server's shards: keys routed by ShardOf,
+// function libraries loaded (one that does not load is reported and
+// skipped: the keys matter more).
+func (s *Server) newLoader(dispatch func(sid int, items []rdbvalue.Item)) *rdbvalue.Loader {
+	l := rdbvalue.NewLoader(len(s.shards), len(s.shards[0].DBs), s.ShardOf, dispatch)
+	l.OnFunction = func(code []byte) {
+		if err := s.loadFunctionLibrary(code); err != nil {
+			s.log.Warnf("Skipping a function library of the snapshot: %v", err)
+		}
+	}
+	return l
 }

@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
 )
@@ -361,7 +362,7 @@ func encodeShardFile(sh *shard.Shard, dir, name string, funcs []byte) *dfsFile {
 					m.ExpireAt = at
 				}
 				// tierView: offloaded strings read synchronously (tiered.go).
-				encodeValue(e, []byte(db.Table.Key(it)), tierView(sh, e, db.Table.Value(it)), m)
+				rdbvalue.Encode(e, []byte(db.Table.Key(it)), tierView(sh, e, db.Table.Value(it)), m)
 				if e.Len() >= dfsFragment && e.Err() == nil {
 					out.frags <- e.SwapBytes(out.buffer())
 				}
@@ -445,7 +446,7 @@ func (s *Server) loadDflyOnStart() error {
 	// parallel without a hand-off. With fewer files than shards, worker
 	// goroutines apply them so that every shard works.
 	dispatch, wait, applied := s.lockedApply(), func() {}, true
-	var free chan []loadItem
+	var free chan []rdbvalue.Item
 	if len(files) < len(s.shards) {
 		dispatch, wait, free = s.startLoadWorkers()
 		applied = false
@@ -478,11 +479,11 @@ func (s *Server) loadDflyOnStart() error {
 // lockedApply returns a dispatch for loading before the server serves
 // that applies a batch on the caller's goroutine, holding the shard's
 // lock: the batch is applied when it returns.
-func (s *Server) lockedApply() func(sid int, items []loadItem) {
+func (s *Server) lockedApply() func(sid int, items []rdbvalue.Item) {
 	locks := make([]sync.Mutex, len(s.shards))
-	return func(sid int, items []loadItem) {
+	return func(sid int, items []rdbvalue.Item) {
 		locks[sid].Lock()
-		s.shards[sid].Exec(shard.Func(func(sh *shard.Shard) { applyItems(sh, items) }))
+		s.shards[sid].Exec(shard.Func(func(sh *shard.Shard) { rdbvalue.Apply(sh, items) }))
 		locks[sid].Unlock()
 	}
 }
@@ -491,7 +492,7 @@ func (s *Server) lockedApply() func(sid int, items []loadItem) {
 // (applied: dispatch has applied them when it returns; otherwise free, if
 // not nil, offers batches to reuse). Errors name the file and the offset
 // in it.
-func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, []loadItem), applied bool, free chan []loadItem) (int, error) {
+func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, []rdbvalue.Item), applied bool, free chan []rdbvalue.Item) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("shard file %s: %w", path, err)
@@ -524,10 +525,10 @@ func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, [
 	}
 	var blobs rdb.Blobs
 	defer blobs.Close()
-	l := newLoader(s, dispatch)
-	l.reuse, l.free = applied, free
+	l := s.newLoader(dispatch)
+	l.Reuse, l.Free = applied, free
 	if fi, err := f.Stat(); err == nil {
-		l.limitReserve(fi.Size())
+		l.LimitReserve(fi.Size())
 	}
 	d := rdb.NewDecoder(nil)
 	decode := func(item []byte, at int64, what string) error {
@@ -629,8 +630,8 @@ func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, [
 			return 0, fail(at, "unexpected chunk opcode 0x%02x in a snapshot file", op)
 		}
 	}
-	l.flush()
-	return l.keys, nil
+	l.Flush()
+	return l.Keys(), nil
 }
 
 // countingReader counts the bytes read into n (load progress).

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tx"
@@ -41,7 +42,7 @@ func (s *Server) bgsaveDfly(done func(error)) {
 		writes[sh.ID] = sh.Stats.Writes
 		ref.take(sh)
 		s.functionsAtCut(sh, outs[sh.ID], true)
-		slices[sh.ID] = snapshot.Deferred(sh, snapshot.Options{Tagged: true, Encode: encodeForSnapshot, NoLZF: true,
+		slices[sh.ID] = snapshot.Deferred(sh, snapshot.Options{Tagged: true, Encode: rdbvalue.EncodeForSnapshot, NoLZF: true,
 			Out: outs[sh.ID], Free: frees[sh.ID], MaxChunk: s.serializationChunk(), Load: tierLoader(sh)}) // tiered.go
 	})
 	s.persist.setSlices(slices)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/types/num"
 )
 
@@ -16,7 +17,7 @@ func cmdDump(x *Exec) {
 		x.W.Null()
 		return
 	}
-	payload, err := rdb.EncodeDump(func(e *rdb.Encoder) { encodeValue(e, nil, v, rdb.Meta{}) })
+	payload, err := rdbvalue.Dump(v)
 	if err != nil {
 		x.W.Error("ERR " + err.Error())
 		return
@@ -81,7 +82,7 @@ func cmdRestore(x *Exec) {
 		x.W.Error("ERR Invalid TTL value, must be >= 0")
 		return
 	}
-	v, err := decodeDump(a[3])
+	v, err := rdbvalue.DecodeDump(a[3])
 	if err != nil {
 		if errors.Is(err, rdb.ErrDumpPayload) {
 			x.W.Error("ERR DUMP payload version or checksum are wrong")

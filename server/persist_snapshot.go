@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tx"
@@ -42,7 +43,7 @@ func (s *Server) snapshotCut() ([]chan snapshot.Chunk, chan []byte, uint64) {
 		writes[sh.ID] = sh.Stats.Writes
 		ref.take(sh)
 		s.functionsAtCut(sh, outs[sh.ID], false)
-		slices[sh.ID] = snapshot.Deferred(sh, snapshot.Options{Encode: encodeForSnapshot, Out: outs[sh.ID], Free: free,
+		slices[sh.ID] = snapshot.Deferred(sh, snapshot.Options{Encode: rdbvalue.EncodeForSnapshot, Out: outs[sh.ID], Free: free,
 			MaxChunk: s.serializationChunk(), Load: tierLoader(sh)}) // tierLoader: tiered.go
 	})
 	s.persist.setSlices(slices)
@@ -54,9 +55,6 @@ func (s *Server) snapshotCut() ([]chan snapshot.Chunk, chan []byte, uint64) {
 	return outs, free, total
 }
 
-// encodeForSnapshot writes one key for a snapshot. A string too big for
-// one chunk is written raw in parts, so the encoder can hand it out a
-// chunk at a time (and no LZF copy of it is made).
 // reference is --debug_snapshot_reference: the dataset at a BGSAVE's cut,
 // taken synchronously in the cut's step, to check the snapshot against.
 type reference struct {
@@ -96,26 +94,6 @@ func (s *Server) serializationChunk() int {
 	defer s.cfg.mu.RUnlock()
 	return int(s.cfg.SerializationMaxChunk)
 }
-
-func encodeForSnapshot(e *rdb.Encoder, key []byte, v *shard.Value, expireAt int64) {
-	m := rdb.Meta{ExpireAt: expireAt}
-	if s := v.Str(); len(s) > bigString {
-		e.BeginString(key, len(s), m)
-		for len(s) > 0 {
-			n := min(len(s), bigStringPart)
-			e.StringPart(s[:n])
-			s = s[n:]
-		}
-		return
-	}
-	encodeValue(e, key, v, m)
-}
-
-// Strings longer than bigString are written in parts of bigStringPart.
-const (
-	bigString     = 32 << 10
-	bigStringPart = 8 << 10
-)
 
 // merger reads the shards' chunk channels into one RDB stream: any shard's
 // chunk may come next, except that a chunk ending inside a big value is

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dfly/dfly/journal"
 	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
@@ -292,7 +293,7 @@ func (s *Server) startSession(sess *flowSession) {
 			f.free = make(chan []byte, 32)
 			s.functionsAtCut(sh, f.out, true)
 			f.slice = snapshot.DeferredSelf(sh, snapshot.Options{Mode: sess.mode, Tagged: true, Journal: true,
-				FullSyncCut: true, Sizes: true, NoLZF: f.blobs, Encode: encodeForSnapshot, Out: f.out, Free: f.free, MaxChunk: chunk, Load: tierLoader(sh)}) // tiered.go
+				FullSyncCut: true, Sizes: true, NoLZF: f.blobs, Encode: rdbvalue.EncodeForSnapshot, Out: f.out, Free: f.free, MaxChunk: chunk, Load: tierLoader(sh)}) // tiered.go
 		}
 		f.subID, _ = sh.Journal.Subscribe(f.onEntry)
 	})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"slices"
 	"sort"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/dfly/dfly/journal"
 	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
@@ -644,27 +644,20 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *
 	for i := range inflight {
 		inflight[i] = make(chan struct{}, applyLoadInflight)
 	}
-	free := make(chan []loadItem, (applyLoadInflight+1)*len(s.shards))
-	ld := newLoader(s, func(dst int, items []loadItem) {
+	free := make(chan []rdbvalue.Item, (applyLoadInflight+1)*len(s.shards))
+	ld := s.newLoader(func(dst int, items []rdbvalue.Item) {
 		inflight[dst] <- struct{}{}
 		wg.Add(1)
 		s.shards[dst].Send(shard.Func(func(sh *shard.Shard) {
-			applyItems(sh, items)
-			recycleItems(free, items)
+			rdbvalue.Apply(sh, items)
+			rdbvalue.Recycle(free, items)
 			<-inflight[dst]
 			wg.Done()
 		}))
 	})
-	ld.free = free
-	ld.now = math.MinInt64 // the master decides what expired
-	flushLoad := func() {
-		for dst, b := range ld.batches {
-			if len(b) > 0 {
-				ld.dispatch(dst, b)
-				ld.batches[dst] = nil
-			}
-		}
-	}
+	ld.Free = free
+	ld.KeepExpired() // the master decides what expired
+	flushLoad := ld.Flush
 	dec := rdb.NewDecoder(nil)
 	cr := rdb.NewChunkReader(r)
 	var blobs rdb.Blobs

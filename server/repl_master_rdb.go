@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tx"
@@ -36,7 +37,7 @@ func (s *Server) replicationCut(also func(*shard.Shard)) ([]chan snapshot.Chunk,
 	t.Finish(func(sh *shard.Shard) {
 		also(sh)
 		s.functionsAtCut(sh, outs[sh.ID], false)
-		snapshot.Deferred(sh, snapshot.Options{Encode: encodeForSnapshot, Out: outs[sh.ID], Free: free, MaxChunk: chunk,
+		snapshot.Deferred(sh, snapshot.Options{Encode: rdbvalue.EncodeForSnapshot, Out: outs[sh.ID], Free: free, MaxChunk: chunk,
 			Load: tierLoader(sh)}) // tiered.go
 	})
 	return outs, free

@@ -3,11 +3,11 @@ package server
 import (
 	"bytes"
 	"io"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
@@ -93,29 +93,29 @@ func (a *replApplier) FullSync(r io.Reader, size int64) (err error) {
 	})
 	s.flushFunctions() // the master's come in its RDB
 	defer s.beginLoad(size, 0)()
-	free := make(chan []loadItem, (applyLoadInflight+1)*len(s.shards))
-	l := newLoader(s, func(sid int, items []loadItem) {
+	free := make(chan []rdbvalue.Item, (applyLoadInflight+1)*len(s.shards))
+	l := s.newLoader(func(sid int, items []rdbvalue.Item) {
 		sem := a.load[sid]
 		sem <- struct{}{}
 		a.wg.Add(1)
 		s.shards[sid].Send(shard.Func(func(sh *shard.Shard) {
-			applyItems(sh, items)
-			recycleItems(free, items)
+			rdbvalue.Apply(sh, items)
+			rdbvalue.Recycle(free, items)
 			<-sem
 			a.wg.Done()
 		}))
 	})
 	// A replica loads keys its clock considers expired (Redis does too):
 	// the master may still write them before its DEL arrives.
-	l.now = math.MinInt64
-	l.free = free
-	l.limitReserve(size) // unknown (diskless, EOF-marked) when not positive
-	err = l.load(&countingReader{r: r, n: &s.persist.prog.loaded})
+	l.KeepExpired()
+	l.Free = free
+	l.LimitReserve(size) // unknown (diskless, EOF-marked) when not positive
+	err = l.Load(&countingReader{r: r, n: &s.persist.prog.loaded})
 	a.wg.Wait()
 	if err != nil {
 		return err
 	}
-	s.log.Noticef("MASTER <-> REPLICA sync: loaded %d keys in %.3f seconds", l.keys, time.Since(start).Seconds())
+	s.log.Noticef("MASTER <-> REPLICA sync: loaded %d keys in %.3f seconds", l.Keys(), time.Since(start).Seconds())
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tiered"
@@ -158,7 +159,7 @@ func TestTieredWriteErrorsKeepValuesInMemory(t *testing.T) {
 			t.Error("a failed load changed the value")
 		}
 		e := rdb.NewEncoder(nil)
-		encodeValue(e, []byte("key8"), tierView(s, e, v), rdb.Meta{})
+		rdbvalue.Encode(e, []byte("key8"), tierView(s, e, v), rdb.Meta{})
 		if !errors.Is(e.Err(), syscall.EIO) {
 			t.Errorf("encoder error %v, want EIO", e.Err())
 		}

@@ -1,13 +1,15 @@
-package server
+package rdbvalue
 
-// Values to and from the RDB format: encodeValue feeds an rdb.Encoder from
-// a stored value; loader is the rdb.Handler that builds values from a
-// file (start-up, DEBUG RELOAD) or a DUMP payload (RESTORE).
+// Values to and from the RDB format: Encode feeds an rdb.Encoder from a
+// stored value; Loader is the rdb.Handler that builds values from a file
+// (start-up, DEBUG RELOAD), a replication stream or a DUMP payload
+// (RESTORE).
 
 import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/dfly/dfly/rdb"
@@ -19,8 +21,8 @@ import (
 	"github.com/dfly/dfly/types/zset"
 )
 
-// encodeValue writes key's value v with meta m to e.
-func encodeValue(e *rdb.Encoder, key []byte, v *shard.Value, m rdb.Meta) {
+// Encode writes key's value v with meta m to e.
+func Encode(e *rdb.Encoder, key []byte, v *shard.Value, m rdb.Meta) {
 	switch v.Type {
 	case shard.TypeString:
 		e.String(key, v.Str(), m)
@@ -103,32 +105,36 @@ const (
 	loadKeyArena = 16 << 10
 )
 
-// loader builds values from decoded records. In file mode each finished
+// Loader builds values from decoded records. In file mode each finished
 // key goes into its shard's batch, handed to dispatch when full; in dump
 // mode (RESTORE) the one value is kept in result.
-type loader struct {
-	srv      *Server
-	dispatch func(sid int, items []loadItem)
-	// reuse: dispatch applies the items before it returns, so the batch
+type Loader struct {
+	shardOf  func(key []byte) int
+	dbs      int // databases per shard
+	dispatch func(sid int, items []Item)
+	// Reuse: dispatch applies the items before it returns, so the batch
 	// and its keys' bytes can be reused; otherwise dispatch keeps them.
-	reuse bool
-	// free, if not nil, offers applied batches back (when not reuse).
-	free    chan []loadItem
-	now     int64
-	db      int
-	batches [][]loadItem
+	Reuse bool
+	// Free, if not nil, offers applied batches back (when not Reuse).
+	Free chan []Item
+	// OnFunction, if not nil, loads a function library record; one that
+	// does not load is its to report and skip (the keys matter more).
+	OnFunction func(code []byte)
+	now        int64
+	db         int
+	batches    [][]Item
 	// keyBufs[sid] holds the keys of shard sid's batch: one allocation per
 	// block of keys, not one per key (the table copies them anyway). Bytes
 	// below its length are never written again unless reuse is set.
 	keyBufs [][]byte
 	// valBufs[sid]: the same for the small string values of the batch.
 	valBufs [][]byte
-	keys    int
+	keys    int // keys loaded (Keys)
 	// reserveBudget: the keys ResizeDB may still reserve room for.
 	reserveBudget int
 
 	// the value being built
-	cur      loadItem
+	cur      Item
 	curSid   int
 	typ      rdb.Type
 	list     *list.List
@@ -144,24 +150,33 @@ type loader struct {
 	got    bool
 }
 
-func newLoader(s *Server, dispatch func(sid int, items []loadItem)) *loader {
-	return &loader{srv: s, dispatch: dispatch, now: time.Now().UnixMilli(), reserveBudget: loadReserveBudget,
-		batches: make([][]loadItem, len(s.shards)), keyBufs: make([][]byte, len(s.shards)),
-		valBufs: make([][]byte, len(s.shards))}
+// NewLoader returns a Loader for shards shards of dbs databases each,
+// routing a key to shardOf(key) and handing full batches to dispatch.
+func NewLoader(shards, dbs int, shardOf func(key []byte) int, dispatch func(sid int, items []Item)) *Loader {
+	return &Loader{shardOf: shardOf, dbs: dbs, dispatch: dispatch, now: time.Now().UnixMilli(),
+		reserveBudget: loadReserveBudget, batches: make([][]Item, shards), keyBufs: make([][]byte, shards),
+		valBufs: make([][]byte, shards)}
 }
 
-// load decodes a whole RDB file and hands every key to its shard.
-func (l *loader) load(r io.Reader) error {
+// KeepExpired loads keys whose expiry passed too: a replica's master
+// decides what expired.
+func (l *Loader) KeepExpired() { l.now = math.MinInt64 }
+
+// Keys is the number of keys loaded so far.
+func (l *Loader) Keys() int { return l.keys }
+
+// Load decodes a whole RDB file and hands every key to its shard.
+func (l *Loader) Load(r io.Reader) error {
 	d := rdb.NewDecoder(bufio.NewReaderSize(r, 1<<20))
 	err := d.Decode(l)
 	if err == nil {
-		l.flush()
+		l.Flush()
 	}
 	return err
 }
 
-// flush dispatches every shard's partial batch.
-func (l *loader) flush() {
+// Flush dispatches every shard's partial batch.
+func (l *Loader) Flush() {
 	for sid, b := range l.batches {
 		if len(b) > 0 {
 			l.send(sid)
@@ -170,9 +185,9 @@ func (l *loader) flush() {
 }
 
 // send dispatches shard sid's batch.
-func (l *loader) send(sid int) {
+func (l *Loader) send(sid int) {
 	l.dispatch(sid, l.batches[sid])
-	if l.reuse {
+	if l.Reuse {
 		l.batches[sid] = l.batches[sid][:0]
 		l.keyBufs[sid] = l.keyBufs[sid][:0]
 		l.valBufs[sid] = l.valBufs[sid][:0]
@@ -182,25 +197,25 @@ func (l *loader) send(sid int) {
 }
 
 // key starts the value of key, copied into its shard's key block.
-func (l *loader) key(key []byte, expireAt int64) {
+func (l *Loader) key(key []byte, expireAt int64) {
 	if l.dump {
-		l.cur = loadItem{key: append([]byte(nil), key...), expireAt: expireAt}
+		l.cur = Item{key: append([]byte(nil), key...), expireAt: expireAt}
 		return
 	}
-	sid := l.srv.ShardOf(key)
+	sid := l.shardOf(key)
 	a := l.keyBufs[sid]
 	if len(a)+len(key) > cap(a) {
 		a = make([]byte, 0, max(loadKeyArena, len(key))) // earlier keys keep the old block
 	}
 	a = append(a, key...)
 	l.keyBufs[sid] = a
-	l.cur = loadItem{key: a[len(a)-len(key) : len(a) : len(a)], expireAt: expireAt}
+	l.cur = Item{key: a[len(a)-len(key) : len(a) : len(a)], expireAt: expireAt}
 	l.curSid = sid
 }
 
-// decodeDump builds the value of a DUMP payload.
-func decodeDump(payload []byte) (shard.Value, error) {
-	l := &loader{dump: true}
+// DecodeDump builds the value of a DUMP payload (RESTORE).
+func DecodeDump(payload []byte) (shard.Value, error) {
+	l := &Loader{dump: true}
 	if err := rdb.DecodeDump(payload, l); err != nil {
 		return shard.Value{}, err
 	}
@@ -210,7 +225,7 @@ func decodeDump(payload []byte) (shard.Value, error) {
 	return l.result, nil
 }
 
-func (l *loader) finish(v shard.Value) {
+func (l *Loader) finish(v shard.Value) {
 	if l.dump {
 		l.result, l.got = v, true
 		return
@@ -220,17 +235,17 @@ func (l *loader) finish(v shard.Value) {
 		return // expired while the file sat on disk: Redis skips it too
 	}
 	l.keys++
-	l.add(l.curSid, loadItem{db: l.db, key: l.cur.key, val: v, expireAt: at})
+	l.add(l.curSid, Item{db: l.db, key: l.cur.key, val: v, expireAt: at})
 }
 
 // add appends an item to shard sid's batch, sending a full one.
-func (l *loader) add(sid int, it loadItem) {
+func (l *Loader) add(sid int, it Item) {
 	b := l.batches[sid]
 	if b == nil {
 		select {
-		case b = <-l.free: // a nil channel never delivers
+		case b = <-l.Free: // a nil channel never delivers
 		default:
-			b = make([]loadItem, 0, loadBatch)
+			b = make([]Item, 0, loadBatch)
 		}
 	}
 	l.batches[sid] = append(b, it)
@@ -241,25 +256,25 @@ func (l *loader) add(sid int, it loadItem) {
 
 // loadReserveBudget bounds the keys a load reserves room for (RESIZEDB):
 // the counts come from the stream, and room for 1<<23 keys is about 400
-// MiB of empty tables. limitReserve lowers it to what a stream of known
+// MiB of empty tables. LimitReserve lowers it to what a stream of known
 // size can hold.
 const loadReserveBudget = 1 << 23
 
-// limitReserve bounds the reservations by the input's size: a key takes
-// at least 3 bytes of an RDB stream.
-func (l *loader) limitReserve(size int64) {
+// LimitReserve bounds the reservations by the input's size: a key takes
+// at least 3 bytes of an RDB stream; size <= 0 is unknown.
+func (l *Loader) LimitReserve(size int64) {
 	if size > 0 {
 		l.reserveBudget = int(min(int64(l.reserveBudget), size/3))
 	}
 }
 
-func (l *loader) AUX(key, val []byte) error { return nil }
+func (l *Loader) AUX(key, val []byte) error { return nil }
 
 // ResizeDB reserves room for the keys the stream announces for the
 // current DB (DB.Reserve), each shard its share: a shard's table grows by
 // splitting otherwise, which was about 14% of a replica's CPU during a
 // full sync of 1M keys.
-func (l *loader) ResizeDB(keys, exp uint64) error {
+func (l *Loader) ResizeDB(keys, exp uint64) error {
 	if l.dump || keys == 0 {
 		return nil
 	}
@@ -270,32 +285,28 @@ func (l *loader) ResizeDB(keys, exp uint64) error {
 	for sid := range shards {
 		// The shares vary by a few square roots of n/shards: Reserve plans
 		// for 70% of the room it makes.
-		l.add(sid, loadItem{db: l.db, reservation: true, reserve: int32(n / shards), reserveExp: int32(e / shards)})
+		l.add(sid, Item{db: l.db, reservation: true, reserve: int32(n / shards), reserveExp: int32(e / shards)})
 	}
 	return nil
 }
 
-// Function loads a function library (replacing one of its name). One that
-// does not load here is reported and skipped: the keys matter more.
-func (l *loader) Function(code []byte) error {
-	if l.srv == nil {
-		return nil
-	}
-	if err := l.srv.loadFunctionLibrary(code); err != nil {
-		l.srv.log.Warnf("Skipping a function library of the snapshot: %v", err)
+// Function hands a function library record to OnFunction, if set.
+func (l *Loader) Function(code []byte) error {
+	if l.OnFunction != nil {
+		l.OnFunction(code)
 	}
 	return nil
 }
 
-func (l *loader) SelectDB(db uint64) error {
-	if db >= uint64(len(l.srv.shards[0].DBs)) {
-		return fmt.Errorf("%w: DB index %d out of range (databases %d)", rdb.ErrCorrupt, db, len(l.srv.shards[0].DBs))
+func (l *Loader) SelectDB(db uint64) error {
+	if db >= uint64(l.dbs) {
+		return fmt.Errorf("%w: DB index %d out of range (databases %d)", rdb.ErrCorrupt, db, l.dbs)
 	}
 	l.db = int(db)
 	return nil
 }
 
-func (l *loader) String(key, val []byte, m rdb.Meta) error {
+func (l *Loader) String(key, val []byte, m rdb.Meta) error {
 	l.key(key, m.ExpireAt)
 	if l.dump || !shard.Packable(len(val)) {
 		l.finish(shard.NewString(val))
@@ -308,8 +319,8 @@ func (l *loader) String(key, val []byte, m rdb.Meta) error {
 	off := (len(a) + 7) &^ 7 // chunks are 8-byte aligned
 	if off+len(val) > cap(a) {
 		a, off = make([]byte, 0, shard.ChunkSize), 0
-		if !l.reuse {
-			l.add(l.curSid, loadItem{db: l.db, key: a[:cap(a)], chunk: true})
+		if !l.Reuse {
+			l.add(l.curSid, Item{db: l.db, key: a[:cap(a)], chunk: true})
 		}
 	}
 	a = append(a[:off], val...)
@@ -318,7 +329,7 @@ func (l *loader) String(key, val []byte, m rdb.Meta) error {
 	return nil
 }
 
-func (l *loader) Begin(key []byte, t rdb.Type, sizeHint int, m rdb.Meta) error {
+func (l *Loader) Begin(key []byte, t rdb.Type, sizeHint int, m rdb.Meta) error {
 	l.key(key, m.ExpireAt)
 	l.typ = t
 	switch t {
@@ -341,7 +352,7 @@ func (l *loader) Begin(key []byte, t rdb.Type, sizeHint int, m rdb.Meta) error {
 
 var errLoadOrder = fmt.Errorf("%w: element outside its value", rdb.ErrCorrupt)
 
-func (l *loader) ListElement(val []byte) error {
+func (l *Loader) ListElement(val []byte) error {
 	if l.list == nil {
 		return errLoadOrder
 	}
@@ -349,7 +360,7 @@ func (l *loader) ListElement(val []byte) error {
 	return nil
 }
 
-func (l *loader) SetMember(member []byte) error {
+func (l *Loader) SetMember(member []byte) error {
 	if l.set == nil {
 		return errLoadOrder
 	}
@@ -359,7 +370,7 @@ func (l *loader) SetMember(member []byte) error {
 	return nil
 }
 
-func (l *loader) HashField(field, val []byte) error {
+func (l *Loader) HashField(field, val []byte) error {
 	if l.hash == nil {
 		return errLoadOrder
 	}
@@ -369,7 +380,7 @@ func (l *loader) HashField(field, val []byte) error {
 	return nil
 }
 
-func (l *loader) ZSetMember(member []byte, score float64) error {
+func (l *Loader) ZSetMember(member []byte, score float64) error {
 	if l.zset == nil {
 		return errLoadOrder
 	}
@@ -381,7 +392,7 @@ func (l *loader) ZSetMember(member []byte, score float64) error {
 
 func streamID(id rdb.StreamID) stream.ID { return stream.ID{Ms: id.Ms, Seq: id.Seq} }
 
-func (l *loader) StreamEntry(id rdb.StreamID, fieldsValues [][]byte) error {
+func (l *Loader) StreamEntry(id rdb.StreamID, fieldsValues [][]byte) error {
 	if l.strm == nil {
 		return errLoadOrder
 	}
@@ -392,7 +403,7 @@ func (l *loader) StreamEntry(id rdb.StreamID, fieldsValues [][]byte) error {
 	return nil
 }
 
-func (l *loader) StreamMeta(m rdb.StreamMeta) error {
+func (l *Loader) StreamMeta(m rdb.StreamMeta) error {
 	if l.strm == nil {
 		return errLoadOrder
 	}
@@ -402,7 +413,7 @@ func (l *loader) StreamMeta(m rdb.StreamMeta) error {
 	return nil
 }
 
-func (l *loader) StreamGroup(g rdb.StreamGroup) error {
+func (l *Loader) StreamGroup(g rdb.StreamGroup) error {
 	if l.strm == nil {
 		return errLoadOrder
 	}
@@ -414,7 +425,7 @@ func (l *loader) StreamGroup(g rdb.StreamGroup) error {
 	return nil
 }
 
-func (l *loader) StreamPending(p rdb.StreamPending) error {
+func (l *Loader) StreamPending(p rdb.StreamPending) error {
 	if l.group == nil {
 		return errLoadOrder
 	}
@@ -424,7 +435,7 @@ func (l *loader) StreamPending(p rdb.StreamPending) error {
 	return nil
 }
 
-func (l *loader) StreamConsumer(c rdb.StreamConsumer) error {
+func (l *Loader) StreamConsumer(c rdb.StreamConsumer) error {
 	if l.group == nil {
 		return errLoadOrder
 	}
@@ -437,7 +448,7 @@ func (l *loader) StreamConsumer(c rdb.StreamConsumer) error {
 	return nil
 }
 
-func (l *loader) StreamConsumerPending(id rdb.StreamID) error {
+func (l *Loader) StreamConsumerPending(id rdb.StreamID) error {
 	if l.consumer == nil {
 		return errLoadOrder
 	}
@@ -447,7 +458,7 @@ func (l *loader) StreamConsumerPending(id rdb.StreamID) error {
 	return nil
 }
 
-func (l *loader) End() error {
+func (l *Loader) End() error {
 	var v shard.Value
 	switch l.typ {
 	case rdb.TypeList:
@@ -490,4 +501,4 @@ func (l *loader) End() error {
 	return nil
 }
 
-var _ rdb.Handler = (*loader)(nil)
+var _ rdb.Handler = (*Loader)(nil)
