@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dfly/dfly/atomicfile"
 	"github.com/dfly/dfly/glob"
 	"github.com/dfly/dfly/resp"
 )
@@ -1084,7 +1085,7 @@ func (s *Server) saveACLFile() error {
 			b.WriteString(e.cur.Load().describe() + "\n")
 		}
 	}
-	return writeFileAtomic(s.cfg.ACLFile, []byte(b.String()))
+	return atomicfile.Write(s.cfg.ACLFile, []byte(b.String()))
 }
 
 // recheckQueued is Redis 7's check at EXEC: a queued command the user may

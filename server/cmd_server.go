@@ -420,7 +420,7 @@ func cmdInfo(x *Coord) {
 			in.expires = append(in.expires, db.Expire.Len())
 			in.packed.Add(db.Packed())
 		}
-		if sl := srv.persist.slice(s.ID); sl != nil {
+		if sl := srv.persist.Slice(s.ID); sl != nil {
 			in.saveKeys = sl.Keys
 		}
 		in.calls = map[string]cmdCount{}
@@ -519,7 +519,7 @@ func cmdInfo(x *Coord) {
 		for _, in := range infos {
 			saveKeys += in.saveKeys
 		}
-		persistInfo(srv, st.Writes, saveKeys, field)
+		srv.persist.Info(st.Writes, saveKeys, field)
 		field("aof_enabled", 0)
 	}
 	if want("stats", true) {

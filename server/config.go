@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dfly/dfly/persist"
 )
 
 // Config is the server's configuration: flags at start, CONFIG SET later.
@@ -220,7 +222,7 @@ var params = []param{
 	{name: "shards", get: func(c *Config) string { return strconv.Itoa(c.Shards) }},
 	fixed("appendonly", "no"),
 	{name: "save", get: func(c *Config) string { return c.Save }, set: func(c *Config, v string) error {
-		if _, err := ParseSave(v); err != nil {
+		if _, err := persist.ParseSave(v); err != nil {
 			return err
 		}
 		c.Save = strings.Join(strings.Fields(v), " ")

@@ -2,9 +2,9 @@
 // event loops, client connections and their dispatch, the command table
 // and every command family, and the machinery that spans shards —
 // coordinators, MULTI/EXEC, scripts and functions, blocking commands,
-// persistence, replication (master and replica sides), failover, tiered
-// storage's policy — plus ACL, Pub/Sub, client tracking, MONITOR,
-// SLOWLOG, LATENCY and INFO. docs/DESIGN.md §1–2 is the map; the files,
+// persistence's commands, replication (master and replica sides),
+// failover, tiered storage's policy — plus ACL, Pub/Sub, client tracking,
+// MONITOR, SLOWLOG, LATENCY and INFO. docs/DESIGN.md §1–2 is the map; the files,
 // by subject:
 //
 //   - Loops and connections: server.go (Server, gnet callbacks, ShardOf),
@@ -27,11 +27,11 @@
 //     FCALL).
 //   - Clients: acl.go, pubsub.go, tracking.go, monitor.go, slowlog.go,
 //     latency.go, errorstats.go, clientbuf.go (client buffer limits).
-//   - Persistence: persist.go (SAVE, BGSAVE, load, DEBUG RELOAD),
-//     persist_snapshot.go
-//     (BGSAVE's cut), persist_dfly*.go (the per-shard format),
-//     persist_dump.go (DUMP/RESTORE), persist_schedule.go (--save);
-//     values to and from RDB are package rdbvalue's.
+//   - Persistence's commands: cmd_persist.go (SAVE, BGSAVE, LASTSAVE,
+//     DUMP/RESTORE and MIGRATE's table entries, DEBUG RELOAD, persistHost:
+//     what package persist sees of the server), persist_dump.go
+//     (DUMP/RESTORE over package rdbvalue). Saving and loading are package
+//     persist's.
 //   - Replication, master side: repl_master_record.go (what the journal
 //     records), repl_master.go and repl_master_rdb.go (SYNC/PSYNC: one
 //     Redis command stream merged from the journals, its backlog, WAIT),

@@ -11,6 +11,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/dfly/dfly/glob"
+	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
@@ -271,7 +272,7 @@ func (s *Server) functionsAtCut(sh *shard.Shard, out chan<- snapshot.Chunk, tagg
 		return
 	}
 	if tagged {
-		b = appendPlainFrames(nil, snapshot.MainStream, b)
+		b = persist.AppendPlainFrames(nil, snapshot.MainStream, b)
 	}
 	out <- snapshot.Chunk{Data: b} // the first item of an empty channel: never blocks
 }

@@ -32,3 +32,10 @@ func (s *Server) writeRole(w *resp.Writer) {
 	}
 	s.masterRole(w)
 }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

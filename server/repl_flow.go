@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/journal"
+	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/resp"
@@ -377,7 +378,7 @@ func (f *flow) serve(partial bool) {
 		m := snapshot.NewMaterializer(!f.blobs, f.free) // the Slice's deferred records (DeferredSelf)
 		// With BLOBS the baseline's records go out without LZF
 		// (Options.NoLZF), a main-stream fragment compressed whole with S2
-		// (blobFrames): LZF value by value was 28% of the master's CPU
+		// (persist.BlobFrames): LZF value by value was 28% of the master's CPU
 		// during a full sync of repl.sh's 1M keys of 100 bytes.
 		var blobs rdb.Blobs
 		var werr error
@@ -401,7 +402,7 @@ func (f *flow) serve(partial bool) {
 			}
 			if !f.dead.Load() {
 				if f.blobs {
-					blobFrames(c.Data, &blobs, put)
+					persist.BlobFrames(c.Data, &blobs, put)
 				} else {
 					put(c.Data)
 				}

@@ -645,7 +645,7 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *
 		inflight[i] = make(chan struct{}, applyLoadInflight)
 	}
 	free := make(chan []rdbvalue.Item, (applyLoadInflight+1)*len(s.shards))
-	ld := s.newLoader(func(dst int, items []rdbvalue.Item) {
+	ld := s.persist.NewLoader(func(dst int, items []rdbvalue.Item) {
 		inflight[dst] <- struct{}{}
 		wg.Add(1)
 		s.shards[dst].Send(shard.Func(func(sh *shard.Shard) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/journal"
+	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
@@ -675,7 +676,7 @@ func (m *replMaster) serveRDBOnly(nc net.Conn, req psyncRequest) {
 		m.mu.Unlock()
 		line := "+FULLRESYNC " + id + " " + strconv.FormatInt(m.flushedOffset(), 10) + "\r\n"
 		if _, err := nc.Write([]byte(line)); err != nil {
-			drainChunks(outs, free, len(srv.shards))
+			persist.DrainChunks(outs, free, len(srv.shards))
 			return
 		}
 	}
@@ -736,7 +737,7 @@ func (m *replMaster) fullSync(r *replicaConn, req psyncRequest) bool {
 	srv.log.Noticef("Replica %s:%d asks for synchronization; starting point-in-time sync at offset %d", r.ip, r.port, offset)
 	if !req.sync {
 		if _, err := r.conn.Write([]byte("+FULLRESYNC " + id + " " + strconv.FormatInt(offset, 10) + "\r\n")); err != nil {
-			drainChunks(out, free, len(srv.shards))
+			persist.DrainChunks(out, free, len(srv.shards))
 			return false
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
@@ -73,8 +74,8 @@ func (s *Server) sendRDB(conn net.Conn, eof bool, chunks []chan snapshot.Chunk, 
 		m := hex.EncodeToString(mark[:])
 		bw := bufio.NewWriterSize(conn, 256<<10)
 		_, _ = bw.WriteString("$EOF:" + m + "\r\n")
-		if err := s.writeRDB(bw, chunks, free); err != nil {
-			return err // writeRDB consumed every chunk
+		if err := s.persist.WriteRDB(bw, chunks, free); err != nil {
+			return err // WriteRDB consumed every chunk
 		}
 		_, _ = bw.WriteString(m)
 		return bw.Flush()
@@ -84,13 +85,13 @@ func (s *Server) sendRDB(conn net.Conn, eof bool, chunks []chan snapshot.Chunk, 
 		f, err = os.CreateTemp("", "dfly-repl-*.rdb")
 	}
 	if err != nil {
-		drainChunks(chunks, free, len(s.shards))
+		persist.DrainChunks(chunks, free, len(s.shards))
 		return err
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
 	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := s.writeRDB(bw, chunks, free); err != nil {
+	if err := s.persist.WriteRDB(bw, chunks, free); err != nil {
 		return err
 	}
 	if err := bw.Flush(); err != nil {

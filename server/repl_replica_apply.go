@@ -92,9 +92,9 @@ func (a *replApplier) FullSync(r io.Reader, size int64) (err error) {
 		}
 	})
 	s.flushFunctions() // the master's come in its RDB
-	defer s.beginLoad(size, 0)()
+	defer s.persist.BeginLoad(size, 0)()
 	free := make(chan []rdbvalue.Item, (applyLoadInflight+1)*len(s.shards))
-	l := s.newLoader(func(sid int, items []rdbvalue.Item) {
+	l := s.persist.NewLoader(func(sid int, items []rdbvalue.Item) {
 		sem := a.load[sid]
 		sem <- struct{}{}
 		a.wg.Add(1)
@@ -110,7 +110,7 @@ func (a *replApplier) FullSync(r io.Reader, size int64) (err error) {
 	l.KeepExpired()
 	l.Free = free
 	l.LimitReserve(size) // unknown (diskless, EOF-marked) when not positive
-	err = l.Load(&countingReader{r: r, n: &s.persist.prog.loaded})
+	err = l.Load(s.persist.Progress(r))
 	a.wg.Wait()
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/reclaim"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
@@ -68,10 +69,10 @@ type Server struct {
 	pubsub     *pubsub
 	monitors   monitors
 	tracking   trackingRegistry
-	persist    persistState // SAVE/BGSAVE/LASTSAVE bookkeeping (persist.go)
-	tiered     *tieredState // tiered storage, nil when off (tiered.go)
-	master     *replMaster  // master side of replication (repl_master.go)
-	replica    replicaState // replica side of replication (repl_replica.go)
+	persist    *persist.Engine // SAVE, BGSAVE, loading (cmd_persist.go)
+	tiered     *tieredState    // tiered storage, nil when off (tiered.go)
+	master     *replMaster     // master side of replication (repl_master.go)
+	replica    replicaState    // replica side of replication (repl_replica.go)
 	// dfly-native replication flows (repl_flow.go).
 	flowOnce sync.Once
 	flowM    *flowMaster
@@ -133,7 +134,6 @@ func New(cfg *Config, log *Logger) *Server {
 	var id [20]byte
 	_, _ = rand.Read(id[:])
 	s.runID = hex.EncodeToString(id[:])
-	s.persist.lastBgsaveSecs.Store(-1)
 	s.shards = make([]*shard.Shard, cfg.Shards)
 	s.cmdStats = make([]shardCmdStats, cfg.Shards)
 	s.evalCoords = make([]Coord, cfg.Shards)
@@ -142,6 +142,7 @@ func New(cfg *Config, log *Logger) *Server {
 		s.cmdStats[i].calls = make(map[*Command]*cmdCount)
 	}
 	s.setupTiered() // tiered.go
+	s.persist = persist.New(s.shards, s.ShardOf, (*persistHost)(s), log, RedisVersion)
 	s.initReplMaster()
 	s.installTracking()
 	var ms runtime.MemStats

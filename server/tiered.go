@@ -108,6 +108,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
@@ -1327,7 +1328,7 @@ const tierPrefetchBytes = 8 << 20
 // before the next round; no shard goroutine blocks on a read. The bytes
 // are read as the values are when read: t keeps commands out, and a
 // value offloaded (or expired) between rounds is read then (or skipped).
-func (s *Server) serializeAsync(t *tx.Tx) []shardSnapshot {
+func (s *Server) serializeAsync(t *tx.Tx) []persist.ShardRecords {
 	ws := make([]*tierEncoder, len(s.shards))
 	t.RunAll(func(sh *shard.Shard) { ws[sh.ID] = newTierEncoder(sh) })
 	for {
@@ -1343,29 +1344,31 @@ func (s *Server) serializeAsync(t *tx.Tx) []shardSnapshot {
 			break
 		}
 	}
-	snap := make([]shardSnapshot, len(s.shards))
+	snap := make([]persist.ShardRecords, len(s.shards))
 	t.RunAll(func(sh *shard.Shard) { snap[sh.ID] = ws[sh.ID].finish() })
-	snap[0].funcs = s.cutFunctions()
+	snap[0].Funcs = s.cutFunctions()
 	return snap
 }
 
-// tierEncoder is a shardEncoder whose offloaded strings are read ahead.
+// tierEncoder is a persist.ShardEncoder whose offloaded strings are read
+// ahead.
 type tierEncoder struct {
-	w     *shardEncoder
+	sh    *shard.Shard
+	w     *persist.ShardEncoder
 	t     *tierShard
 	ready map[int64][]byte // bytes read, by offset; retained until used
 	segs  []tiered.Segment // segments retained
 }
 
 func newTierEncoder(sh *shard.Shard) *tierEncoder {
-	x := &tierEncoder{w: newShardEncoder(sh), t: sh.Tier().(*tierShard), ready: map[int64][]byte{}}
-	x.w.view = x.view
+	x := &tierEncoder{sh: sh, t: sh.Tier().(*tierShard), ready: map[int64][]byte{}}
+	x.w = persist.NewShardEncoder(sh, x.view)
 	return x
 }
 
 // view is v with its bytes: those read ahead, else read blocking (the
 // read failed: tierView fails the encoder).
-func (x *tierEncoder) view(v *shard.Value) *shard.Value {
+func (x *tierEncoder) view(e *rdb.Encoder, v *shard.Value) *shard.Value {
 	if !v.IsExternal() {
 		return v
 	}
@@ -1376,14 +1379,14 @@ func (x *tierEncoder) view(v *shard.Value) *shard.Value {
 		c.SetStr(data) // a shared read's bytes, never modified
 		return &c
 	}
-	return tierView(x.w.sh, x.w.e, v)
+	return tierView(x.sh, e, v)
 }
 
 // missing reports whether the next bucket holds an offloaded string not
 // read yet.
 func (x *tierEncoder) missing(db *shard.DB) bool {
 	found := false
-	db.Table.Traverse(x.w.cursor, func(it shard.Iterator) {
+	db.Table.Traverse(x.w.Cursor(), func(it shard.Iterator) {
 		if v := db.Table.Value(it); v.IsExternal() {
 			if _, ok := x.ready[segOf(v).Off]; !ok {
 				found = true
@@ -1397,7 +1400,7 @@ func (x *tierEncoder) missing(db *shard.DB) bool {
 // when they are back) and reports true; false when the shard is encoded.
 func (x *tierEncoder) round(wg *sync.WaitGroup) bool {
 	for {
-		db := x.w.current()
+		db := x.w.Current()
 		if db == nil {
 			return false
 		}
@@ -1405,7 +1408,7 @@ func (x *tierEncoder) round(wg *sync.WaitGroup) bool {
 			x.fetch(db, wg)
 			return true
 		}
-		x.w.bucket()
+		x.w.Bucket()
 	}
 }
 
@@ -1413,7 +1416,7 @@ func (x *tierEncoder) round(wg *sync.WaitGroup) bool {
 // tierPrefetchBytes (at least those of the next bucket).
 func (x *tierEncoder) fetch(db *shard.DB, wg *sync.WaitGroup) {
 	var n int64
-	for cursor := x.w.cursor; ; {
+	for cursor := x.w.Cursor(); ; {
 		cursor = db.Table.Traverse(cursor, func(it shard.Iterator) {
 			v := db.Table.Value(it)
 			if !v.IsExternal() {
@@ -1443,9 +1446,9 @@ func (x *tierEncoder) fetch(db *shard.DB, wg *sync.WaitGroup) {
 }
 
 // finish releases the segments read ahead and returns the records.
-func (x *tierEncoder) finish() shardSnapshot {
+func (x *tierEncoder) finish() persist.ShardRecords {
 	for _, g := range x.segs {
 		x.t.store.Release(g)
 	}
-	return x.w.ss
+	return x.w.Records()
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/server"
 )
 
@@ -161,7 +162,7 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 		return nil
 	})
 	fs.Func("save", `BGSAVE schedule "<seconds> <changes> ..." ("" = none)`, func(v string) error {
-		if _, err := server.ParseSave(v); err != nil {
+		if _, err := persist.ParseSave(v); err != nil {
 			return err
 		}
 		cfg.Save = strings.Join(strings.Fields(v), " ")

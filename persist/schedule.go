@@ -1,4 +1,4 @@
-package server
+package persist
 
 // The save schedule (Redis's "save <seconds> <changes> ..."): a goroutine
 // that starts a BGSAVE when, for some pair, more than <seconds> passed
@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,14 +45,14 @@ func ParseSave(v string) ([]SavePoint, error) {
 // before it tries again (Redis's CONFIG_BGSAVE_RETRY_DELAY).
 const saveRetryDelay = 5 * time.Second
 
-// StartSaveSchedule runs the save schedule once the server serves, until
-// it stops. The schedule is read on every tick, so CONFIG SET save
-// applies at once.
-func (s *Server) StartSaveSchedule() {
+// StartSaveSchedule runs the save schedule once ready is closed (the
+// server serves), until done is; it starts no save while stopping. The
+// schedule is read on every tick, so CONFIG SET save applies at once.
+func (p *Engine) StartSaveSchedule(ready, done <-chan struct{}, stopping func() bool) {
 	go func() {
 		select {
-		case <-s.ready:
-		case <-s.done:
+		case <-ready:
+		case <-done:
 			return
 		}
 		tick := time.NewTicker(250 * time.Millisecond)
@@ -59,44 +60,31 @@ func (s *Server) StartSaveSchedule() {
 		var lastTry time.Time
 		for {
 			select {
-			case <-s.done:
+			case <-done:
 				return
 			case <-tick.C:
 			}
-			s.cfg.mu.RLock()
-			pts, _ := ParseSave(s.cfg.Save)
-			s.cfg.mu.RUnlock()
-			if len(pts) == 0 || s.stopping.Load() || s.persist.bgsave.Load() {
+			pts, _ := ParseSave(p.settings().Save)
+			if len(pts) == 0 || stopping() || p.bgsaving.Load() {
 				continue
 			}
-			if s.persist.lastFailed.Load() && time.Since(lastTry) < saveRetryDelay {
+			if p.lastFailed.Load() && time.Since(lastTry) < saveRetryDelay {
 				continue
 			}
 			var writes atomic.Uint64
-			s.OnEachShard(func(sh *shard.Shard) { writes.Add(sh.Stats.Writes) })
-			changes := int64(writes.Load()) - int64(s.persist.writesAtSave.Load())
-			elapsed := time.Now().Unix() - s.persist.lastSave.Load()
+			p.onEachShard(func(sh *shard.Shard) { writes.Add(sh.Stats.Writes) })
+			changes := int64(writes.Load()) - int64(p.writesAtSave.Load())
+			elapsed := time.Now().Unix() - p.lastSave.Load()
 			for _, pt := range pts {
 				if changes >= int64(pt.Changes) && changes > 0 && elapsed > pt.Seconds {
 					lastTry = time.Now()
-					s.log.Noticef("%d changes in %d seconds. Saving...", pt.Changes, pt.Seconds)
-					s.startBgsave()
+					p.log.Noticef("%d changes in %d seconds. Saving...", pt.Changes, pt.Seconds)
+					p.StartBgsave()
 					break
 				}
 			}
 		}
 	}()
-}
-
-// startBgsave starts a background save unless one runs; it reports
-// whether it started one.
-func (s *Server) startBgsave() bool {
-	p := &s.persist
-	if !p.bgsave.CompareAndSwap(false, true) {
-		return false
-	}
-	s.bgsave()
-	return true
 }
 
 // loadProgress is the state of a running load for INFO persistence.
@@ -108,8 +96,7 @@ type loadProgress struct {
 
 // beginLoad marks a load of total bytes as running; the returned func
 // ends it. With logEvery > 0 it logs the progress at that interval.
-func (s *Server) beginLoad(total int64, logEvery time.Duration) func() {
-	p := &s.persist
+func (p *Engine) BeginLoad(total int64, logEvery time.Duration) func() {
 	p.prog.start.Store(time.Now().Unix())
 	p.prog.total.Store(total)
 	p.prog.loaded.Store(0)
@@ -130,8 +117,8 @@ func (s *Server) beginLoad(total int64, logEvery time.Duration) func() {
 				return
 			case <-t.C:
 				loaded, total := p.prog.loaded.Load(), p.prog.total.Load()
-				s.log.Noticef("Loading: %d of %d bytes (%.1f%%), ETA %d seconds",
-					loaded, total, loadPerc(loaded, total), s.loadETA())
+				p.log.Noticef("Loading: %d of %d bytes (%.1f%%), ETA %d seconds",
+					loaded, total, loadPerc(loaded, total), p.loadETA())
 			}
 		}
 	}()
@@ -150,10 +137,9 @@ func loadPerc(loaded, total int64) float64 {
 }
 
 // loadETA estimates the seconds left from the rate so far.
-func (s *Server) loadETA() int64 {
-	p := &s.persist.prog
-	loaded, total := p.loaded.Load(), p.total.Load()
-	elapsed := time.Now().Unix() - p.start.Load()
+func (p *Engine) loadETA() int64 {
+	loaded, total := p.prog.loaded.Load(), p.prog.total.Load()
+	elapsed := time.Now().Unix() - p.prog.start.Load()
 	if loaded <= 0 || elapsed <= 0 {
 		return 1
 	}
@@ -162,8 +148,7 @@ func (s *Server) loadETA() int64 {
 }
 
 // loadingInfo writes INFO persistence's loading fields.
-func loadingInfo(s *Server, field func(k string, v any)) {
-	p := &s.persist
+func (p *Engine) loadingInfo(field func(k string, v any)) {
 	if !p.loading.Load() {
 		field("loading", 0)
 		return
@@ -174,5 +159,15 @@ func loadingInfo(s *Server, field func(k string, v any)) {
 	field("loading_total_bytes", total)
 	field("loading_loaded_bytes", loaded)
 	field("loading_loaded_perc", fmt.Sprintf("%.2f", loadPerc(loaded, total)))
-	field("loading_eta_seconds", s.loadETA())
+	field("loading_eta_seconds", p.loadETA())
+}
+
+// onEachShard runs fn on every shard's goroutine and waits for them.
+func (p *Engine) onEachShard(fn func(*shard.Shard)) {
+	var wg sync.WaitGroup
+	wg.Add(len(p.shards))
+	for _, sh := range p.shards {
+		sh.Send(shard.Func(func(sh *shard.Shard) { fn(sh); wg.Done() }))
+	}
+	wg.Wait()
 }

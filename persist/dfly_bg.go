@@ -1,4 +1,4 @@
-package server
+package persist
 
 import (
 	"encoding/binary"
@@ -13,7 +13,7 @@ import (
 )
 
 // BGSAVE in the dfly format: the same point-in-time cut as the RDB
-// BGSAVE (persist_snapshot.go), but every shard's Slice streams tagged
+// BGSAVE (bgsave.go), but every shard's Slice streams tagged
 // chunks to its own file, written by its own goroutine, so big values are
 // written a piece at a time while the bucket streams and the walk
 // interleave. The shards write values without LZF; the writer compresses
@@ -22,10 +22,10 @@ import (
 
 // bgsaveDfly takes the cut and returns once the walks have started; done
 // is called when the files and the summary are written.
-func (s *Server) bgsaveDfly(done func(error)) {
+func (p *Engine) bgsaveDfly(done func(error)) {
 	start := time.Now()
-	dir, base := s.dflyBase()
-	n := len(s.shards)
+	dir, base := p.dflyBase()
+	n := len(p.shards)
 	outs := make([]chan snapshot.Chunk, n)
 	frees := make([]chan []byte, n)
 	writes := make([]uint64, n)
@@ -34,18 +34,18 @@ func (s *Server) bgsaveDfly(done func(error)) {
 		frees[i] = make(chan []byte, 32)
 	}
 	slices := make([]*snapshot.Slice, n)
-	ref := s.referenceAtCut()
-	t := tx.New(s.shards)
+	ref := p.referenceAtCut()
+	t := tx.New(p.shards)
 	t.AddAllShards()
 	t.Lock()
 	t.Finish(func(sh *shard.Shard) {
 		writes[sh.ID] = sh.Stats.Writes
 		ref.take(sh)
-		s.functionsAtCut(sh, outs[sh.ID], true)
+		p.host.FunctionsAtCut(sh, outs[sh.ID], true)
 		slices[sh.ID] = snapshot.Deferred(sh, snapshot.Options{Tagged: true, Encode: rdbvalue.EncodeForSnapshot, NoLZF: true,
-			Out: outs[sh.ID], Free: frees[sh.ID], MaxChunk: s.serializationChunk(), Load: tierLoader(sh)}) // tiered.go
+			Out: outs[sh.ID], Free: frees[sh.ID], MaxChunk: p.serializationChunk(), Load: p.host.TierLoader(sh)})
 	})
-	s.persist.setSlices(slices)
+	p.setSlices(slices)
 	ref.write()
 	go func() {
 		files := make([]dfsEntry, n)
@@ -55,17 +55,17 @@ func (s *Server) bgsaveDfly(done func(error)) {
 			go func() {
 				defer wg.Done()
 				defer snapshot.BackgroundThread()() // the file writer yields to the shards
-				files[i] = writeShardStream(outs[i], frees[i], dir, shardFileName(base, i))
+				files[i] = p.writeShardStream(outs[i], frees[i], dir, shardFileName(base, i))
 			}()
 		}
 		wg.Wait()
-		s.persist.setSlices(nil)
-		err := s.writeSummary(dir, base, files)
+		p.setSlices(nil)
+		err := p.writeSummary(dir, base, files)
 		var total uint64
 		for _, w := range writes {
 			total += w
 		}
-		s.savedDfly(err, start, total, "Background saving terminated with success (point-in-time)")
+		p.savedDfly(err, start, total, "Background saving terminated with success (point-in-time)")
 		done(err)
 	}()
 }
@@ -74,13 +74,13 @@ func (s *Server) bgsaveDfly(done func(error)) {
 // signature, the AUX fields, the chunks (the walk's items compressed when
 // it pays), EOF and the CRC-64. It reads the channel to the end even after
 // an error, so the shard is never left waiting.
-func writeShardStream(chunks <-chan snapshot.Chunk, free chan<- []byte, dir, name string) dfsEntry {
+func (p *Engine) writeShardStream(chunks <-chan snapshot.Chunk, free chan<- []byte, dir, name string) dfsEntry {
 	f, w, err := createShardFile(dir, name)
 	var blobs rdb.Blobs
 	defer blobs.Close()
 	if err == nil {
 		e := rdb.NewEncoder(nil)
-		e.StandardAUX(RedisVersion, 0)
+		e.StandardAUX(p.version, 0)
 		w.plain(snapshot.MainStream, e.TakeBytes())
 	}
 	for {
@@ -105,13 +105,13 @@ func writeShardStream(chunks <-chan snapshot.Chunk, free chan<- []byte, dir, nam
 	return w.finish(f, dir, name, err)
 }
 
-// frames writes a Slice's framed chunks (blobFrames).
-func (w *dfsWriter) frames(data []byte, blobs *rdb.Blobs) { blobFrames(data, blobs, w.put) }
+// frames writes a Slice's framed chunks (BlobFrames).
+func (w *dfsWriter) frames(data []byte, blobs *rdb.Blobs) { BlobFrames(data, blobs, w.put) }
 
-// blobFrames writes a Slice's framed chunks with put, replacing each whole
+// BlobFrames writes a Slice's framed chunks with put, replacing each whole
 // item of the main stream of at least dfsBlobMin bytes by a blob chunk
 // when that is smaller (dfly files, replication flows).
-func blobFrames(data []byte, blobs *rdb.Blobs, put func([]byte)) {
+func BlobFrames(data []byte, blobs *rdb.Blobs, put func([]byte)) {
 	var hdr [rdb.ChunkHeaderSize]byte
 	for len(data) >= rdb.ChunkHeaderSize {
 		op := data[0]

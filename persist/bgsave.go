@@ -1,4 +1,4 @@
-package server
+package persist
 
 import (
 	"bufio"
@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/dfly/dfly/atomicfile"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/shard"
@@ -27,26 +28,26 @@ import (
 
 // snapshotCut takes the cut and starts the shards' walks; it returns the
 // channel their chunks arrive on and the write count at the cut.
-func (s *Server) snapshotCut() ([]chan snapshot.Chunk, chan []byte, uint64) {
-	outs := make([]chan snapshot.Chunk, len(s.shards))
+func (p *Engine) snapshotCut() ([]chan snapshot.Chunk, chan []byte, uint64) {
+	outs := make([]chan snapshot.Chunk, len(p.shards))
 	for i := range outs {
 		outs[i] = make(chan snapshot.Chunk, 16)
 	}
 	free := make(chan []byte, 64)
-	writes := make([]uint64, len(s.shards))
-	t := tx.New(s.shards)
+	writes := make([]uint64, len(p.shards))
+	t := tx.New(p.shards)
 	t.AddAllShards()
 	t.Lock()
-	slices := make([]*snapshot.Slice, len(s.shards))
-	ref := s.referenceAtCut()
+	slices := make([]*snapshot.Slice, len(p.shards))
+	ref := p.referenceAtCut()
 	t.Finish(func(sh *shard.Shard) {
 		writes[sh.ID] = sh.Stats.Writes
 		ref.take(sh)
-		s.functionsAtCut(sh, outs[sh.ID], false)
+		p.host.FunctionsAtCut(sh, outs[sh.ID], false)
 		slices[sh.ID] = snapshot.Deferred(sh, snapshot.Options{Encode: rdbvalue.EncodeForSnapshot, Out: outs[sh.ID], Free: free,
-			MaxChunk: s.serializationChunk(), Load: tierLoader(sh)}) // tierLoader: tiered.go
+			MaxChunk: p.serializationChunk(), Load: p.host.TierLoader(sh)})
 	})
-	s.persist.setSlices(slices)
+	p.setSlices(slices)
 	ref.write()
 	var total uint64
 	for _, w := range writes {
@@ -58,24 +59,23 @@ func (s *Server) snapshotCut() ([]chan snapshot.Chunk, chan []byte, uint64) {
 // reference is --debug_snapshot_reference: the dataset at a BGSAVE's cut,
 // taken synchronously in the cut's step, to check the snapshot against.
 type reference struct {
-	s    *Server
+	p    *Engine
 	path string
-	snap []shardSnapshot
+	snap []ShardRecords
 }
 
-func (s *Server) referenceAtCut() *reference {
-	s.cfg.mu.RLock()
-	defer s.cfg.mu.RUnlock()
-	if s.cfg.SnapshotReference == "" {
+func (p *Engine) referenceAtCut() *reference {
+	path := p.settings().SnapshotReference
+	if path == "" {
 		return nil
 	}
-	return &reference{s: s, path: s.cfg.SnapshotReference, snap: make([]shardSnapshot, len(s.shards))}
+	return &reference{p: p, path: path, snap: make([]ShardRecords, len(p.shards))}
 }
 
 // take serializes sh at the cut; it runs on sh's goroutine.
 func (r *reference) take(sh *shard.Shard) {
 	if r != nil {
-		r.snap[sh.ID] = serializeShard(sh)
+		r.snap[sh.ID] = r.p.serializeShard(sh)
 	}
 }
 
@@ -83,17 +83,13 @@ func (r *reference) write() {
 	if r == nil {
 		return
 	}
-	if _, err := r.s.writeSnapshotFile(r.path, r.snap); err != nil {
-		r.s.log.Warnf("Writing the snapshot reference %s failed: %v", r.path, err)
+	if _, err := r.p.writeSnapshotFile(r.path, r.snap); err != nil {
+		r.p.log.Warnf("Writing the snapshot reference %s failed: %v", r.path, err)
 	}
 }
 
 // serializationChunk is --serialization_max_chunk_size.
-func (s *Server) serializationChunk() int {
-	s.cfg.mu.RLock()
-	defer s.cfg.mu.RUnlock()
-	return int(s.cfg.SerializationMaxChunk)
-}
+func (p *Engine) serializationChunk() int { return p.settings().SerializationMaxChunk }
 
 // merger reads the shards' chunk channels into one RDB stream: any shard's
 // chunk may come next, except that a chunk ending inside a big value is
@@ -131,9 +127,9 @@ func (m *merger) next() snapshot.Chunk {
 	return c
 }
 
-// drainChunks consumes a snapshot's chunks to the end, so no shard keeps
+// DrainChunks consumes a snapshot's chunks to the end, so no shard keeps
 // waiting for a consumer that gave up.
-func drainChunks(outs []chan snapshot.Chunk, free chan<- []byte, shards int) error {
+func DrainChunks(outs []chan snapshot.Chunk, free chan<- []byte, shards int) error {
 	var err error
 	m := newMerger(outs)
 	for last := 0; last < shards; {
@@ -148,8 +144,8 @@ func drainChunks(outs []chan snapshot.Chunk, free chan<- []byte, shards int) err
 	return err
 }
 
-// writeRDB writes the whole RDB (header, chunks, EOF, checksum) to w.
-func (s *Server) writeRDB(w io.Writer, outs []chan snapshot.Chunk, free chan<- []byte) error {
+// WriteRDB writes the whole RDB (header, chunks, EOF, checksum) to w.
+func (p *Engine) WriteRDB(w io.Writer, outs []chan snapshot.Chunk, free chan<- []byte) error {
 	var crc uint64
 	var werr error
 	put := func(b []byte) {
@@ -160,11 +156,11 @@ func (s *Server) writeRDB(w io.Writer, outs []chan snapshot.Chunk, free chan<- [
 	}
 	e := rdb.NewEncoder(nil)
 	e.WriteHeader()
-	e.StandardAUX(RedisVersion, 0)
+	e.StandardAUX(p.version, 0)
 	put(e.TakeBytes())
 	var err error
 	m := newMerger(outs)
-	for last := 0; last < len(s.shards); {
+	for last := 0; last < len(p.shards); {
 		c := m.next()
 		if c.Err != nil && err == nil {
 			err = c.Err
@@ -201,30 +197,30 @@ func (s *Server) writeRDB(w io.Writer, outs []chan snapshot.Chunk, free chan<- [
 // and AUX fields, every chunk as it arrives, EOF and the checksum; into a
 // temporary file renamed over the old one only when complete. It reads the
 // channel to the end even after an error, so no shard is left waiting.
-func (s *Server) writeSnapshotStream(outs []chan snapshot.Chunk, free chan<- []byte, writes uint64) (err error) {
+func (p *Engine) writeSnapshotStream(outs []chan snapshot.Chunk, free chan<- []byte, writes uint64) (err error) {
 	start := time.Now()
-	path := s.rdbPath()
+	path := p.rdbPath()
 	defer func() {
-		s.persist.lastFailed.Store(err != nil)
+		p.lastFailed.Store(err != nil)
 		if err != nil {
-			s.log.Warnf("Background saving to %s failed: %v", path, err)
+			p.log.Warnf("Background saving to %s failed: %v", path, err)
 			return
 		}
-		s.persist.lastSave.Store(time.Now().Unix())
-		s.persist.writesAtSave.Store(writes)
-		s.persist.lastFailed.Store(false)
-		s.log.Noticef("Background saving terminated with success (point-in-time, %.3f seconds)", time.Since(start).Seconds())
+		p.lastSave.Store(time.Now().Unix())
+		p.writesAtSave.Store(writes)
+		p.lastFailed.Store(false)
+		p.log.Noticef("Background saving terminated with success (point-in-time, %.3f seconds)", time.Since(start).Seconds())
 	}()
 	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf("temp-bg-%d.rdb", os.Getpid()))
 	f, err := os.Create(tmp)
 	if err != nil {
-		_ = drainChunks(outs, free, len(s.shards)) // no shard is left waiting
+		_ = DrainChunks(outs, free, len(p.shards)) // no shard is left waiting
 		return err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	err = s.writeRDB(w, outs, free) // reads every chunk, even after an error
+	err = p.WriteRDB(w, outs, free) // reads every chunk, even after an error
 	if err == nil {
 		err = w.Flush()
 	}
-	return replaceWithTemp(f, tmp, path, err)
+	return atomicfile.Commit(f, tmp, path, err)
 }

@@ -1,7 +1,6 @@
-package server
+package persist
 
 import (
-	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -10,7 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tx"
 )
 
@@ -31,15 +34,39 @@ func benchValueSize(def int) int {
 	return def
 }
 
-func benchServer(dir, format string, shards int) *Server {
-	cfg := DefaultConfig()
-	cfg.Shards, cfg.Dir, cfg.DBFormat = shards, dir, format
-	return New(cfg, NewLogger(io.Discard, "warning"))
+// benchHost is a server without function libraries or tiered storage.
+type benchHost struct{ settings Settings }
+
+func (h *benchHost) Settings() Settings                                       { return h.settings }
+func (h *benchHost) Functions() []byte                                        { return nil }
+func (h *benchHost) FunctionsAtCut(*shard.Shard, chan<- snapshot.Chunk, bool) {}
+func (h *benchHost) LoadFunctions([]byte) error                               { return nil }
+func (h *benchHost) Tiered() bool                                             { return false }
+func (h *benchHost) TierView(_ *shard.Shard, _ *rdb.Encoder, v *shard.Value) *shard.Value {
+	return v
+}
+func (h *benchHost) TierLoader(*shard.Shard) snapshot.Loader { return nil }
+
+type quietLog struct{}
+
+func (quietLog) Noticef(string, ...any) {}
+func (quietLog) Warnf(string, ...any)   {}
+
+// benchServer is the persistence of shards fresh shards of 16 databases
+// saving to dir in format.
+func benchServer(dir, format string, shards int) *Engine {
+	sh := make([]*shard.Shard, shards)
+	for i := range sh {
+		sh[i] = shard.New(i, 16)
+	}
+	shardOf := func(key []byte) int { return int(xxhash.Sum64(key) % uint64(shards)) }
+	return New(sh, shardOf, &benchHost{Settings{Dir: dir, DBFilename: "dump.rdb", DBFormat: format,
+		SerializationMaxChunk: 64 << 10}}, quietLog{}, "7.2.0")
 }
 
 // benchDataset is a 2-shard server saving to a temporary directory,
 // filled as DEBUG POPULATE n key size (n: benchLoadKeys).
-func benchDataset(b *testing.B, format string, size int) (s *Server, dir string, n int) {
+func benchDataset(b *testing.B, format string, size int) (s *Engine, dir string, n int) {
 	n, dir = benchLoadKeys(), b.TempDir()
 	s = benchServer(dir, format, 2)
 	populate(s, n, size)
@@ -47,13 +74,13 @@ func benchDataset(b *testing.B, format string, size int) (s *Server, dir string,
 }
 
 // populate fills s as DEBUG POPULATE n key size does.
-func populate(s *Server, n, size int) {
+func populate(s *Engine, n, size int) {
 	for _, sh := range s.shards {
 		db := sh.DBs[0]
 		var key, val []byte
 		for i := range n {
 			key = strconv.AppendInt(append(key[:0], "key:"...), int64(i), 10)
-			if s.ShardOf(key) != sh.ID {
+			if s.shardOf(key) != sh.ID {
 				continue
 			}
 			val = strconv.AppendInt(append(val[:0], "value:"...), int64(i), 10)
@@ -76,15 +103,15 @@ func BenchmarkLoadOnStart(b *testing.B) {
 			if format == "dfly" {
 				files := make([]dfsEntry, len(src.shards))
 				for i, sh := range src.shards {
-					files[i] = encodeShardFile(sh, dir, shardFileName("dump", i), nil).wait()
+					files[i] = src.encodeShardFile(sh, dir, shardFileName("dump", i), nil).wait()
 				}
 				if err := src.writeSummary(dir, "dump", files); err != nil {
 					b.Fatal(err)
 				}
 			} else {
-				snap := make([]shardSnapshot, len(src.shards))
+				snap := make([]ShardRecords, len(src.shards))
 				for i, sh := range src.shards {
-					snap[i] = serializeShard(sh)
+					snap[i] = src.serializeShard(sh)
 				}
 				if _, err := src.writeSnapshotFile(src.rdbPath(), snap); err != nil {
 					b.Fatal(err)
@@ -140,7 +167,7 @@ func BenchmarkSave(b *testing.B) {
 			var cpu time.Duration
 			for b.Loop() {
 				c0 := cpuTime()
-				if err := s.save(tx.New(s.shards)); err != nil {
+				if err := s.Save(tx.New(s.shards)); err != nil {
 					b.Fatal(err)
 				}
 				cpu += cpuTime() - c0

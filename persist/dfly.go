@@ -1,4 +1,4 @@
-package server
+package persist
 
 // dfly's own snapshot format (--dbformat dfly): one file per shard,
 // <dir>/<base>-<NNNN>.dfs, each written in parallel, and a summary
@@ -25,7 +25,7 @@ package server
 // written to a temporary file and renamed; a crash between the two leaves
 // files whose size or CRC disagree with the old summary, which loading
 // reports. Loading reads every file on its own goroutine and routes each
-// key by ShardOf, so the loading server's shard count may differ.
+// key by its shardOf, so the loading server's shard count may differ.
 
 import (
 	"bufio"
@@ -42,6 +42,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dfly/dfly/atomicfile"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/shard"
@@ -60,32 +61,27 @@ const (
 )
 
 // dbFormat is the configured snapshot format, "rdb" or "dfly".
-func (s *Server) dbFormat() string {
-	s.cfg.mu.RLock()
-	defer s.cfg.mu.RUnlock()
-	return s.cfg.DBFormat
-}
+func (p *Engine) dbFormat() string { return p.settings().DBFormat }
 
 // dflyBase is the snapshot directory and the files' base name
 // (dbfilename without .rdb).
-func (s *Server) dflyBase() (dir, base string) {
-	s.cfg.mu.RLock()
-	defer s.cfg.mu.RUnlock()
-	return s.cfg.Dir, strings.TrimSuffix(s.cfg.DBFilename, ".rdb")
+func (p *Engine) dflyBase() (dir, base string) {
+	st := p.settings()
+	return st.Dir, strings.TrimSuffix(st.DBFilename, ".rdb")
 }
 
-func (s *Server) summaryPath() string {
-	dir, base := s.dflyBase()
+func (p *Engine) summaryPath() string {
+	dir, base := p.dflyBase()
 	return filepath.Join(dir, base+"-summary.dfs")
 }
 
 // useDflyFiles reports whether start-up loads the dfly files: there is a
 // summary and either dbformat is dfly or there is no RDB file.
-func (s *Server) useDflyFiles(rdbPath string) bool {
-	if _, err := os.Stat(s.summaryPath()); err != nil {
+func (p *Engine) useDflyFiles(rdbPath string) bool {
+	if _, err := os.Stat(p.summaryPath()); err != nil {
 		return false
 	}
-	if s.dbFormat() == "dfly" {
+	if p.dbFormat() == "dfly" {
 		return true
 	}
 	_, err := os.Stat(rdbPath)
@@ -106,45 +102,45 @@ type dfsEntry struct {
 // taken) and a writer goroutine per file compresses and writes them, so
 // the files are written in parallel and the shards are released before
 // the writers' last writes and fsync.
-func (s *Server) saveDfly(t *tx.Tx) (err error) {
+func (p *Engine) saveDfly(t *tx.Tx) (err error) {
 	start := time.Now()
-	dir, base := s.dflyBase()
-	out := make([]*dfsFile, len(s.shards))
+	dir, base := p.dflyBase()
+	out := make([]*dfsFile, len(p.shards))
 	var writes atomic.Uint64
 	t.RunAll(func(sh *shard.Shard) {
 		writes.Add(sh.Stats.Writes)
 		var funcs []byte
 		if sh.ID == 0 {
-			funcs = s.cutFunctions() // every shard is held
+			funcs = p.host.Functions() // every shard is held
 		}
-		out[sh.ID] = encodeShardFile(sh, dir, shardFileName(base, sh.ID), funcs)
+		out[sh.ID] = p.encodeShardFile(sh, dir, shardFileName(base, sh.ID), funcs)
 	})
 	t.Finish(nil)
 	files := make([]dfsEntry, len(out))
 	for i, f := range out {
 		files[i] = f.wait()
 	}
-	err = s.writeSummary(dir, base, files)
-	s.savedDfly(err, start, writes.Load(), "DB saved on disk")
+	err = p.writeSummary(dir, base, files)
+	p.savedDfly(err, start, writes.Load(), "DB saved on disk")
 	return err
 }
 
 func shardFileName(base string, id int) string { return fmt.Sprintf("%s-%04d.dfs", base, id) }
 
 // savedDfly records the outcome of a dfly save.
-func (s *Server) savedDfly(err error, start time.Time, writes uint64, what string) {
-	s.persist.lastFailed.Store(err != nil)
+func (p *Engine) savedDfly(err error, start time.Time, writes uint64, what string) {
+	p.lastFailed.Store(err != nil)
 	if err != nil {
-		s.log.Warnf("Failed saving the DB to %s: %v", s.summaryPath(), err)
+		p.log.Warnf("Failed saving the DB to %s: %v", p.summaryPath(), err)
 		return
 	}
-	s.persist.lastSave.Store(time.Now().Unix())
-	s.persist.writesAtSave.Store(writes)
-	s.log.Noticef("%s in %.3f seconds", what, time.Since(start).Seconds())
+	p.lastSave.Store(time.Now().Unix())
+	p.writesAtSave.Store(writes)
+	p.log.Noticef("%s in %.3f seconds", what, time.Since(start).Seconds())
 }
 
 // writeSummary ties the shard files together, once they are all in place.
-func (s *Server) writeSummary(dir, base string, files []dfsEntry) error {
+func (p *Engine) writeSummary(dir, base string, files []dfsEntry) error {
 	for _, f := range files {
 		if f.err != nil {
 			return f.err
@@ -155,7 +151,7 @@ func (s *Server) writeSummary(dir, base string, files []dfsEntry) error {
 	for _, f := range files {
 		fmt.Fprintf(&b, "file %s %d %016x\n", f.name, f.size, f.crc)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, base+"-summary.dfs"), []byte(b.String())); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, base+"-summary.dfs"), []byte(b.String())); err != nil {
 		return err
 	}
 	// Files of an earlier save with more shards are no longer listed.
@@ -165,16 +161,6 @@ func (s *Server) writeSummary(dir, base string, files []dfsEntry) error {
 		}
 	}
 	return nil
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	return replaceWithTemp(f, tmp, path, err)
 }
 
 // dfsWriter writes a shard file, keeping its size and CRC.
@@ -209,9 +195,9 @@ func (w *dfsWriter) plain(stream uint32, b []byte) {
 	w.chunk(rdb.OpChunkEnd, stream, b)
 }
 
-// appendPlainFrames is plain into a buffer: b framed as one item of
+// AppendPlainFrames is plain into a buffer: b framed as one item of
 // stream, appended to dst.
-func appendPlainFrames(dst []byte, stream uint32, b []byte) []byte {
+func AppendPlainFrames(dst []byte, stream uint32, b []byte) []byte {
 	for {
 		n, op := len(b), byte(rdb.OpChunkEnd)
 		if n > rdb.MaxChunkPayload {
@@ -269,7 +255,7 @@ func (w *dfsWriter) finish(f *os.File, dir, name string, err error) dfsEntry {
 		ent.size, ent.crc = w.size+8, w.crc
 		ent.err = w.w.Flush()
 	}
-	ent.err = replaceWithTemp(f, path+".tmp", path, ent.err)
+	ent.err = atomicfile.Commit(f, path+".tmp", path, ent.err)
 	return ent
 }
 
@@ -335,14 +321,14 @@ func (f *dfsFile) wait() dfsEntry { return <-f.done }
 // encodeShardFile encodes sh's databases into fragments for a new
 // dfsFile; it runs on the shard's goroutine and returns when every
 // fragment is queued.
-func encodeShardFile(sh *shard.Shard, dir, name string, funcs []byte) *dfsFile {
+func (p *Engine) encodeShardFile(sh *shard.Shard, dir, name string, funcs []byte) *dfsFile {
 	out := startShardFile(dir, name, uint32(sh.ID))
 	defer close(out.frags)
 	e := rdb.NewEncoder(nil)
 	e.SetCompression(false)
 	e.SetChecksum(false) // the writer checksums the file
 	e.SwapBytes(out.buffer())
-	e.StandardAUX(RedisVersion, 0)
+	e.StandardAUX(p.version, 0)
 	e.Raw(funcs)
 	now := sh.Now()
 	for i, db := range sh.DBs {
@@ -361,8 +347,8 @@ func encodeShardFile(sh *shard.Shard, dir, name string, funcs []byte) *dfsFile {
 					}
 					m.ExpireAt = at
 				}
-				// tierView: offloaded strings read synchronously (tiered.go).
-				rdbvalue.Encode(e, []byte(db.Table.Key(it)), tierView(sh, e, db.Table.Value(it)), m)
+				// TierView: offloaded strings read synchronously.
+				rdbvalue.Encode(e, []byte(db.Table.Key(it)), p.host.TierView(sh, e, db.Table.Value(it)), m)
 				if e.Len() >= dfsFragment && e.Err() == nil {
 					out.frags <- e.SwapBytes(out.buffer())
 				}
@@ -419,9 +405,9 @@ func readSummary(path string) ([]dfsEntry, error) {
 
 // loadDflyOnStart loads the files the summary lists, in parallel, before
 // the server serves.
-func (s *Server) loadDflyOnStart() error {
+func (p *Engine) loadDflyOnStart() error {
 	start := time.Now()
-	summary := s.summaryPath()
+	summary := p.summaryPath()
 	files, err := readSummary(summary)
 	if err != nil {
 		return err
@@ -439,19 +425,19 @@ func (s *Server) loadDflyOnStart() error {
 		}
 		total += f.size
 	}
-	s.log.Noticef("Loading %d dfly snapshot files (%d bytes)...", len(files), total)
+	p.log.Noticef("Loading %d dfly snapshot files (%d bytes)...", len(files), total)
 	// With a file per shard (or more), each file's reader applies its keys
 	// itself, under the shard's lock: a file written by shard i with the
 	// same shard count holds only keys of shard i, so the readers run in
 	// parallel without a hand-off. With fewer files than shards, worker
 	// goroutines apply them so that every shard works.
-	dispatch, wait, applied := s.lockedApply(), func() {}, true
+	dispatch, wait, applied := p.lockedApply(), func() {}, true
 	var free chan []rdbvalue.Item
-	if len(files) < len(s.shards) {
-		dispatch, wait, free = s.startLoadWorkers()
+	if len(files) < len(p.shards) {
+		dispatch, wait, free = p.startLoadWorkers()
 		applied = false
 	}
-	endLoad := s.beginLoad(total, time.Second)
+	endLoad := p.BeginLoad(total, time.Second)
 	errs := make([]error, len(files))
 	keys := make([]int, len(files))
 	var wg sync.WaitGroup
@@ -459,7 +445,7 @@ func (s *Server) loadDflyOnStart() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			keys[i], errs[i] = s.loadShardFile(filepath.Join(dir, f.name), f.crc, dispatch, applied, free)
+			keys[i], errs[i] = p.loadShardFile(filepath.Join(dir, f.name), f.crc, dispatch, applied, free)
 		}()
 	}
 	wg.Wait()
@@ -472,18 +458,18 @@ func (s *Server) loadDflyOnStart() error {
 		}
 		n += keys[i]
 	}
-	s.loadDone(n, start)
+	p.loadDone(n, start)
 	return nil
 }
 
 // lockedApply returns a dispatch for loading before the server serves
 // that applies a batch on the caller's goroutine, holding the shard's
 // lock: the batch is applied when it returns.
-func (s *Server) lockedApply() func(sid int, items []rdbvalue.Item) {
-	locks := make([]sync.Mutex, len(s.shards))
+func (p *Engine) lockedApply() func(sid int, items []rdbvalue.Item) {
+	locks := make([]sync.Mutex, len(p.shards))
 	return func(sid int, items []rdbvalue.Item) {
 		locks[sid].Lock()
-		s.shards[sid].Exec(shard.Func(func(sh *shard.Shard) { rdbvalue.Apply(sh, items) }))
+		p.shards[sid].Exec(shard.Func(func(sh *shard.Shard) { rdbvalue.Apply(sh, items) }))
 		locks[sid].Unlock()
 	}
 }
@@ -492,146 +478,233 @@ func (s *Server) lockedApply() func(sid int, items []rdbvalue.Item) {
 // (applied: dispatch has applied them when it returns; otherwise free, if
 // not nil, offers batches to reuse). Errors name the file and the offset
 // in it.
-func (s *Server) loadShardFile(path string, wantCRC uint64, dispatch func(int, []rdbvalue.Item), applied bool, free chan []rdbvalue.Item) (int, error) {
+func (p *Engine) loadShardFile(path string, wantCRC uint64, dispatch func(int, []rdbvalue.Item), applied bool, free chan []rdbvalue.Item) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("shard file %s: %w", path, err)
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
-	var off int64
-	var crc uint64
-	fail := func(at int64, format string, args ...any) error {
-		return fmt.Errorf("shard file %s: offset %d: %s", path, at, fmt.Sprintf(format, args...))
-	}
-	read := func(b []byte) error {
-		if _, err := io.ReadFull(r, b); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return fail(off, "unexpected end of file (truncated?)")
-			}
-			return fail(off, "%v", err)
-		}
-		crc = rdb.CRC64(crc, b)
-		off += int64(len(b))
-		s.persist.prog.loaded.Add(int64(len(b)))
-		return nil
-	}
-	var hdr [rdb.ChunkHeaderSize]byte
-	if err := read(hdr[:9]); err != nil {
+	r := &shardFileReader{path: path, r: bufio.NewReaderSize(f, 1<<20), loaded: &p.prog.loaded}
+	if err := r.signature(); err != nil {
 		return 0, err
 	}
-	if !bytes.HasPrefix(hdr[:], []byte("REDIS")) {
-		return 0, fail(0, "not a dfly shard file (no REDIS signature)")
-	}
-	var blobs rdb.Blobs
-	defer blobs.Close()
-	l := s.newLoader(dispatch)
+	l := p.NewLoader(dispatch)
 	l.Reuse, l.Free = applied, free
 	if fi, err := f.Stat(); err == nil {
 		l.LimitReserve(fi.Size())
 	}
-	d := rdb.NewDecoder(nil)
-	decode := func(item []byte, at int64, what string) error {
-		d.ResetBytes(item)
-		err := d.DecodeFragment(l)
-		if err == nil {
-			return nil
-		}
-		var re *rdb.Error
-		if errors.As(err, &re) {
-			if what != "" {
-				return fail(at, "%s, at byte %d of it: %s", what, re.Offset, re.Msg)
-			}
-			return fail(at+re.Offset, "%s", re.Msg)
-		}
-		return fail(at, "%v", err)
-	}
-	var payload []byte
-	// Items of several streams interleave (a snapshot's bucket streams);
-	// each is reassembled apart. Offsets in errors are positions in the
-	// reassembled item, counted from its first piece.
-	type partial struct {
-		data []byte
-		off  int64
-	}
-	pending := map[uint32]*partial{}
-	held := 0
+	d := &shardFileDecoder{r: r, l: l, d: rdb.NewDecoder(nil), items: itemAssembler{pending: map[uint32]*partialItem{}}}
+	defer d.blobs.Close()
 	for {
-		at := off
-		if err := read(hdr[:1]); err != nil {
+		at := r.off
+		op, stream, payload, err := r.chunk()
+		if err != nil {
 			return 0, err
 		}
-		if hdr[0] == 0xFF { // EOF
-			sum := crc
-			var stored [8]byte
-			if _, err := io.ReadFull(r, stored[:]); err != nil {
-				return 0, fail(off, "unexpected end of file in the checksum")
+		if op == 0xFF { // EOF
+			if err := r.trailer(wantCRC); err != nil {
+				return 0, err
 			}
-			if got := binary.LittleEndian.Uint64(stored[:]); got != sum || sum != wantCRC {
-				return 0, fail(off, "checksum mismatch: file has %016x, content is %016x, summary says %016x", got, sum, wantCRC)
-			}
-			s.persist.prog.loaded.Add(8)
-			for _, p := range pending {
-				return 0, fail(p.off, "incomplete chunked item")
+			if off, ok := d.items.incomplete(); ok {
+				return 0, r.fail(off, "incomplete chunked item")
 			}
 			break
 		}
-		if err := read(hdr[1:]); err != nil {
+		if err := d.chunk(at, op, stream, payload); err != nil {
 			return 0, err
-		}
-		op, stream, n := hdr[0], binary.LittleEndian.Uint32(hdr[1:]), binary.LittleEndian.Uint32(hdr[5:])
-		if !rdb.IsChunkOp(op) {
-			return 0, fail(at, "unknown chunk opcode 0x%02x", op)
-		}
-		if n > rdb.MaxChunkPayload {
-			return 0, fail(at+5, "chunk length %d exceeds %d", n, rdb.MaxChunkPayload)
-		}
-		if cap(payload) < int(n) {
-			payload = make([]byte, n)
-		}
-		payload = payload[:n]
-		dataOff := off
-		if err := read(payload); err != nil {
-			return 0, err
-		}
-		switch op {
-		case rdb.OpChunk:
-			p := pending[stream]
-			if p == nil {
-				p = &partial{off: dataOff}
-				pending[stream] = p
-			}
-			if held += len(payload); held > dfsMaxPending {
-				return 0, fail(at, "incomplete chunked items exceed %d bytes", dfsMaxPending)
-			}
-			p.data = append(p.data, payload...)
-		case rdb.OpChunkEnd:
-			item := payload
-			if p := pending[stream]; p != nil {
-				item, dataOff = append(p.data, payload...), p.off
-				held -= len(p.data)
-				delete(pending, stream)
-			}
-			if err := decode(item, dataOff, ""); err != nil {
-				return 0, err
-			}
-		case rdb.OpZstdBlob, rdb.OpS2Blob:
-			frag, err := blobs.Decompress(op, payload)
-			if re := (*rdb.Error)(nil); errors.As(err, &re) {
-				return 0, fail(dataOff, "%s", re.Msg)
-			} else if err != nil {
-				return 0, fail(dataOff, "%v", err)
-			}
-			if err := decode(frag, dataOff, "in the blob"); err != nil {
-				return 0, err
-			}
-		case rdb.OpFullSyncCut:
-		default:
-			return 0, fail(at, "unexpected chunk opcode 0x%02x in a snapshot file", op)
 		}
 	}
 	l.Flush()
 	return l.Keys(), nil
+}
+
+// shardFileReader reads a shard file, keeping its offset, the CRC-64 of
+// what it read and the load's progress.
+type shardFileReader struct {
+	path    string
+	r       *bufio.Reader
+	off     int64
+	crc     uint64
+	loaded  *atomic.Int64
+	hdr     [rdb.ChunkHeaderSize]byte
+	payload []byte // reused for every chunk
+}
+
+// fail is an error at offset at of the file.
+func (f *shardFileReader) fail(at int64, format string, args ...any) error {
+	return fmt.Errorf("shard file %s: offset %d: %s", f.path, at, fmt.Sprintf(format, args...))
+}
+
+// read fills b from the file, counting it in the CRC and the progress.
+func (f *shardFileReader) read(b []byte) error {
+	if _, err := io.ReadFull(f.r, b); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return f.fail(f.off, "unexpected end of file (truncated?)")
+		}
+		return f.fail(f.off, "%v", err)
+	}
+	f.crc = rdb.CRC64(f.crc, b)
+	f.off += int64(len(b))
+	f.loaded.Add(int64(len(b)))
+	return nil
+}
+
+// signature reads the RDB signature that opens a shard file.
+func (f *shardFileReader) signature() error {
+	if err := f.read(f.hdr[:9]); err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(f.hdr[:], []byte("REDIS")) {
+		return f.fail(0, "not a dfly shard file (no REDIS signature)")
+	}
+	return nil
+}
+
+// chunk reads the next chunk: its opcode, stream and payload (valid until
+// the next call), or only the opcode 0xFF at the end of the file.
+func (f *shardFileReader) chunk() (op byte, stream uint32, payload []byte, err error) {
+	at := f.off
+	if err := f.read(f.hdr[:1]); err != nil {
+		return 0, 0, nil, err
+	}
+	if f.hdr[0] == 0xFF {
+		return 0xFF, 0, nil, nil
+	}
+	if err := f.read(f.hdr[1:]); err != nil {
+		return 0, 0, nil, err
+	}
+	op, stream, n := f.hdr[0], binary.LittleEndian.Uint32(f.hdr[1:]), binary.LittleEndian.Uint32(f.hdr[5:])
+	if !rdb.IsChunkOp(op) {
+		return 0, 0, nil, f.fail(at, "unknown chunk opcode 0x%02x", op)
+	}
+	if n > rdb.MaxChunkPayload {
+		return 0, 0, nil, f.fail(at+5, "chunk length %d exceeds %d", n, rdb.MaxChunkPayload)
+	}
+	if cap(f.payload) < int(n) {
+		f.payload = make([]byte, n)
+	}
+	f.payload = f.payload[:n]
+	if err := f.read(f.payload); err != nil {
+		return 0, 0, nil, err
+	}
+	return op, stream, f.payload, nil
+}
+
+// trailer checks the CRC-64 after the EOF opcode against the content's
+// and the summary's (want).
+func (f *shardFileReader) trailer(want uint64) error {
+	sum := f.crc
+	var stored [8]byte
+	if _, err := io.ReadFull(f.r, stored[:]); err != nil {
+		return f.fail(f.off, "unexpected end of file in the checksum")
+	}
+	if got := binary.LittleEndian.Uint64(stored[:]); got != sum || sum != want {
+		return f.fail(f.off, "checksum mismatch: file has %016x, content is %016x, summary says %016x", got, sum, want)
+	}
+	f.loaded.Add(8)
+	return nil
+}
+
+// shardFileDecoder decodes a shard file's chunks into its loader.
+type shardFileDecoder struct {
+	r     *shardFileReader
+	l     *rdbvalue.Loader
+	d     *rdb.Decoder
+	blobs rdb.Blobs
+	items itemAssembler
+}
+
+// chunk takes one chunk, read at offset at: a piece of an item, the end
+// of one, or a blob of whole records.
+func (d *shardFileDecoder) chunk(at int64, op byte, stream uint32, payload []byte) error {
+	dataOff := at + rdb.ChunkHeaderSize
+	switch op {
+	case rdb.OpChunk:
+		if !d.items.add(stream, payload, dataOff) {
+			return d.r.fail(at, "incomplete chunked items exceed %d bytes", dfsMaxPending)
+		}
+	case rdb.OpChunkEnd:
+		item, off := d.items.end(stream, payload, dataOff)
+		return d.decode(item, off, "")
+	case rdb.OpZstdBlob, rdb.OpS2Blob:
+		frag, err := d.blobs.Decompress(op, payload)
+		if re := (*rdb.Error)(nil); errors.As(err, &re) {
+			return d.r.fail(dataOff, "%s", re.Msg)
+		} else if err != nil {
+			return d.r.fail(dataOff, "%v", err)
+		}
+		return d.decode(frag, dataOff, "in the blob")
+	case rdb.OpFullSyncCut:
+	default:
+		return d.r.fail(at, "unexpected chunk opcode 0x%02x in a snapshot file", op)
+	}
+	return nil
+}
+
+// decode loads an item's whole records; at is where the item starts in
+// the file, what names a blob it came out of.
+func (d *shardFileDecoder) decode(item []byte, at int64, what string) error {
+	d.d.ResetBytes(item)
+	err := d.d.DecodeFragment(d.l)
+	if err == nil {
+		return nil
+	}
+	var re *rdb.Error
+	if errors.As(err, &re) {
+		if what != "" {
+			return d.r.fail(at, "%s, at byte %d of it: %s", what, re.Offset, re.Msg)
+		}
+		return d.r.fail(at+re.Offset, "%s", re.Msg)
+	}
+	return d.r.fail(at, "%v", err)
+}
+
+// itemAssembler reassembles chunked items. Items of several streams
+// interleave (a snapshot's bucket streams); each is reassembled apart.
+// Offsets in errors are positions in the reassembled item, counted from
+// its first piece.
+type itemAssembler struct {
+	pending map[uint32]*partialItem
+	held    int // bytes pending, at most dfsMaxPending
+}
+
+type partialItem struct {
+	data []byte
+	off  int64 // where its first piece is in the file
+}
+
+// add keeps a piece of stream's item; false when too much is pending.
+func (a *itemAssembler) add(stream uint32, piece []byte, off int64) bool {
+	p := a.pending[stream]
+	if p == nil {
+		p = &partialItem{off: off}
+		a.pending[stream] = p
+	}
+	if a.held += len(piece); a.held > dfsMaxPending {
+		return false
+	}
+	p.data = append(p.data, piece...)
+	return true
+}
+
+// end returns stream's whole item, whose last piece is last (at off), and
+// where it starts.
+func (a *itemAssembler) end(stream uint32, last []byte, off int64) ([]byte, int64) {
+	p := a.pending[stream]
+	if p == nil {
+		return last, off
+	}
+	a.held -= len(p.data)
+	delete(a.pending, stream)
+	return append(p.data, last...), p.off
+}
+
+// incomplete reports where an item left incomplete starts, if any.
+func (a *itemAssembler) incomplete() (int64, bool) {
+	for _, p := range a.pending {
+		return p.off, true
+	}
+	return 0, false
 }
 
 // countingReader counts the bytes read into n (load progress).

@@ -1,0 +1,145 @@
+package persist
+
+import (
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/rdbvalue"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/snapshot"
+)
+
+// Host is what persistence needs of the server around it: its settings,
+// its function libraries, and its tiered storage's reads.
+type Host interface {
+	// Settings are the current values of the persistence settings
+	// (CONFIG SET may change them between two calls).
+	Settings() Settings
+	// Functions are the function libraries as RDB FUNCTION2 records; the
+	// caller holds shard 0 (every library change holds it).
+	Functions() []byte
+	// FunctionsAtCut puts the libraries first on shard 0's output of a
+	// snapshot (tagged: as a main-stream fragment); it runs at the cut, on
+	// sh's goroutine.
+	FunctionsAtCut(sh *shard.Shard, out chan<- snapshot.Chunk, tagged bool)
+	// LoadFunctions loads a library read from a file, replacing one of
+	// its name.
+	LoadFunctions(code []byte) error
+	// Tiered reports whether tiered storage is on: SAVE then takes
+	// BGSAVE's path, so offloaded values are read without blocking a shard.
+	Tiered() bool
+	// TierView is v with its bytes in memory (an offloaded string read
+	// synchronously; a read error fails e).
+	TierView(sh *shard.Shard, e *rdb.Encoder, v *shard.Value) *shard.Value
+	// TierLoader is a snapshot's Loader of offloaded values, nil without
+	// tiered storage.
+	TierLoader(sh *shard.Shard) snapshot.Loader
+}
+
+// Settings are the configuration persistence reads.
+type Settings struct {
+	Dir, DBFilename string
+	// DBFormat is "rdb" or "dfly" (--dbformat).
+	DBFormat string
+	// SerializationMaxChunk is --serialization_max_chunk_size.
+	SerializationMaxChunk int
+	// SnapshotReference is --debug_snapshot_reference: where a BGSAVE
+	// also writes the dataset at its cut, taken synchronously.
+	SnapshotReference string
+	// Save is the save schedule ("save" of CONFIG).
+	Save string
+}
+
+// Logger is where persistence reports, in Redis's words.
+type Logger interface {
+	Noticef(format string, args ...any)
+	Warnf(format string, args ...any)
+}
+
+// Engine saves and loads the shards' data and keeps the bookkeeping
+// INFO persistence reports.
+type Engine struct {
+	shards  []*shard.Shard
+	shardOf func(key []byte) int
+	host    Host
+	log     Logger
+	version string // the Redis version the files' AUX fields name
+
+	// mu serializes saves (SAVE, BGSAVE, DEBUG RELOAD).
+	mu         sync.Mutex
+	bgsaving   atomic.Bool  // a BGSAVE runs
+	lastSave   atomic.Int64 // unix seconds of the last successful save
+	lastFailed atomic.Bool
+	loading    atomic.Bool
+	// writesAtSave is the shards' write count at the last save, for
+	// rdb_changes_since_last_save (approximate: CONFIG RESETSTAT resets it).
+	writesAtSave atomic.Uint64
+	prog         loadProgress // the running load, for INFO (schedule.go)
+	// scheduled: BGSAVE SCHEDULE arrived while a save ran; the next one
+	// starts when it ends.
+	scheduled      atomic.Bool
+	saves          atomic.Int64 // successful saves since start (rdb_saves)
+	lastBgsaveSecs atomic.Int64 // duration of the last BGSAVE, -1: none yet
+	// slices are the running BGSAVE's snapshots, by shard (INFO reads
+	// their key counts on the shards' goroutines).
+	slicesMu sync.Mutex
+	slices   []*snapshot.Slice
+}
+
+// New returns the persistence of shards, whose keys are routed by
+// shardOf; version is the Redis version written in the files.
+func New(shards []*shard.Shard, shardOf func(key []byte) int, host Host, log Logger, version string) *Engine {
+	p := &Engine{shards: shards, shardOf: shardOf, host: host, log: log, version: version}
+	p.lastBgsaveSecs.Store(-1)
+	return p
+}
+
+func (p *Engine) setSlices(sl []*snapshot.Slice) {
+	p.slicesMu.Lock()
+	p.slices = sl
+	p.slicesMu.Unlock()
+}
+
+// Slice is shard sid's running BGSAVE snapshot, or nil.
+func (p *Engine) Slice(sid int) *snapshot.Slice {
+	p.slicesMu.Lock()
+	defer p.slicesMu.Unlock()
+	if sid < len(p.slices) {
+		return p.slices[sid]
+	}
+	return nil
+}
+
+// BgsaveRunning reports whether a BGSAVE runs.
+func (p *Engine) BgsaveRunning() bool { return p.bgsaving.Load() }
+
+// ScheduleBgsave has the next BGSAVE start when the running one ends
+// (BGSAVE SCHEDULE).
+func (p *Engine) ScheduleBgsave() { p.scheduled.Store(true) }
+
+// LastSave is the unix time of the last successful save (LASTSAVE).
+func (p *Engine) LastSave() int64 { return p.lastSave.Load() }
+
+// NewLoader is a Loader of these shards: keys routed by shardOf, function
+// libraries loaded (one that does not load is reported and skipped: the
+// keys matter more).
+func (p *Engine) NewLoader(dispatch func(sid int, items []rdbvalue.Item)) *rdbvalue.Loader {
+	l := rdbvalue.NewLoader(len(p.shards), len(p.shards[0].DBs), p.shardOf, dispatch)
+	l.OnFunction = func(code []byte) {
+		if err := p.host.LoadFunctions(code); err != nil {
+			p.log.Warnf("Skipping a function library of the snapshot: %v", err)
+		}
+	}
+	return l
+}
+
+// Progress counts the bytes r delivers as the running load's progress
+// (BeginLoad).
+func (p *Engine) Progress(r io.Reader) io.Reader {
+	return &countingReader{r: r, n: &p.prog.loaded}
+}
+
+// settings is the host's current settings.
+func (p *Engine) settings() Settings { return p.host.Settings() }

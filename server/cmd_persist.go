@@ -1,0 +1,133 @@
+package server
+
+// SAVE, BGSAVE, LASTSAVE, DUMP/RESTORE, MIGRATE and DEBUG RELOAD's
+// handlers over package persist, and what persist needs of the server
+// (persistHost).
+
+import (
+	"strings"
+
+	"github.com/dfly/dfly/persist"
+	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/snapshot"
+	"github.com/dfly/dfly/tx"
+)
+
+func init() { addFamily("server", persistCommands) }
+
+func persistCommands() []*Command {
+	return []*Command{
+		{Name: "save", Arity: 1, Flags: FlagAdmin | FlagNoScript | FlagNoMulti, Multi: cmdSave},
+		{Name: "bgsave", Arity: -1, Flags: FlagAdmin | FlagNoScript, Multi: cmdBgsave},
+		{Name: "lastsave", Arity: 1, Flags: FlagFast | FlagLoading | FlagStale, Multi: cmdLastSave},
+		{Name: "dump", Arity: 2, Flags: FlagReadonly, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdDump},
+		{Name: "restore", Arity: -4, Flags: FlagWrite | FlagDenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdRestore},
+		// RESTORE-ASKING is RESTORE that a cluster's MIGRATE sends.
+		{Name: "restore-asking", Arity: -4, Flags: FlagWrite | FlagDenyOOM | FlagAsking, FirstKey: 1, LastKey: 1, Step: 1,
+			Shard: cmdRestore},
+		{Name: "migrate", Arity: -6, Flags: FlagWrite | FlagNoScript, FirstKey: 3, LastKey: 3, Step: 1,
+			KeyPositions: migrateKeyPositions, Multi: cmdMigrate},
+	}
+}
+
+func cmdSave(x *Coord) {
+	if x.Srv.persist.BgsaveRunning() {
+		x.W.Error("ERR Background save already in progress")
+		return
+	}
+	if err := x.Srv.persist.Save(x.Tx()); err != nil {
+		x.W.Error("ERR")
+		return
+	}
+	x.W.SimpleString("OK")
+}
+
+// cmdBgsave: BGSAVE [SCHEDULE].
+func cmdBgsave(x *Coord) {
+	if len(x.Args) > 2 || (len(x.Args) == 2 && !strings.EqualFold(string(x.Args[1]), "schedule")) {
+		x.W.Error(errSyntax)
+		return
+	}
+	p := x.Srv.persist
+	if !p.StartBgsave() {
+		if len(x.Args) == 2 {
+			p.ScheduleBgsave()
+			x.W.SimpleString("Background saving scheduled")
+			return
+		}
+		x.W.Error("ERR Background save already in progress")
+		return
+	}
+	x.W.SimpleString("Background saving started")
+}
+
+func cmdLastSave(x *Coord) { x.W.Int(x.Srv.persist.LastSave()) }
+
+// debugReload is DEBUG RELOAD: save, then load the file, holding every
+// shard throughout.
+func debugReload(x *Coord) {
+	s := x.Srv
+	var serialize func(*tx.Tx) []persist.ShardRecords
+	if s.tiered != nil && x.local == nil {
+		serialize = s.serializeAsync // offloaded strings read without blocking a shard (tiered.go)
+	}
+	saveErr, loadErr := s.persist.Reload(x.Tx(), serialize)
+	switch {
+	case saveErr != nil:
+		x.W.Error("ERR Error trying to save the DB: " + saveErr.Error())
+	case loadErr != nil:
+		x.W.Error("ERR Error trying to load the RDB dump: " + loadErr.Error())
+	default:
+		x.W.SimpleString("OK")
+	}
+}
+
+// LoadOnStart loads the dataset's file(s), when there are any, before
+// the server serves; a file that does not load completely is an error
+// (the caller exits rather than serve part of the data).
+func (s *Server) LoadOnStart() error { return s.persist.LoadOnStart() }
+
+// SaveBeforeShutdown writes the final snapshot (SHUTDOWN SAVE, or SHUTDOWN
+// and SIGTERM with save points configured).
+func (s *Server) SaveBeforeShutdown() error { return s.persist.SaveBeforeShutdown() }
+
+// StartSaveSchedule runs the save schedule (--save) once the server
+// serves, until it stops.
+func (s *Server) StartSaveSchedule() {
+	s.persist.StartSaveSchedule(s.ready, s.done, s.stopping.Load)
+}
+
+// persistHost is the Server as package persist sees it.
+type persistHost Server
+
+func (h *persistHost) Settings() persist.Settings {
+	s := (*Server)(h)
+	s.cfg.mu.RLock()
+	defer s.cfg.mu.RUnlock()
+	return persist.Settings{Dir: s.cfg.Dir, DBFilename: s.cfg.DBFilename, DBFormat: s.cfg.DBFormat,
+		SerializationMaxChunk: int(s.cfg.SerializationMaxChunk), SnapshotReference: s.cfg.SnapshotReference,
+		Save: s.cfg.Save}
+}
+
+func (h *persistHost) Functions() []byte { return (*Server)(h).cutFunctions() }
+
+func (h *persistHost) FunctionsAtCut(sh *shard.Shard, out chan<- snapshot.Chunk, tagged bool) {
+	(*Server)(h).functionsAtCut(sh, out, tagged)
+}
+
+func (h *persistHost) LoadFunctions(code []byte) error { return (*Server)(h).loadFunctionLibrary(code) }
+
+func (h *persistHost) Tiered() bool { return h.tiered != nil }
+
+func (h *persistHost) TierView(sh *shard.Shard, e *rdb.Encoder, v *shard.Value) *shard.Value {
+	return tierView(sh, e, v)
+}
+
+func (h *persistHost) TierLoader(sh *shard.Shard) snapshot.Loader { return tierLoader(sh) }
+
+// serializationChunk is --serialization_max_chunk_size, for the
+// replication streams' snapshots.
+func (s *Server) serializationChunk() int {
+	return (*persistHost)(s).Settings().SerializationMaxChunk
+}
