@@ -20,7 +20,6 @@ import (
 	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
-	"github.com/dfly/dfly/tx"
 )
 
 // dfly-native replication, replica side (repl_flow.go is the master's).
@@ -525,16 +524,7 @@ func (l *flowLink) session() error {
 		for i := range l.lsns {
 			l.lsns[i].Store(cutLSN[i])
 		}
-		t := tx.New(s.shards)
-		t.AddAllShards()
-		t.Lock()
-		t.Finish(func(sh *shard.Shard) {
-			sh.ReplicaMode = true
-			for _, db := range sh.DBs {
-				db.Flush()
-			}
-		})
-		s.flushFunctions() // the master's come with the sync
+		s.flushForSync() // the master's data comes with the sync
 		pending.Store(int32(shards))
 	} else {
 		l.cfg.Logf("MASTER <-> REPLICA flows: partial sync of %d shards", shards)

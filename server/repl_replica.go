@@ -298,6 +298,22 @@ func (s *Server) startHandover(from *flowHistory) {
 	s.keepJournals(true)
 }
 
+// flushForSync starts a full sync: every database emptied and the shards
+// in replica mode (they expire nothing themselves), in one step holding
+// every shard, and the function libraries dropped.
+func (s *Server) flushForSync() {
+	t := tx.New(s.shards)
+	t.AddAllShards()
+	t.Lock()
+	t.Finish(func(sh *shard.Shard) {
+		sh.ReplicaMode = true
+		for _, db := range sh.DBs {
+			db.Flush()
+		}
+	})
+	s.flushFunctions()
+}
+
 // replicaStatus is the link's state, ok=false when not a replica.
 func (s *Server) replicaStatus() (st replica.Status, host string, port int, ok bool) {
 	l := s.replica.link.Load()

@@ -82,16 +82,7 @@ func (a *replApplier) FullSync(r io.Reader, size int64) (err error) {
 		}
 	}()
 	start := time.Now()
-	t := tx.New(s.shards)
-	t.AddAllShards()
-	t.Lock()
-	t.Finish(func(sh *shard.Shard) {
-		sh.ReplicaMode = true
-		for _, db := range sh.DBs {
-			db.Flush()
-		}
-	})
-	s.flushFunctions() // the master's come in its RDB
+	s.flushForSync() // the master's data comes in its RDB
 	defer s.persist.BeginLoad(size, 0)()
 	free := make(chan []rdbvalue.Item, (applyLoadInflight+1)*len(s.shards))
 	l := s.persist.NewLoader(func(sid int, items []rdbvalue.Item) {
