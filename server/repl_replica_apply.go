@@ -398,8 +398,11 @@ type applyBatch struct {
 func (b *applyBatch) Run(s *shard.Shard) { b.exec(s, false) }
 
 // exec applies the batch from pos, parking (as a whole, so later commands
-// wait too) at a command whose keys a client has locked.
+// wait too) at a command whose keys a client has locked. It leaves
+// MasterApply as it found it: it may run, and park, between the steps of
+// another flow's transaction that holds the shard with it set.
 func (b *applyBatch) exec(s *shard.Shard, resumed bool) {
+	was := s.MasterApply
 	s.MasterApply = true
 	for b.pos < len(b.ops) {
 		op := &b.ops[b.pos]
@@ -410,7 +413,7 @@ func (b *applyBatch) exec(s *shard.Shard, resumed bool) {
 				b.keys = append(b.keys, shard.KeyLock{DB: op.db, Key: string(op.args[i]), Excl: excl})
 			}
 			if !s.Available(b.keys) {
-				s.MasterApply = false
+				s.MasterApply = was
 				s.Park(b)
 				return
 			}
@@ -421,7 +424,7 @@ func (b *applyBatch) exec(s *shard.Shard, resumed bool) {
 			// tiered.go: resumed (from this command, the locks checked
 			// again) once the offloaded values it reads are in memory.
 			b.loaded = true
-			s.MasterApply = false
+			s.MasterApply = was
 			return
 		}
 		b.loaded, b.retries = false, 0
@@ -436,7 +439,7 @@ func (b *applyBatch) exec(s *shard.Shard, resumed bool) {
 		b.a.s.countShardCall(s.ID, op.cmd, 0)
 		b.pos++
 	}
-	s.MasterApply = false
+	s.MasterApply = was
 	clear(b.ops)
 	b.ops, b.pos = b.ops[:0], 0
 	b.a.wg.Done()
