@@ -8,6 +8,23 @@ import (
 	"github.com/dfly/dfly/tx"
 )
 
+// startShards is a server of n shards whose goroutines run (no
+// listener), stopped when tb ends.
+func startShards(tb testing.TB, n int) *Server {
+	cfg := DefaultConfig()
+	cfg.Shards = n
+	s := New(cfg, NewLogger(io.Discard, "warning"))
+	for _, sh := range s.shards {
+		sh.Start()
+	}
+	tb.Cleanup(func() {
+		for _, sh := range s.shards {
+			sh.Stop()
+		}
+	})
+	return s
+}
+
 // A dfly replica applies each master shard's flow with an applier of its
 // own. One applier's transaction (applyCoord, applyTx) holds whole shards
 // with MasterApply set across its steps; another flow's batch meeting
@@ -17,17 +34,7 @@ import (
 // replicas whose HLLs missed a PFMERGE, or keys left hidden whose PERSIST
 // or EXPIRE missed them (the checker's seed 1074, restart mid-sync).
 func TestReplicaBatchParkedInTransactionKeepsMasterApply(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Shards = 2
-	s := New(cfg, NewLogger(io.Discard, "warning"))
-	for _, sh := range s.shards {
-		sh.Start()
-	}
-	defer func() {
-		for _, sh := range s.shards {
-			sh.Stop()
-		}
-	}()
+	s := startShards(t, 2)
 	hidden := []byte("{t}hidden")
 	sid := s.ShardOf(hidden)
 	s.OnEachShard(func(sh *shard.Shard) {

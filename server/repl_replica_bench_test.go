@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"testing"
 
@@ -21,17 +20,7 @@ func BenchmarkReplicaFullSync(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := DefaultConfig()
-	cfg.Shards = 2
-	s := New(cfg, NewLogger(io.Discard, "warning"))
-	for _, sh := range s.shards {
-		sh.Start()
-	}
-	defer func() {
-		for _, sh := range s.shards {
-			sh.Stop()
-		}
-	}()
+	s := startShards(b, 2)
 	a := newReplApplier(s)
 	b.SetBytes(int64(len(data)))
 	for i := 0; i < b.N; i++ {
