@@ -270,20 +270,24 @@ func (a *replApplier) runCoord(t *tx.Tx, db int, args [][]byte, cmd *Command) {
 	var w resp.Writer
 	w.Proto = 2
 	cmd.calls.Add(1)
+	sid := -1
+	if cmd.Local == nil {
+		var pos []int
+		sid = a.s.singleShard(cmd, args, &pos)
+	}
+	// As EXEC (execQueued): a command of one shard runs its shard handler,
+	// as on the master; the cross-shard form differs at the edges (LMOVE
+	// of a one-element list to itself deleted it, TTL and all).
 	switch {
 	case cmd.Local != nil:
 		a.applyLocal(&replica.Op{DB: db, Args: args}, cmd)
 		return
-	case cmd.Multi != nil:
+	case sid < 0 && cmd.Multi != nil:
 		inner := &Coord{Srv: a.s, Conn: a.conn, DB: db, Args: args, W: &w, cmd: cmd, inTx: true}
 		cmd.Multi(inner)
+	case sid < 0:
+		w.Error("CROSSSLOT Keys in request don't hash to the same slot")
 	default:
-		var pos []int
-		sid := a.s.singleShard(cmd, args, &pos)
-		if sid < 0 {
-			w.Error("CROSSSLOT Keys in request don't hash to the same slot")
-			break
-		}
 		t.Run(sid, func(sh *shard.Shard) {
 			e := Exec{S: sh, DB: sh.DBs[db], Args: args, W: &w, Srv: a.s, Conn: a.conn}
 			if tierNoLoad(sh, cmd, args) { // tiered.go: SET, DEL ... leave offloaded values so

@@ -219,3 +219,48 @@ func (l *multiKeyLoad) step(c *RawConn, r *rand.Rand) {
 	}
 	l.tally.read(c, replies)
 }
+
+// TestReplTxCommandOfOneShard: a MULTI/EXEC whose commands span a dfly
+// replica's shards runs there as one transaction, command by command; each
+// command of one shard must run as the master ran it (its shard handler),
+// not in its cross-shard form. The cross-shard LMOVE of k to itself, with
+// k one element long, emptied k (deleting it with its TTL) and created it
+// again without one: the replica's k lost its TTL (the checker's seed
+// 1074, an RPOPLPUSH k k in a MULTI).
+func TestReplTxCommandOfOneShard(t *testing.T) {
+	t.Parallel()
+	if IsRedis() {
+		t.Skip("dfly-native replication")
+	}
+	master := StartServer(t, "--shards", "2")
+	mc := master.Raw(t)
+	rep := StartServer(t, "--shards", "3")
+	rc := rep.Raw(t)
+	host, port := splitAddr(t, master.Addr)
+	mustOK(t, rc.Do("REPLICAOF", host, port), "replicaof")
+	waitLinkUp(t, rc)
+	mc.Do("RPUSH", "k", "x y")
+	mc.Do("PEXPIRE", "k", "800000")
+	mset := []string{"MSET"} // keys on every shard of the replica
+	for i := 0; i < 12; i++ {
+		mset = append(mset, "m"+strconv.Itoa(i), "v")
+	}
+	mustOK(t, mc.Do("MULTI"), "multi")
+	mc.Do("RPOPLPUSH", "k", "k")
+	mc.Do("LMOVE", "k", "k", "RIGHT", "LEFT")
+	mc.Do(mset...)
+	if r := mc.Do("EXEC"); len(r.Elems) != 3 {
+		t.Fatalf("EXEC: %s", r.String())
+	}
+	mc.Do("SET", "done", "1")
+	waitFor(t, 10*time.Second, "the replica to apply the EXEC", func() bool { return rc.Do("EXISTS", "done").Int == 1 })
+	for _, c := range []string{"PEXPIRETIME", "LRANGE"} {
+		args := []string{c, "k"}
+		if c == "LRANGE" {
+			args = append(args, "0", "-1")
+		}
+		if m, r := mc.Do(args...).String(), rc.Do(args...).String(); m != r {
+			t.Errorf("%s k: master %s, replica %s", c, m, r)
+		}
+	}
+}
