@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/atomicfile"
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/glob"
 	"github.com/dfly/dfly/resp"
 )
@@ -53,7 +54,7 @@ type aclUser struct {
 	// Commands: allowed by command, plus first arguments allowed or denied
 	// apart from their command ("config|get"); rules is how ACL LIST
 	// shows them.
-	allowed    map[*Command]bool
+	allowed    map[*command.Command]bool
 	allowedSub map[string]bool
 	deniedSub  map[string]bool
 	rules      []string
@@ -94,7 +95,7 @@ var masterUser = func() *aclEntry {
 	return e
 }()
 
-func newACL(t *Table, requirepass string) *aclState {
+func newACL(t *command.Table, requirepass string) *aclState {
 	a := &aclState{users: map[string]*aclEntry{}}
 	u := &aclUser{name: "default", enabled: true, nopass: true, allKeys: true, allChans: true}
 	u.setAll(t, true)
@@ -136,7 +137,7 @@ func hashPassword(p string) string {
 func (u *aclUser) clone() *aclUser {
 	c := *u
 	c.passwords = append([]string(nil), u.passwords...)
-	c.allowed = make(map[*Command]bool, len(u.allowed))
+	c.allowed = make(map[*command.Command]bool, len(u.allowed))
 	for k, v := range u.allowed {
 		c.allowed[k] = v
 	}
@@ -166,11 +167,11 @@ func (u *aclUser) finish() *aclUser {
 }
 
 // setAll allows (or denies) every command.
-func (u *aclUser) setAll(t *Table, on bool) {
-	u.allowed = make(map[*Command]bool, len(t.byName))
-	for _, c := range t.byName {
+func (u *aclUser) setAll(t *command.Table, on bool) {
+	u.allowed = make(map[*command.Command]bool, len(t.ByName))
+	for _, c := range t.ByName {
 		u.allowed[c] = on
-		for _, s := range c.subs {
+		for _, s := range c.Subs {
 			u.allowed[s] = on
 		}
 	}
@@ -195,7 +196,7 @@ func (u *aclUser) addRule(rule string) {
 }
 
 // apply applies one SETUSER rule; the error is the reason Redis gives.
-func (u *aclUser) apply(t *Table, rule string) string {
+func (u *aclUser) apply(t *command.Table, rule string) string {
 	low := strings.ToLower(rule)
 	switch low {
 	case "on":
@@ -310,23 +311,23 @@ func (u *aclUser) apply(t *Table, rule string) string {
 	return "Syntax error"
 }
 
-func (u *aclUser) applyCommandRule(t *Table, allow bool, target string) string {
+func (u *aclUser) applyCommandRule(t *command.Table, allow bool, target string) string {
 	sign := "-"
 	if allow {
 		sign = "+"
 	}
 	if cat, ok := strings.CutPrefix(target, "@"); ok {
-		bit := categoryBit(cat)
+		bit := command.CategoryBit(cat)
 		if bit == 0 {
 			return "Unknown command or category name in ACL"
 		}
-		for _, c := range t.byName {
-			if c.cats&bit != 0 && c.subs == nil {
+		for _, c := range t.ByName {
+			if c.Cats&bit != 0 && c.Subs == nil {
 				u.allowed[c] = allow
 				u.clearSubs(c.Name)
 			}
-			for _, s := range c.subs {
-				if s.cats&bit != 0 {
+			for _, s := range c.Subs {
+				if s.Cats&bit != 0 {
 					u.allowed[s] = allow
 				}
 			}
@@ -335,13 +336,13 @@ func (u *aclUser) applyCommandRule(t *Table, allow bool, target string) string {
 		return ""
 	}
 	name, sub, hasSub := strings.Cut(target, "|")
-	c := t.byName[name]
+	c := t.ByName[name]
 	if c == nil || (hasSub && (sub == "" || strings.Contains(sub, "|"))) {
 		return "Unknown command or category name in ACL"
 	}
-	if s := c.subs[sub]; hasSub && s != nil {
+	if s := c.Subs[sub]; hasSub && s != nil {
 		u.allowed[s] = allow
-	} else if hasSub && c.subs != nil {
+	} else if hasSub && c.Subs != nil {
 		return "Unknown command or category name in ACL"
 	} else if hasSub {
 		if allow {
@@ -358,7 +359,7 @@ func (u *aclUser) applyCommandRule(t *Table, allow bool, target string) string {
 	} else {
 		u.allowed[c] = allow
 		u.clearSubs(name)
-		for _, s := range c.subs {
+		for _, s := range c.Subs {
 			u.allowed[s] = allow
 		}
 	}
@@ -449,23 +450,23 @@ const (
 
 // check reports why u may not run cmd with args ("" when it may), and the
 // object denied: the command, key or channel.
-func (u *aclUser) check(cmd *Command, args [][]byte) (string, string) {
-	if cmd.subs != nil && len(args) > 1 {
-		if s := cmd.subs[strings.ToLower(string(args[1]))]; s != nil {
+func (u *aclUser) check(cmd *command.Command, args [][]byte) (string, string) {
+	if cmd.Subs != nil && len(args) > 1 {
+		if s := cmd.Subs[strings.ToLower(string(args[1]))]; s != nil {
 			if !u.allowed[s] {
 				return deniedCommand, s.Name
 			}
 		}
 	}
-	if cmd.subs == nil && !u.commandAllowed(cmd, args) {
+	if cmd.Subs == nil && !u.commandAllowed(cmd, args) {
 		return deniedCommand, cmd.Name
 	}
 	if !u.allKeys {
 		// A command that writes needs W on its keys, one that only reads
 		// R (Redis judges each key by its key spec: INCR needs both).
-		write := cmd.Flags&FlagWrite != 0
+		write := cmd.Flags&command.FlagWrite != 0
 		read := !write
-		for _, i := range cmd.keys(nil, args) {
+		for _, i := range cmd.Keys(nil, args) {
 			if !u.keyAllowed(string(args[i]), read, write) {
 				return deniedKey, string(args[i])
 			}
@@ -481,7 +482,7 @@ func (u *aclUser) check(cmd *Command, args [][]byte) (string, string) {
 	return "", ""
 }
 
-func (u *aclUser) commandAllowed(cmd *Command, args [][]byte) bool {
+func (u *aclUser) commandAllowed(cmd *command.Command, args [][]byte) bool {
 	if len(args) > 1 && (len(u.allowedSub) > 0 || len(u.deniedSub) > 0) {
 		sub := cmd.Name + "|" + strings.ToLower(string(args[1]))
 		if u.deniedSub[sub] {
@@ -552,7 +553,7 @@ func (u *aclUser) channelAllowed(ch string, literal bool) bool {
 }
 
 // channelArgs are the channels a Pub/Sub command names.
-func channelArgs(cmd *Command, args [][]byte) []string {
+func channelArgs(cmd *command.Command, args [][]byte) []string {
 	var from, to int
 	switch cmd.Name {
 	case "publish", "spublish":
@@ -689,11 +690,11 @@ var aclArities = map[string]int{"cat": -2, "deluser": -3, "dryrun": -4, "getuser
 func cmdACL(c *Conn, a [][]byte, w *resp.Writer) {
 	s := c.srv
 	acl := s.acl
-	switch subcommand(w, a, "acl", aclArities) {
+	switch command.Subcommand(w, a, "acl", aclArities) {
 	case "":
 		return
 	case "help":
-		writeHelp(w, aclHelp)
+		command.WriteHelp(w, aclHelp)
 	case "whoami":
 		w.BulkString(c.user.name)
 	case "users":
@@ -787,7 +788,7 @@ func (a *aclState) lookup(name string) *aclEntry {
 
 // setUser applies rules to user name (created when new: off, no
 // permissions), all or nothing.
-func (a *aclState) setUser(t *Table, name string, rules [][]byte) string {
+func (a *aclState) setUser(t *command.Table, name string, rules [][]byte) string {
 	if strings.ContainsAny(name, " \t\r\n") || name == "" {
 		return "ERR Usernames can't contain spaces or null characters"
 	}
@@ -889,28 +890,28 @@ func writeACLUser(w *resp.Writer, u *aclUser) {
 
 func aclCat(s *Server, a [][]byte, w *resp.Writer) {
 	if len(a) == 2 {
-		w.Array(len(aclCategories))
-		for _, c := range aclCategories {
+		w.Array(len(command.ACLCategories))
+		for _, c := range command.ACLCategories {
 			w.BulkString(c)
 		}
 		return
 	}
 	if len(a) > 3 {
-		w.Error(wrongArity("acl|cat"))
+		w.Error(command.WrongArity("acl|cat"))
 		return
 	}
-	bit := categoryBit(strings.ToLower(string(a[2])))
+	bit := command.CategoryBit(strings.ToLower(string(a[2])))
 	if bit == 0 {
 		w.Error("ERR Unknown category '" + string(a[2]) + "'")
 		return
 	}
 	var names []string
-	for _, c := range s.table.sorted() {
-		if c.subs == nil && c.cats&bit != 0 {
+	for _, c := range s.table.Sorted() {
+		if c.Subs == nil && c.Cats&bit != 0 {
 			names = append(names, c.Name)
 		}
-		for _, sub := range c.subs {
-			if sub.cats&bit != 0 {
+		for _, sub := range c.Subs {
+			if sub.Cats&bit != 0 {
 				names = append(names, sub.Name)
 			}
 		}
@@ -927,14 +928,14 @@ func aclDryRun(s *Server, a [][]byte, w *resp.Writer) {
 		w.Error("ERR User '" + string(a[2]) + "' not found")
 		return
 	}
-	cmd := s.table.lookup(a[3])
+	cmd := s.table.Lookup(a[3])
 	if cmd == nil {
 		w.Error("ERR Command '" + string(a[3]) + "' not found")
 		return
 	}
 	args := a[3:]
-	if !cmd.arityOK(len(args)) {
-		w.Error(wrongArity(cmd.Name))
+	if !cmd.ArityOK(len(args)) {
+		w.Error(command.WrongArity(cmd.Name))
 		return
 	}
 	switch reason, object := e.cur.Load().check(cmd, args); reason {
@@ -952,7 +953,7 @@ func aclDryRun(s *Server, a [][]byte, w *resp.Writer) {
 func aclLog(acl *aclState, a [][]byte, w *resp.Writer) {
 	count := 10
 	if len(a) > 3 {
-		w.Error(wrongArity("acl|log"))
+		w.Error(command.WrongArity("acl|log"))
 		return
 	}
 	if len(a) == 3 {
@@ -1117,7 +1118,7 @@ func (c *Conn) recheckQueued() {
 		}
 		msg := "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. " +
 			"This command is no longer allowed for the following reason: " + why
-		q.cmd = &Command{Name: q.cmd.Name, Arity: -1, Group: q.cmd.Group,
-			Local: func(_ *Conn, _ [][]byte, w *resp.Writer) { w.Error(msg) }}
+		q.cmd = &command.Command{Name: q.cmd.Name, Arity: -1, Group: q.cmd.Group,
+			Local: viaConn(func(_ *Conn, _ [][]byte, w *resp.Writer) { w.Error(msg) })}
 	}
 }

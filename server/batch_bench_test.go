@@ -25,7 +25,7 @@ func BenchmarkBatchGetSet(b *testing.B) {
 			}
 			c := &Conn{srv: srv, proto: 2, authed: true, user: srv.acl.def}
 			bt := &shardBatch{c: c}
-			set, get := srv.table.lookup([]byte("set")), srv.table.lookup([]byte("get"))
+			set, get := srv.table.Lookup([]byte("set")), srv.table.Lookup([]byte("get"))
 			const depth = 16
 			c.cmds = make([]pending, depth)
 			for i := range c.cmds {
@@ -54,3 +54,11 @@ type nopGate struct{}
 
 func (nopGate) Admit(*shard.DB, string) {}
 func (nopGate) Capture([]shard.KeyLock) {}
+
+func benchArgs(args ...string) [][]byte {
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = []byte(a)
+	}
+	return out
+}

@@ -1,145 +1,40 @@
 package server
 
 import (
-	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
-	"github.com/dfly/dfly/types/num"
 )
 
-// Blocking commands run on a coordinator goroutine. With every key locked
-// exclusively, attempt tries to answer at once; if it cannot, one
-// shard.Blocker is registered on each key's shard in the same locked step,
-// so no change can slip in between the check and the registration. Then
-// the goroutine waits for a shard to serve the client (shard.serveReady
-// runs the blocker's serve on the key's own goroutine right after the
-// change), for the timeout, or for the client to disconnect — in which
-// case every registration is removed and nothing is left behind.
-
-type blockSpec struct {
-	keys  []int // argument positions of the keys to wait on
-	extra []int // further keys to lock (BLMOVE's destination)
-	// timeout 0 waits forever.
-	timeout time.Duration
-	// attempt runs with all keys locked; it reports whether it answered.
-	attempt func(t *tx.Tx) bool
-	// serve is the Blocker's serve (see shard.Blocker). It sets *wrote when
-	// it wrote the reply; a serve that only claims (a cross-shard move)
-	// leaves it false and the command is attempted again.
-	serve func(s *shard.Shard, db *shard.DB, key string, claim func() bool, wrote *bool) bool
-	// timedOut writes the reply for an expired timeout.
-	timedOut func()
-}
-
-// parseTimeout reads a blocking command's timeout in seconds (fractions
-// allowed) as Redis 7.0 does: a long double (so "inf" and "1e400" parse),
-// times 1000, truncated to whole milliseconds by a C cast (x86-64: an
-// infinity or an out-of-range product becomes the minimum int64, hence
-// "timeout is negative"); 0 (also -0.0001) waits for ever, and so, in
-// effect, does a timeout of centuries (Redis 7.0 has no upper bound).
-func parseTimeout(b []byte) (time.Duration, string) {
-	x, ok := num.ParseLongDouble(b)
-	if !ok {
-		return 0, "ERR timeout is not a float or out of range"
+// Wait is Runner.Wait: the client waits for b to be served, for the
+// deadline, for CLIENT UNBLOCK, or for the connection to close. The first
+// wait counts the client in blocked_clients until its command ends.
+func (x *Coord) Wait(b *shard.Blocker, deadline <-chan time.Time) command.WaitEnd {
+	if !x.blocked {
+		x.blocked = true
+		x.Srv.blockedClients.Add(1)
 	}
-	ms := x.MulTrunc(1000)
-	if ms < 0 {
-		return 0, "ERR timeout is negative"
-	}
-	if ms > int64(math.MaxInt64/time.Millisecond) {
-		return math.MaxInt64, "" // centuries: as good as for ever
-	}
-	return time.Duration(ms) * time.Millisecond, ""
-}
-
-func (x *Coord) block(spec blockSpec) {
-	defer func() {
-		if x.blocked {
-			x.Srv.blockedClients.Add(-1)
+	x.Conn.startWaiting()
+	defer x.Conn.waiting.Store(false)
+	select {
+	case asError := <-x.Conn.unblock: // CLIENT UNBLOCK
+		if asError {
+			return command.UnblockedError
 		}
-	}()
-	var deadline <-chan time.Time
-	if spec.timeout > 0 {
-		timer := time.NewTimer(spec.timeout)
-		defer timer.Stop()
-		deadline = timer.C
-	}
-	for {
-		t := x.Tx()
-		for _, i := range spec.keys {
-			t.Add(x.ShardOf(x.Args[i]), x.DB, string(x.Args[i]), true)
-		}
-		for _, i := range spec.extra {
-			t.Add(x.ShardOf(x.Args[i]), x.DB, string(x.Args[i]), true)
-		}
-		t.Lock()
-		if spec.attempt(t) {
-			t.Finish(nil)
-			return
-		}
-		if x.inTx {
-			// Inside MULTI/EXEC a blocking command times out at once.
-			t.Finish(nil)
-			spec.timedOut()
-			return
-		}
-		wrote := false
-		var b *shard.Blocker
-		b = shard.NewBlocker(func(s *shard.Shard, db *shard.DB, key string) bool {
-			return spec.serve(s, db, key, b.Claim, &wrote)
-		})
-		x.forEachKeyShard(t, spec.keys, func(s *shard.Shard, key string) { s.Block(x.DB, key, b) })
-		t.Finish(nil)
-		if !x.blocked {
-			x.blocked = true
-			x.Srv.blockedClients.Add(1)
-		}
-		x.Conn.startWaiting()
-		select {
-		case asError := <-x.Conn.unblock: // CLIENT UNBLOCK
-			x.Conn.waiting.Store(false)
-			if b.Cancel() {
-				x.unblock(b, spec.keys)
-				if asError {
-					x.W.Error(errUnblocked)
-				} else {
-					spec.timedOut()
-				}
-				return
-			}
-			<-b.Done
-		case <-b.Done:
-			x.Conn.waiting.Store(false)
-		case <-deadline:
-			x.Conn.waiting.Store(false)
-			if b.Cancel() {
-				x.unblock(b, spec.keys)
-				spec.timedOut()
-				return
-			}
-			<-b.Done
-		case <-x.Conn.gone:
-			x.Conn.waiting.Store(false)
-			if b.Cancel() {
-				x.unblock(b, spec.keys)
-				return
-			}
-			<-b.Done
-		}
-		x.unblock(b, spec.keys)
-		if wrote {
-			return
-		}
+		return command.Unblocked
+	case <-b.Done:
+		return command.Served
+	case <-deadline:
+		return command.TimedOut
+	case <-x.Conn.gone:
+		return command.Gone
 	}
 }
-
-// errUnblocked is the reply of a command CLIENT UNBLOCK ... ERROR stopped.
-const errUnblocked = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
 
 // startWaiting marks c as waiting in a blocking command, after dropping
 // an UNBLOCK meant for an earlier one.
@@ -157,7 +52,7 @@ func (c *Conn) startWaiting() {
 func clientUnblock(c *Conn, a [][]byte, w *resp.Writer) {
 	id, err := strconv.ParseInt(string(a[2]), 10, 64)
 	if err != nil {
-		w.Error(errNotInt)
+		w.Error(command.ErrNotInt)
 		return
 	}
 	asError := false
@@ -171,7 +66,7 @@ func clientUnblock(c *Conn, a [][]byte, w *resp.Writer) {
 			return
 		}
 	} else if len(a) > 4 {
-		subcommandSyntaxErr(w, a, "client")
+		command.SubcommandSyntaxErr(w, a, "client")
 		return
 	}
 	t := c.srv.connByID(id)

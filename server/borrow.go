@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/shard"
 )
 
@@ -384,7 +385,7 @@ func (l *loopLend) ownLent() bool {
 }
 
 // borrowable reports whether cmd may run as a borrowed run: a script.
-func borrowable(cmd *Command) bool {
+func borrowable(cmd *command.Command) bool {
 	switch cmd.Name {
 	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
 		return true
@@ -461,7 +462,7 @@ func (c *Conn) borrowOn(l *loopLend, p *pending, keyPos []int, ahead bool) *loop
 		l.keys[sid] = l.keys[sid][:0]
 	}
 	l.sids, l.lenders = l.sids[:0], l.lenders[:0]
-	excl := p.cmd.Flags&FlagWrite != 0
+	excl := p.cmd.Flags&command.FlagWrite != 0
 	for _, i := range keyPos {
 		sid := srv.ShardOf(p.args[i])
 		if !l.involved[sid] {
@@ -774,7 +775,7 @@ func (c *Conn) runLent(p *pending) {
 		// Over the inline budget before it wrote: it runs again on a
 		// coordinator, holding only its keys (cmdEvalShard's retry).
 		co := c.coord(p.cmd)
-		*co = Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: p.cmd, step: co.step, owned: co.owned}
+		co.reset(c, p.cmd, p.db, p.args, &p.reply)
 		co.start(c)
 		return
 	}
@@ -787,8 +788,9 @@ func (c *Conn) runLent(p *pending) {
 // reply).
 func (c *Conn) runLentOn(l *loopLend, p *pending) (demoted bool) {
 	x := &l.co
-	*x = Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: p.cmd, inTx: true,
-		local: c.srv.shards[l.sids[0]], owner: l.owner, canRetry: true, step: x.step, owned: x.owned}
+	x.reset(c, p.cmd, p.db, p.args, &p.reply)
+	x.InTx, x.Local, x.owner, x.canRetry = true, c.srv.shards[l.sids[0]], l.owner, true
+	x.bind()
 	n := &l.nest
 	n.i = 0
 	n.run()
@@ -826,9 +828,9 @@ func (n *borrowNest) run() {
 	if x.demoted {
 		return // counted by the coordinator that runs it again
 	}
-	x.cmd.calls.Add(1)
+	x.Cmd.Calls.Add(1)
 	if end := x.Srv.slowCheck(x.Conn, x.Args, start); end != 0 {
-		x.cmd.nsec.Add(uint64(end - start))
+		x.Cmd.Nsec.Add(uint64(end - start))
 	}
 }
 

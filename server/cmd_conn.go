@@ -6,30 +6,32 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 )
 
-func connCommands() []*Command {
-	return []*Command{
-		{Name: "ping", Arity: -1, Flags: FlagFast, Local: cmdPing},
-		{Name: "echo", Arity: 2, Flags: FlagFast | FlagLoading | FlagStale, Local: func(c *Conn, a [][]byte, w *resp.Writer) { w.Bulk(a[1]) }},
-		{Name: "quit", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagLoading | FlagStale | FlagNoScript, Local: func(c *Conn, a [][]byte, w *resp.Writer) {
+func init() { command.Register("connection", connCommands) }
+
+func connCommands() []*command.Command {
+	return []*command.Command{
+		{Name: "ping", Arity: -1, Flags: command.FlagFast, Local: viaConn(cmdPing)},
+		{Name: "echo", Arity: 2, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) { w.Bulk(a[1]) })},
+		{Name: "quit", Arity: -1, Flags: command.FlagNoAuth | command.FlagFast | command.FlagLoading | command.FlagStale | command.FlagNoScript, Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) {
 			w.SimpleString("OK")
 			c.closing = true
-		}},
-		{Name: "select", Arity: 2, Flags: FlagFast | FlagLoading | FlagStale, Local: cmdSelect},
-		{Name: "auth", Arity: -2, Flags: FlagNoAuth | FlagFast | FlagNoScript | FlagLoading | FlagStale, Local: cmdAuth},
-		{Name: "hello", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagNoScript | FlagLoading | FlagStale, Local: cmdHello},
-		{Name: "reset", Arity: 1, Flags: FlagNoAuth | FlagFast | FlagNoScript | FlagLoading | FlagStale, Local: cmdReset},
-		{Name: "monitor", Arity: 1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdMonitor},
-		{Name: "client", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdClient},
-		{Name: "command", Arity: -1, Flags: FlagLoading | FlagStale, Local: cmdCommand},
-		{Name: "time", Arity: 1, Flags: FlagFast | FlagLoading | FlagStale, Local: func(c *Conn, a [][]byte, w *resp.Writer) {
+		})},
+		{Name: "select", Arity: 2, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, Local: viaConn(cmdSelect)},
+		{Name: "auth", Arity: -2, Flags: command.FlagNoAuth | command.FlagFast | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdAuth)},
+		{Name: "hello", Arity: -1, Flags: command.FlagNoAuth | command.FlagFast | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdHello)},
+		{Name: "reset", Arity: 1, Flags: command.FlagNoAuth | command.FlagFast | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdReset)},
+		{Name: "monitor", Arity: 1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdMonitor)},
+		{Name: "client", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdClient)},
+		{Name: "time", Arity: 1, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) {
 			now := time.Now()
 			w.Array(2)
 			w.BulkString(strconv.FormatInt(now.Unix(), 10))
 			w.BulkString(strconv.Itoa(now.Nanosecond() / 1000))
-		}},
+		})},
 	}
 }
 
@@ -51,14 +53,14 @@ func cmdPing(c *Conn, a [][]byte, w *resp.Writer) {
 	case 2:
 		w.Bulk(a[1])
 	default:
-		w.Error(wrongArity("ping"))
+		w.Error(command.WrongArity("ping"))
 	}
 }
 
 func cmdSelect(c *Conn, a [][]byte, w *resp.Writer) {
 	n, err := strconv.Atoi(string(a[1]))
 	if err != nil {
-		w.Error(errNotInt)
+		w.Error(command.ErrNotInt)
 		return
 	}
 	if n < 0 || n >= c.srv.cfg.Databases {
@@ -88,7 +90,7 @@ func (c *Conn) checkAuth(user, pass []byte) bool {
 
 func cmdAuth(c *Conn, a [][]byte, w *resp.Writer) {
 	if len(a) > 3 {
-		w.Error(errSyntax)
+		w.Error(command.ErrSyntax)
 		return
 	}
 	user, pw := []byte("default"), a[1]
@@ -228,7 +230,7 @@ var clientArity = map[string]int{
 func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
 	sub := strings.ToLower(string(a[1]))
 	if n, ok := clientArity[sub]; ok && !((n >= 0 && len(a) == n) || (n < 0 && len(a) >= -n)) {
-		w.Error(wrongArity("client|" + sub))
+		w.Error(command.WrongArity("client|" + sub))
 		return
 	}
 	switch {
@@ -280,7 +282,7 @@ func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
 		cmdClientKill(c, a, w)
 	case (sub == "no-evict" || sub == "no-touch") && len(a) == 3:
 		if _, err := parseYesNo(strings.Replace(strings.Replace(strings.ToLower(string(a[2])), "on", "yes", 1), "off", "no", 1)); err != nil {
-			w.Error(errSyntax)
+			w.Error(command.ErrSyntax)
 			return
 		}
 		w.SimpleString("OK")
@@ -312,7 +314,7 @@ func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
 			w.SimpleString(l)
 		}
 	default:
-		w.Error("ERR unknown subcommand '" + truncArg(a[1]) + "'. Try CLIENT HELP.")
+		w.Error("ERR unknown subcommand '" + command.TruncArg(a[1]) + "'. Try CLIENT HELP.")
 	}
 }
 
@@ -329,7 +331,7 @@ func cmdClientKill(c *Conn, a [][]byte, w *resp.Writer) {
 		return
 	}
 	if len(a)%2 != 0 {
-		w.Error(errSyntax)
+		w.Error(command.ErrSyntax)
 		return
 	}
 	var id int64 = -1
@@ -355,7 +357,7 @@ func cmdClientKill(c *Conn, a [][]byte, w *resp.Writer) {
 			}
 		case "skipme", "type", "maxage":
 		default:
-			w.Error(errSyntax)
+			w.Error(command.ErrSyntax)
 			return
 		}
 	}
@@ -415,7 +417,7 @@ func (c *Conn) describe() string {
 	}
 	c.info.Lock()
 	defer c.info.Unlock()
-	// Flags in Redis's order: O monitor, P subscribed, t tracking, B
+	// command.Flags in Redis's order: O monitor, P subscribed, t tracking, B
 	// broadcasting; N none.
 	flags := ""
 	if c.info.monitor {

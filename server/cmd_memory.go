@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/types/num"
 )
@@ -15,19 +16,21 @@ import (
 // MEMORY: USAGE reports what a key takes in RAM (redis-cli --memkeys,
 // RedisInsight), on the key's shard; STATS, DOCTOR, MALLOC-STATS, PURGE
 // and HELP, keyless, on a coordinator, from the Go runtime's figures.
-func memoryCommands() []*Command {
-	return []*Command{{Name: "memory", Arity: -2, Flags: FlagReadonly,
+func init() { command.Register("server", memoryCommands) }
+
+func memoryCommands() []*command.Command {
+	return []*command.Command{{Name: "memory", Arity: -2, Flags: command.FlagReadonly,
 		KeyPositions: func(dst []int, args [][]byte) []int {
 			if len(args) >= 3 && strings.EqualFold(string(args[1]), "usage") {
 				dst = append(dst, 2)
 			}
 			return dst
 		},
-		Coordinate: func(_ *Server, args [][]byte) bool {
+		Coordinate: viaServer(func(_ *Server, args [][]byte) bool {
 			return len(args) < 3 || !strings.EqualFold(string(args[1]), "usage")
-		},
+		}),
 		Shard: cmdMemoryUsage,
-		Multi: cmdMemory,
+		Multi: viaCoord(cmdMemory),
 	}}
 }
 
@@ -51,7 +54,7 @@ var memoryHelp = []string{
 // memoryArity checks a keyless subcommand's argument count as Redis does.
 func memoryArity(x *Coord, sub string, want int) bool {
 	if len(x.Args) != want {
-		x.W.Error(wrongArity("memory|" + sub))
+		x.W.Error(command.WrongArity("memory|" + sub))
 		return false
 	}
 	return true
@@ -68,7 +71,7 @@ func cmdMemory(x *Coord) {
 			}
 		}
 	case "usage": // no key: a key routes it to its shard (cmdMemoryUsage)
-		x.W.Error(wrongArity("memory|usage"))
+		x.W.Error(command.WrongArity("memory|usage"))
 	case "stats":
 		if memoryArity(x, sub, 2) {
 			memoryStats(x)
@@ -87,29 +90,29 @@ func cmdMemory(x *Coord) {
 			x.W.SimpleString("OK")
 		}
 	default:
-		x.W.Error("ERR unknown subcommand '" + truncArg(x.Args[1]) + "'. Try MEMORY HELP.")
+		x.W.Error("ERR unknown subcommand '" + command.TruncArg(x.Args[1]) + "'. Try MEMORY HELP.")
 	}
 }
 
 // cmdMemoryUsage is MEMORY USAGE key [SAMPLES count].
-func cmdMemoryUsage(x *Exec) {
+func cmdMemoryUsage(x *command.Exec) {
 	if len(x.Args) < 3 { // no key: routed to a shard all the same
-		x.W.Error(wrongArity("memory|usage"))
+		x.W.Error(command.WrongArity("memory|usage"))
 		return
 	}
 	samples := 5
 	for i := 3; i < len(x.Args); i++ {
 		if !strings.EqualFold(string(x.Args[i]), "samples") || i+1 >= len(x.Args) {
-			x.W.Error(errSyntax)
+			x.W.Error(command.ErrSyntax)
 			return
 		}
 		n, ok := num.ParseInt(x.Args[i+1])
 		if !ok {
-			x.W.Error(errNotInt)
+			x.W.Error(command.ErrNotInt)
 			return
 		}
 		if n < 0 {
-			x.W.Error(errSyntax)
+			x.W.Error(command.ErrSyntax)
 			return
 		}
 		samples = int(min(n, math.MaxInt32))

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/family"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
@@ -117,13 +119,13 @@ func parseMigrate(a [][]byte) (migrateArgs, string) {
 			m.replace = true
 		case "auth":
 			if more < 1 {
-				return m, errSyntax
+				return m, command.ErrSyntax
 			}
 			j++
 			m.auth, m.password = true, a[j]
 		case "auth2":
 			if more < 2 {
-				return m, errSyntax
+				return m, command.ErrSyntax
 			}
 			m.auth2, m.user, m.password = true, a[j+1], a[j+2]
 			j += 2
@@ -134,16 +136,16 @@ func parseMigrate(a [][]byte) (migrateArgs, string) {
 			m.firstKey, m.lastKeys = j+1, len(a)
 			j = len(a)
 		default:
-			return m, errSyntax
+			return m, command.ErrSyntax
 		}
 	}
 	timeout, ok := num.ParseInt(a[5])
 	if !ok {
-		return m, errNotInt
+		return m, command.ErrNotInt
 	}
 	db, ok := num.ParseInt(a[4])
 	if !ok {
-		return m, errNotInt
+		return m, command.ErrNotInt
 	}
 	if timeout <= 0 {
 		timeout = 1000
@@ -184,7 +186,7 @@ func cmdMigrate(x *Coord) {
 		return
 	}
 	pos := migrateKeyPositions(nil, x.Args)
-	t, parts := x.lockSplit(pos, true)
+	t, parts := x.LockSplit(pos, true)
 	// The payloads, in argument order: each shard fills the slots of its
 	// keys (a missing or expired key stays empty).
 	found := make([]migrateItem, len(x.Args))
@@ -231,7 +233,7 @@ func cmdMigrate(x *Coord) {
 			db := s.DBs[x.DB]
 			for _, i := range moved {
 				if x.ShardOf(x.Args[i]) == s.ID {
-					delOn(db, x.Args[i])
+					family.DelOn(db, x.Args[i])
 				}
 			}
 		})

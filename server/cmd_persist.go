@@ -7,6 +7,8 @@ package server
 import (
 	"strings"
 
+	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/family"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/shard"
@@ -14,20 +16,20 @@ import (
 	"github.com/dfly/dfly/tx"
 )
 
-func init() { addFamily("server", persistCommands) }
+func init() { command.Register("server", persistCommands) }
 
-func persistCommands() []*Command {
-	return []*Command{
-		{Name: "save", Arity: 1, Flags: FlagAdmin | FlagNoScript | FlagNoMulti, Multi: cmdSave},
-		{Name: "bgsave", Arity: -1, Flags: FlagAdmin | FlagNoScript, Multi: cmdBgsave},
-		{Name: "lastsave", Arity: 1, Flags: FlagFast | FlagLoading | FlagStale, Multi: cmdLastSave},
-		{Name: "dump", Arity: 2, Flags: FlagReadonly, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdDump},
-		{Name: "restore", Arity: -4, Flags: FlagWrite | FlagDenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdRestore},
+func persistCommands() []*command.Command {
+	return []*command.Command{
+		{Name: "save", Arity: 1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoMulti, Multi: viaCoord(cmdSave)},
+		{Name: "bgsave", Arity: -1, Flags: command.FlagAdmin | command.FlagNoScript, Multi: viaCoord(cmdBgsave)},
+		{Name: "lastsave", Arity: 1, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, Multi: viaCoord(cmdLastSave)},
+		{Name: "dump", Arity: 2, Flags: command.FlagReadonly, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdDump},
+		{Name: "restore", Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdRestore, Rewrite: family.RewriteRestore},
 		// RESTORE-ASKING is RESTORE that a cluster's MIGRATE sends.
-		{Name: "restore-asking", Arity: -4, Flags: FlagWrite | FlagDenyOOM | FlagAsking, FirstKey: 1, LastKey: 1, Step: 1,
-			Shard: cmdRestore},
-		{Name: "migrate", Arity: -6, Flags: FlagWrite | FlagNoScript, FirstKey: 3, LastKey: 3, Step: 1,
-			KeyPositions: migrateKeyPositions, Multi: cmdMigrate},
+		{Name: "restore-asking", Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagAsking, FirstKey: 1, LastKey: 1, Step: 1,
+			Shard: cmdRestore, Rewrite: family.RewriteRestore},
+		{Name: "migrate", Arity: -6, Flags: command.FlagWrite | command.FlagNoScript, FirstKey: 3, LastKey: 3, Step: 1,
+			KeyPositions: migrateKeyPositions, Multi: viaCoord(cmdMigrate)},
 	}
 }
 
@@ -46,7 +48,7 @@ func cmdSave(x *Coord) {
 // cmdBgsave: BGSAVE [SCHEDULE].
 func cmdBgsave(x *Coord) {
 	if len(x.Args) > 2 || (len(x.Args) == 2 && !strings.EqualFold(string(x.Args[1]), "schedule")) {
-		x.W.Error(errSyntax)
+		x.W.Error(command.ErrSyntax)
 		return
 	}
 	p := x.Srv.persist
@@ -69,7 +71,7 @@ func cmdLastSave(x *Coord) { x.W.Int(x.Srv.persist.LastSave()) }
 func debugReload(x *Coord) {
 	s := x.Srv
 	var serialize func(*tx.Tx) []persist.ShardRecords
-	if s.tiered != nil && x.local == nil {
+	if s.tiered != nil && x.Local == nil {
 		serialize = s.serializeAsync // offloaded strings read without blocking a shard (tiered.go)
 	}
 	saveErr, loadErr := s.persist.Reload(x.Tx(), serialize)

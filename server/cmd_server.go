@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/family"
 	"github.com/dfly/dfly/glob"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/resp"
@@ -17,19 +19,21 @@ import (
 	"github.com/dfly/dfly/snapshot"
 )
 
-func serverCommands() []*Command {
-	return []*Command{
-		{Name: "dbsize", Arity: 1, Flags: FlagReadonly | FlagFast, Multi: cmdDBSize},
-		{Name: "flushdb", Arity: -1, Flags: FlagWrite, Multi: func(x *Coord) { flush(x, false) }},
-		{Name: "flushall", Arity: -1, Flags: FlagWrite, Multi: func(x *Coord) { flush(x, true) }},
-		{Name: "swapdb", Arity: 3, Flags: FlagWrite | FlagFast, Multi: cmdSwapDB},
-		{Name: "acl", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdACL},
-		{Name: "info", Arity: -1, Flags: FlagLoading | FlagStale, Multi: cmdInfo},
-		{Name: "config", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdConfig},
-		{Name: "debug", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Multi: cmdDebug},
-		{Name: "slowlog", Arity: -2, Flags: FlagAdmin | FlagLoading | FlagStale, Local: cmdSlowlog},
-		{Name: "latency", Arity: -2, Flags: FlagAdmin | FlagLoading | FlagStale, Local: cmdLatency},
-		{Name: "shutdown", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdShutdown},
+func init() { command.Register("server", serverCommands) }
+
+func serverCommands() []*command.Command {
+	return []*command.Command{
+		{Name: "dbsize", Arity: 1, Flags: command.FlagReadonly | command.FlagFast, Multi: viaCoord(cmdDBSize)},
+		{Name: "flushdb", Arity: -1, Flags: command.FlagWrite, Multi: viaCoord(func(x *Coord) { flush(x, false) })},
+		{Name: "flushall", Arity: -1, Flags: command.FlagWrite, Multi: viaCoord(func(x *Coord) { flush(x, true) })},
+		{Name: "swapdb", Arity: 3, Flags: command.FlagWrite | command.FlagFast, Multi: viaCoord(cmdSwapDB)},
+		{Name: "acl", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdACL)},
+		{Name: "info", Arity: -1, Flags: command.FlagLoading | command.FlagStale, Multi: viaCoord(cmdInfo)},
+		{Name: "config", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdConfig)},
+		{Name: "debug", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Multi: viaCoord(cmdDebug)},
+		{Name: "slowlog", Arity: -2, Flags: command.FlagAdmin | command.FlagLoading | command.FlagStale, Local: viaConn(cmdSlowlog)},
+		{Name: "latency", Arity: -2, Flags: command.FlagAdmin | command.FlagLoading | command.FlagStale, Local: viaConn(cmdLatency)},
+		{Name: "shutdown", Arity: -1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdShutdown)},
 	}
 }
 
@@ -85,7 +89,7 @@ func cmdSwapDB(x *Coord) {
 			break
 		}
 		t.Finish(nil)
-		if x.inTx {
+		if x.InTx {
 			x.W.Error("ERR SWAPDB cannot run in a transaction while a snapshot is being taken")
 			return
 		}
@@ -99,14 +103,14 @@ func cmdSwapDB(x *Coord) {
 // multi-shard command is half-applied on either side of it.
 func flush(x *Coord, all bool) {
 	if len(x.Args) > 2 {
-		x.W.Error(errSyntax)
+		x.W.Error(command.ErrSyntax)
 		return
 	}
 	if len(x.Args) == 2 {
 		switch strings.ToLower(string(x.Args[1])) {
 		case "async", "sync":
 		default:
-			x.W.Error(errSyntax)
+			x.W.Error(command.ErrSyntax)
 			return
 		}
 	}
@@ -148,12 +152,12 @@ func cmdShutdown(c *Conn, a [][]byte, w *resp.Writer) {
 		case "abort":
 			abort = true
 		default:
-			w.Error(errSyntax)
+			w.Error(command.ErrSyntax)
 			return
 		}
 	}
 	if save && nosave || abort && len(a) > 2 {
-		w.Error(errSyntax)
+		w.Error(command.ErrSyntax)
 		return
 	}
 	if abort {
@@ -238,20 +242,20 @@ func cmdConfig(c *Conn, a [][]byte, w *resp.Writer) {
 		w.SimpleString("RESETSTAT")
 	default:
 		if sub == "get" || sub == "set" || sub == "resetstat" {
-			w.Error(wrongArity("config|" + sub))
+			w.Error(command.WrongArity("config|" + sub))
 			return
 		}
-		w.Error("ERR unknown subcommand '" + truncArg(a[1]) + "'. Try CONFIG HELP.")
+		w.Error("ERR unknown subcommand '" + command.TruncArg(a[1]) + "'. Try CONFIG HELP.")
 	}
 }
 
 func (s *Server) resetStats() {
 	snapshot.ResetMaxStall()
-	for _, cmd := range s.table.byName {
-		cmd.calls.Store(0)
-		cmd.nsec.Store(0)
-		cmd.failed.Store(0)
-		cmd.rejected.Store(0)
+	for _, cmd := range s.table.ByName {
+		cmd.Calls.Store(0)
+		cmd.Nsec.Store(0)
+		cmd.Failed.Store(0)
+		cmd.Rejected.Store(0)
 	}
 	// CONFIG runs on a connection's event loop, which may own a shard:
 	// waiting for the shards here would wait for itself. The resets are
@@ -273,7 +277,7 @@ func cmdDebug(x *Coord) {
 	case sub == "sleep" && len(x.Args) == 3:
 		f, err := strconv.ParseFloat(string(x.Args[2]), 64)
 		if err != nil {
-			x.W.Error(errNotFloat)
+			x.W.Error(command.ErrNotFloat)
 			return
 		}
 		time.Sleep(time.Duration(f * float64(time.Second)))
@@ -291,9 +295,9 @@ func cmdDebug(x *Coord) {
 		runtime.GC() // a second cycle also empties sync.Pool victim caches (I/O buffers)
 		x.W.SimpleString("OK")
 	case sub == "object":
-		x.W.Error("ERR unknown subcommand or wrong number of arguments for '" + truncArg(x.Args[1]) + "'. Try DEBUG HELP.")
+		x.W.Error("ERR unknown subcommand or wrong number of arguments for '" + command.TruncArg(x.Args[1]) + "'. Try DEBUG HELP.")
 	default:
-		x.W.Error("ERR unknown subcommand '" + truncArg(x.Args[1]) + "'. Try DEBUG HELP.")
+		x.W.Error("ERR unknown subcommand '" + command.TruncArg(x.Args[1]) + "'. Try DEBUG HELP.")
 	}
 }
 
@@ -316,10 +320,10 @@ func debugObject(x *Coord) {
 			}
 		}
 		line = fmt.Sprintf("Value at:%p refcount:1 encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d",
-			v, encodingOf(v), size, v.Access&(1<<24-1), s.IdleSeconds(v))
+			v, family.EncodingOf(v), size, v.Access&(1<<24-1), s.IdleSeconds(v))
 	})
 	if line == "" {
-		x.W.Error(errNoSuchKey)
+		x.W.Error(command.ErrNoSuchKey)
 		return
 	}
 	x.W.SimpleString(line)
@@ -343,7 +347,7 @@ func debugPopulate(x *Coord) {
 	if len(x.Args) > 4 {
 		n, err := strconv.Atoi(string(x.Args[4]))
 		if err != nil || n < 0 {
-			x.W.Error(errNotInt)
+			x.W.Error(command.ErrNotInt)
 			return
 		}
 		size = n
@@ -526,8 +530,8 @@ func cmdInfo(x *Coord) {
 		section("Stats")
 		field("total_connections_received", srv.totalConns.Load())
 		var local uint64
-		for _, cmd := range srv.table.byName {
-			local += cmd.calls.Load()
+		for _, cmd := range srv.table.ByName {
+			local += cmd.Calls.Load()
 		}
 		field("total_commands_processed", st.Commands+local)
 		field("rejected_connections", srv.rejectedConns.Load())
@@ -579,12 +583,12 @@ func cmdInfo(x *Coord) {
 				addCount(calls, k, v)
 			}
 		}
-		for _, cmd := range srv.table.byName {
-			addCount(calls, cmd.Name, cmdCount{calls: cmd.calls.Load(), nsec: cmd.nsec.Load()})
+		for _, cmd := range srv.table.ByName {
+			addCount(calls, cmd.Name, cmdCount{calls: cmd.Calls.Load(), nsec: cmd.Nsec.Load()})
 		}
 		names := make([]string, 0, len(calls))
 		for k, v := range calls {
-			if cmd := srv.table.byName[k]; v.calls > 0 || cmd != nil && cmd.failed.Load()+cmd.rejected.Load() > 0 {
+			if cmd := srv.table.ByName[k]; v.calls > 0 || cmd != nil && cmd.Failed.Load()+cmd.Rejected.Load() > 0 {
 				names = append(names, k)
 			}
 		}
@@ -592,8 +596,8 @@ func cmdInfo(x *Coord) {
 		for _, k := range names {
 			c := calls[k]
 			var failed, rejected uint64
-			if cmd := srv.table.byName[k]; cmd != nil {
-				failed, rejected = cmd.failed.Load(), cmd.rejected.Load()
+			if cmd := srv.table.ByName[k]; cmd != nil {
+				failed, rejected = cmd.Failed.Load(), cmd.Rejected.Load()
 			}
 			field("cmdstat_"+k, fmt.Sprintf("calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d",
 				c.calls, c.nsec/1000, float64(c.nsec)/1000/float64(max(c.calls, 1)), rejected, failed))

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 )
 
@@ -17,17 +18,17 @@ import (
 //     instance has cluster support disabled".
 //   - MODULE: no modules can be loaded; LIST is empty, LOAD and LOADEX fail
 //     as a load that failed does, UNLOAD finds no module.
-func standaloneCommands() []*Command {
+func standaloneCommands() []*command.Command {
 	noCluster := func(_ *Conn, _ [][]byte, w *resp.Writer) {
 		w.Error("ERR This instance has cluster support disabled")
 	}
-	return []*Command{
-		{Name: "cluster", Arity: -2, Flags: FlagLoading | FlagStale, Local: noCluster},
-		{Name: "readonly", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, Local: noCluster},
-		{Name: "readwrite", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, Local: noCluster},
-		{Name: "asking", Arity: 1, Flags: FlagFast, Local: noCluster},
-		{Name: "module", Arity: -2, Flags: FlagAdmin | FlagNoScript, Local: cmdModule},
-		{Name: "lolwut", Arity: -1, Flags: FlagReadonly | FlagFast, Local: cmdLolwut},
+	return []*command.Command{
+		{Name: "cluster", Arity: -2, Flags: command.FlagLoading | command.FlagStale, Local: viaConn(noCluster)},
+		{Name: "readonly", Arity: 1, Flags: command.FlagLoading | command.FlagStale | command.FlagFast, Local: viaConn(noCluster)},
+		{Name: "readwrite", Arity: 1, Flags: command.FlagLoading | command.FlagStale | command.FlagFast, Local: viaConn(noCluster)},
+		{Name: "asking", Arity: 1, Flags: command.FlagFast, Local: viaConn(noCluster)},
+		{Name: "module", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript, Local: viaConn(cmdModule)},
+		{Name: "lolwut", Arity: -1, Flags: command.FlagReadonly | command.FlagFast, Local: viaConn(cmdLolwut)},
 	}
 }
 
@@ -37,19 +38,19 @@ func standaloneCommands() []*Command {
 func cmdLolwut(c *Conn, a [][]byte, w *resp.Writer) {
 	if len(a) >= 3 && strings.EqualFold(string(a[1]), "version") {
 		if _, err := strconv.ParseInt(string(a[2]), 10, 64); err != nil {
-			w.Error(errNotInt)
+			w.Error(command.ErrNotInt)
 			return
 		}
 	}
 	w.Verbatim("txt", []byte("Redis ver. "+RedisVersion+"\n"))
 }
 
-func init() { addFamily("server", standaloneCommands) }
+func init() { command.Register("server", standaloneCommands) }
 
 var moduleArities = map[string]int{"list": 2, "load": -3, "loadex": -3, "unload": 3, "help": 2}
 
 func cmdModule(c *Conn, a [][]byte, w *resp.Writer) {
-	switch subcommand(w, a, "module", moduleArities) {
+	switch command.Subcommand(w, a, "module", moduleArities) {
 	case "list":
 		w.Array(0)
 	case "load", "loadex":
@@ -58,7 +59,7 @@ func cmdModule(c *Conn, a [][]byte, w *resp.Writer) {
 	case "unload":
 		w.Error("ERR Error unloading module: no such module with that name")
 	case "help":
-		writeHelp(w, []string{
+		command.WriteHelp(w, []string{
 			"MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"LIST",
 			"    Return a list of loaded modules (dfly loads none).",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 )
@@ -25,7 +26,7 @@ const (
 // pending is one parsed command of the current batch.
 type pending struct {
 	args  [][]byte
-	cmd   *Command
+	cmd   *command.Command
 	reply resp.Writer
 	db    int
 	sid   int // owning shard for single-shard dispatch, -1 otherwise
@@ -45,7 +46,7 @@ type pending struct {
 	seen bool
 	// assembled: its arguments are the connection's own (resp/assemble.go),
 	// those of resp.BigArg bytes or more each a buffer of its own, which
-	// the command may keep (Exec.ownArgs).
+	// the command may keep (Exec.OwnArgs).
 	assembled bool
 }
 
@@ -161,7 +162,7 @@ type Conn struct {
 	// busy is set from parsing a batch until its last reply is written;
 	// graceful shutdown waits for it.
 	busy    atomic.Bool
-	lastCmd atomic.Pointer[Command]
+	lastCmd atomic.Pointer[command.Command]
 	// batchesDone counts the batches served to their last reply; parked
 	// is set while a pause holds the connection (pause.go). A failover
 	// reads both (drainWrites).
@@ -444,7 +445,7 @@ gather:
 		}
 		p.seen = true
 		if c.multi != nil && !multiControl[cmd.Name] {
-			if cmd.Flags&FlagNoMulti != 0 {
+			if cmd.Flags&command.FlagNoMulti != 0 {
 				// SYNC, PSYNC, SAVE: Redis refuses them and aborts EXEC.
 				p.reply.Error("ERR Command not allowed inside a transaction")
 				c.multi.dirty = true
@@ -465,13 +466,13 @@ gather:
 			if (len(c.used) > 0 || g != nil || c.forwarding()) && defersReply(p.args) {
 				break
 			}
-			cmd.calls.Add(1)
+			cmd.Calls.Add(1)
 			start := nanotime()
 			c.mayDefer = true
-			cmd.local(c, p.args, &p.reply)
+			runLocal(cmd, c, p.args, &p.reply)
 			c.mayDefer = false
 			if end := c.srv.slowCheck(c, p.args, start); end != 0 {
-				cmd.nsec.Add(uint64(end - start))
+				cmd.Nsec.Add(uint64(end - start))
 			}
 			if c.srv.monitors.active() {
 				// After it ran, as Redis feeds: SELECT shows the new
@@ -537,7 +538,7 @@ gather:
 				return // ran here, or went to a coordinator after all
 			}
 			co := c.coord(cmd)
-			*co = Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: cmd, step: co.step, owned: co.owned}
+			co.reset(c, cmd, p.db, p.args, &p.reply)
 			co.start(c)
 			return
 		}
@@ -561,7 +562,7 @@ gather:
 			}
 			groupOK = false
 		}
-		if cmd.Flags&FlagBlocking != 0 {
+		if cmd.Flags&command.FlagBlocking != 0 {
 			c.holdReplies = false // it may wait long: answer those before it now
 		}
 		if g != nil {
@@ -703,7 +704,7 @@ func (c *Conn) startsGroup(p *pending, g **hopGroup) bool {
 // connection's own: one runs at a time (the loop waits for it), and
 // nothing keeps it once it completed the unit (Coord.run). Other commands
 // (which may hand themselves over, or block) get a new one.
-func (c *Conn) coord(cmd *Command) *Coord {
+func (c *Conn) coord(cmd *command.Command) *Coord {
 	if answersSoon(cmd) {
 		if c.co == nil {
 			c.co = &Coord{}
@@ -718,7 +719,8 @@ func (c *Conn) startCoord(p *pending) {
 	c.inflight.Store(1)
 	c.holdReplies = true
 	co := c.coord(p.cmd)
-	*co = Coord{Srv: c.srv, Conn: c, DB: p.db, Args: p.args, W: &p.reply, cmd: p.cmd, multi: p.multi, step: co.step, owned: co.owned}
+	co.reset(c, p.cmd, p.db, p.args, &p.reply)
+	co.multi = p.multi
 	p.multi = nil
 	co.start(c)
 }
@@ -726,7 +728,7 @@ func (c *Conn) startCoord(p *pending) {
 // answersSoon reports whether a coordinated command never blocks: EXEC
 // (blocking commands inside it do not block) and scripts (nor inside
 // them). Replies before it may wait for it (holdReplies).
-func answersSoon(cmd *Command) bool {
+func answersSoon(cmd *command.Command) bool {
 	switch cmd.Name {
 	case "exec", "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
 		return true
@@ -738,25 +740,25 @@ func answersSoon(cmd *Command) bool {
 // On failure it writes the error reply and returns false.
 func (c *Conn) prepare(p *pending) bool {
 	name := p.args[0]
-	p.cmd = c.srv.table.lookup(name)
+	p.cmd = c.srv.table.Lookup(name)
 	w := &p.reply
 	if p.cmd == nil {
 		w.Error(unknownCommand(p.args))
 		return false
 	}
-	if !p.cmd.arityOK(len(p.args)) {
-		w.Error(wrongArity(p.cmd.Name))
+	if !p.cmd.ArityOK(len(p.args)) {
+		w.Error(command.WrongArity(p.cmd.Name))
 		return false
 	}
-	if c.monitor && p.cmd.Flags&(FlagWrite|FlagReadonly) != 0 {
+	if c.monitor && p.cmd.Flags&(command.FlagWrite|command.FlagReadonly) != 0 {
 		w.Error("ERR Replica can't interact with the keyspace")
 		return false
 	}
-	if !c.authed && p.cmd.Flags&FlagNoAuth == 0 {
+	if !c.authed && p.cmd.Flags&command.FlagNoAuth == 0 {
 		w.Error("NOAUTH Authentication required.")
 		return false
 	}
-	if u := c.user.cur.Load(); !u.unrestricted && p.cmd.Flags&FlagNoAuth == 0 {
+	if u := c.user.cur.Load(); !u.unrestricted && p.cmd.Flags&command.FlagNoAuth == 0 {
 		if reason, object := u.check(p.cmd, p.args); reason != "" {
 			context := "toplevel"
 			if c.multi != nil {
@@ -781,18 +783,11 @@ func (c *Conn) prepare(p *pending) bool {
 }
 
 func unknownCommand(args [][]byte) string {
-	msg := "ERR unknown command '" + truncArg(args[0]) + "', with args beginning with: "
+	msg := "ERR unknown command '" + command.TruncArg(args[0]) + "', with args beginning with: "
 	for _, a := range args[1:] {
-		msg += "'" + truncArg(a) + "' "
+		msg += "'" + command.TruncArg(a) + "' "
 	}
 	return msg
-}
-
-func truncArg(a []byte) string {
-	if len(a) > 128 {
-		a = a[:128]
-	}
-	return string(a)
 }
 
 // shardBatch carries a connection's commands for one shard in one step.
@@ -801,7 +796,7 @@ type shardBatch struct {
 	sid int
 	idx []int32
 	pos int
-	x   Exec
+	x   command.Exec
 	// inline: running on the connection's own loop within serve.
 	inline bool
 	// clock: nanotime at the end of the last command run (slowlog.go).
@@ -841,8 +836,8 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 		}
 		if resumed || !s.Idle() {
 			if !resumed {
-				b.x.keys = b.lockKeys(p, b.x.keys[:0])
-				if !s.Available(b.x.keys) {
+				b.x.Locks = b.lockKeys(p, b.x.Locks[:0])
+				if !s.Available(b.x.Locks) {
 					if g != nil {
 						g.refuse(b) // a hop group never waits holding locks
 						return
@@ -852,9 +847,9 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 					return
 				}
 			}
-			if multiKeyWrite(b.x.keys) {
+			if multiKeyWrite(b.x.Locks) {
 				// A snapshot writes the keys' baselines first.
-				s.Capture(b.x.keys)
+				s.Capture(b.x.Locks)
 			}
 		}
 		resumed = false
@@ -878,7 +873,7 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 		b.x.DB = s.DBs[p.db]
 		b.x.Args = p.args
 		b.x.W = &p.reply
-		b.x.ownArgs = p.assembled
+		b.x.OwnArgs = p.assembled
 		if p.multi != nil {
 			if b.c.tracker != nil {
 				s.SetWriter(b.c.tracker)
@@ -896,12 +891,12 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 			b.c.unwatchLater(p.watch)
 			p.multi, p.watch = nil, nil
 		} else {
-			b.x.canRetry = true
+			b.x.CanRetry = true
 			if b.c.tracker != nil {
 				s.SetWriter(b.c.tracker) // NOLOOP (tracking.go)
 			}
-			b.x.run(p.cmd)
-			b.x.ownArgs = false
+			runExec(&b.x, p.cmd)
+			b.x.OwnArgs = false
 			if b.c.tracker != nil {
 				s.SetWriter(nil)
 			}
@@ -913,17 +908,18 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 			if start != 0 && b.clock != 0 {
 				ns = b.clock - start
 			}
-			b.x.canRetry = false
+			b.x.CanRetry = false
 			if b.tierActive() {
 				b.tierAfter(s)
 			}
-			if co := b.x.retry; co != nil {
+			if retry := b.x.Retry; retry != nil {
+				co := coordOf(retry)
 				// The command handed itself to a coordinator: the rest of
 				// the batch waits for it, keeping the connection's order.
 				// The values this batch loaded for it may be offloaded
 				// again meanwhile (a read-only one is at once: tierAfter),
 				// so the coordinator loads them anew, as any does.
-				b.x.retry = nil
+				b.x.Retry = nil
 				b.pos++
 				b.inline = false
 				go func() {
@@ -962,9 +958,9 @@ func (b *shardBatch) runOne(s *shard.Shard, p *pending) {
 		p.multi, p.watch = nil, nil
 	} else {
 		start := nanotime()
-		b.x.ownArgs = p.assembled
-		b.x.run(p.cmd)
-		b.x.ownArgs = false
+		b.x.OwnArgs = p.assembled
+		runExec(&b.x, p.cmd)
+		b.x.OwnArgs = false
 		if end := b.c.srv.slowCheck(b.c, p.args, start); end != 0 {
 			ns = end - start
 		}
@@ -981,12 +977,12 @@ func (b *shardBatch) lockKeys(p *pending, dst []shard.KeyLock) []shard.KeyLock {
 	if p.multi != nil {
 		return execLockKeys(p.multi, p.watch, ndb, dst)
 	}
-	excl := p.cmd.Flags&FlagWrite != 0
-	pos := p.cmd.keys(nil, p.args)
+	excl := p.cmd.Flags&command.FlagWrite != 0
+	pos := p.cmd.Keys(nil, p.args)
 	for _, i := range pos {
 		dst = append(dst, shard.KeyLock{DB: p.db, Key: string(p.args[i]), Excl: excl})
 	}
-	if k, ok := p.cmd.otherDBLock(p.args, ndb); ok {
+	if k, ok := p.cmd.OtherDBLock(p.args, ndb); ok {
 		dst = append(dst, k)
 	}
 	return dst
@@ -1008,8 +1004,11 @@ func multiKeyWrite(keys []shard.KeyLock) bool {
 	return false
 }
 
-func (b *shardBatch) LockKeys() ([]shard.KeyLock, bool) { return b.x.keys, false }
+func (b *shardBatch) LockKeys() ([]shard.KeyLock, bool) { return b.x.Locks, false }
 
 func (b *shardBatch) Resume(s *shard.Shard) { b.exec(s, true) }
 
 func (c *Conn) protoAtomic() int { return int(c.protoShared.Load()) }
+
+// Table is command.Client's: the server's command table.
+func (c *Conn) Table() *command.Table { return c.srv.table }

@@ -5,40 +5,35 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
 )
 
-// Coord is a command running on a coordinator goroutine: one whose keys
-// span shards, or that works on every shard (DBSIZE, FLUSHALL, KEYS).
+// Coord is the server's side of a command running on a coordinator
+// goroutine (command.Coord, which it embeds and drives as its Runner):
+// the connection, how the command's transactions are made (standalone,
+// inside EXEC or a script, inline on a shard's goroutine), and what a
+// panic must release.
 type Coord struct {
+	command.Coord
 	Srv  *Server
 	Conn *Conn // the issuing connection; only its immutable fields may be read
-	DB   int
-	Args [][]byte
-	W    *resp.Writer
-	cmd  *Command
-	// inTx: running inside EXEC (or a script), whose transaction already
-	// holds every lock; blocking commands then do not block.
-	inTx bool
 	// blocked: counted in blocked_clients.
 	blocked bool
-	// local: the command runs on this shard's goroutine, inside a script
-	// confined to the shard; work for it runs inline (see tx.Local).
-	local *shard.Shard
-	// owner: with local, whether shard b is this goroutine's to run on
-	// as well (a is local's id): nil for the shards of local's event loop
+	// owner: with Local, whether shard b is this goroutine's to run on
+	// as well (a is Local's id): nil for the shards of Local's event loop
 	// (Server.sameLoop); a borrowed run's involved shards (borrow.go).
 	owner func(a, b int) bool
 	// canRetry: an inline script may hand itself over to a coordinator
 	// (see cmdEvalShard); demoted: it did.
 	canRetry, demoted bool
-	// script: the inline run (on local's goroutine) of the script this
+	// script: the inline run (on Local's goroutine) of the script this
 	// command belongs to, which may still hand itself over to a
 	// coordinator (scriptRun.demote); nil otherwise.
 	script *scriptRun
-	// outer: the transaction an inTx command runs within (EXEC's, a
+	// outer: the transaction an InTx command runs within (EXEC's, a
 	// script's), whose journal parts its steps record into.
 	outer *tx.Tx
 	// multi: the transaction of an EXEC a hop group gave back
@@ -46,22 +41,68 @@ type Coord struct {
 	multi *multiState
 	// step runs its queued commands on their shards (execQueued).
 	step *queuedStep
-	// prop: what the journal records instead of Args (see Propagate).
-	prop [][][]byte
 	// owned: the transactions the command started (Tx), which the
 	// recovery from a panic aborts (runGuarded).
 	owned []*tx.Tx
 }
 
+// reset makes x a coordinator for cmd on c, keeping what x had of its
+// step and owned transactions (their buffers are reused).
+func (x *Coord) reset(c *Conn, cmd *command.Command, db int, args [][]byte, w *resp.Writer) {
+	*x = Coord{Coord: command.Coord{DB: db, Args: args, W: w, Cmd: cmd}, Srv: c.srv, Conn: c, step: x.step, owned: x.owned}
+}
+
+// bind makes x the Runner of its command.Coord, which it returns.
+func (x *Coord) bind() *command.Coord {
+	x.Run = x
+	return &x.Coord
+}
+
+// srvOf is the server a shard command runs in.
+func srvOf(x *command.Exec) *Server { return x.Srv.(*Server) }
+
+// connOf is the connection that issued a shard command, nil for none.
+func connOf(x *command.Exec) *Conn {
+	c, _ := x.Conn.(*Conn)
+	return c
+}
+
+// Server is Runner.Server.
+func (x *Coord) Server() command.Server { return x.Srv }
+
+// ReadsAnyKey is Runner.ReadsAnyKey.
+func (x *Coord) ReadsAnyKey() bool { return x.user().readsAnyKey() }
+
+// TieredReads is Runner.TieredReads.
+func (x *Coord) TieredReads() (async bool, demote func() bool) {
+	switch {
+	case x.Srv.tiered == nil:
+		return false, nil
+	case x.Local == nil:
+		return true, nil
+	case x.script != nil:
+		return false, x.script.demote
+	}
+	return false, nil
+}
+
+// coordOf is the server's coordinator of a command's x (command.Coord.Run).
+func coordOf(x *command.Coord) *Coord { return x.Run.(*Coord) }
+
+// viaCoord adapts a coordinator command of the server's to the table.
+func viaCoord(fn func(x *Coord)) func(x *command.Coord) {
+	return func(x *command.Coord) { fn(coordOf(x)) }
+}
+
 func (x *Coord) run(c *Conn) {
-	x.cmd.calls.Add(1)
-	if x.cmd.Multi == nil {
+	x.Cmd.Calls.Add(1)
+	if x.Cmd.Multi == nil {
 		x.W.Error("CROSSSLOT Keys in request don't hash to the same slot")
 	} else {
 		start := nanotime()
 		x.runGuarded()
 		if end := x.Srv.slowCheck(c, x.Args, start); end != 0 {
-			x.cmd.nsec.Add(uint64(end - start))
+			x.Cmd.Nsec.Add(uint64(end - start))
 		}
 	}
 	c.complete(false)
@@ -157,10 +198,14 @@ func (x *Coord) runGuarded() {
 			for _, t := range x.owned {
 				unjournaled = t.Abort() || unjournaled
 			}
-			x.Srv.recoverCoord(x.cmd.Name, x.W, replyStart, r, unjournaled)
+			x.Srv.recoverCoord(x.Cmd.Name, x.W, replyStart, r, unjournaled)
 		}
 		clear(x.owned)
 		x.owned = x.owned[:0]
+		if x.blocked { // Wait counted it
+			x.blocked = false
+			x.Srv.blockedClients.Add(-1)
+		}
 	}()
 	x.runMulti()
 }
@@ -170,7 +215,7 @@ func (x *Coord) runGuarded() {
 func (x *Coord) runMulti() {
 	pinned, ok := x.tierPreload()
 	if ok {
-		x.cmd.Multi(x)
+		x.Cmd.Multi(x.bind())
 	}
 	if pinned != nil {
 		pinned.unpin()
@@ -178,7 +223,7 @@ func (x *Coord) runMulti() {
 }
 
 // sameOwner reports whether shard b runs on the goroutine that runs shard
-// a (tx.Local's test; a is x.local's id).
+// a (tx.Local's test; a is x.Local's id).
 func (x *Coord) sameOwner(a, b int) bool {
 	if x.owner != nil {
 		return x.owner(a, b)
@@ -189,20 +234,17 @@ func (x *Coord) sameOwner(a, b int) bool {
 // runsHere reports whether work for shard sid runs in place: x runs on
 // the goroutine that owns (or borrowed) it. Only with local set.
 func (x *Coord) runsHere(sid int) bool {
-	return x.local.ID == sid || x.sameOwner(x.local.ID, sid)
+	return x.Local.ID == sid || x.sameOwner(x.Local.ID, sid)
 }
-
-// ShardOf is the shard that owns key.
-func (x *Coord) ShardOf(key []byte) int { return x.Srv.ShardOf(key) }
 
 // Tx starts a transaction over the server's shards.
 // A write command's transaction journals the command at its commit.
 func (x *Coord) Tx() *tx.Tx {
 	var t *tx.Tx
 	switch {
-	case x.local != nil:
-		t = tx.Local(x.Srv.shards, x.local, x.sameOwner)
-	case x.inTx:
+	case x.Local != nil:
+		t = tx.Local(x.Srv.shards, x.Local, x.sameOwner)
+	case x.InTx:
 		t = tx.NestedIn(x.Srv.shards, x.outer)
 	default:
 		t = tx.New(x.Srv.shards)
@@ -215,7 +257,7 @@ func (x *Coord) Tx() *tx.Tx {
 // recycled (tx.Recycle) when the script runs on its own, which it then
 // owns until its next run; as Tx within EXEC or inline.
 func (x *Coord) scriptTx(vm *luaVM) *tx.Tx {
-	if x.local != nil || x.inTx {
+	if x.Local != nil || x.InTx {
 		return x.Tx()
 	}
 	vm.tx = tx.Recycle(vm.tx, x.Srv.shards)
@@ -225,19 +267,16 @@ func (x *Coord) scriptTx(vm *luaVM) *tx.Tx {
 // withRecorder makes a write command's transaction journal the command at
 // its commit.
 func (x *Coord) withRecorder(t *tx.Tx) *tx.Tx {
-	if x.cmd != nil && x.cmd.Flags&FlagWrite != 0 && !effectsOnly[x.cmd.Name] {
+	if x.Cmd != nil && x.Cmd.Flags&command.FlagWrite != 0 && !x.Cmd.JournaledByEffects() {
 		t.SetRecorder(x)
 	}
 	return t
 }
 
-// NumShards is the number of shards.
-func (x *Coord) NumShards() int { return len(x.Srv.shards) }
-
 // OnEach runs fn on every shard in parallel, without locks, and waits.
 // fn(sid) must write only to state indexed by the shard's id.
 func (x *Coord) OnEach(fn func(s *shard.Shard)) {
-	if x.local == nil {
+	if x.Local == nil {
 		x.Srv.OnEachShard(fn)
 		return
 	}
@@ -248,43 +287,19 @@ func (x *Coord) OnEach(fn func(s *shard.Shard)) {
 
 // On runs fn on shard sid without locks and waits.
 func (x *Coord) On(sid int, fn func(s *shard.Shard)) {
-	if x.local != nil && x.runsHere(sid) {
+	if x.Local != nil && x.runsHere(sid) {
 		fn(x.Srv.shards[sid]) // this goroutine owns that shard too
 		return
 	}
 	x.Srv.OnShard(sid, fn)
 }
 
-// LockKeys starts a transaction that locks the keys at positions pos of
-// args (exclusively when excl), in the coordinator's DB.
-func (x *Coord) LockKeys(pos []int, excl bool) *tx.Tx {
-	t := x.Tx()
-	for _, i := range pos {
-		k := x.Args[i]
-		t.Add(x.ShardOf(k), x.DB, string(k), excl)
-	}
-	t.Lock()
-	return t
+// viaConn adapts a connection command of the server's to the table.
+func viaConn(fn func(c *Conn, args [][]byte, w *resp.Writer)) func(c command.Client, args [][]byte, w *resp.Writer) {
+	return func(c command.Client, args [][]byte, w *resp.Writer) { fn(c.(*Conn), args, w) }
 }
 
-// lockSplit groups the keys at pos by shard, locks them all, and returns
-// the transaction with the positions each shard owns.
-func (x *Coord) lockSplit(pos []int, excl bool) (*tx.Tx, [][]int) {
-	parts := make([][]int, x.NumShards())
-	t := x.Tx()
-	for _, i := range pos {
-		sid := x.ShardOf(x.Args[i])
-		parts[sid] = append(parts[sid], i)
-		t.Add(sid, x.DB, string(x.Args[i]), excl)
-	}
-	t.Lock()
-	return t, parts
-}
-
-// splitKeys runs fn on every shard that owns some of the keys at pos, with
-// all of them locked, each shard releasing right after its part. fn gets
-// the positions its shard owns, in argument order.
-func (x *Coord) splitKeys(pos []int, excl bool, fn func(s *shard.Shard, db *shard.DB, pos []int)) {
-	t, parts := x.lockSplit(pos, excl)
-	t.Finish(func(s *shard.Shard) { fn(s, s.DBs[x.DB], parts[s.ID]) })
+// viaServer adapts a Coordinate test of the server's to the table.
+func viaServer(fn func(s *Server, args [][]byte) bool) func(s command.Server, args [][]byte) bool {
+	return func(s command.Server, args [][]byte) bool { return fn(s.(*Server), args) }
 }

@@ -13,7 +13,7 @@
 //     (hop groups), borrow.go and forward.go (borrowed and forwarded script
 //     runs), pause.go (CLIENT PAUSE), recover.go (a panicking command),
 //     config.go, log.go, traffic.go.
-//   - The command table: command.go (Command, Exec, Table, addFamily),
+//   - The command table: command.go (Command, Exec, command.Table, addFamily),
 //     command_info.go (COMMAND INFO/DOCS, key specs), acl_cat.go (ACL
 //     categories), cmd_command.go.
 //   - Command families: cmd_strings.go, cmd_bits.go, cmd_keys.go,

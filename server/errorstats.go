@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 )
 
@@ -24,13 +25,13 @@ type errorStats struct {
 }
 
 // countErrorReply counts the error reply b of cmd (nil: unknown).
-func (s *Server) countErrorReply(cmd *Command, rejected bool, b []byte) {
+func (s *Server) countErrorReply(cmd *command.Command, rejected bool, b []byte) {
 	switch {
 	case cmd == nil:
 	case rejected:
-		cmd.rejected.Add(1)
+		cmd.Rejected.Add(1)
 	default:
-		cmd.failed.Add(1)
+		cmd.Failed.Add(1)
 	}
 	s.countErrorCode(b)
 }
@@ -57,10 +58,10 @@ func (s *Server) countErrorCode(b []byte) {
 // (rejected: refused before it ran): at the top level, inside EXEC, and
 // for a script's calls. A reply whose writer counted its errors
 // (w.StatsDone: a script's) adds only cmd's failed call, if it failed.
-func (s *Server) countReply(cmd *Command, rejected bool, w *resp.Writer, start int) {
+func (s *Server) countReply(cmd *command.Command, rejected bool, w *resp.Writer, start int) {
 	if w.StatsDone {
 		if w.Failed && cmd != nil {
-			cmd.failed.Add(1)
+			cmd.Failed.Add(1)
 		}
 		w.StatsDone, w.Failed = false, false
 		return

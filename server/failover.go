@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 )
@@ -112,7 +113,7 @@ func cmdFailover(c *Conn, a [][]byte, w *resp.Writer) {
 		case opt == "timeout" && j+1 < len(a) && timeout == 0:
 			n, err := strconv.ParseInt(string(a[j+1]), 10, 64)
 			if err != nil {
-				w.Error(errNotInt)
+				w.Error(command.ErrNotInt)
 				return
 			}
 			if n <= 0 {
@@ -124,7 +125,7 @@ func cmdFailover(c *Conn, a [][]byte, w *resp.Writer) {
 		case opt == "to" && j+2 < len(a) && target == nil:
 			port, err := strconv.ParseInt(string(a[j+2]), 10, 64)
 			if err != nil {
-				w.Error(errNotInt)
+				w.Error(command.ErrNotInt)
 				return
 			}
 			target = &failoverTarget{host: string(a[j+1]), port: int(port)}
@@ -132,7 +133,7 @@ func cmdFailover(c *Conn, a [][]byte, w *resp.Writer) {
 		case opt == "force" && !force:
 			force = true
 		default:
-			w.Error(errSyntax)
+			w.Error(command.ErrSyntax)
 			return
 		}
 	}

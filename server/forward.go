@@ -133,7 +133,7 @@ func (f *forwardRun) Run(*shard.Shard) {
 		if p.kind != kindFwd {
 			continue // a connection command, answered while gathered
 		}
-		f.keyPos = p.cmd.keys(f.keyPos[:0], p.args)
+		f.keyPos = p.cmd.Keys(f.keyPos[:0], p.args)
 		if c.borrowOn(l, p, f.keyPos, false) == nil {
 			f.stop = i
 			break

@@ -10,6 +10,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/glob"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/rdb"
@@ -277,20 +278,20 @@ func (s *Server) functionsAtCut(sh *shard.Shard, out chan<- snapshot.Chunk, tagg
 	out <- snapshot.Chunk{Data: b} // the first item of an empty channel: never blocks
 }
 
-func functionCommands() []*Command {
-	f := FlagNoScript | FlagStale
-	return []*Command{
-		{Name: "fcall", Arity: -3, Flags: f | FlagWrite, KeyPositions: evalKeyPositions,
-			Coordinate: fcallCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, func(c *Coord) { cmdFcall(c, false) }) },
-			Multi: func(x *Coord) { cmdFcall(x, false) }},
-		{Name: "fcall_ro", Arity: -3, Flags: f | FlagReadonly, KeyPositions: evalKeyPositions,
-			Coordinate: fcallCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, func(c *Coord) { cmdFcall(c, true) }) },
-			Multi: func(x *Coord) { cmdFcall(x, true) }},
-		{Name: "function", Arity: -2, Flags: FlagNoScript | FlagWrite, Multi: cmdFunction},
+func functionCommands() []*command.Command {
+	f := command.FlagNoScript | command.FlagStale
+	return []*command.Command{
+		{Name: "fcall", Arity: -3, Flags: f | command.FlagWrite, KeyPositions: evalKeyPositions,
+			Coordinate: viaServer(fcallCoordinate), Shard: func(x *command.Exec) { cmdEvalShard(x, func(c *Coord) { cmdFcall(c, false) }) },
+			Multi: viaCoord(func(x *Coord) { cmdFcall(x, false) })},
+		{Name: "fcall_ro", Arity: -3, Flags: f | command.FlagReadonly, KeyPositions: evalKeyPositions,
+			Coordinate: viaServer(fcallCoordinate), Shard: func(x *command.Exec) { cmdEvalShard(x, func(c *Coord) { cmdFcall(c, true) }) },
+			Multi: viaCoord(func(x *Coord) { cmdFcall(x, true) })},
+		{Name: "function", Arity: -2, Flags: command.FlagNoScript | command.FlagWrite, Multi: viaCoord(cmdFunction)},
 	}
 }
 
-func init() { addFamily("scripting", functionCommands) }
+func init() { command.Register("scripting", functionCommands) }
 
 // fcallCoordinate is evalCoordinate for a function.
 func fcallCoordinate(srv *Server, args [][]byte) bool {
@@ -319,7 +320,7 @@ func funcRunID(f *funcDef) string { return "f:" + strings.ToLower(f.name) }
 func cmdFcall(x *Coord, readonly bool) {
 	numKeys, errText := parseNumKeys(x.Args)
 	if errText != "" {
-		if errText == errNotInt {
+		if errText == command.ErrNotInt {
 			errText = "ERR Bad number of keys provided"
 		}
 		x.W.Error(errText)
@@ -397,7 +398,7 @@ func cmdFunction(x *Coord) {
 		if len(a) != 2 {
 			break
 		}
-		writeHelp(w, functionHelp)
+		command.WriteHelp(w, functionHelp)
 		return
 	case "list":
 		functionList(e, a[2:], w)
@@ -431,10 +432,10 @@ func cmdFunction(x *Coord) {
 		changeFunctions(x, sub)
 		return
 	default:
-		w.Error("ERR unknown subcommand '" + truncArg(a[1]) + "'. Try FUNCTION HELP.")
+		w.Error("ERR unknown subcommand '" + command.TruncArg(a[1]) + "'. Try FUNCTION HELP.")
 		return
 	}
-	w.Error(wrongArity("function|" + sub))
+	w.Error(command.WrongArity("function|" + sub))
 }
 
 // functionWrites reports whether FUNCTION's subcommand sub changes the
@@ -488,7 +489,7 @@ func functionChange(x *Coord, sub string) bool {
 		return true
 	case "delete":
 		if len(a) != 3 {
-			w.Error(wrongArity("function|delete"))
+			w.Error(command.WrongArity("function|delete"))
 			return false
 		}
 		e.mu.Lock()
@@ -505,7 +506,7 @@ func functionChange(x *Coord, sub string) bool {
 		return true
 	case "flush":
 		if len(a) > 3 {
-			w.Error(wrongArity("function|flush"))
+			w.Error(command.WrongArity("function|flush"))
 			return false
 		}
 		if len(a) == 3 {
@@ -664,7 +665,7 @@ func functionRestore(x *Coord) bool {
 	a, w := x.Args, x.W
 	policy := "append"
 	if len(a) > 4 {
-		w.Error(wrongArity("function|restore"))
+		w.Error(command.WrongArity("function|restore"))
 		return false
 	}
 	if len(a) == 4 {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 )
 
@@ -87,10 +88,10 @@ var latencyArities = map[string]int{"latest": 2, "history": 3, "reset": -2, "gra
 
 func cmdLatency(c *Conn, a [][]byte, w *resp.Writer) {
 	m := &c.srv.latency
-	sub := subcommand(w, a, "latency", latencyArities)
+	sub := command.Subcommand(w, a, "latency", latencyArities)
 	if sub == "" || sub == "help" {
 		if sub == "help" {
-			writeHelp(w, latencyHelp)
+			command.WriteHelp(w, latencyHelp)
 		}
 		return
 	}

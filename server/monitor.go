@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 )
 
@@ -52,8 +53,8 @@ func (m *monitors) active() bool { return m.n.Load() > 0 }
 
 // feed sends one command line to every monitor; from is the client that
 // sent it, nil for a script's call.
-func (m *monitors) feed(from *Conn, db int, cmd *Command, args [][]byte) {
-	if cmd.Flags&FlagAdmin != 0 {
+func (m *monitors) feed(from *Conn, db int, cmd *command.Command, args [][]byte) {
+	if cmd.Flags&command.FlagAdmin != 0 {
 		return
 	}
 	now := time.Now()
@@ -94,7 +95,7 @@ func (m *monitors) feed(from *Conn, db int, cmd *Command, args [][]byte) {
 
 // redacted are the arguments MONITOR must not show, args[from:to]: every
 // argument of AUTH, those after HELLO's AUTH, MIGRATE's credentials.
-func redacted(cmd *Command, args [][]byte) (from, to int) {
+func redacted(cmd *command.Command, args [][]byte) (from, to int) {
 	switch cmd.Name {
 	case "auth":
 		return 1, len(args)

@@ -3,6 +3,7 @@ package server
 import (
 	"strconv"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
@@ -23,7 +24,7 @@ import (
 
 type queued struct {
 	args [][]byte
-	cmd  *Command
+	cmd  *command.Command
 	db   int
 }
 
@@ -32,7 +33,7 @@ type queued struct {
 func (q queued) local(c *Conn, w *resp.Writer) {
 	c.inExec = true
 	defer func() { c.inExec = false }()
-	q.cmd.local(c, q.args, w)
+	runLocal(q.cmd, c, q.args, w)
 }
 
 type multiState struct {
@@ -65,21 +66,21 @@ type watchedKey struct {
 	sid int
 }
 
-func multiCommands() []*Command {
-	f := FlagNoScript | FlagLoading | FlagStale | FlagFast
-	return []*Command{
-		{Name: "multi", Arity: 1, Flags: f, Local: cmdMulti},
-		{Name: "discard", Arity: 1, Flags: f, Local: cmdDiscard},
-		{Name: "exec", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale, Multi: cmdExec},
-		{Name: "watch", Arity: -2, Flags: f, FirstKey: 1, LastKey: -1, Step: 1, Multi: cmdWatch},
-		{Name: "unwatch", Arity: 1, Flags: f, Local: func(c *Conn, a [][]byte, w *resp.Writer) {
+func multiCommands() []*command.Command {
+	f := command.FlagNoScript | command.FlagLoading | command.FlagStale | command.FlagFast
+	return []*command.Command{
+		{Name: "multi", Arity: 1, Flags: f, Local: viaConn(cmdMulti)},
+		{Name: "discard", Arity: 1, Flags: f, Local: viaConn(cmdDiscard)},
+		{Name: "exec", Arity: 1, Flags: command.FlagNoScript | command.FlagLoading | command.FlagStale, Multi: viaCoord(cmdExec)},
+		{Name: "watch", Arity: -2, Flags: f, FirstKey: 1, LastKey: -1, Step: 1, Multi: viaCoord(cmdWatch)},
+		{Name: "unwatch", Arity: 1, Flags: f, Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) {
 			c.unwatch()
 			w.SimpleString("OK")
-		}},
+		})},
 	}
 }
 
-func init() { addFamily("transactions", multiCommands) }
+func init() { command.Register("transactions", multiCommands) }
 
 // multiControl are the commands that act on a transaction instead of being
 // queued in it.
@@ -195,16 +196,16 @@ func cmdExec(x *Coord) {
 		if q.cmd.Local != nil {
 			continue
 		}
-		pos = q.cmd.keys(pos[:0], q.args)
+		pos = q.cmd.Keys(pos[:0], q.args)
 		if len(pos) == 0 || q.cmd.Shard == nil && q.cmd.FirstKey == 0 && q.cmd.KeyPositions == nil {
 			t.AddAllShards() // a keyless command (FLUSHALL, DBSIZE, KEYS ...)
 			continue
 		}
-		excl := q.cmd.Flags&FlagWrite != 0
+		excl := q.cmd.Flags&command.FlagWrite != 0
 		for _, i := range pos {
 			t.Add(x.ShardOf(q.args[i]), q.db, string(q.args[i]), excl)
 		}
-		if k, ok := q.cmd.otherDBLock(q.args, x.Srv.cfg.Databases); ok {
+		if k, ok := q.cmd.OtherDBLock(q.args, x.Srv.cfg.Databases); ok {
 			t.Add(x.ShardOf(q.args[1]), k.DB, k.Key, true)
 		}
 	}
@@ -276,16 +277,16 @@ func (x *Coord) execParallel(t *tx.Tx, m *multiState) bool {
 	}
 	for i, q := range m.cmds {
 		if sids[i] < 0 {
-			q.cmd.calls.Add(1)
+			q.cmd.Calls.Add(1)
 			q.local(x.Conn, &replies[i])
 		}
 	}
 	t.Finish(func(s *shard.Shard) {
 		for i, q := range m.cmds {
 			if sids[i] == s.ID {
-				q.cmd.calls.Add(1)
-				e := Exec{S: s, DB: s.DBs[q.db], Args: q.args, W: &replies[i], Srv: x.Srv, Conn: x.Conn}
-				e.runQueued(q.cmd)
+				q.cmd.Calls.Add(1)
+				e := command.Exec{S: s, DB: s.DBs[q.db], Args: q.args, W: &replies[i], Srv: x.Srv, Conn: x.Conn}
+				runQueued(&e, q.cmd)
 			}
 		}
 	})
@@ -302,7 +303,7 @@ func (x *Coord) execParallel(t *tx.Tx, m *multiState) bool {
 func (x *Coord) execQueued(t *tx.Tx, q queued) {
 	c := x.Conn
 	cmd := q.cmd
-	cmd.calls.Add(1)
+	cmd.Calls.Add(1)
 	sid := -1
 	if x.step == nil {
 		x.step = newQueuedStep()
@@ -317,13 +318,13 @@ func (x *Coord) execQueued(t *tx.Tx, q queued) {
 		q.local(c, x.W)
 	case sid >= 0:
 		st.q = q
-		st.e = Exec{W: x.W, Srv: x.Srv, Conn: c, prop: st.e.prop[:0]}
+		st.e = command.Exec{W: x.W, Srv: x.Srv, Conn: c, Prop: st.e.Prop[:0]}
 		t.Run(sid, st.run)
-		st.e, st.q = Exec{prop: st.e.prop[:0]}, queued{}
+		st.e, st.q = command.Exec{Prop: st.e.Prop[:0]}, queued{}
 	case cmd.Multi != nil:
-		inner := &Coord{Srv: x.Srv, Conn: c, DB: q.db, Args: q.args, W: x.W, cmd: cmd, inTx: true, local: x.local, owner: x.owner, outer: t,
-			script: x.script}
-		cmd.Multi(inner)
+		inner := &Coord{Coord: command.Coord{DB: q.db, Args: q.args, W: x.W, Cmd: cmd, InTx: true, Local: x.Local},
+			Srv: x.Srv, Conn: c, owner: x.owner, outer: t, script: x.script}
+		cmd.Multi(inner.bind())
 	default:
 		x.W.Error("CROSSSLOT Keys in request don't hash to the same slot")
 	}
@@ -335,7 +336,7 @@ func (x *Coord) execQueued(t *tx.Tx, q queued) {
 // A step runs while its coordinator waits (tx.Run), one at a time.
 type queuedStep struct {
 	q   queued
-	e   Exec
+	e   command.Exec
 	pos []int
 	run func(*shard.Shard)
 }
@@ -348,7 +349,7 @@ func newQueuedStep() *queuedStep {
 
 func (st *queuedStep) exec(s *shard.Shard) {
 	st.e.S, st.e.DB, st.e.Args = s, s.DBs[st.q.db], st.q.args
-	st.e.runQueued(st.q.cmd)
+	runQueued(&st.e, st.q.cmd)
 }
 
 // execShard finds the one shard that owns every key of the open
@@ -384,7 +385,7 @@ func (c *Conn) execShard() int {
 		if cmd.Shard == nil || (cmd.Coordinate != nil && cmd.Coordinate(c.srv, q.args)) {
 			return -1
 		}
-		pos = cmd.keys(pos[:0], q.args)
+		pos = cmd.Keys(pos[:0], q.args)
 		if len(pos) == 0 {
 			return -1
 		}
@@ -414,12 +415,12 @@ func execLockKeys(m *multiState, w *watchState, ndb int, dst []shard.KeyLock) []
 		if q.cmd.Local != nil {
 			continue
 		}
-		excl := q.cmd.Flags&FlagWrite != 0
-		pos = q.cmd.keys(pos[:0], q.args)
+		excl := q.cmd.Flags&command.FlagWrite != 0
+		pos = q.cmd.Keys(pos[:0], q.args)
 		for _, i := range pos {
 			dst = append(dst, shard.KeyLock{DB: q.db, Key: string(q.args[i]), Excl: excl})
 		}
-		if k, ok := q.cmd.otherDBLock(q.args, ndb); ok {
+		if k, ok := q.cmd.OtherDBLock(q.args, ndb); ok {
 			dst = append(dst, k)
 		}
 	}
@@ -432,7 +433,7 @@ func execLockKeys(m *multiState, w *watchState, ndb int, dst []shard.KeyLock) []
 }
 
 // execOnShard runs a single-shard transaction inside one shard message.
-func execOnShard(x *Exec, c *Conn, m *multiState, w *watchState) {
+func execOnShard(x *command.Exec, c *Conn, m *multiState, w *watchState) {
 	if w != nil {
 		for _, k := range w.keys {
 			x.S.DBs[k.db].FindMeta([]byte(k.key)) // an expiry since WATCH counts
@@ -443,17 +444,17 @@ func execOnShard(x *Exec, c *Conn, m *multiState, w *watchState) {
 		}
 	}
 	x.W.Array(len(m.cmds))
-	runPart(x.S, func() {
+	command.RunPart(x.S, func() {
 		for _, q := range m.cmds {
-			q.cmd.calls.Add(1)
+			q.cmd.Calls.Add(1)
 			start := len(x.W.Buf)
 			if q.cmd.Local != nil {
 				q.local(c, x.W)
 			} else {
-				e := Exec{S: x.S, DB: x.S.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}
-				e.runQueued(q.cmd)
+				e := command.Exec{S: x.S, DB: x.S.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}
+				runQueued(&e, q.cmd)
 			}
-			x.Srv.countReply(q.cmd, false, x.W, start)
+			srvOf(x).countReply(q.cmd, false, x.W, start)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 )
@@ -120,7 +121,7 @@ func (c *Conn) hopExecOf(p *pending) *hopExec {
 			continue
 		}
 		sid := c.srv.singleShard(q.cmd, q.args, &c.keyPos)
-		if sid < 0 || len(c.keyPos) == 0 || q.cmd.Flags&FlagBlocking != 0 ||
+		if sid < 0 || len(c.keyPos) == 0 || q.cmd.Flags&command.FlagBlocking != 0 ||
 			c.srv.shardLoop[sid] != c.loop && h.remote >= 0 && h.remote != sid { // two remote shards
 			g.free = append(g.free, h)
 			return nil
@@ -131,7 +132,7 @@ func (c *Conn) hopExecOf(p *pending) *hopExec {
 		} else if !h.involves(sid) {
 			h.local = append(h.local, sid)
 		}
-		excl := q.cmd.Flags&FlagWrite != 0
+		excl := q.cmd.Flags&command.FlagWrite != 0
 		for _, ki := range c.keyPos {
 			h.keys[sid] = addKeyLock(h.keys[sid], q.db, string(q.args[ki]), excl)
 		}
@@ -334,8 +335,8 @@ func (g *hopGroup) addCommand(i int, p *pending) bool {
 // groupable: a single-shard command (with keys) may run in a hop group if
 // it never waits but for its keys: not blocking, not a script (which may
 // hand itself to a coordinator).
-func groupable(cmd *Command) bool {
-	return cmd.Flags&FlagBlocking == 0 && (cmd.Name == "exec" || !answersSoon(cmd))
+func groupable(cmd *command.Command) bool {
+	return cmd.Flags&command.FlagBlocking == 0 && (cmd.Name == "exec" || !answersSoon(cmd))
 }
 
 // start sends the group's remote batch, or runs step 3 at once when there
@@ -396,7 +397,7 @@ func (g *hopGroup) finish(inline bool) {
 		if int(i) < g.stop {
 			p.hop.answer(c, &p.reply)
 			p.multi, p.kind = nil, kindDone
-			p.cmd.calls.Add(1)
+			p.cmd.Calls.Add(1)
 		}
 		p.hop.recycle()
 		g.free = append(g.free, p.hop)
@@ -432,9 +433,9 @@ func (g *hopGroup) runLocal(b *shardBatch, s *shard.Shard) {
 func (h *hopExec) runShard(s *shard.Shard, c *Conn) {
 	for i, q := range h.m.cmds {
 		if h.sids[i] == s.ID {
-			q.cmd.calls.Add(1)
-			e := Exec{S: s, DB: s.DBs[q.db], Args: q.args, W: &h.replies[i], Srv: c.srv, Conn: c}
-			e.run(q.cmd)
+			q.cmd.Calls.Add(1)
+			e := command.Exec{S: s, DB: s.DBs[q.db], Args: q.args, W: &h.replies[i], Srv: c.srv, Conn: c}
+			runExec(&e, q.cmd)
 		}
 	}
 }
@@ -444,7 +445,7 @@ func (h *hopExec) runShard(s *shard.Shard, c *Conn) {
 func (h *hopExec) answer(c *Conn, w *resp.Writer) {
 	for i, q := range h.m.cmds {
 		if h.sids[i] < 0 {
-			q.cmd.calls.Add(1)
+			q.cmd.Calls.Add(1)
 			q.local(c, &h.replies[i])
 		}
 	}

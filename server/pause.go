@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 )
@@ -63,12 +64,12 @@ func (c *Conn) pausedFor(p *pending) bool {
 		return true
 	}
 	cmd := p.cmd
-	if cmd.Flags&FlagWrite != 0 || mayReplicate[cmd.Name] {
+	if cmd.Flags&command.FlagWrite != 0 || mayReplicate[cmd.Name] {
 		return true
 	}
 	if cmd.Name == "exec" && c.multi != nil {
 		for _, q := range c.multi.cmds {
-			if q.cmd.Flags&FlagWrite != 0 || mayReplicate[q.cmd.Name] {
+			if q.cmd.Flags&command.FlagWrite != 0 || mayReplicate[q.cmd.Name] {
 				return true
 			}
 		}
@@ -197,7 +198,7 @@ func clientPause(c *Conn, a [][]byte, w *resp.Writer) {
 			return
 		}
 	} else if len(a) > 4 {
-		subcommandSyntaxErr(w, a, "client")
+		command.SubcommandSyntaxErr(w, a, "client")
 		return
 	}
 	d := time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond

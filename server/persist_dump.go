@@ -6,12 +6,13 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/types/num"
 )
 
-func cmdDump(x *Exec) {
+func cmdDump(x *command.Exec) {
 	_, v := x.DB.Find(x.Args[1])
 	if v == nil {
 		x.W.Null()
@@ -27,7 +28,7 @@ func cmdDump(x *Exec) {
 
 // cmdRestore: RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s]
 // [FREQ f], checking in Redis's order (options, existence, TTL, payload).
-func cmdRestore(x *Exec) {
+func cmdRestore(x *command.Exec) {
 	a := x.Args
 	var replace, absTTL bool
 	idle, freq := int64(-1), int64(-1)
@@ -41,7 +42,7 @@ func cmdRestore(x *Exec) {
 		case opt == "idletime" && more >= 1 && freq == -1:
 			n, ok := num.ParseInt(a[j+1])
 			if !ok {
-				x.W.Error(errNotInt)
+				x.W.Error(command.ErrNotInt)
 				return
 			}
 			if n < 0 {
@@ -53,7 +54,7 @@ func cmdRestore(x *Exec) {
 		case opt == "freq" && more >= 1 && idle == -1:
 			n, ok := num.ParseInt(a[j+1])
 			if !ok {
-				x.W.Error(errNotInt)
+				x.W.Error(command.ErrNotInt)
 				return
 			}
 			if n < 0 || n > 255 {
@@ -63,7 +64,7 @@ func cmdRestore(x *Exec) {
 			freq = n
 			j++
 		default:
-			x.W.Error(errSyntax)
+			x.W.Error(command.ErrSyntax)
 			return
 		}
 	}
@@ -75,7 +76,7 @@ func cmdRestore(x *Exec) {
 	}
 	ttl, ok := num.ParseInt(a[2])
 	if !ok {
-		x.W.Error(errNotInt)
+		x.W.Error(command.ErrNotInt)
 		return
 	}
 	if ttl < 0 {
@@ -94,7 +95,7 @@ func cmdRestore(x *Exec) {
 	if ttl != 0 && !absTTL {
 		ttl += x.Now()
 	}
-	if ttl != 0 && x.expiredAt(ttl) { // issue 8: not on a replica
+	if ttl != 0 && x.ExpiredAt(ttl) { // issue 8: not on a replica
 		// Already expired: the old key (if replaced) goes, nothing is added.
 		if old != nil {
 			x.DB.Delete(it)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/glob"
 	"github.com/dfly/dfly/resp"
 )
@@ -76,8 +77,8 @@ func (c *Conn) subCount(k subKind) int {
 	return len(c.sub.own[subChannel]) + len(c.sub.own[subPattern])
 }
 
-func pubsubCommands() []*Command {
-	f := FlagPubSub | FlagNoScript | FlagLoading | FlagStale
+func pubsubCommands() []*command.Command {
+	f := command.FlagPubSub | command.FlagNoScript | command.FlagLoading | command.FlagStale
 	sub := func(k subKind) func(*Conn, [][]byte, *resp.Writer) {
 		return func(c *Conn, a [][]byte, w *resp.Writer) { c.subscribe(a[1:], k, w) }
 	}
@@ -90,27 +91,27 @@ func pubsubCommands() []*Command {
 			c.srv.master.propagate(a) // replicas' subscribers get it too, as in Redis
 		}
 	}
-	pubFlags := FlagPubSub | FlagLoading | FlagStale | FlagFast
-	return []*Command{
-		{Name: "subscribe", Arity: -2, Flags: f, Local: sub(subChannel)},
-		{Name: "psubscribe", Arity: -2, Flags: f, Local: sub(subPattern)},
-		{Name: "ssubscribe", Arity: -2, Flags: f, Local: func(c *Conn, a [][]byte, w *resp.Writer) {
+	pubFlags := command.FlagPubSub | command.FlagLoading | command.FlagStale | command.FlagFast
+	return []*command.Command{
+		{Name: "subscribe", Arity: -2, Flags: f, Local: viaConn(sub(subChannel))},
+		{Name: "psubscribe", Arity: -2, Flags: f, Local: viaConn(sub(subPattern))},
+		{Name: "ssubscribe", Arity: -2, Flags: f, Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) {
 			if c.inExec {
 				w.Error("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")
 				return
 			}
 			c.subscribe(a[1:], subShard, w)
-		}},
-		{Name: "unsubscribe", Arity: -1, Flags: f, Local: unsub(subChannel)},
-		{Name: "punsubscribe", Arity: -1, Flags: f, Local: unsub(subPattern)},
-		{Name: "sunsubscribe", Arity: -1, Flags: f, Local: unsub(subShard)},
-		{Name: "publish", Arity: 3, Flags: pubFlags, Local: publish(subChannel)},
-		{Name: "spublish", Arity: 3, Flags: pubFlags, Local: publish(subShard)},
-		{Name: "pubsub", Arity: -2, Flags: FlagPubSub | FlagLoading | FlagStale, Local: cmdPubsub},
+		})},
+		{Name: "unsubscribe", Arity: -1, Flags: f, Local: viaConn(unsub(subChannel))},
+		{Name: "punsubscribe", Arity: -1, Flags: f, Local: viaConn(unsub(subPattern))},
+		{Name: "sunsubscribe", Arity: -1, Flags: f, Local: viaConn(unsub(subShard))},
+		{Name: "publish", Arity: 3, Flags: pubFlags, Local: viaConn(publish(subChannel))},
+		{Name: "spublish", Arity: 3, Flags: pubFlags, Local: viaConn(publish(subShard))},
+		{Name: "pubsub", Arity: -2, Flags: command.FlagPubSub | command.FlagLoading | command.FlagStale, Local: viaConn(cmdPubsub)},
 	}
 }
 
-func init() { addFamily("pubsub", pubsubCommands) }
+func init() { command.Register("pubsub", pubsubCommands) }
 
 // subReply writes one (un)subscribe confirmation: a push in RESP3, an
 // array in RESP2.
@@ -285,7 +286,7 @@ var pubsubArities = map[string]int{"channels": -2, "numsub": -2, "numpat": 2, "h
 
 func cmdPubsub(c *Conn, a [][]byte, w *resp.Writer) {
 	ps := c.srv.pubsub
-	sub := subcommand(w, a, "pubsub", pubsubArities)
+	sub := command.Subcommand(w, a, "pubsub", pubsubArities)
 	if sub == "" {
 		return
 	}
@@ -321,7 +322,7 @@ func cmdPubsub(c *Conn, a [][]byte, w *resp.Writer) {
 	case sub == "numpat" && len(a) == 2:
 		w.Int(int64(len(ps.reg[subPattern])))
 	case sub == "help":
-		writeHelp(w, []string{
+		command.WriteHelp(w, []string{
 			"PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"CHANNELS [<pattern>]",
 			"    Return the currently active channels matching a <pattern> (default: '*').",
@@ -338,7 +339,7 @@ func cmdPubsub(c *Conn, a [][]byte, w *resp.Writer) {
 			"    Prints this help.",
 		})
 	default: // PUBSUB CHANNELS with two patterns
-		subcommandSyntaxErr(w, a, "pubsub")
+		command.SubcommandSyntaxErr(w, a, "pubsub")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/tx"
 )
@@ -63,8 +64,15 @@ func (s *Server) recoverCoord(name string, w *resp.Writer, replyStart int, r any
 	w.Error(fmt.Sprintf("ERR internal error in '%s' command: %v", name, v))
 }
 
-// local runs a connection command, recovering from a panic in it.
-func (cmd *Command) local(c *Conn, args [][]byte, w *resp.Writer) {
+// runLocal runs a connection command, recovering from a panic in it.
+func runLocal(cmd *command.Command, c *Conn, args [][]byte, w *resp.Writer) {
 	defer c.srv.recoverCommand(cmd.Name, w, len(w.Buf))
 	cmd.Local(c, args, w)
+}
+
+// runExec runs a command on its shard (command.Exec.Run: journaling its
+// write), recovering from a panic in it.
+func runExec(x *command.Exec, cmd *command.Command) {
+	defer srvOf(x).recoverCommand(cmd.Name, x.W, len(x.W.Buf))
+	x.Run(cmd)
 }

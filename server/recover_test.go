@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 )
@@ -19,17 +20,17 @@ import (
 // the test binary.
 func TestCommandPanicIsAnError(t *testing.T) {
 	addr, _ := startWithCommands(t, 2,
-		&Command{Name: "test.shardpanic", Arity: 2, FirstKey: 1, LastKey: 1, Step: 1, Flags: FlagWrite,
-			Shard: func(x *Exec) {
+		&command.Command{Name: "test.shardpanic", Arity: 2, FirstKey: 1, LastKey: 1, Step: 1, Flags: command.FlagWrite,
+			Shard: func(x *command.Exec) {
 				x.W.Array(2)
 				x.W.BulkString("half")
 				panic("shard boom")
 			}},
-		&Command{Name: "test.localpanic", Arity: 1,
-			Local: func(c *Conn, _ [][]byte, w *resp.Writer) {
+		&command.Command{Name: "test.localpanic", Arity: 1,
+			Local: viaConn(func(c *Conn, _ [][]byte, w *resp.Writer) {
 				w.Array(3)
 				panic(fmt.Errorf("local boom"))
-			}},
+			})},
 	)
 	z := dialZ(t, addr)
 	other := dialZ(t, addr)
@@ -74,7 +75,7 @@ func TestCommandPanicIsAnError(t *testing.T) {
 // startWithCommands starts an in-process server with shards shards and
 // extra commands (registered before Serve: the table is read-only once
 // clients come).
-func startWithCommands(t *testing.T, shards int, cmds ...*Command) (string, *Server) {
+func startWithCommands(t *testing.T, shards int, cmds ...*command.Command) (string, *Server) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -85,7 +86,7 @@ func startWithCommands(t *testing.T, shards int, cmds ...*Command) (string, *Ser
 	cfg := DefaultConfig()
 	cfg.Port, cfg.Shards, cfg.Dir = port, shards, t.TempDir()
 	srv := New(cfg, NewLogger(io.Discard, "warning"))
-	srv.table.add("server", cmds...)
+	srv.table.Add("server", cmds...)
 	go srv.Serve()
 	select {
 	case <-srv.Ready():
@@ -104,9 +105,9 @@ func startWithCommands(t *testing.T, shards int, cmds ...*Command) (string, *Ser
 // answers.
 func TestCoordinatorPanicReleasesLocks(t *testing.T) {
 	addr, srv := startWithCommands(t, 2,
-		&Command{Name: "test.coordpanic", Arity: -4, FirstKey: 2, LastKey: -1, Step: 1, Flags: FlagWrite,
-			Shard: func(x *Exec) { x.W.SimpleString("one shard") },
-			Multi: func(x *Coord) {
+		&command.Command{Name: "test.coordpanic", Arity: -4, FirstKey: 2, LastKey: -1, Step: 1, Flags: command.FlagWrite,
+			Shard: func(x *command.Exec) { x.W.SimpleString("one shard") },
+			Multi: viaCoord(func(x *Coord) {
 				t := x.LockKeys([]int{2, 3}, true)
 				switch string(x.Args[1]) {
 				case "coord":
@@ -119,14 +120,14 @@ func TestCoordinatorPanicReleasesLocks(t *testing.T) {
 				}
 				t.Finish(nil)
 				x.W.SimpleString("OK")
-			}},
-		&Command{Name: "test.allpanic", Arity: 1, Flags: FlagWrite,
-			Multi: func(x *Coord) {
+			})},
+		&command.Command{Name: "test.allpanic", Arity: 1, Flags: command.FlagWrite,
+			Multi: viaCoord(func(x *Coord) {
 				t := x.Tx()
 				t.AddAllShards()
 				t.Lock()
 				panic("all boom")
-			}},
+			})},
 	)
 	// Two keys on different shards.
 	k1, k2 := "k1", ""

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/journal"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/rdb"
@@ -135,8 +136,8 @@ func (s *Server) flows() *flowMaster {
 }
 
 func init() {
-	addFamily("server", func() []*Command {
-		return []*Command{{Name: "dfly", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagNoMulti | FlagStale, Local: cmdDfly}}
+	command.Register("server", func() []*command.Command {
+		return []*command.Command{{Name: "dfly", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoMulti | command.FlagStale, Local: viaConn(cmdDfly)}}
 	})
 }
 
@@ -179,7 +180,7 @@ func cmdDfly(c *Conn, a [][]byte, w *resp.Writer) {
 		w.BulkString(sess.id)
 		w.BulkString(map[snapshot.Mode]string{snapshot.PIT: "pit", snapshot.NonPIT: "nonpit"}[mode])
 	case sub == "flow" && len(a) == 6 && !strings.EqualFold(string(a[5]), "blobs"):
-		w.Error(errSyntax)
+		w.Error(command.ErrSyntax)
 	case sub == "flow" && (len(a) == 5 || len(a) == 6):
 		// DFLY FLOW <session> <shard> <next> [BLOBS]
 		fm := s.flows()
@@ -223,7 +224,7 @@ func cmdDfly(c *Conn, a [][]byte, w *resp.Writer) {
 			w.Int(int64(n))
 		}
 	default:
-		w.Error(fmt.Sprintf("ERR unknown subcommand '%s'. Try DFLY HELLO.", truncArg(a[1])))
+		w.Error(fmt.Sprintf("ERR unknown subcommand '%s'. Try DFLY HELLO.", command.TruncArg(a[1])))
 	}
 }
 

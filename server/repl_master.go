@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/journal"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/replica"
@@ -835,16 +836,16 @@ func (r *replicaConn) readAcks() {
 
 // ---- commands ----
 
-func replMasterCommands() []*Command {
-	return []*Command{
-		{Name: "sync", Arity: 1, Flags: FlagAdmin | FlagNoScript | FlagNoMulti, Local: cmdSync},
-		{Name: "psync", Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagNoMulti, Local: cmdSync},
-		{Name: "replconf", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Local: cmdReplconf},
-		{Name: "wait", Arity: 3, Flags: FlagNoScript, Multi: cmdWait},
+func replMasterCommands() []*command.Command {
+	return []*command.Command{
+		{Name: "sync", Arity: 1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoMulti, Local: viaConn(cmdSync)},
+		{Name: "psync", Arity: -3, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoMulti, Local: viaConn(cmdSync)},
+		{Name: "replconf", Arity: -1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdReplconf)},
+		{Name: "wait", Arity: 3, Flags: command.FlagNoScript, Multi: viaCoord(cmdWait)},
 	}
 }
 
-func init() { addFamily("server", replMasterCommands) }
+func init() { command.Register("server", replMasterCommands) }
 
 func cmdSync(c *Conn, a [][]byte, w *resp.Writer) {
 	// PSYNC replid offset FAILOVER: this server's master is failing over
@@ -869,7 +870,7 @@ func cmdSync(c *Conn, a [][]byte, w *resp.Writer) {
 	if !req.sync {
 		off, err := strconv.ParseInt(string(a[2]), 10, 64)
 		if err != nil {
-			w.Error(errNotInt)
+			w.Error(command.ErrNotInt)
 			return
 		}
 		req.replID, req.offset = string(a[1]), off
@@ -908,7 +909,7 @@ const chainedRefusalText = "ERR this server is a replica and does not serve repl
 
 func cmdReplconf(c *Conn, a [][]byte, w *resp.Writer) {
 	if len(a)%2 == 0 {
-		w.Error(errSyntax)
+		w.Error(command.ErrSyntax)
 		return
 	}
 	if c.repl == nil {
@@ -938,7 +939,7 @@ func cmdReplconf(c *Conn, a [][]byte, w *resp.Writer) {
 				c.repl.rdbOnly = v == "1"
 			default:
 				if _, err := strconv.ParseInt(v, 10, 64); err != nil {
-					w.Error(errNotInt)
+					w.Error(command.ErrNotInt)
 				} else {
 					w.Error("ERR value is out of range, value must between 0 and 1")
 				}
@@ -957,7 +958,7 @@ func cmdReplconf(c *Conn, a [][]byte, w *resp.Writer) {
 			}
 		case "rdb-channel":
 		default:
-			w.Error("ERR Unrecognized REPLCONF option: " + truncArg(a[i]))
+			w.Error("ERR Unrecognized REPLCONF option: " + command.TruncArg(a[i]))
 			return
 		}
 	}
@@ -970,7 +971,7 @@ func cmdWait(x *Coord) {
 	n, err1 := strconv.ParseInt(string(x.Args[1]), 10, 64)
 	ms, err2 := strconv.ParseInt(string(x.Args[2]), 10, 64)
 	if err1 != nil || err2 != nil {
-		x.W.Error(errNotInt)
+		x.W.Error(command.ErrNotInt)
 		return
 	}
 	if ms < 0 {
@@ -1026,7 +1027,7 @@ func cmdWait(x *Coord) {
 			return
 		case asError := <-x.Conn.unblock:
 			if asError {
-				x.W.Error(errUnblocked)
+				x.W.Error(command.ErrUnblocked)
 			} else {
 				x.W.Int(int64(acked()))
 			}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
@@ -73,16 +74,16 @@ const (
 	errLoading         = "LOADING Redis is loading the dataset in memory"
 )
 
-func init() { addFamily("server", replicaCommands) }
+func init() { command.Register("server", replicaCommands) }
 
-func replicaCommands() []*Command {
-	f := FlagAdmin | FlagNoScript | FlagLoading | FlagStale
-	return []*Command{
-		{Name: "replicaof", Arity: 3, Flags: f, Multi: cmdReplicaOf},
-		{Name: "slaveof", Arity: 3, Flags: f, Multi: cmdReplicaOf},
-		{Name: "failover", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagStale, Local: cmdFailover},
-		{Name: "role", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast,
-			Local: func(c *Conn, _ [][]byte, w *resp.Writer) { c.srv.writeRole(w) }},
+func replicaCommands() []*command.Command {
+	f := command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale
+	return []*command.Command{
+		{Name: "replicaof", Arity: 3, Flags: f, Multi: viaCoord(cmdReplicaOf)},
+		{Name: "slaveof", Arity: 3, Flags: f, Multi: viaCoord(cmdReplicaOf)},
+		{Name: "failover", Arity: -1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagStale, Local: viaConn(cmdFailover)},
+		{Name: "role", Arity: 1, Flags: command.FlagNoScript | command.FlagLoading | command.FlagStale | command.FlagFast,
+			Local: viaConn(func(c *Conn, _ [][]byte, w *resp.Writer) { c.srv.writeRole(w) })},
 	}
 }
 
@@ -94,14 +95,14 @@ func (s *Server) isReplica() bool { return s.replica.active.Load() }
 // every command (Conn.prepare), so the master case is one atomic load.
 // EVAL and EVALSHA run, as on Redis 7 (where they are not write
 // commands): a script's writes fail instead (luaVM.call).
-func (s *Server) replicaRefusal(cmd *Command, args [][]byte) string {
+func (s *Server) replicaRefusal(cmd *command.Command, args [][]byte) string {
 	if !s.replica.active.Load() {
 		return ""
 	}
-	if s.replica.loading.Load() && cmd.Flags&FlagLoading == 0 {
+	if s.replica.loading.Load() && cmd.Flags&command.FlagLoading == 0 {
 		return errLoading
 	}
-	if cmd.Flags&FlagWrite != 0 && cmd.Name != "eval" && cmd.Name != "evalsha" && cmd.Name != "fcall" &&
+	if cmd.Flags&command.FlagWrite != 0 && cmd.Name != "eval" && cmd.Name != "evalsha" && cmd.Name != "fcall" &&
 		(cmd.Name != "function" || len(args) < 2 || functionWrites(args[1])) {
 		return errReadonlyReplica
 	}
@@ -407,14 +408,6 @@ func (s *Server) replicaRole(w *resp.Writer) bool {
 	}
 	return true
 }
-
-// expiredAt reports whether a write giving a key the absolute expiry at
-// must delete it now instead: at is past, and this is not a replica. A
-// replica stores the past TTL (the key is hidden from clients) and waits
-// for its master's DEL, as Redis's checkAlreadyExpired: applying the
-// master's PEXPIREAT a little late must not delete a key the master has
-// meanwhile given a new TTL.
-func (x *Exec) expiredAt(at int64) bool { return at <= x.Now() && !x.S.ReplicaMode }
 
 // ParseReplicaOf parses the replicaof setting, "<host> <port>".
 func ParseReplicaOf(v string) (host string, port int, err error) {

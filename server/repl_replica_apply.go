@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
@@ -112,7 +113,7 @@ func (a *replApplier) FullSync(r io.Reader, size int64) (err error) {
 
 // applyOp is a command on its way to a shard.
 type applyOp struct {
-	cmd  *Command
+	cmd  *command.Command
 	db   int
 	args [][]byte
 }
@@ -153,16 +154,16 @@ func (a *replApplier) Apply(ops []replica.Op) error {
 }
 
 // command looks up an op's command; nil (logged) when it cannot run here.
-func (a *replApplier) command(op *replica.Op) *Command {
+func (a *replApplier) command(op *replica.Op) *command.Command {
 	if len(op.Args) == 0 {
 		return nil
 	}
-	cmd := a.s.table.lookup(op.Args[0])
+	cmd := a.s.table.Lookup(op.Args[0])
 	switch {
 	case cmd == nil:
-		a.logf("replica: unknown command from master: %s", truncArg(op.Args[0]))
+		a.logf("replica: unknown command from master: %s", command.TruncArg(op.Args[0]))
 		return nil
-	case !cmd.arityOK(len(op.Args)):
+	case !cmd.ArityOK(len(op.Args)):
 		a.logf("replica: wrong number of arguments from master for '%s'", cmd.Name)
 		return nil
 	case op.DB >= a.s.cfg.Databases:
@@ -187,7 +188,7 @@ func (a *replApplier) logf(format string, args ...any) {
 // checkReply notes an error reply to a master's command (Redis's replica
 // logs those: the datasets may have diverged) and resets w. It runs on
 // shard goroutines, which do no I/O: report logs later.
-func (a *replApplier) checkReply(w *resp.Writer, cmd *Command) {
+func (a *replApplier) checkReply(w *resp.Writer, cmd *command.Command) {
 	if len(w.Buf) > 0 && w.Buf[0] == '-' {
 		msg := w.Buf[1:]
 		if len(msg) > 200 {
@@ -227,7 +228,7 @@ func setMasterApply(on bool) func(*shard.Shard) {
 
 // applyCoord runs a command whose keys span shards (or that works on all
 // of them) with every shard locked, as one step of the history.
-func (a *replApplier) applyCoord(op *replica.Op, cmd *Command) {
+func (a *replApplier) applyCoord(op *replica.Op, cmd *command.Command) {
 	pins := a.tierPreload(applyOp{cmd: cmd, db: op.DB, args: op.Args})
 	t := tx.New(a.s.shards)
 	t.AddAllShards()
@@ -266,10 +267,10 @@ func (a *replApplier) tierPreload(cmds ...applyOp) *tierPins {
 }
 
 // runCoord runs one command inside t, which holds every shard.
-func (a *replApplier) runCoord(t *tx.Tx, db int, args [][]byte, cmd *Command) {
+func (a *replApplier) runCoord(t *tx.Tx, db int, args [][]byte, cmd *command.Command) {
 	var w resp.Writer
 	w.Proto = 2
-	cmd.calls.Add(1)
+	cmd.Calls.Add(1)
 	sid := -1
 	if cmd.Local == nil {
 		var pos []int
@@ -283,13 +284,13 @@ func (a *replApplier) runCoord(t *tx.Tx, db int, args [][]byte, cmd *Command) {
 		a.applyLocal(&replica.Op{DB: db, Args: args}, cmd)
 		return
 	case sid < 0 && cmd.Multi != nil:
-		inner := &Coord{Srv: a.s, Conn: a.conn, DB: db, Args: args, W: &w, cmd: cmd, inTx: true}
-		cmd.Multi(inner)
+		inner := &Coord{Coord: command.Coord{DB: db, Args: args, W: &w, Cmd: cmd, InTx: true}, Srv: a.s, Conn: a.conn}
+		cmd.Multi(inner.bind())
 	case sid < 0:
 		w.Error("CROSSSLOT Keys in request don't hash to the same slot")
 	default:
 		t.Run(sid, func(sh *shard.Shard) {
-			e := Exec{S: sh, DB: sh.DBs[db], Args: args, W: &w, Srv: a.s, Conn: a.conn}
+			e := command.Exec{S: sh, DB: sh.DBs[db], Args: args, W: &w, Srv: a.s, Conn: a.conn}
 			if tierNoLoad(sh, cmd, args) { // tiered.go: SET, DEL ... leave offloaded values so
 				defer sh.SetNoLoad(false)
 			}
@@ -301,13 +302,13 @@ func (a *replApplier) runCoord(t *tx.Tx, db int, args [][]byte, cmd *Command) {
 
 // applyLocal runs the connection-level commands a master propagates
 // (PUBLISH, SPUBLISH); others (SELECT is the link's) are ignored.
-func (a *replApplier) applyLocal(op *replica.Op, cmd *Command) {
+func (a *replApplier) applyLocal(op *replica.Op, cmd *command.Command) {
 	switch cmd.Name {
 	case "publish", "spublish", "script":
 		var w resp.Writer
 		w.Proto = 2
-		cmd.calls.Add(1)
-		cmd.local(a.conn, op.Args, &w)
+		cmd.Calls.Add(1)
+		runLocal(cmd, a.conn, op.Args, &w)
 		a.checkReply(&w, cmd)
 	}
 }
@@ -346,7 +347,7 @@ func (a *replApplier) applyTx(ops []replica.Op) {
 	if parallel {
 		var pos []int
 		for i, c := range cmds {
-			pos = c.cmd.keys(pos[:0], c.args)
+			pos = c.cmd.Keys(pos[:0], c.args)
 			for _, k := range pos {
 				t.Add(sids[i], c.db, string(c.args[k]), true)
 			}
@@ -363,8 +364,8 @@ func (a *replApplier) applyTx(ops []replica.Op) {
 				if sids[i] != sh.ID {
 					continue
 				}
-				c.cmd.calls.Add(1)
-				e := Exec{S: sh, DB: sh.DBs[c.db], Args: c.args, W: &w, Srv: a.s, Conn: a.conn}
+				c.cmd.Calls.Add(1)
+				e := command.Exec{S: sh, DB: sh.DBs[c.db], Args: c.args, W: &w, Srv: a.s, Conn: a.conn}
 				set := tierNoLoad(sh, c.cmd, c.args) // tiered.go
 				c.cmd.Shard(&e)
 				if set {
@@ -412,8 +413,8 @@ func (b *applyBatch) exec(s *shard.Shard, resumed bool) {
 		op := &b.ops[b.pos]
 		if !resumed && !s.Locks.Idle() {
 			b.keys = b.keys[:0]
-			excl := op.cmd.Flags&FlagWrite != 0
-			for _, i := range op.cmd.keys(nil, op.args) {
+			excl := op.cmd.Flags&command.FlagWrite != 0
+			for _, i := range op.cmd.Keys(nil, op.args) {
 				b.keys = append(b.keys, shard.KeyLock{DB: op.db, Key: string(op.args[i]), Excl: excl})
 			}
 			if !s.Available(b.keys) {
@@ -432,7 +433,7 @@ func (b *applyBatch) exec(s *shard.Shard, resumed bool) {
 			return
 		}
 		b.loaded, b.retries = false, 0
-		e := Exec{S: s, DB: s.DBs[op.db], Args: op.args, W: &b.w, Srv: b.a.s, Conn: b.a.conn}
+		e := command.Exec{S: s, DB: s.DBs[op.db], Args: op.args, W: &b.w, Srv: b.a.s, Conn: b.a.conn}
 		set := tierNoLoad(s, op.cmd, op.args) // tiered.go: SET, DEL ... leave offloaded values so
 		op.cmd.Shard(&e)
 		if set {

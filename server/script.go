@@ -13,6 +13,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/tx"
 	"github.com/dfly/dfly/types/num"
@@ -312,28 +313,28 @@ func (e *scriptEngine) kill(functions bool) string {
 	return errNotBusy
 }
 
-func scriptCommands() []*Command {
+func scriptCommands() []*command.Command {
 	// EVAL is flagged write (EVAL_RO readonly) so that EXEC locks a queued
 	// script's keys the way the script itself would.
-	f := FlagNoScript | FlagStale
-	return []*Command{
-		{Name: "eval", Arity: -3, Flags: f | FlagWrite, KeyPositions: evalKeyPositions,
-			Coordinate: evalCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, func(c *Coord) { cmdEval(c, false, false) }) },
-			Multi: func(x *Coord) { cmdEval(x, false, false) }},
-		{Name: "evalsha", Arity: -3, Flags: f | FlagWrite, KeyPositions: evalKeyPositions,
-			Coordinate: evalCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, func(c *Coord) { cmdEval(c, true, false) }) },
-			Multi: func(x *Coord) { cmdEval(x, true, false) }},
-		{Name: "eval_ro", Arity: -3, Flags: f | FlagReadonly, KeyPositions: evalKeyPositions,
-			Coordinate: evalCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, func(c *Coord) { cmdEval(c, false, true) }) },
-			Multi: func(x *Coord) { cmdEval(x, false, true) }},
-		{Name: "evalsha_ro", Arity: -3, Flags: f | FlagReadonly, KeyPositions: evalKeyPositions,
-			Coordinate: evalCoordinate, Shard: func(x *Exec) { cmdEvalShard(x, func(c *Coord) { cmdEval(c, true, true) }) },
-			Multi: func(x *Coord) { cmdEval(x, true, true) }},
-		{Name: "script", Arity: -2, Flags: FlagNoScript, Local: cmdScript},
+	f := command.FlagNoScript | command.FlagStale
+	return []*command.Command{
+		{Name: "eval", Arity: -3, Flags: f | command.FlagWrite, KeyPositions: evalKeyPositions,
+			Coordinate: viaServer(evalCoordinate), Shard: func(x *command.Exec) { cmdEvalShard(x, func(c *Coord) { cmdEval(c, false, false) }) },
+			Multi: viaCoord(func(x *Coord) { cmdEval(x, false, false) })},
+		{Name: "evalsha", Arity: -3, Flags: f | command.FlagWrite, KeyPositions: evalKeyPositions,
+			Coordinate: viaServer(evalCoordinate), Shard: func(x *command.Exec) { cmdEvalShard(x, func(c *Coord) { cmdEval(c, true, false) }) },
+			Multi: viaCoord(func(x *Coord) { cmdEval(x, true, false) })},
+		{Name: "eval_ro", Arity: -3, Flags: f | command.FlagReadonly, KeyPositions: evalKeyPositions,
+			Coordinate: viaServer(evalCoordinate), Shard: func(x *command.Exec) { cmdEvalShard(x, func(c *Coord) { cmdEval(c, false, true) }) },
+			Multi: viaCoord(func(x *Coord) { cmdEval(x, false, true) })},
+		{Name: "evalsha_ro", Arity: -3, Flags: f | command.FlagReadonly, KeyPositions: evalKeyPositions,
+			Coordinate: viaServer(evalCoordinate), Shard: func(x *command.Exec) { cmdEvalShard(x, func(c *Coord) { cmdEval(c, true, true) }) },
+			Multi: viaCoord(func(x *Coord) { cmdEval(x, true, true) })},
+		{Name: "script", Arity: -2, Flags: command.FlagNoScript, Local: viaConn(cmdScript)},
 	}
 }
 
-func init() { addFamily("scripting", scriptCommands) }
+func init() { command.Register("scripting", scriptCommands) }
 
 var scriptHelp = []string{
 	"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -409,9 +410,9 @@ func cmdScript(c *Conn, a [][]byte, w *resp.Writer) {
 			w.Error("ERR Use SCRIPT DEBUG YES/SYNC/NO")
 		}
 	case sub == "help" || sub == "load" || sub == "exists" || sub == "flush" || sub == "kill" || sub == "debug":
-		w.Error(wrongArity("script|" + sub))
+		w.Error(command.WrongArity("script|" + sub))
 	default:
-		w.Error("ERR unknown subcommand '" + truncArg(a[1]) + "'. Try SCRIPT HELP.")
+		w.Error("ERR unknown subcommand '" + command.TruncArg(a[1]) + "'. Try SCRIPT HELP.")
 	}
 }
 
@@ -434,7 +435,7 @@ func evalKeyPositions(dst []int, args [][]byte) []int {
 func parseNumKeys(args [][]byte) (int, string) {
 	n, ok := num.ParseInt(args[2])
 	if !ok {
-		return 0, errNotInt
+		return 0, command.ErrNotInt
 	}
 	if n > int64(len(args)-3) {
 		return 0, "ERR Number of keys can't be greater than number of args"
@@ -498,12 +499,12 @@ func runScript(x *Coord, target scriptTarget, numKeys int, readonly bool) {
 		}
 		c.info.Unlock()
 	}
-	if x.local != nil {
+	if x.Local != nil {
 		// Confined to this shard, whose goroutine runs it: no other
 		// command can run here meanwhile, so it needs no locks. Its
 		// (nested) transaction is made only if a call needs one.
 		sc.declared = keys
-	} else if numKeys > 0 || x.inTx {
+	} else if numKeys > 0 || x.InTx {
 		t := x.scriptTx(vm)
 		sc.declared = keys
 		for _, k := range keys {
@@ -523,8 +524,8 @@ func runScript(x *Coord, target scriptTarget, numKeys int, readonly bool) {
 	// before it writes: past localScriptBudget it is stopped — having
 	// changed nothing — and run again on a coordinator (as are its later
 	// runs), where it holds only its keys.
-	run.begin(sha, target.fn, x.Args, x.local != nil && x.canRetry)
-	if x.local != nil && x.canRetry {
+	run.begin(sha, target.fn, x.Args, x.Local != nil && x.canRetry)
+	if x.Local != nil && x.canRetry {
 		x.script = run // its commands may demote it (scriptRun.demote)
 		defer func() { x.script = nil }()
 	}
@@ -668,17 +669,20 @@ func toCoordinator(sha []byte) {
 // pays no cross-shard coordination). While it runs, the event loop that
 // owns the shard serves nothing else; SCRIPT KILL from a client of another
 // loop still stops a long read-only script.
-func cmdEvalShard(e *Exec, run func(x *Coord)) {
+func cmdEvalShard(e *command.Exec, run func(x *Coord)) {
 	// The shard's own coordinator value: nothing keeps it once cmdEval
 	// returned (the interpreter drops its context), and a script cannot
 	// run a script, so one per shard serves every inline run.
-	x := &e.Srv.evalCoords[e.S.ID]
-	*x = Coord{Srv: e.Srv, Conn: e.Conn, DB: e.DB.Index, Args: e.Args, W: e.W, inTx: true, local: e.S, canRetry: e.canRetry,
-		step: x.step}
+	srv, conn := srvOf(e), connOf(e)
+	x := &srv.evalCoords[e.S.ID]
+	*x = Coord{Coord: command.Coord{DB: e.DB.Index, Args: e.Args, W: e.W, InTx: true, Local: e.S},
+		Srv: srv, Conn: conn, canRetry: e.CanRetry, step: x.step}
+	x.bind()
 	run(x)
 	if x.demoted {
-		e.retry = &Coord{Srv: e.Srv, Conn: e.Conn, DB: e.DB.Index, Args: e.Args, W: e.W,
-			cmd: e.Srv.table.lookup(e.Args[0])}
+		retry := &Coord{Coord: command.Coord{DB: e.DB.Index, Args: e.Args, W: e.W, Cmd: srv.table.Lookup(e.Args[0])},
+			Srv: srv, Conn: conn}
+		e.Retry = retry.bind()
 	}
 	*x = Coord{step: x.step}
 }
@@ -691,8 +695,8 @@ func cmdEvalShard(e *Exec, run func(x *Coord)) {
 // anywhere. Unknown names and commands scripts may not call fail before
 // they run.
 func (s *Server) leavesShard(name string) bool {
-	cmd := s.table.lookup([]byte(name))
-	if cmd == nil || cmd.Local != nil || cmd.Flags&FlagNoScript != 0 {
+	cmd := s.table.Lookup([]byte(name))
+	if cmd == nil || cmd.Local != nil || cmd.Flags&command.FlagNoScript != 0 {
 		return false
 	}
 	if cmd.Name == "sort" || cmd.Name == "sort_ro" {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 )
 
@@ -20,18 +21,18 @@ func BenchmarkEvalShard(b *testing.B) {
 		b.Fatal(errText)
 	}
 	s := srv.shards[0]
-	x := &Exec{S: s, DB: s.DBs[0], W: &resp.Writer{Proto: 2}, Srv: srv}
+	x := &command.Exec{S: s, DB: s.DBs[0], W: &resp.Writer{Proto: 2}, Srv: srv}
 	args := make([][][]byte, 1024)
 	for i := range args {
 		args[i] = benchArgs("EVALSHA", sha, "2", "k:"+strconv.Itoa(i), "k:"+strconv.Itoa(i*7+1))
 	}
-	cmd := srv.table.lookup([]byte("evalsha"))
+	cmd := srv.table.Lookup([]byte("evalsha"))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		x.W.Reset()
 		x.Args = args[i%len(args)]
-		x.canRetry = true
-		x.run(cmd)
+		x.CanRetry = true
+		runExec(x, cmd)
 		if x.W.Buf[0] != ':' {
 			b.Fatalf("reply %q", x.W.Buf)
 		}

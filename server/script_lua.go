@@ -10,6 +10,8 @@ import (
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
 
+	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/family"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
@@ -74,7 +76,7 @@ type luaVM struct {
 	args     [][]byte
 	argBuf   []byte
 	argEnds  []int
-	exe      Exec
+	exe      command.Exec
 	coord    Coord
 	step     *queuedStep
 	// callErrs: the error tables of the run's failed calls (finishRun);
@@ -739,17 +741,17 @@ func (vm *luaVM) call(L *lua.LState, raise bool) int {
 	}
 	vm.argBuf, vm.argEnds, vm.args = buf, ends, args
 	srv := sc.x.Srv
-	cmd := srv.table.lookup(args[0])
+	cmd := srv.table.Lookup(args[0])
 	if cmd == nil {
 		return vm.fail(L, raise, "Unknown Redis command called from script")
 	}
-	if !cmd.arityOK(argc) {
+	if !cmd.ArityOK(argc) {
 		return vm.fail(L, raise, "Wrong number of args calling Redis command from script")
 	}
-	if cmd.Flags&FlagNoScript != 0 || cmd.Name == "quit" {
+	if cmd.Flags&command.FlagNoScript != 0 || cmd.Name == "quit" {
 		return vm.fail(L, raise, errScriptCmd)
 	}
-	write := cmd.Flags&FlagWrite != 0
+	write := cmd.Flags&command.FlagWrite != 0
 	if write && sc.readonly {
 		return vm.fail(L, raise, "Write commands are not allowed from read-only scripts.")
 	}
@@ -764,7 +766,7 @@ func (vm *luaVM) call(L *lua.LState, raise bool) int {
 			return vm.fail(L, raise, aclScriptDenied(reason))
 		}
 	}
-	vm.pos = cmd.keys(vm.pos[:0], args)
+	vm.pos = cmd.Keys(vm.pos[:0], args)
 	for _, i := range vm.pos {
 		if !sc.isDeclared(args[i]) || sc.db != sc.x.DB {
 			return vm.fail(L, raise, errUndeclared)
@@ -773,7 +775,7 @@ func (vm *luaVM) call(L *lua.LState, raise bool) int {
 	if len(vm.pos) == 0 && write && sc.keyed && cmd.Local == nil {
 		return vm.fail(L, raise, errKeylessCall)
 	}
-	if sc.x.local != nil && srv.tiered != nil && (cmd.Name == "sort" || cmd.Name == "sort_ro") {
+	if sc.x.Local != nil && srv.tiered != nil && (cmd.Name == "sort" || cmd.Name == "sort_ro") {
 		// SORT inline with tiering: the script's text does not name it
 		// (evalCoordinate). This run may have to stop (demote) or, having
 		// written, to load offloaded pattern values blocking; its later
@@ -788,7 +790,7 @@ func (vm *luaVM) call(L *lua.LState, raise bool) int {
 	if srv.monitors.active() {
 		srv.monitors.feed(nil, sc.db, cmd, args)
 	}
-	if (cmd.Name == "xread" || cmd.Name == "xreadgroup") && xreadHasBlock(args) {
+	if (cmd.Name == "xread" || cmd.Name == "xreadgroup") && family.XReadHasBlock(args) {
 		// Redis refuses BLOCK in a script outright (in EXEC it just does
 		// not wait), naming the command as the script wrote it.
 		return vm.fail(L, raise, "-ERR "+string(args[0])+" command is not allowed with BLOCK option from scripts")
@@ -810,7 +812,7 @@ func (vm *luaVM) call(L *lua.LState, raise bool) int {
 
 // exec runs one command of the script into vm.reply: through execQueued,
 // within the script's transaction, like a command of EXEC.
-func (vm *luaVM) exec(cmd *Command, args [][]byte) {
+func (vm *luaVM) exec(cmd *command.Command, args [][]byte) {
 	sc := vm.sc
 	vm.reply.Buf = vm.reply.Buf[:0]
 	vm.reply.Proto = sc.resp
@@ -820,7 +822,7 @@ func (vm *luaVM) exec(cmd *Command, args [][]byte) {
 		n, err := strconv.Atoi(string(args[1]))
 		switch {
 		case err != nil:
-			w.Error(errNotInt)
+			w.Error(command.ErrNotInt)
 		case n < 0 || n >= sc.x.Srv.cfg.Databases:
 			w.Error("ERR DB index is out of range")
 		default:
@@ -829,17 +831,17 @@ func (vm *luaVM) exec(cmd *Command, args [][]byte) {
 		}
 		return
 	}
-	if local := sc.x.local; local != nil && cmd.Local == nil {
+	if local := sc.x.Local; local != nil && cmd.Local == nil {
 		if sid := sc.x.Srv.singleShard(cmd, args, &vm.pos); sid >= 0 && len(vm.pos) > 0 && sc.x.runsHere(sid) {
 			// The common call of a script confined to its shard (or to
 			// the shards a borrowed run holds): a command on its keys
 			// runs right here, as execQueued would through the nested
 			// transaction, without making one.
-			cmd.calls.Add(1)
+			cmd.Calls.Add(1)
 			e := &vm.exe
 			s := sc.x.Srv.shards[sid]
-			*e = Exec{S: s, DB: s.DBs[sc.db], Args: args, W: w, Srv: sc.x.Srv, Conn: sc.x.Conn, prop: e.prop[:0]}
-			e.run(cmd)
+			*e = command.Exec{S: s, DB: s.DBs[sc.db], Args: args, W: w, Srv: sc.x.Srv, Conn: sc.x.Conn, Prop: e.Prop[:0]}
+			runExec(e, cmd)
 			e.Args, e.W, e.Conn = nil, nil, nil
 			return
 		}
@@ -851,7 +853,7 @@ func (vm *luaVM) exec(cmd *Command, args [][]byte) {
 			// on a coordinator; past it, it goes on.
 			toCoordinator(sc.sha)
 			if sc.x.script != nil && sc.x.script.demote() {
-				w.Error(errScriptDemoted) // discarded with the run
+				w.Error(command.ErrScriptDemoted) // discarded with the run
 				return
 			}
 		}
@@ -866,25 +868,25 @@ func (vm *luaVM) exec(cmd *Command, args [][]byte) {
 	if vm.step == nil {
 		vm.step = newQueuedStep()
 	}
-	x.W, x.Args, x.DB, x.cmd, x.step = w, args, sc.db, cmd, vm.step
+	x.W, x.Args, x.DB, x.Cmd, x.step = w, args, sc.db, cmd, vm.step
 	q := queued{args: args, cmd: cmd, db: sc.db}
 	if sc.t != nil {
 		x.execQueued(sc.t, q)
 		return
 	}
 	// No lock held: the (keyless) command locks what it needs itself.
-	cmd.calls.Add(1)
+	cmd.Calls.Add(1)
 	switch {
 	case cmd.Local != nil:
-		cmd.local(x.Conn, args, w)
+		runLocal(cmd, x.Conn, args, w)
 	case cmd.Shard != nil && x.Srv.singleShard(cmd, args, &vm.pos) >= 0:
 		sid := x.Srv.singleShard(cmd, args, &vm.pos)
 		x.Srv.OnShard(sid, func(s *shard.Shard) {
-			e := Exec{S: s, DB: s.DBs[q.db], Args: args, W: w, Srv: x.Srv}
-			e.run(cmd)
+			e := command.Exec{S: s, DB: s.DBs[q.db], Args: args, W: w, Srv: x.Srv}
+			runExec(&e, cmd)
 		})
 	case cmd.Multi != nil:
-		x.inTx = false
+		x.InTx = false
 		vm.callMulti(x, cmd)
 	default:
 		w.Error("CROSSSLOT Keys in request don't hash to the same slot")
@@ -894,7 +896,7 @@ func (vm *luaVM) exec(cmd *Command, args [][]byte) {
 // callMulti runs the Multi of a call that holds no script lock (a keyless
 // script's). If it panics, the transactions it started give their locks
 // back before the panic goes on to PCall, which makes it the call's error.
-func (vm *luaVM) callMulti(x *Coord, cmd *Command) {
+func (vm *luaVM) callMulti(x *Coord, cmd *command.Command) {
 	x.owned = vm.owned[:0] // not the script's coordinator's (x is a copy)
 	defer func() {
 		r := recover()
@@ -909,7 +911,7 @@ func (vm *luaVM) callMulti(x *Coord, cmd *Command) {
 			panic(r)
 		}
 	}()
-	cmd.Multi(x)
+	cmd.Multi(x.bind())
 }
 
 // toLua converts the RESP reply at b[pos:] to Lua (Redis 7.0's

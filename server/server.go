@@ -16,6 +16,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/reclaim"
 	"github.com/dfly/dfly/shard"
@@ -43,7 +44,7 @@ type Server struct {
 	migrate   migrateConns                 // MIGRATE's connections to targets (cmd_migrate.go)
 	reclaim   reclaim.Reclaimer            // gives free heap memory back to the OS after a burst
 	shards    []*shard.Shard
-	table     *Table
+	table     *command.Table
 	log       *Logger
 	eng       gnet.Engine
 	runID     string
@@ -103,7 +104,9 @@ type Server struct {
 // shardCmdStats are a shard's INFO commandstats figures of the commands
 // it ran: calls and nanoseconds (commands timed as for SLOWLOG; most run
 // well under a microsecond, so whole microseconds would sum to nothing).
-type shardCmdStats struct{ calls map[*Command]*cmdCount }
+type shardCmdStats struct {
+	calls map[*command.Command]*cmdCount
+}
 
 type cmdCount struct{ calls, nsec uint64 }
 
@@ -128,7 +131,7 @@ func New(cfg *Config, log *Logger) *Server {
 	if cfg.SnapshotStep > 0 {
 		snapshot.SetStepBudget(cfg.SnapshotStep)
 	}
-	s := &Server{cfg: cfg, log: log, table: newTable(), conns: make(map[int64]*Conn),
+	s := &Server{cfg: cfg, log: log, table: command.NewTable(), conns: make(map[int64]*Conn),
 		ready: make(chan struct{}), done: make(chan struct{}), start: time.Now(), pubsub: newPubsub()}
 	s.acl = newACL(s.table, cfg.Requirepass)
 	var id [20]byte
@@ -139,7 +142,7 @@ func New(cfg *Config, log *Logger) *Server {
 	s.evalCoords = make([]Coord, cfg.Shards)
 	for i := range s.shards {
 		s.shards[i] = shard.New(i, cfg.Databases)
-		s.cmdStats[i].calls = make(map[*Command]*cmdCount)
+		s.cmdStats[i].calls = make(map[*command.Command]*cmdCount)
 	}
 	s.setupTiered() // tiered.go
 	s.persist = persist.New(s.shards, s.ShardOf, (*persistHost)(s), log, RedisVersion)
@@ -153,7 +156,7 @@ func New(cfg *Config, log *Logger) *Server {
 
 // countShardCall counts a call of cmd that ran ns nanoseconds on shard
 // sid, on its goroutine.
-func (s *Server) countShardCall(sid int, cmd *Command, ns int64) {
+func (s *Server) countShardCall(sid int, cmd *command.Command, ns int64) {
 	m := s.cmdStats[sid].calls
 	c := m[cmd]
 	if c == nil {
@@ -194,12 +197,12 @@ func hashTag(key []byte) []byte {
 // singleShard is the one shard owning all of the command's keys, or -1 when
 // the command must be coordinated (keys on several shards, or no Shard
 // handler). Keyless shard commands go to shard 0.
-func (s *Server) singleShard(cmd *Command, args [][]byte, scratch *[]int) int {
+func (s *Server) singleShard(cmd *command.Command, args [][]byte, scratch *[]int) int {
 	if cmd.Shard == nil || (cmd.Coordinate != nil && cmd.Coordinate(s, args)) {
 		*scratch = (*scratch)[:0] // no keys to run inline: see Conn.runBorrowed
 		return -1
 	}
-	pos := cmd.keys((*scratch)[:0], args)
+	pos := cmd.Keys((*scratch)[:0], args)
 	*scratch = pos
 	if len(pos) == 0 {
 		return 0
@@ -478,3 +481,15 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 	}
 	return c.serve()
 }
+
+// Shards is command.Server's: every shard, by id.
+func (s *Server) Shards() []*shard.Shard { return s.shards }
+
+// Databases is command.Server's: --databases.
+func (s *Server) Databases() int { return s.cfg.Databases }
+
+// ProtoMaxBulk is command.Server's: proto-max-bulk-len.
+func (s *Server) ProtoMaxBulk() int64 { return s.cfg.ProtoMaxBulk }
+
+// Tiered is command.Server's: whether values may be offloaded.
+func (s *Server) Tiered() bool { return s.tiered != nil }

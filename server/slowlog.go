@@ -6,6 +6,7 @@ import (
 	"time"
 	_ "unsafe" // go:linkname
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 )
 
@@ -98,11 +99,11 @@ var slowlogArities = map[string]int{"get": -2, "len": 2, "reset": 2, "help": 2}
 
 func cmdSlowlog(c *Conn, a [][]byte, w *resp.Writer) {
 	l := &c.srv.slow
-	switch subcommand(w, a, "slowlog", slowlogArities) {
+	switch command.Subcommand(w, a, "slowlog", slowlogArities) {
 	case "get":
 		count := int64(10)
 		if len(a) > 3 {
-			subcommandSyntaxErr(w, a, "slowlog")
+			command.SubcommandSyntaxErr(w, a, "slowlog")
 			return
 		}
 		if len(a) == 3 {
@@ -141,7 +142,7 @@ func cmdSlowlog(c *Conn, a [][]byte, w *resp.Writer) {
 		l.mu.Unlock()
 		w.SimpleString("OK")
 	case "help":
-		writeHelp(w, []string{
+		command.WriteHelp(w, []string{
 			"SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"GET [<count>]",
 			"    Return top <count> entries from the slowlog (default: 10, -1 mean all).",

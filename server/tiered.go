@@ -54,7 +54,7 @@ package server
 //     script its declared keys (the only ones it may touch); their nested
 //     commands then find every value in memory, and those that read no
 //     bytes run with Find's loading off (runQueued). A read that fails
-//     fails the command (errTierRead), as in a batch, instead of leaving
+//     fails the command (command.ErrTierRead), as in a batch, instead of leaving
 //     the value to Find's blocking load. A script or EXEC confined to one
 //     shard runs inside a batch, which loads all its keys first
 //     (tierBefore); a script the batch hands to a coordinator
@@ -108,6 +108,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/shard"
@@ -733,7 +734,7 @@ func needsBytes(p *pending) bool {
 }
 
 // cmdNeedsBytes: cmd with args reads the string bytes of its keys.
-func cmdNeedsBytes(cmd *Command, args [][]byte) bool {
+func cmdNeedsBytes(cmd *command.Command, args [][]byte) bool {
 	if !noLoadCommands[cmd.Name] {
 		return true
 	}
@@ -751,9 +752,9 @@ func cmdNeedsBytes(cmd *Command, args [][]byte) bool {
 // tiering, one that reads no string bytes runs with Find's loading off,
 // as in a batch (tierBefore); the values the others read were loaded
 // ahead (tierBefore for the whole EXEC or script, or tierPreload).
-func (x *Exec) runQueued(cmd *Command) {
+func runQueued(x *command.Exec, cmd *command.Command) {
 	set := tierNoLoad(x.S, cmd, x.Args)
-	x.run(cmd)
+	runExec(x, cmd)
 	if set {
 		x.S.SetNoLoad(false)
 	}
@@ -762,7 +763,7 @@ func (x *Exec) runQueued(cmd *Command) {
 // tierNoLoad turns Find's loading off for a command that reads no string
 // bytes, when tiering is on and it is not off already; true: the caller
 // turns it on again after the command.
-func tierNoLoad(s *shard.Shard, cmd *Command, args [][]byte) bool {
+func tierNoLoad(s *shard.Shard, cmd *command.Command, args [][]byte) bool {
 	if s.Tier() == nil || s.NoLoad() || cmdNeedsBytes(cmd, args) {
 		return false
 	}
@@ -785,7 +786,7 @@ func (b *shardBatch) tierKeys(s *shard.Shard, p *pending) []tierKeyRef {
 			keys = append(keys, tierKeyRef{s.DBs[k.DB], unsafe.Slice(unsafe.StringData(k.Key), len(k.Key))})
 		}
 	} else {
-		b.tier.pos = p.cmd.keys(b.tier.pos[:0], p.args)
+		b.tier.pos = p.cmd.Keys(b.tier.pos[:0], p.args)
 		for _, i := range b.tier.pos {
 			keys = append(keys, tierKeyRef{s.DBs[p.db], p.args[i]})
 		}
@@ -862,7 +863,7 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 	}
 	if failed {
 		b.tierAfter(s) // undo the in-place values of this command
-		p.reply.Error(errTierRead)
+		p.reply.Error(command.ErrTierRead)
 		return false, true
 	}
 	if !missing {
@@ -893,7 +894,7 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 // the value's bytes (after DB.Mutate): it loads the value instead, so the
 // bytes of a shared read are never modified (see tierLoader).
 func readsOnly(p *pending) bool {
-	return p.multi == nil && p.cmd.Flags&FlagReadonly != 0 && p.cmd.Name != "pfcount"
+	return p.multi == nil && p.cmd.Flags&command.FlagReadonly != 0 && p.cmd.Name != "pfcount"
 }
 
 // tierRead reads seg for the parked batch, once per segment and kind:
@@ -1104,11 +1105,11 @@ func tierRetry(retries int) time.Duration {
 }
 
 // add adds the keys cmd reads the bytes of.
-func (p *tierPins) add(db int, cmd *Command, args [][]byte) {
+func (p *tierPins) add(db int, cmd *command.Command, args [][]byte) {
 	if !cmdNeedsBytes(cmd, args) {
 		return
 	}
-	p.pos = cmd.keys(p.pos[:0], args)
+	p.pos = cmd.Keys(p.pos[:0], args)
 	for _, i := range p.pos {
 		if p.keys == nil {
 			p.keys = make([][]tierDBKey, len(p.srv.shards))
@@ -1162,10 +1163,6 @@ func (p *tierPins) unpin() {
 	}
 }
 
-// errTierRead is the reply of a command whose offloaded value could not
-// be read.
-const errTierRead = "ERR tiered storage: failed to read an offloaded value"
-
 // tierPreload loads the offloaded values of a coordinated command's keys
 // into memory before it runs (tierPins). The keys of EXEC are those of its
 // queued commands (nested commands of EXEC and scripts run inTx and
@@ -1173,11 +1170,11 @@ const errTierRead = "ERR tiered storage: failed to read an offloaded value"
 // unpin once the command is done, nil when none; ok=false when a read
 // failed (the error is written, the command must not run).
 func (x *Coord) tierPreload() (pins *tierPins, ok bool) {
-	if x.Srv.tiered == nil || x.local != nil || x.inTx {
+	if x.Srv.tiered == nil || x.Local != nil || x.InTx {
 		return nil, true
 	}
 	p := &tierPins{srv: x.Srv}
-	if x.cmd.Name == "exec" {
+	if x.Cmd.Name == "exec" {
 		if m, _ := x.execState(); m != nil && !m.dirty {
 			for _, q := range m.cmds {
 				if q.cmd.Local == nil {
@@ -1186,13 +1183,13 @@ func (x *Coord) tierPreload() (pins *tierPins, ok bool) {
 			}
 		}
 	} else {
-		p.add(x.DB, x.cmd, x.Args)
+		p.add(x.DB, x.Cmd, x.Args)
 	}
 	if p.keys == nil {
 		return nil, true
 	}
 	if !p.load() {
-		x.W.Error(errTierRead)
+		x.W.Error(command.ErrTierRead)
 		return p, false
 	}
 	return p, true
@@ -1226,12 +1223,12 @@ func (t *tierShard) unpin(keys []tierDBKey) {
 // It reports whether it issued reads; then done runs once they are loaded
 // (on the shard goroutine, in the same message, so they are still in
 // memory when done applies the command), failed when one is not.
-func (t *tierShard) applyLoad(s *shard.Shard, cmd *Command, db int, args [][]byte, done func(failed bool)) bool {
+func (t *tierShard) applyLoad(s *shard.Shard, cmd *command.Command, db int, args [][]byte, done func(failed bool)) bool {
 	if t.entries == 0 || !cmdNeedsBytes(cmd, args) {
 		return false
 	}
 	var keys []tierDBKey
-	for _, i := range cmd.keys(nil, args) {
+	for _, i := range cmd.Keys(nil, args) {
 		if v := s.DBs[db].Peek(args[i]); v != nil && v.IsExternal() {
 			keys = append(keys, tierDBKey{db, string(args[i])})
 		}

@@ -490,7 +490,7 @@ func TestTieredPreloadReadError(t *testing.T) {
 	want := bytes.Repeat([]byte("r"), 900)
 	srv.OnShard(0, func(s *shard.Shard) { s.DBs[0].Insert([]byte("k"), shard.NewString(want)) })
 	offload(t, srv, ts)
-	appendCmd := srv.table.lookup([]byte("append"))
+	appendCmd := srv.table.Lookup([]byte("append"))
 	args := [][]byte{[]byte("append"), []byte("k"), []byte("!")}
 	for _, readErr := range []error{syscall.EIO, nil} {
 		f.set(nil, readErr)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 )
@@ -177,7 +178,7 @@ func (s *Server) invalidate(c *Conn, key string, all bool) {
 
 // tracksNext decides whether cmd, about to run, registers the keys it
 // reads, and consumes CLIENT CACHING's one-command flag.
-func (c *Conn) tracksNext(cmd *Command) bool {
+func (c *Conn) tracksNext(cmd *command.Command) bool {
 	st := c.track.Load()
 	if st == nil || !st.on || st.bcast {
 		return false
@@ -193,8 +194,8 @@ func (c *Conn) tracksNext(cmd *Command) bool {
 }
 
 // tracksKeys: cmd reads the keys it names (a script: may read them).
-func tracksKeys(cmd *Command) bool {
-	if cmd.Flags&FlagReadonly != 0 {
+func tracksKeys(cmd *command.Command) bool {
+	if cmd.Flags&command.FlagReadonly != 0 {
 		return true
 	}
 	switch cmd.Name {
@@ -216,13 +217,13 @@ func (c *Conn) trackedKeys(dst [][]byte, p *pending, m *multiState) [][]byte {
 			if !tracksKeys(q.cmd) {
 				continue
 			}
-			for _, i := range q.cmd.keys(pos[:0], q.args) {
+			for _, i := range q.cmd.Keys(pos[:0], q.args) {
 				dst = append(dst, q.args[i])
 			}
 		}
 		return dst
 	}
-	for _, i := range p.cmd.keys(pos, p.args) {
+	for _, i := range p.cmd.Keys(pos, p.args) {
 		dst = append(dst, p.args[i])
 	}
 	return dst
@@ -262,7 +263,7 @@ func clientTracking(c *Conn, a [][]byte, w *resp.Writer) {
 			}
 			id, err := strconv.ParseInt(string(a[j]), 10, 64)
 			if err != nil {
-				w.Error(errNotInt)
+				w.Error(command.ErrNotInt)
 				return
 			}
 			st.redirect = id
@@ -278,7 +279,7 @@ func clientTracking(c *Conn, a [][]byte, w *resp.Writer) {
 			j++
 			st.prefixes = append(st.prefixes, string(a[j]))
 		default:
-			w.Error(errSyntax)
+			w.Error(command.ErrSyntax)
 			return
 		}
 	}
@@ -290,7 +291,7 @@ func clientTracking(c *Conn, a [][]byte, w *resp.Writer) {
 		w.SimpleString("OK")
 		return
 	default:
-		w.Error(errSyntax)
+		w.Error(command.ErrSyntax)
 		return
 	}
 	old := c.track.Load()
@@ -347,7 +348,7 @@ func clientCaching(c *Conn, a [][]byte, w *resp.Writer) {
 			return
 		}
 	default:
-		w.Error(errSyntax)
+		w.Error(command.ErrSyntax)
 		return
 	}
 	c.caching = true

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/dfly/dfly/shard"
 )
 
 // startZSetServer runs an in-process server with shards shards and returns
@@ -99,30 +97,6 @@ func TestZRankWithScore(t *testing.T) {
 		if got := c.do(t, strings.Fields(tc.args)...); got != tc.want {
 			t.Errorf("%s = %q, want %q", tc.args, got, tc.want)
 		}
-	}
-}
-
-// TestZSetPop drives the pop entry point the blocking commands use.
-func TestZSetPop(t *testing.T) {
-	srv, addr := startZSetServer(t, 2)
-	c := dialZ(t, addr)
-	c.do(t, "ZADD", "z", "1", "a", "2", "b", "3", "c")
-	c.do(t, "SET", "s", "v")
-	var got [][]ZItem
-	srv.OnShard(srv.ShardOf([]byte("z")), func(s *shard.Shard) {
-		got = append(got, zsetPop(s.DBs[0], []byte("z"), true, 1))
-		got = append(got, zsetPop(s.DBs[0], []byte("z"), false, 5))
-		got = append(got, zsetPop(s.DBs[0], []byte("z"), false, 1))
-	})
-	srv.OnShard(srv.ShardOf([]byte("s")), func(s *shard.Shard) {
-		got = append(got, zsetPop(s.DBs[0], []byte("s"), false, 1))
-	})
-	want := "[[{c 3}] [{a 1} {b 2}] [] []]"
-	if fmt.Sprint(got) != want {
-		t.Fatalf("pops = %v, want %s", got, want)
-	}
-	if r := c.do(t, "EXISTS", "z"); r != ":0\r\n" {
-		t.Fatalf("emptied key still exists: %q", r)
 	}
 }
 

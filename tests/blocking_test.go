@@ -171,3 +171,31 @@ func TestBlockingWakeByExec(t *testing.T) {
 	expectReply(t, p.Do("EXEC"), "(array)\n  (integer) 1\n  \"first\"\n  (integer) 1\n  OK")
 	expectReply(t, readWithin(t, a, 2*time.Second), "(array)\n  \"txq\"\n  \"second\"")
 }
+
+// INFO's blocked_clients counts the clients waiting in a blocking command,
+// however the wait ends: served, timed out, CLIENT UNBLOCK, disconnect.
+func TestBlockedClientsCounted(t *testing.T) {
+	srv := StartServer(t, "--shards", "2")
+	a, b, c, p := srv.Raw(t), srv.Raw(t), srv.Raw(t), srv.Raw(t)
+	blocked := func(want string) {
+		t.Helper()
+		waitFor(t, 2*time.Second, "blocked_clients:"+want, func() bool { return infoField(p, "clients", "blocked_clients") == want })
+	}
+	blocked("0")
+	a.Send("BLPOP", "l1", "l2", "0")
+	b.Send("BZPOPMIN", "z", "0.3")
+	idC := c.Do("CLIENT", "ID").Int
+	c.Send("XREAD", "BLOCK", "0", "STREAMS", "s1", "s2", "$", "$")
+	blocked("3")
+	expectReply(t, p.Do("RPUSH", "l2", "x"), "(integer) 1")
+	expectReply(t, readWithin(t, a, 2*time.Second), "(array)\n  \"l2\"\n  \"x\"")
+	expectReply(t, readWithin(t, b, 2*time.Second), "(nil)") // timed out
+	blocked("1")
+	expectReply(t, p.Do("CLIENT", "UNBLOCK", fmt.Sprint(idC)), "(integer) 1")
+	expectReply(t, readWithin(t, c, 2*time.Second), "(nil)")
+	blocked("0")
+	a.Send("BLMOVE", "src", "dst", "LEFT", "RIGHT", "0")
+	blocked("1")
+	a.Close()
+	blocked("0")
+}

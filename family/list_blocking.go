@@ -1,29 +1,31 @@
-package server
+package family
 
 import (
+	"github.com/dfly/dfly/command"
+
 	"time"
 
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
 )
 
-func init() { addFamily("list", listBlockingCommands) }
+func init() { command.Register("list", listBlockingCommands) }
 
-func listBlockingCommands() []*Command {
-	f := FlagWrite | FlagBlocking | FlagNoScript
-	return []*Command{
-		{Name: "blpop", Arity: -3, Flags: f, FirstKey: 1, LastKey: -2, Step: 1, Multi: func(x *Coord) { cmdBPop(x, true) }},
-		{Name: "brpop", Arity: -3, Flags: f, FirstKey: 1, LastKey: -2, Step: 1, Multi: func(x *Coord) { cmdBPop(x, false) }},
-		{Name: "blmove", Arity: 6, Flags: f | FlagDenyOOM, FirstKey: 1, LastKey: 2, Step: 1, Multi: cmdBLMove},
-		{Name: "brpoplpush", Arity: 4, Flags: f | FlagDenyOOM, FirstKey: 1, LastKey: 2, Step: 1, Multi: cmdBRPopLPush},
+func listBlockingCommands() []*command.Command {
+	f := command.FlagWrite | command.FlagBlocking | command.FlagNoScript
+	return []*command.Command{
+		{Name: "blpop", Arity: -3, Flags: f, FirstKey: 1, LastKey: -2, Step: 1, Multi: func(x *command.Coord) { cmdBPop(x, true) }},
+		{Name: "brpop", Arity: -3, Flags: f, FirstKey: 1, LastKey: -2, Step: 1, Multi: func(x *command.Coord) { cmdBPop(x, false) }},
+		{Name: "blmove", Arity: 6, Flags: f | command.FlagDenyOOM, FirstKey: 1, LastKey: 2, Step: 1, Multi: cmdBLMove},
+		{Name: "brpoplpush", Arity: 4, Flags: f | command.FlagDenyOOM, FirstKey: 1, LastKey: 2, Step: 1, Multi: cmdBRPopLPush},
 		// Redis 7.0 lets scripts call BLMPOP and BZMPOP (they do not wait
 		// there), not the older blocking commands.
-		{Name: "blmpop", Arity: -5, Flags: FlagWrite | FlagBlocking, KeyPositions: numKeysPositions(2), Multi: cmdBLMPop},
+		{Name: "blmpop", Arity: -5, Flags: command.FlagWrite | command.FlagBlocking, KeyPositions: numKeysPositions(2), Multi: cmdBLMPop},
 	}
 }
 
 // keyStates reads state(db, key) of each key at pos under t's locks.
-func (x *Coord) keyStates(t *tx.Tx, pos []int, state func(db *shard.DB, key []byte) listState) []listState {
+func keyStates(x *command.Coord, t *tx.Tx, pos []int, state func(db *shard.DB, key []byte) listState) []listState {
 	states := make([]listState, len(x.Args))
 	byShard := map[int][]int{}
 	for _, i := range pos {
@@ -40,23 +42,25 @@ func (x *Coord) keyStates(t *tx.Tx, pos []int, state func(db *shard.DB, key []by
 	return states
 }
 
-func (x *Coord) listStates(t *tx.Tx, pos []int) []listState { return x.keyStates(t, pos, listStateOf) }
+func listStates(x *command.Coord, t *tx.Tx, pos []int) []listState {
+	return keyStates(x, t, pos, listStateOf)
+}
 
 // bpopFirst serves the pop-style blocking commands (BLPOP, BRPOP, BLMPOP,
 // BZPOPMIN, BZPOPMAX, BZMPOP): the first key in argument order that holds
 // data answers, WRONGTYPE for a key of another type met before it. pop
 // runs on the key's shard, takes the data and writes the reply.
-func (x *Coord) bpopFirst(timeout time.Duration, pos []int, state func(db *shard.DB, key []byte) listState,
+func bpopFirst(x *command.Coord, timeout time.Duration, pos []int, state func(db *shard.DB, key []byte) listState,
 	pop func(db *shard.DB, key []byte), timedOut func()) {
-	x.block(blockSpec{
-		keys:    pos,
-		timeout: timeout,
-		attempt: func(t *tx.Tx) bool {
-			states := x.keyStates(t, pos, state)
+	x.Block(command.BlockSpec{
+		Keys:    pos,
+		Timeout: timeout,
+		Attempt: func(t *tx.Tx) bool {
+			states := keyStates(x, t, pos, state)
 			for _, i := range pos {
 				switch states[i] {
 				case listWrongType:
-					x.W.Error(errWrongType)
+					x.W.Error(command.ErrWrongType)
 					return true
 				case listPresent:
 					x.Propagate(blockingEquivalent(x.Args, x.Args[i])...)
@@ -66,42 +70,42 @@ func (x *Coord) bpopFirst(timeout time.Duration, pos []int, state func(db *shard
 			}
 			return false
 		},
-		serve: func(s *shard.Shard, db *shard.DB, key string, claim func() bool, wrote *bool) bool {
+		Serve: func(s *shard.Shard, db *shard.DB, key string, claim func() bool, wrote *bool) bool {
 			if state(db, []byte(key)) != listPresent || !claim() {
 				return false
 			}
 			pop(db, []byte(key))
-			recordServed(s, db.Index, blockingEquivalent(x.Args, []byte(key))...)
+			command.RecordServed(s, db.Index, blockingEquivalent(x.Args, []byte(key))...)
 			*wrote = true
 			return true
 		},
-		timedOut: timedOut,
+		TimedOut: timedOut,
 	})
 }
 
 // bpop is bpopFirst for lists.
-func (x *Coord) bpop(timeout time.Duration, pos []int, left bool, count int, reply func(key []byte, vals [][]byte), timedOut func()) {
-	x.bpopFirst(timeout, pos, listStateOf, func(db *shard.DB, key []byte) {
+func bpop(x *command.Coord, timeout time.Duration, pos []int, left bool, count int, reply func(key []byte, vals [][]byte), timedOut func()) {
+	bpopFirst(x, timeout, pos, listStateOf, func(db *shard.DB, key []byte) {
 		reply(key, listPop(db, key, left, count))
 	}, timedOut)
 }
 
-func cmdBPop(x *Coord, left bool) {
-	timeout, e := parseTimeout(x.Args[len(x.Args)-1])
+func cmdBPop(x *command.Coord, left bool) {
+	timeout, e := command.ParseTimeout(x.Args[len(x.Args)-1])
 	if e != "" {
 		x.W.Error(e)
 		return
 	}
 	pos := keyRange(1, len(x.Args)-1, 1)
-	x.bpop(timeout, pos, left, 1, func(key []byte, vals [][]byte) {
+	bpop(x, timeout, pos, left, 1, func(key []byte, vals [][]byte) {
 		x.W.Array(2)
 		x.W.Bulk(key)
 		x.W.Bulk(vals[0])
 	}, func() { x.W.NullArray() })
 }
 
-func cmdBLMPop(x *Coord) {
-	timeout, e := parseTimeout(x.Args[1])
+func cmdBLMPop(x *command.Coord) {
+	timeout, e := command.ParseTimeout(x.Args[1])
 	if e != "" {
 		x.W.Error(e)
 		return
@@ -111,52 +115,52 @@ func cmdBLMPop(x *Coord) {
 		x.W.Error(e)
 		return
 	}
-	x.bpop(timeout, pos, left, count, func(key []byte, vals [][]byte) { writeMPop(x.W, key, vals) }, func() { x.W.NullArray() })
+	bpop(x, timeout, pos, left, count, func(key []byte, vals [][]byte) { writeMPop(x.W, key, vals) }, func() { x.W.NullArray() })
 }
 
-func cmdBRPopLPush(x *Coord) {
-	timeout, e := parseTimeout(x.Args[3])
+func cmdBRPopLPush(x *command.Coord) {
+	timeout, e := command.ParseTimeout(x.Args[3])
 	if e != "" {
 		x.W.Error(e)
 		return
 	}
-	x.blmove(timeout, false, true)
+	blmove(x, timeout, false, true)
 }
 
-func cmdBLMove(x *Coord) {
+func cmdBLMove(x *command.Coord) {
 	fromLeft, toLeft, ok := lmoveArgs(x.Args)
 	if !ok {
-		x.W.Error(errSyntax)
+		x.W.Error(command.ErrSyntax)
 		return
 	}
-	timeout, e := parseTimeout(x.Args[5])
+	timeout, e := command.ParseTimeout(x.Args[5])
 	if e != "" {
 		x.W.Error(e)
 		return
 	}
-	x.blmove(timeout, fromLeft, toLeft)
+	blmove(x, timeout, fromLeft, toLeft)
 }
 
 // blmove pops from args[1] and pushes onto args[2]. When both keys share a
 // shard the woken client is served right there; otherwise the serving
 // shard only claims it and the move is retried as a locked transaction.
-func (x *Coord) blmove(timeout time.Duration, fromLeft, toLeft bool) {
+func blmove(x *command.Coord, timeout time.Duration, fromLeft, toLeft bool) {
 	src, dst := x.Args[1], x.Args[2]
 	ss, ds := x.ShardOf(src), x.ShardOf(dst)
-	x.block(blockSpec{
-		keys:    []int{1},
-		extra:   []int{2},
-		timeout: timeout,
-		attempt: func(t *tx.Tx) bool {
-			states := x.listStates(t, []int{1, 2})
+	x.Block(command.BlockSpec{
+		Keys:    []int{1},
+		Extra:   []int{2},
+		Timeout: timeout,
+		Attempt: func(t *tx.Tx) bool {
+			states := listStates(x, t, []int{1, 2})
 			switch {
 			case states[1] == listWrongType:
-				x.W.Error(errWrongType)
+				x.W.Error(command.ErrWrongType)
 				return true
 			case states[1] == listMissing:
 				return false
 			case states[2] == listWrongType:
-				x.W.Error(errWrongType)
+				x.W.Error(command.ErrWrongType)
 				return true
 			}
 			x.Propagate(nonBlockingMove(x.Args)...)
@@ -173,7 +177,7 @@ func (x *Coord) blmove(timeout time.Duration, fromLeft, toLeft bool) {
 			x.W.Bulk(out[0])
 			return true
 		},
-		serve: func(s *shard.Shard, db *shard.DB, key string, claim func() bool, wrote *bool) bool {
+		Serve: func(s *shard.Shard, db *shard.DB, key string, claim func() bool, wrote *bool) bool {
 			if listStateOf(db, src) != listPresent {
 				return false
 			}
@@ -184,7 +188,7 @@ func (x *Coord) blmove(timeout time.Duration, fromLeft, toLeft bool) {
 				if !claim() {
 					return false
 				}
-				x.W.Error(errWrongType)
+				x.W.Error(command.ErrWrongType)
 				*wrote = true
 				return true
 			}
@@ -197,10 +201,10 @@ func (x *Coord) blmove(timeout time.Duration, fromLeft, toLeft bool) {
 				s.Capture([]shard.KeyLock{{DB: db.Index, Key: string(src)}, {DB: db.Index, Key: string(dst)}})
 			}
 			x.W.Bulk(listMove(db, src, dst, fromLeft, toLeft))
-			recordServed(s, db.Index, nonBlockingMove(x.Args)...)
+			command.RecordServed(s, db.Index, nonBlockingMove(x.Args)...)
 			*wrote = true
 			return true
 		},
-		timedOut: func() { x.W.Null() },
+		TimedOut: func() { x.W.Null() },
 	})
 }

@@ -1,4 +1,4 @@
-package server
+package command
 
 import (
 	"math/bits"
@@ -12,15 +12,15 @@ import (
 // administrative commands and those that can hold a server long over a
 // big keyspace (KEYS, SORT, FLUSHALL ...).
 
-var aclCategories = []string{
+var ACLCategories = []string{
 	"keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
 	"hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking", "dangerous",
 	"connection", "transaction", "scripting",
 }
 
 // categoryBit returns the bit of category name, or 0 when unknown.
-func categoryBit(name string) uint32 {
-	for i, c := range aclCategories {
+func CategoryBit(name string) uint32 {
+	for i, c := range ACLCategories {
 		if c == name {
 			return 1 << i
 		}
@@ -63,7 +63,7 @@ var adminCommands = map[string]bool{"lastsave": true, "role": true}
 // (COMMAND INFO shows the container as @slow only): per container, the
 // categories of groups of its subcommands (all @slow), as Redis 7.0 files
 // them. ACL rules judge a container's call by its subcommand's
-// categories (Table.subs).
+// categories (Table.Subs).
 var containerCommands = map[string]map[string][]string{
 	"acl": {"admin dangerous": {"deluser", "dryrun", "getuser", "list", "load", "log", "save", "setuser", "users"},
 		"": {"cat", "genpass", "help", "whoami"}},
@@ -92,12 +92,12 @@ func subcommandsOf(c *Command) map[string]*Command {
 	}
 	subs := map[string]*Command{}
 	for cats, names := range groups {
-		bits := categoryBit("slow")
+		bits := CategoryBit("slow")
 		for _, cat := range strings.Fields(cats) {
-			bits |= categoryBit(cat)
+			bits |= CategoryBit(cat)
 		}
 		for _, n := range names {
-			subs[n] = &Command{Name: c.Name + "|" + n, Group: c.Group, cats: bits}
+			subs[n] = &Command{Name: c.Name + "|" + n, Group: c.Group, Cats: bits}
 		}
 	}
 	return subs
@@ -116,43 +116,43 @@ func categoriesOf(c *Command) uint32 {
 		group = g
 	}
 	if cat, ok := groupCategory[group]; ok {
-		cats |= categoryBit(cat)
+		cats |= CategoryBit(cat)
 	}
 	switch {
 	case c.Name == "sort" || c.Name == "sort_ro":
-		cats |= categoryBit("set") | categoryBit("sortedset") | categoryBit("list")
+		cats |= CategoryBit("set") | CategoryBit("sortedset") | CategoryBit("list")
 	case c.Name == "dbsize" || c.Name == "flushall" || c.Name == "flushdb" || c.Name == "swapdb":
-		cats |= categoryBit("keyspace")
+		cats |= CategoryBit("keyspace")
 	}
 	if group != "scripting" {
 		if c.Flags&FlagReadonly != 0 {
-			cats |= categoryBit("read")
+			cats |= CategoryBit("read")
 		}
 		if c.Flags&FlagWrite != 0 {
-			cats |= categoryBit("write")
+			cats |= CategoryBit("write")
 		}
 	}
 	if c.Flags&FlagFast != 0 {
-		cats |= categoryBit("fast")
+		cats |= CategoryBit("fast")
 	} else {
-		cats |= categoryBit("slow")
+		cats |= CategoryBit("slow")
 	}
 	if c.Flags&FlagAdmin != 0 || adminCommands[c.Name] {
-		cats |= categoryBit("admin") | categoryBit("dangerous")
+		cats |= CategoryBit("admin") | CategoryBit("dangerous")
 	}
 	if c.Flags&FlagBlocking != 0 {
-		cats |= categoryBit("blocking")
+		cats |= CategoryBit("blocking")
 	}
 	if dangerousCommands[c.Name] {
-		cats |= categoryBit("dangerous")
+		cats |= CategoryBit("dangerous")
 	}
 	return cats
 }
 
-// categoryNames lists the categories of bits, in aclCategories' order.
+// categoryNames lists the categories of bits, in ACLCategories' order.
 func categoryNames(cats uint32) []string {
 	out := make([]string, 0, bits.OnesCount32(cats))
-	for i, c := range aclCategories {
+	for i, c := range ACLCategories {
 		if cats&(1<<i) != 0 {
 			out = append(out, c)
 		}
@@ -162,8 +162,8 @@ func categoryNames(cats uint32) []string {
 
 // shownCategories are the categories COMMAND INFO lists for c.
 func shownCategories(c *Command) []string {
-	if c.subs != nil {
+	if c.Subs != nil {
 		return []string{"slow"}
 	}
-	return categoryNames(c.cats)
+	return categoryNames(c.Cats)
 }

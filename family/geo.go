@@ -1,6 +1,8 @@
-package server
+package family
 
 import (
+	"github.com/dfly/dfly/command"
+
 	"fmt"
 	"sort"
 	"strconv"
@@ -18,15 +20,17 @@ import (
 // command works on a GEO key. Replies, errors and the order of unsorted
 // search results follow Redis 7.0.
 
-func geoCommands() []*Command {
-	rw := FlagWrite | FlagDenyOOM
-	ro := FlagReadonly
-	one := func(name string, arity int, flags Flags, fn func(x *Exec)) *Command {
-		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, Shard: fn}
+func init() { command.Register("geo", geoCommands) }
+
+func geoCommands() []*command.Command {
+	rw := command.FlagWrite | command.FlagDenyOOM
+	ro := command.FlagReadonly
+	one := func(name string, arity int, flags command.Flags, fn func(x *command.Exec)) *command.Command {
+		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, Shard: fn}
 	}
-	search := func(name string, arity int, flags Flags, kind geoKind) *Command {
-		c := &Command{Name: name, Arity: arity, Flags: flags,
-			Shard: func(x *Exec) { geoSearchOne(x, kind) }, Multi: func(x *Coord) { geoSearchMulti(x, kind) }}
+	search := func(name string, arity int, flags command.Flags, kind geoKind) *command.Command {
+		c := &command.Command{Name: name, Arity: arity, Flags: flags,
+			Shard: func(x *command.Exec) { geoSearchOne(x, kind) }, Multi: func(x *command.Coord) { geoSearchMulti(x, kind) }}
 		switch {
 		case kind&geoStoreDst != 0: // GEOSEARCHSTORE dst src
 			c.FirstKey, c.LastKey, c.Step = 1, 2, 1
@@ -43,7 +47,7 @@ func geoCommands() []*Command {
 		}
 		return c
 	}
-	return []*Command{
+	return []*command.Command{
 		one("geoadd", -5, rw, cmdGeoAdd),
 		one("geodist", -4, ro, cmdGeoDist),
 		one("geohash", -2, ro, cmdGeoHash),
@@ -106,10 +110,10 @@ const (
 func geoLonLat(a, b []byte) (lon, lat float64, errText string) {
 	var ok bool
 	if lon, ok = num.ParseFloat(a); !ok {
-		return 0, 0, errNotFloat
+		return 0, 0, command.ErrNotFloat
 	}
 	if lat, ok = num.ParseFloat(b); !ok {
-		return 0, 0, errNotFloat
+		return 0, 0, command.ErrNotFloat
 	}
 	if lon < geo.LongMin || lon > geo.LongMax || lat < geo.LatMin || lat > geo.LatMax {
 		return 0, 0, fmt.Sprintf("ERR invalid longitude,latitude pair %f,%f", lon, lat)
@@ -178,7 +182,7 @@ func geoMemberPos(z *zset.Set, member []byte) (lon, lat float64, ok bool) {
 	return lon, lat, true
 }
 
-func cmdGeoAdd(x *Exec) {
+func cmdGeoAdd(x *command.Exec) {
 	i := 2
 	nx, xx := false, false
 	zargs := [][]byte{[]byte("zadd"), x.Args[1]}
@@ -196,7 +200,7 @@ flags:
 		zargs = append(zargs, x.Args[i])
 	}
 	if (len(x.Args)-i)%3 != 0 || (nx && xx) {
-		x.W.Error(errSyntax)
+		x.W.Error(command.ErrSyntax)
 		return
 	}
 	for ; i < len(x.Args); i += 3 {
@@ -240,7 +244,7 @@ func writeGeoCoord(w *resp.Writer, f float64) {
 	w.Bulk(b)
 }
 
-func cmdGeoDist(x *Exec) {
+func cmdGeoDist(x *command.Exec) {
 	conv := 1.0
 	switch len(x.Args) {
 	case 4:
@@ -250,7 +254,7 @@ func cmdGeoDist(x *Exec) {
 			return
 		}
 	default:
-		x.W.Error(errSyntax)
+		x.W.Error(command.ErrSyntax)
 		return
 	}
 	_, z, ok := zsetOf(x, x.Args[1])
@@ -270,7 +274,7 @@ func cmdGeoDist(x *Exec) {
 	writeGeoDistance(x.W, geo.Distance(lon1, lat1, lon2, lat2)/conv)
 }
 
-func cmdGeoHash(x *Exec) {
+func cmdGeoHash(x *command.Exec) {
 	_, z, ok := zsetOf(x, x.Args[1])
 	if !ok {
 		return
@@ -290,7 +294,7 @@ func cmdGeoHash(x *Exec) {
 	}
 }
 
-func cmdGeoPos(x *Exec) {
+func cmdGeoPos(x *command.Exec) {
 	_, z, ok := zsetOf(x, x.Args[1])
 	if !ok {
 		return
@@ -379,7 +383,7 @@ func parseGeoQuery(args [][]byte, z *zset.Set, k geoKind) (q geoQuery, errText s
 		case a == "count" && left >= 1:
 			n, ok := num.ParseInt(rest[i+1])
 			if !ok {
-				return q, errNotInt
+				return q, command.ErrNotInt
 			}
 			if n <= 0 {
 				return q, "ERR COUNT must be > 0"
@@ -422,7 +426,7 @@ func parseGeoQuery(args [][]byte, z *zset.Set, k geoKind) (q geoQuery, errText s
 			byBox = true
 			i += 3
 		default:
-			return q, errSyntax
+			return q, command.ErrSyntax
 		}
 	}
 	if q.store != nil && (q.withDist || q.withHash || q.withCoord) {
@@ -568,7 +572,7 @@ func propagateStored(propagate func(...[]byte), dst []byte, z *zset.Set) {
 func geoSource(db *shard.DB, args [][]byte, src []byte, k geoKind) (q geoQuery, pts []geoPoint, errText string) {
 	_, v, ok := db.FindType(src, shard.TypeZSet)
 	if !ok {
-		return q, nil, errWrongType
+		return q, nil, command.ErrWrongType
 	}
 	var z *zset.Set
 	if v != nil {
@@ -587,7 +591,7 @@ func geoSrcKey(args [][]byte, k geoKind) []byte {
 	return args[1]
 }
 
-func geoSearchOne(x *Exec, k geoKind) {
+func geoSearchOne(x *command.Exec, k geoKind) {
 	q, pts, e := geoSource(x.DB, x.Args, geoSrcKey(x.Args, k), k)
 	switch {
 	case e != "":
@@ -606,7 +610,7 @@ func geoSearchOne(x *Exec, k geoKind) {
 // geoSearchMulti is a search that stores into a key on another shard:
 // the source read under a shared lock, the destination written under an
 // exclusive one, in one transaction.
-func geoSearchMulti(x *Coord, k geoKind) {
+func geoSearchMulti(x *command.Coord, k geoKind) {
 	src := geoSrcKey(x.Args, k)
 	ss := x.ShardOf(src)
 	var dst []byte

@@ -1,6 +1,8 @@
-package server
+package family
 
 import (
+	"github.com/dfly/dfly/command"
+
 	"bytes"
 	"math"
 	"strings"
@@ -9,41 +11,43 @@ import (
 	"github.com/dfly/dfly/types/num"
 )
 
-func stringCommands() []*Command {
-	rw := FlagWrite | FlagDenyOOM
-	return []*Command{
-		{Name: "get", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdGet},
-		{Name: "set", Arity: -3, Flags: rw, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdSet},
-		{Name: "setnx", Arity: 3, Flags: rw | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdSetNX},
-		{Name: "setex", Arity: 4, Flags: rw, FirstKey: 1, LastKey: 1, Step: 1, Shard: func(x *Exec) { cmdSetEx(x, 1000) }},
-		{Name: "psetex", Arity: 4, Flags: rw, FirstKey: 1, LastKey: 1, Step: 1, Shard: func(x *Exec) { cmdSetEx(x, 1) }},
-		{Name: "getset", Arity: 3, Flags: rw | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdGetSet},
-		{Name: "getdel", Arity: 2, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdGetDel},
-		{Name: "getex", Arity: -2, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdGetEx},
-		{Name: "mget", Arity: -2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: -1, Step: 1, Shard: cmdMGet, Multi: multiMGet},
+func init() { command.Register("string", stringCommands) }
+
+func stringCommands() []*command.Command {
+	rw := command.FlagWrite | command.FlagDenyOOM
+	return []*command.Command{
+		{Name: "get", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdGet},
+		{Name: "set", Arity: -3, Flags: rw, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdSet, Rewrite: rewriteSetTTL},
+		{Name: "setnx", Arity: 3, Flags: rw | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdSetNX},
+		{Name: "setex", Arity: 4, Flags: rw, FirstKey: 1, LastKey: 1, Step: 1, Shard: func(x *command.Exec) { cmdSetEx(x, 1000) }, Rewrite: rewriteSetTTL},
+		{Name: "psetex", Arity: 4, Flags: rw, FirstKey: 1, LastKey: 1, Step: 1, Shard: func(x *command.Exec) { cmdSetEx(x, 1) }, Rewrite: rewriteSetTTL},
+		{Name: "getset", Arity: 3, Flags: rw | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdGetSet},
+		{Name: "getdel", Arity: 2, Flags: command.FlagWrite | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdGetDel},
+		{Name: "getex", Arity: -2, Flags: command.FlagWrite | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdGetEx, Rewrite: rewriteExpire},
+		{Name: "mget", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, FirstKey: 1, LastKey: -1, Step: 1, Shard: cmdMGet, Multi: multiMGet},
 		{Name: "mset", Arity: -3, Flags: rw, FirstKey: 1, LastKey: -1, Step: 2, Shard: cmdMSet, Multi: multiMSet},
 		{Name: "msetnx", Arity: -3, Flags: rw, FirstKey: 1, LastKey: -1, Step: 2, Shard: cmdMSetNX, Multi: multiMSetNX},
-		{Name: "append", Arity: 3, Flags: rw | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdAppend},
-		{Name: "strlen", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdStrlen},
-		{Name: "incr", Arity: 2, Flags: rw | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: func(x *Exec) { incrBy(x, 1) }},
-		{Name: "decr", Arity: 2, Flags: rw | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: func(x *Exec) { incrBy(x, -1) }},
-		{Name: "incrby", Arity: 3, Flags: rw | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdIncrBy},
-		{Name: "decrby", Arity: 3, Flags: rw | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdDecrBy},
-		{Name: "incrbyfloat", Arity: 3, Flags: rw | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdIncrByFloat},
+		{Name: "append", Arity: 3, Flags: rw | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdAppend},
+		{Name: "strlen", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdStrlen},
+		{Name: "incr", Arity: 2, Flags: rw | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: func(x *command.Exec) { incrBy(x, 1) }},
+		{Name: "decr", Arity: 2, Flags: rw | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: func(x *command.Exec) { incrBy(x, -1) }},
+		{Name: "incrby", Arity: 3, Flags: rw | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdIncrBy},
+		{Name: "decrby", Arity: 3, Flags: rw | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdDecrBy},
+		{Name: "incrbyfloat", Arity: 3, Flags: rw | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdIncrByFloat, Rewrite: rewriteIncrByFloat},
 	}
 }
 
 // strValue finds key as a string. It writes WRONGTYPE and returns ok=false
 // for another type; v is nil for a missing key.
-func strValue(x *Exec, key []byte) (it shard.Iterator, v *shard.Value, ok bool) {
+func strValue(x *command.Exec, key []byte) (it shard.Iterator, v *shard.Value, ok bool) {
 	it, v, ok = x.DB.FindType(key, shard.TypeString)
 	if !ok {
-		x.W.Error(errWrongType)
+		x.W.Error(command.ErrWrongType)
 	}
 	return it, v, ok
 }
 
-func cmdGet(x *Exec) {
+func cmdGet(x *command.Exec) {
 	_, v, ok := strValue(x, x.Args[1])
 	if !ok {
 		return
@@ -68,7 +72,7 @@ type setOpts struct {
 func parseExpire(now int64, arg []byte, unit int64, abs bool, cmd string) (int64, string) {
 	n, ok := num.ParseInt(arg)
 	if !ok {
-		return 0, errNotInt
+		return 0, command.ErrNotInt
 	}
 	bad := "ERR invalid expire time in '" + cmd + "' command"
 	if n <= 0 || n > math.MaxInt64/unit {
@@ -84,7 +88,7 @@ func parseExpire(now int64, arg []byte, unit int64, abs bool, cmd string) (int64
 	return now + ms, ""
 }
 
-func parseSetOpts(x *Exec, args [][]byte) (o setOpts, errText string) {
+func parseSetOpts(x *command.Exec, args [][]byte) (o setOpts, errText string) {
 	// Redis's order: every option's syntax, then the expire time's value.
 	var expArg []byte
 	var unit int64
@@ -95,24 +99,24 @@ func parseSetOpts(x *Exec, args [][]byte) (o setOpts, errText string) {
 		switch opt {
 		case "NX":
 			if o.xx {
-				return o, errSyntax
+				return o, command.ErrSyntax
 			}
 			o.nx = true
 		case "XX":
 			if o.nx {
-				return o, errSyntax
+				return o, command.ErrSyntax
 			}
 			o.xx = true
 		case "GET":
 			o.get = true
 		case "KEEPTTL":
 			if ttlSet {
-				return o, errSyntax
+				return o, command.ErrSyntax
 			}
 			o.keepTTL, ttlSet = true, true
 		case "EX", "PX", "EXAT", "PXAT":
 			if ttlSet || i+1 >= len(args) {
-				return o, errSyntax
+				return o, command.ErrSyntax
 			}
 			unit = 1
 			if opt == "EX" || opt == "EXAT" {
@@ -121,7 +125,7 @@ func parseSetOpts(x *Exec, args [][]byte) (o setOpts, errText string) {
 			expArg, abs, ttlSet = args[i+1], strings.HasSuffix(opt, "AT"), true
 			i++
 		default:
-			return o, errSyntax
+			return o, command.ErrSyntax
 		}
 	}
 	if expArg != nil {
@@ -134,7 +138,7 @@ func parseSetOpts(x *Exec, args [][]byte) (o setOpts, errText string) {
 	return o, ""
 }
 
-func cmdSet(x *Exec) {
+func cmdSet(x *command.Exec) {
 	o, e := parseSetOpts(x, x.Args[3:])
 	if e != "" {
 		x.W.Error(e)
@@ -144,10 +148,10 @@ func cmdSet(x *Exec) {
 }
 
 // setGeneric is SET with parsed options; it writes the reply.
-func setGeneric(x *Exec, key, val []byte, o setOpts) {
+func setGeneric(x *command.Exec, key, val []byte, o setOpts) {
 	it, old := x.DB.Find(key)
 	if o.get && old != nil && old.Type != shard.TypeString {
-		x.W.Error(errWrongType)
+		x.W.Error(command.ErrWrongType)
 		return
 	}
 	reply := func() {
@@ -175,7 +179,7 @@ func setGeneric(x *Exec, key, val []byte, o setOpts) {
 		o.get = false
 		reply = func() {}
 	}
-	if o.expireAt != 0 && x.expiredAt(o.expireAt) { // issue 8: not on a replica
+	if o.expireAt != 0 && x.ExpiredAt(o.expireAt) { // issue 8: not on a replica
 		// An absolute time in the past: the key ends up deleted.
 		if old != nil {
 			x.DB.Delete(it)
@@ -189,14 +193,14 @@ func setGeneric(x *Exec, key, val []byte, o setOpts) {
 		reply()
 		return
 	}
-	it = x.DB.Set(key, x.newString(val), o.keepTTL)
+	it = x.DB.Set(key, x.NewString(val), o.keepTTL)
 	if o.expireAt != 0 {
 		x.DB.SetExpire(it, o.expireAt)
 	}
 	reply()
 }
 
-func cmdSetNX(x *Exec) {
+func cmdSetNX(x *command.Exec) {
 	_, old := x.DB.Find(x.Args[1])
 	if old != nil {
 		x.W.Int(0)
@@ -206,7 +210,7 @@ func cmdSetNX(x *Exec) {
 	x.W.Int(1)
 }
 
-func cmdSetEx(x *Exec, unit int64) {
+func cmdSetEx(x *command.Exec, unit int64) {
 	name := "setex"
 	if unit == 1 {
 		name = "psetex"
@@ -219,11 +223,11 @@ func cmdSetEx(x *Exec, unit int64) {
 	setGeneric(x, x.Args[1], x.Args[3], setOpts{expireAt: at})
 }
 
-func cmdGetSet(x *Exec) {
+func cmdGetSet(x *command.Exec) {
 	setGeneric(x, x.Args[1], x.Args[2], setOpts{get: true})
 }
 
-func cmdGetDel(x *Exec) {
+func cmdGetDel(x *command.Exec) {
 	it, v, ok := strValue(x, x.Args[1])
 	if !ok {
 		return
@@ -236,7 +240,7 @@ func cmdGetDel(x *Exec) {
 	x.DB.Delete(it)
 }
 
-func cmdGetEx(x *Exec) {
+func cmdGetEx(x *command.Exec) {
 	// Redis's order: options (syntax), then the key (nil, WRONGTYPE), and
 	// only then the expire time's value.
 	var expArg []byte
@@ -249,13 +253,13 @@ func cmdGetEx(x *Exec) {
 		switch opt {
 		case "PERSIST":
 			if ttlSet {
-				x.W.Error(errSyntax)
+				x.W.Error(command.ErrSyntax)
 				return
 			}
 			persist, ttlSet = true, true
 		case "EX", "PX", "EXAT", "PXAT":
 			if ttlSet || i+1 >= len(args) {
-				x.W.Error(errSyntax)
+				x.W.Error(command.ErrSyntax)
 				return
 			}
 			unit = 1
@@ -265,7 +269,7 @@ func cmdGetEx(x *Exec) {
 			expArg, abs, ttlSet = args[i+1], strings.HasSuffix(opt, "AT"), true
 			i++
 		default:
-			x.W.Error(errSyntax)
+			x.W.Error(command.ErrSyntax)
 			return
 		}
 	}
@@ -287,7 +291,7 @@ func cmdGetEx(x *Exec) {
 	}
 	x.W.Bulk(v.Str())
 	switch {
-	case at != 0 && x.expiredAt(at): // issue 8: not on a replica
+	case at != 0 && x.ExpiredAt(at): // issue 8: not on a replica
 		x.DB.Delete(it)
 	case at != 0:
 		x.DB.MutateMeta(it)
@@ -310,7 +314,7 @@ func mgetOn(db *shard.DB, args [][]byte, pos []int, vals [][]byte, found []bool)
 	}
 }
 
-func cmdMGet(x *Exec) {
+func cmdMGet(x *command.Exec) {
 	x.W.Array(len(x.Args) - 1)
 	for _, k := range x.Args[1:] {
 		_, v := x.DB.Find(k)
@@ -322,10 +326,10 @@ func cmdMGet(x *Exec) {
 	}
 }
 
-func multiMGet(x *Coord) {
+func multiMGet(x *command.Coord) {
 	vals := make([][]byte, len(x.Args))
 	found := make([]bool, len(x.Args))
-	x.splitKeys(keyRange(1, len(x.Args), 1), false, func(s *shard.Shard, db *shard.DB, pos []int) {
+	x.SplitKeys(keyRange(1, len(x.Args), 1), false, func(s *shard.Shard, db *shard.DB, pos []int) {
 		mgetOn(db, x.Args, pos, vals, found)
 	})
 	x.W.Array(len(x.Args) - 1)
@@ -346,10 +350,8 @@ func keyRange(first, end, step int) []int {
 	return pos
 }
 
-func msetArity(x interface{ argc() int }) bool { return x.argc()%2 == 1 }
-
-func (x *Exec) argc() int  { return len(x.Args) }
-func (x *Coord) argc() int { return len(x.Args) }
+// msetArity: MSET takes pairs.
+func msetArity(args [][]byte) bool { return len(args)%2 == 1 }
 
 func msetOn(db *shard.DB, args [][]byte, pos []int) {
 	for _, i := range pos {
@@ -357,29 +359,29 @@ func msetOn(db *shard.DB, args [][]byte, pos []int) {
 	}
 }
 
-func cmdMSet(x *Exec) {
-	if !msetArity(x) {
-		x.W.Error(wrongArity("mset"))
+func cmdMSet(x *command.Exec) {
+	if !msetArity(x.Args) {
+		x.W.Error(command.WrongArity("mset"))
 		return
 	}
 	msetOn(x.DB, x.Args, keyRange(1, len(x.Args), 2))
 	x.W.SimpleString("OK")
 }
 
-func multiMSet(x *Coord) {
-	if !msetArity(x) {
-		x.W.Error(wrongArity("mset"))
+func multiMSet(x *command.Coord) {
+	if !msetArity(x.Args) {
+		x.W.Error(command.WrongArity("mset"))
 		return
 	}
-	x.splitKeys(keyRange(1, len(x.Args), 2), true, func(s *shard.Shard, db *shard.DB, pos []int) {
+	x.SplitKeys(keyRange(1, len(x.Args), 2), true, func(s *shard.Shard, db *shard.DB, pos []int) {
 		msetOn(db, x.Args, pos)
 	})
 	x.W.SimpleString("OK")
 }
 
-func cmdMSetNX(x *Exec) {
-	if !msetArity(x) {
-		x.W.Error(wrongArity("msetnx"))
+func cmdMSetNX(x *command.Exec) {
+	if !msetArity(x.Args) {
+		x.W.Error(command.WrongArity("msetnx"))
 		return
 	}
 	for i := 1; i < len(x.Args); i += 2 {
@@ -393,12 +395,12 @@ func cmdMSetNX(x *Exec) {
 }
 
 // multiMSetNX checks every shard under the locks, then sets on all or none.
-func multiMSetNX(x *Coord) {
-	if !msetArity(x) {
-		x.W.Error(wrongArity("msetnx"))
+func multiMSetNX(x *command.Coord) {
+	if !msetArity(x.Args) {
+		x.W.Error(command.WrongArity("msetnx"))
 		return
 	}
-	t, parts := x.lockSplit(keyRange(1, len(x.Args), 2), true)
+	t, parts := x.LockSplit(keyRange(1, len(x.Args), 2), true)
 	exists := make([]bool, x.NumShards())
 	t.RunAll(func(s *shard.Shard) {
 		db := s.DBs[x.DB]
@@ -419,7 +421,7 @@ func multiMSetNX(x *Coord) {
 	x.W.Int(1)
 }
 
-func cmdAppend(x *Exec) {
+func cmdAppend(x *command.Exec) {
 	it, v, ok := strValue(x, x.Args[1])
 	if !ok {
 		return
@@ -429,7 +431,7 @@ func cmdAppend(x *Exec) {
 		x.W.Int(int64(len(x.Args[2])))
 		return
 	}
-	if int64(len(v.Str())+len(x.Args[2])) > x.Srv.cfg.ProtoMaxBulk {
+	if int64(len(v.Str())+len(x.Args[2])) > x.Srv.ProtoMaxBulk() {
 		x.W.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
 		return
 	}
@@ -439,7 +441,7 @@ func cmdAppend(x *Exec) {
 	x.W.Int(int64(len(p.Str())))
 }
 
-func cmdStrlen(x *Exec) {
+func cmdStrlen(x *command.Exec) {
 	_, v, ok := strValue(x, x.Args[1])
 	if !ok {
 		return
@@ -451,30 +453,30 @@ func cmdStrlen(x *Exec) {
 	x.W.Int(int64(v.StrLen())) // also right for an offloaded value
 }
 
-func cmdIncrBy(x *Exec) {
+func cmdIncrBy(x *command.Exec) {
 	n, ok := num.ParseInt(x.Args[2])
 	if !ok {
-		x.W.Error(errNotInt)
+		x.W.Error(command.ErrNotInt)
 		return
 	}
 	incrBy(x, n)
 }
 
-func cmdDecrBy(x *Exec) {
+func cmdDecrBy(x *command.Exec) {
 	n, ok := num.ParseInt(x.Args[2])
 	if !ok {
-		x.W.Error(errNotInt)
+		x.W.Error(command.ErrNotInt)
 		return
 	}
 	d, err := num.Negate(n)
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	incrBy(x, d)
 }
 
-func incrBy(x *Exec, delta int64) {
+func incrBy(x *command.Exec, delta int64) {
 	it, v, ok := strValue(x, x.Args[1])
 	if !ok {
 		return
@@ -482,13 +484,13 @@ func incrBy(x *Exec, delta int64) {
 	var cur int64
 	if v != nil {
 		if cur, ok = num.ParseInt(v.Str()); !ok {
-			x.W.Error(errNotInt)
+			x.W.Error(command.ErrNotInt)
 			return
 		}
 	}
 	n, err := num.AddInt(cur, delta)
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	var buf [24]byte
@@ -502,26 +504,26 @@ func incrBy(x *Exec, delta int64) {
 	x.W.Int(n)
 }
 
-func cmdIncrByFloat(x *Exec) {
+func cmdIncrByFloat(x *command.Exec) {
 	it, v, ok := strValue(x, x.Args[1]) // Redis checks the type first
 	if !ok {
 		return
 	}
 	incr, err := num.LongDoubleArg(x.Args[2])
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	var cur num.LongDouble
 	if v != nil {
 		if cur, ok = num.ParseLongDouble(v.Str()); !ok {
-			x.W.Error(errNotFloat)
+			x.W.Error(command.ErrNotFloat)
 			return
 		}
 	}
 	res, err := num.IncrFloat(cur, incr)
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	s := num.AppendFloatIncr(nil, res)

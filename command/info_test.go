@@ -1,10 +1,13 @@
-package server
+package command_test
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dfly/dfly/command"
+	_ "github.com/dfly/dfly/server" // registers every family
 )
 
 // The key specs COMMAND INFO reports find the keys dfly locks (Command.keys):
@@ -12,7 +15,7 @@ import (
 // and no others but an empty key argument (MIGRATE's with KEYS, which
 // Redis's specs find too).
 func TestKeySpecsFindTheKeys(t *testing.T) {
-	tab := newTable()
+	tab := command.NewTable()
 	for _, line := range []string{
 		"get k", "set k v get", "mset a 1 b 2 c 3", "del a b c", "blpop a b 0", "bitop and d a b",
 		"lcs a b", "rename a b", "lmove a b left right", "copy a b", "pfmerge d a b", "sdiffstore d a b",
@@ -27,20 +30,20 @@ func TestKeySpecsFindTheKeys(t *testing.T) {
 		"xinfo stream k", "watch a b", "spublish ch m", "ping",
 	} {
 		args := splitArgs(line)
-		cmd := tab.lookup(args[0])
+		cmd := tab.Lookup(args[0])
 		if cmd == nil {
 			t.Fatalf("%s: no command", line)
 		}
-		want := cmd.keys(nil, args)
-		specs, unknown := cmd.specs, false
-		if s := cmd.infoSub(args[1%len(args)]); s != nil {
-			specs = s.specs
+		want := cmd.Keys(nil, args)
+		specs, unknown := cmd.Specs(), false
+		if s := cmd.InfoSub(args[1%len(args)]); s != nil {
+			specs = s.Specs()
 		}
 		var got []int
 		for _, s := range specs {
-			unknown = unknown || s.unknownBegin
-			if !slices.Contains(s.flags, "not_key") {
-				got = s.positions(got, args)
+			unknown = unknown || s.UnknownBegin()
+			if !slices.Contains(s.Flags(), "not_key") {
+				got = s.Positions(got, args)
 			}
 		}
 		slices.Sort(got)
@@ -60,11 +63,11 @@ func TestKeySpecsFindTheKeys(t *testing.T) {
 // A command with one range of keys and no spec of its own reports that
 // range, and reports it as it has always.
 func TestLegacyRangeOfRangeCommands(t *testing.T) {
-	for _, c := range newTable().byName {
-		if _, ok := keySpecs[c.Name]; ok || c.FirstKey == 0 || c.KeyPositions != nil || c.subs != nil {
+	for _, c := range command.NewTable().ByName {
+		if _, ok := command.KeySpecs[c.Name]; ok || c.FirstKey == 0 || c.KeyPositions != nil || c.Subs != nil {
 			continue
 		}
-		first, last, step, movable := legacyRange(c.specs)
+		first, last, step, movable := command.LegacyRange(c.Specs())
 		if first != c.FirstKey || last != c.LastKey || step != c.Step || movable {
 			t.Errorf("%s: reports %d %d %d (movable %v), its keys are %d %d %d",
 				c.Name, first, last, step, movable, c.FirstKey, c.LastKey, c.Step)
@@ -79,7 +82,7 @@ func TestLegacyRangeOfRangeCommands(t *testing.T) {
 		"OW update @1 range:-1:2":                 "1 -1 2 false",
 		"RO access @1; RO access ?":               "1 1 1 true",
 	} {
-		first, last, step, movable := legacyRange(parseKeySpecs(spec))
+		first, last, step, movable := command.LegacyRange(command.ParseKeySpecs(spec))
 		if got := fmt.Sprint(first, last, step, movable); got != want {
 			t.Errorf("%q: %s, want %s", spec, got, want)
 		}

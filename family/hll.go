@@ -1,6 +1,8 @@
-package server
+package family
 
 import (
+	"github.com/dfly/dfly/command"
+
 	"strings"
 
 	"github.com/dfly/dfly/resp"
@@ -11,24 +13,24 @@ import (
 // HyperLogLog commands. Values are plain strings in Redis's HYLL layout
 // (package hll), so GET/SET/DUMP see exactly what redis-server stores.
 
-func init() { addFamily("hyperloglog", hllCommands) }
+func init() { command.Register("hyperloglog", hllCommands) }
 
-func hllCommands() []*Command {
-	return []*Command{
-		{Name: "pfadd", Arity: -2, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdPFAdd},
+func hllCommands() []*command.Command {
+	return []*command.Command{
+		{Name: "pfadd", Arity: -2, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdPFAdd},
 		// PFCOUNT may rewrite the cached cardinality of a single key, as in
 		// Redis ("readonly may-replicate").
-		{Name: "pfcount", Arity: -2, Flags: FlagReadonly, FirstKey: 1, LastKey: -1, Step: 1, Shard: cmdPFCount, Multi: multiPFCount},
-		{Name: "pfmerge", Arity: -2, Flags: FlagWrite | FlagDenyOOM, FirstKey: 1, LastKey: -1, Step: 1, Shard: cmdPFMerge, Multi: multiPFMerge},
-		{Name: "pfdebug", Arity: 3, Flags: FlagWrite | FlagDenyOOM | FlagAdmin, FirstKey: 2, LastKey: 2, Step: 1, Shard: cmdPFDebug},
-		{Name: "pfselftest", Arity: 1, Flags: FlagAdmin, Local: cmdPFSelfTest},
+		{Name: "pfcount", Arity: -2, Flags: command.FlagReadonly, FirstKey: 1, LastKey: -1, Step: 1, Shard: cmdPFCount, Multi: multiPFCount},
+		{Name: "pfmerge", Arity: -2, Flags: command.FlagWrite | command.FlagDenyOOM, FirstKey: 1, LastKey: -1, Step: 1, Shard: cmdPFMerge, Multi: multiPFMerge},
+		{Name: "pfdebug", Arity: 3, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagAdmin, FirstKey: 2, LastKey: 2, Step: 1, Shard: cmdPFDebug},
+		{Name: "pfselftest", Arity: 1, Flags: command.FlagAdmin, Local: cmdPFSelfTest},
 	}
 }
 
 // cmdPFDebug: PFDEBUG GETREG|DECODE|ENCODING|TODENSE key, with Redis
 // 7.0's replies. GETREG and TODENSE turn a sparse value dense (a write,
 // replicated as the command, as Redis propagates it).
-func cmdPFDebug(x *Exec) {
+func cmdPFDebug(x *command.Exec) {
 	sub := strings.ToLower(string(x.Args[1]))
 	it, v, e := hllOf(x.DB, x.Args[2])
 	switch {
@@ -45,7 +47,7 @@ func cmdPFDebug(x *Exec) {
 		}
 		d, err := hll.ToDense(v.Str())
 		if err != nil {
-			replyErr(x.W, err)
+			command.ReplyErr(x.W, err)
 			return false
 		}
 		p := x.DB.Mutate(it)
@@ -96,7 +98,7 @@ func cmdPFDebug(x *Exec) {
 // spirit: the same elements added to a sparse and to a dense value give
 // the same registers and count at every step, within the estimator's
 // error of the true count; OK, or the failure.
-func cmdPFSelfTest(_ *Conn, _ [][]byte, w *resp.Writer) {
+func cmdPFSelfTest(_ command.Client, _ [][]byte, w *resp.Writer) {
 	if err := hll.SelfTest(); err != nil {
 		w.Error("ERR TESTFAILED " + err.Error())
 		return
@@ -112,14 +114,14 @@ func hllOf(db *shard.DB, key []byte) (it shard.Iterator, v *shard.Value, errText
 	case v == nil:
 		return it, nil, ""
 	case v.Type != shard.TypeString:
-		return it, nil, errWrongType
+		return it, nil, command.ErrWrongType
 	case !hll.Valid(v.Str()):
 		return it, nil, string(hll.ErrWrongType)
 	}
 	return it, v, ""
 }
 
-func cmdPFAdd(x *Exec) {
+func cmdPFAdd(x *command.Exec) {
 	key := x.Args[1]
 	it, v, e := hllOf(x.DB, key)
 	if e != "" {
@@ -129,7 +131,7 @@ func cmdPFAdd(x *Exec) {
 	if v == nil {
 		b, _, err := hll.Add(hll.New(), x.Args[2:])
 		if err != nil {
-			replyErr(x.W, err)
+			command.ReplyErr(x.W, err)
 			return
 		}
 		// Like Redis, a created key counts as an update: stale cache.
@@ -150,7 +152,7 @@ func cmdPFAdd(x *Exec) {
 	p.SetStr(b)
 	p.SetEncoding(shard.EncRaw)
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	if updated {
@@ -179,7 +181,7 @@ func pfUnion(db *shard.DB, args [][]byte, pos []int, r *hll.RawRegisters) (errAt
 	return 0, "", dense
 }
 
-func cmdPFCount(x *Exec) {
+func cmdPFCount(x *command.Exec) {
 	if len(x.Args) > 2 {
 		var r hll.RawRegisters
 		if _, e, _ := pfUnion(x.DB, x.Args, keyRange(1, len(x.Args), 1), &r); e != "" {
@@ -207,7 +209,7 @@ func cmdPFCount(x *Exec) {
 	v.SetEncoding(shard.EncRaw) // Redis unshares the string either way
 	card, _, err := hll.Count(v.Str())
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	if recompute {
@@ -218,7 +220,7 @@ func cmdPFCount(x *Exec) {
 
 // pfShards merges every shard's keys under the transaction's locks and
 // returns the union, the first error in argument order and the dense flag.
-func pfShards(x *Coord, t interface {
+func pfShards(x *command.Coord, t interface {
 	RunAll(func(*shard.Shard))
 }, parts [][]int) (*hll.RawRegisters, string, bool) {
 	n := x.NumShards()
@@ -249,8 +251,8 @@ func pfShards(x *Coord, t interface {
 	return &union, errText, anyDense
 }
 
-func multiPFCount(x *Coord) {
-	t, parts := x.lockSplit(keyRange(1, len(x.Args), 1), false)
+func multiPFCount(x *command.Coord) {
+	t, parts := x.LockSplit(keyRange(1, len(x.Args), 1), false)
 	union, e, _ := pfShards(x, t, parts)
 	t.Finish(nil)
 	if e != "" {
@@ -284,7 +286,7 @@ func pfStore(db *shard.DB, key []byte, r *hll.RawRegisters, dense bool) string {
 	return ""
 }
 
-func cmdPFMerge(x *Exec) {
+func cmdPFMerge(x *command.Exec) {
 	var r hll.RawRegisters
 	_, e, dense := pfUnion(x.DB, x.Args, keyRange(1, len(x.Args), 1), &r)
 	if e == "" {
@@ -299,7 +301,7 @@ func cmdPFMerge(x *Exec) {
 
 // multiPFMerge reads the sources under shared locks and writes the
 // destination under an exclusive one, in one transaction.
-func multiPFMerge(x *Coord) {
+func multiPFMerge(x *command.Coord) {
 	t := x.Tx()
 	parts := make([][]int, x.NumShards())
 	for i := 1; i < len(x.Args); i++ {

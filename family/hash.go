@@ -1,6 +1,8 @@
-package server
+package family
 
 import (
+	"github.com/dfly/dfly/command"
+
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -13,42 +15,42 @@ import (
 	"github.com/dfly/dfly/types/num"
 )
 
-func init() { addFamily("hash", hashCommands) }
+func init() { command.Register("hash", hashCommands) }
 
-func hashCommands() []*Command {
-	rw := FlagWrite | FlagDenyOOM
-	k1 := func(name string, arity int, flags Flags, fn func(x *Exec)) *Command {
-		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, Shard: fn}
+func hashCommands() []*command.Command {
+	rw := command.FlagWrite | command.FlagDenyOOM
+	k1 := func(name string, arity int, flags command.Flags, fn func(x *command.Exec)) *command.Command {
+		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, Shard: fn}
 	}
-	ro := FlagReadonly | FlagFast
-	return []*Command{
-		k1("hset", -4, rw|FlagFast, func(x *Exec) { hsetGeneric(x, false) }),
-		k1("hmset", -4, rw|FlagFast, func(x *Exec) { hsetGeneric(x, true) }),
-		k1("hsetnx", 4, rw|FlagFast, cmdHSetNX),
+	ro := command.FlagReadonly | command.FlagFast
+	return []*command.Command{
+		k1("hset", -4, rw|command.FlagFast, func(x *command.Exec) { hsetGeneric(x, false) }),
+		k1("hmset", -4, rw|command.FlagFast, func(x *command.Exec) { hsetGeneric(x, true) }),
+		k1("hsetnx", 4, rw|command.FlagFast, cmdHSetNX),
 		k1("hget", 3, ro, cmdHGet),
 		k1("hmget", -3, ro, cmdHMGet),
-		k1("hdel", -3, FlagWrite|FlagFast, cmdHDel),
+		k1("hdel", -3, command.FlagWrite|command.FlagFast, cmdHDel),
 		k1("hexists", 3, ro, cmdHExists),
 		k1("hlen", 2, ro, cmdHLen),
 		k1("hstrlen", 3, ro, cmdHStrlen),
-		k1("hkeys", 2, FlagReadonly, func(x *Exec) { hgetAllGeneric(x, true, false) }),
-		k1("hvals", 2, FlagReadonly, func(x *Exec) { hgetAllGeneric(x, false, true) }),
-		k1("hgetall", 2, FlagReadonly, func(x *Exec) { hgetAllGeneric(x, true, true) }),
-		k1("hincrby", 4, rw|FlagFast, cmdHIncrBy),
-		k1("hincrbyfloat", 4, rw|FlagFast, cmdHIncrByFloat),
-		k1("hrandfield", -2, FlagReadonly, cmdHRandField),
-		k1("hscan", -3, FlagReadonly, cmdHScan),
+		k1("hkeys", 2, command.FlagReadonly, func(x *command.Exec) { hgetAllGeneric(x, true, false) }),
+		k1("hvals", 2, command.FlagReadonly, func(x *command.Exec) { hgetAllGeneric(x, false, true) }),
+		k1("hgetall", 2, command.FlagReadonly, func(x *command.Exec) { hgetAllGeneric(x, true, true) }),
+		k1("hincrby", 4, rw|command.FlagFast, cmdHIncrBy),
+		rewritten(k1("hincrbyfloat", 4, rw|command.FlagFast, cmdHIncrByFloat), rewriteHIncrByFloat),
+		k1("hrandfield", -2, command.FlagReadonly, cmdHRandField),
+		k1("hscan", -3, command.FlagReadonly, cmdHScan),
 	}
 }
 
 // hashValue finds key as a hash, writing WRONGTYPE for another type; h is
 // nil for a missing key.
-func hashValue(x *Exec, key []byte) (shard.Iterator, *hash.Hash, bool) {
-	return typedValue[*hash.Hash](x, key, shard.TypeHash)
+func hashValue(x *command.Exec, key []byte) (shard.Iterator, *hash.Hash, bool) {
+	return command.TypedValue[*hash.Hash](x, key, shard.TypeHash)
 }
 
 // hashForWrite finds or creates key as a hash and announces the update.
-func hashForWrite(x *Exec, key []byte) (shard.Iterator, *hash.Hash, bool) {
+func hashForWrite(x *command.Exec, key []byte) (shard.Iterator, *hash.Hash, bool) {
 	it, h, ok := hashValue(x, key)
 	if !ok {
 		return it, nil, false
@@ -58,12 +60,12 @@ func hashForWrite(x *Exec, key []byte) (shard.Iterator, *hash.Hash, bool) {
 		it, _ = x.DB.Insert(key, shard.ObjectValue(shard.TypeHash, h))
 		return it, h, true
 	}
-	return it, mutable[*hash.Hash](x.DB, it), true
+	return it, command.Mutable[*hash.Hash](x.DB, it), true
 }
 
-func hsetGeneric(x *Exec, hmset bool) {
+func hsetGeneric(x *command.Exec, hmset bool) {
 	if len(x.Args)%2 != 0 {
-		x.W.Error(wrongArity(strings.ToLower(string(x.Args[0]))))
+		x.W.Error(command.WrongArity(strings.ToLower(string(x.Args[0]))))
 		return
 	}
 	_, h, ok := hashForWrite(x, x.Args[1])
@@ -83,7 +85,7 @@ func hsetGeneric(x *Exec, hmset bool) {
 	}
 }
 
-func cmdHSetNX(x *Exec) {
+func cmdHSetNX(x *command.Exec) {
 	_, h, ok := hashValue(x, x.Args[1])
 	if !ok {
 		return
@@ -97,7 +99,7 @@ func cmdHSetNX(x *Exec) {
 	x.W.Int(1)
 }
 
-func cmdHGet(x *Exec) {
+func cmdHGet(x *command.Exec) {
 	_, h, ok := hashValue(x, x.Args[1])
 	if !ok {
 		return
@@ -113,7 +115,7 @@ func cmdHGet(x *Exec) {
 	}
 }
 
-func cmdHMGet(x *Exec) {
+func cmdHMGet(x *command.Exec) {
 	_, h, ok := hashValue(x, x.Args[1])
 	if !ok {
 		return
@@ -132,7 +134,7 @@ func cmdHMGet(x *Exec) {
 	}
 }
 
-func cmdHDel(x *Exec) {
+func cmdHDel(x *command.Exec) {
 	it, h, ok := hashValue(x, x.Args[1])
 	if !ok {
 		return
@@ -152,7 +154,7 @@ func cmdHDel(x *Exec) {
 		x.W.Int(0)
 		return
 	}
-	h = mutable[*hash.Hash](x.DB, it)
+	h = command.Mutable[*hash.Hash](x.DB, it)
 	n := 0
 	for _, f := range x.Args[2:] {
 		if h.Delete(f) {
@@ -165,7 +167,7 @@ func cmdHDel(x *Exec) {
 	x.W.Int(int64(n))
 }
 
-func cmdHExists(x *Exec) {
+func cmdHExists(x *command.Exec) {
 	_, h, ok := hashValue(x, x.Args[1])
 	if !ok {
 		return
@@ -177,7 +179,7 @@ func cmdHExists(x *Exec) {
 	}
 }
 
-func cmdHLen(x *Exec) {
+func cmdHLen(x *command.Exec) {
 	_, h, ok := hashValue(x, x.Args[1])
 	if !ok {
 		return
@@ -189,7 +191,7 @@ func cmdHLen(x *Exec) {
 	x.W.Int(int64(h.Len()))
 }
 
-func cmdHStrlen(x *Exec) {
+func cmdHStrlen(x *command.Exec) {
 	_, h, ok := hashValue(x, x.Args[1])
 	if !ok {
 		return
@@ -202,7 +204,7 @@ func cmdHStrlen(x *Exec) {
 	x.W.Int(int64(n))
 }
 
-func hgetAllGeneric(x *Exec, fields, values bool) {
+func hgetAllGeneric(x *command.Exec, fields, values bool) {
 	_, h, ok := hashValue(x, x.Args[1])
 	if !ok {
 		return
@@ -230,10 +232,10 @@ func hgetAllGeneric(x *Exec, fields, values bool) {
 	})
 }
 
-func cmdHIncrBy(x *Exec) {
+func cmdHIncrBy(x *command.Exec) {
 	incr, ok := num.ParseInt(x.Args[3])
 	if !ok {
-		x.W.Error(errNotInt)
+		x.W.Error(command.ErrNotInt)
 		return
 	}
 	_, h, ok := hashValue(x, x.Args[1])
@@ -251,7 +253,7 @@ func cmdHIncrBy(x *Exec) {
 	}
 	n, err := num.AddInt(cur, incr)
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	_, h, _ = hashForWrite(x, x.Args[1])
@@ -260,10 +262,10 @@ func cmdHIncrBy(x *Exec) {
 	x.W.Int(n)
 }
 
-func cmdHIncrByFloat(x *Exec) {
+func cmdHIncrByFloat(x *command.Exec) {
 	incr, err := num.LongDoubleArg(x.Args[3])
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	if incr.IsInf() {
@@ -285,7 +287,7 @@ func cmdHIncrByFloat(x *Exec) {
 	}
 	res, err := num.IncrFloat(cur, incr)
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	s := num.AppendFloatIncr(nil, res)
@@ -294,7 +296,7 @@ func cmdHIncrByFloat(x *Exec) {
 	x.W.Bulk(s)
 }
 
-func cmdHRandField(x *Exec) {
+func cmdHRandField(x *command.Exec) {
 	if len(x.Args) == 2 {
 		_, h, ok := hashValue(x, x.Args[1])
 		if !ok {
@@ -310,7 +312,7 @@ func cmdHRandField(x *Exec) {
 	}
 	n, ok := num.ParseInt(x.Args[2])
 	if !ok {
-		x.W.Error(errNotInt)
+		x.W.Error(command.ErrNotInt)
 		return
 	}
 	if n == math.MinInt64 {
@@ -319,7 +321,7 @@ func cmdHRandField(x *Exec) {
 	}
 	withValues := false
 	if len(x.Args) > 4 || (len(x.Args) == 4 && !strings.EqualFold(string(x.Args[3]), "withvalues")) {
-		x.W.Error(errSyntax)
+		x.W.Error(command.ErrSyntax)
 		return
 	}
 	if len(x.Args) == 4 {
@@ -468,18 +470,18 @@ func parseScanOptions(w *resp.Writer, args [][]byte, withType bool) (scanOpts, b
 	o := scanOpts{count: 10}
 	for i := 0; i < len(args); i += 2 {
 		if i+1 >= len(args) {
-			w.Error(errSyntax)
+			w.Error(command.ErrSyntax)
 			return o, false
 		}
 		switch opt := strings.ToLower(string(args[i])); {
 		case opt == "count":
 			n, ok := num.ParseInt(args[i+1])
 			if !ok {
-				w.Error(errNotInt)
+				w.Error(command.ErrNotInt)
 				return o, false
 			}
 			if n < 1 {
-				w.Error(errSyntax)
+				w.Error(command.ErrSyntax)
 				return o, false
 			}
 			o.count = int(min(n, math.MaxInt32))
@@ -491,7 +493,7 @@ func parseScanOptions(w *resp.Writer, args [][]byte, withType bool) (scanOpts, b
 		case opt == "type" && withType:
 			o.typ = strings.ToLower(string(args[i+1]))
 		default:
-			w.Error(errSyntax)
+			w.Error(command.ErrSyntax)
 			return o, false
 		}
 	}
@@ -522,7 +524,7 @@ func writeScan(w *resp.Writer, cursor uint64, items [][]byte) {
 	}
 }
 
-func cmdHScan(x *Exec) {
+func cmdHScan(x *command.Exec) {
 	o, ok := parseScan(x.W, x.Args[2:])
 	if !ok {
 		return

@@ -1,6 +1,8 @@
-package server
+package family
 
 import (
+	"github.com/dfly/dfly/command"
+
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -21,7 +23,7 @@ import (
 // 7.2). Blocking pops (BZPOPMIN, BZPOPMAX, BZMPOP) live with the blocking
 // machinery, which pops through zsetPop.
 
-func init() { addFamily("sortedset", zsetCommands) }
+func init() { command.Register("sortedset", zsetCommands) }
 
 const (
 	errZNaN        = "ERR resulting score is not a number (NaN)"
@@ -32,44 +34,44 @@ const (
 	errZLexScores  = "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
 )
 
-func zsetCommands() []*Command {
-	rw := FlagWrite | FlagDenyOOM
-	ro := FlagReadonly
-	k1 := func(name string, arity int, flags Flags, fn func(x *Exec)) *Command {
-		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, Shard: fn}
+func zsetCommands() []*command.Command {
+	rw := command.FlagWrite | command.FlagDenyOOM
+	ro := command.FlagReadonly
+	k1 := func(name string, arity int, flags command.Flags, fn func(x *command.Exec)) *command.Command {
+		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, Shard: fn}
 	}
-	algebra := func(name string, arity int, flags Flags, op zsetOp, store bool) *Command {
+	algebra := func(name string, arity int, flags command.Flags, op zsetOp, store bool) *command.Command {
 		at := 1
 		if store {
 			at = 2
 		}
-		return &Command{Name: name, Arity: arity, Flags: flags, KeyPositions: zsetNumKeys(at, store),
-			Shard: func(x *Exec) { zsetAlgebraOne(x, op, store) }, Multi: func(x *Coord) { zsetAlgebraMulti(x, op, store) }}
+		return &command.Command{Name: name, Arity: arity, Flags: flags, KeyPositions: zsetNumKeys(at, store),
+			Shard: func(x *command.Exec) { zsetAlgebraOne(x, op, store) }, Multi: func(x *command.Coord) { zsetAlgebraMulti(x, op, store) }}
 	}
-	return []*Command{
-		k1("zadd", -4, rw|FlagFast, cmdZAdd),
-		k1("zincrby", 4, rw|FlagFast, cmdZIncrBy),
-		k1("zrem", -3, FlagWrite|FlagFast, cmdZRem),
-		k1("zcard", 2, ro|FlagFast, cmdZCard),
-		k1("zscore", 3, ro|FlagFast, cmdZScore),
-		k1("zmscore", -3, ro|FlagFast, cmdZMScore),
-		k1("zrank", -3, ro|FlagFast, func(x *Exec) { zrankGeneric(x, false) }),
-		k1("zrevrank", -3, ro|FlagFast, func(x *Exec) { zrankGeneric(x, true) }),
-		k1("zcount", 4, ro|FlagFast, cmdZCount),
-		k1("zlexcount", 4, ro|FlagFast, cmdZLexCount),
-		k1("zrange", -4, ro, func(x *Exec) { zrangeCmd(x, zrAuto, false, false) }),
-		k1("zrevrange", -4, ro, func(x *Exec) { zrangeCmd(x, zrRank, true, true) }),
-		k1("zrangebyscore", -4, ro, func(x *Exec) { zrangeCmd(x, zrScore, false, true) }),
-		k1("zrevrangebyscore", -4, ro, func(x *Exec) { zrangeCmd(x, zrScore, true, true) }),
-		k1("zrangebylex", -4, ro, func(x *Exec) { zrangeCmd(x, zrLex, false, true) }),
-		k1("zrevrangebylex", -4, ro, func(x *Exec) { zrangeCmd(x, zrLex, true, true) }),
+	return []*command.Command{
+		k1("zadd", -4, rw|command.FlagFast, cmdZAdd),
+		k1("zincrby", 4, rw|command.FlagFast, cmdZIncrBy),
+		k1("zrem", -3, command.FlagWrite|command.FlagFast, cmdZRem),
+		k1("zcard", 2, ro|command.FlagFast, cmdZCard),
+		k1("zscore", 3, ro|command.FlagFast, cmdZScore),
+		k1("zmscore", -3, ro|command.FlagFast, cmdZMScore),
+		k1("zrank", -3, ro|command.FlagFast, func(x *command.Exec) { zrankGeneric(x, false) }),
+		k1("zrevrank", -3, ro|command.FlagFast, func(x *command.Exec) { zrankGeneric(x, true) }),
+		k1("zcount", 4, ro|command.FlagFast, cmdZCount),
+		k1("zlexcount", 4, ro|command.FlagFast, cmdZLexCount),
+		k1("zrange", -4, ro, func(x *command.Exec) { zrangeCmd(x, zrAuto, false, false) }),
+		k1("zrevrange", -4, ro, func(x *command.Exec) { zrangeCmd(x, zrRank, true, true) }),
+		k1("zrangebyscore", -4, ro, func(x *command.Exec) { zrangeCmd(x, zrScore, false, true) }),
+		k1("zrevrangebyscore", -4, ro, func(x *command.Exec) { zrangeCmd(x, zrScore, true, true) }),
+		k1("zrangebylex", -4, ro, func(x *command.Exec) { zrangeCmd(x, zrLex, false, true) }),
+		k1("zrevrangebylex", -4, ro, func(x *command.Exec) { zrangeCmd(x, zrLex, true, true) }),
 		{Name: "zrangestore", Arity: -5, Flags: rw, FirstKey: 1, LastKey: 2, Step: 1, Shard: cmdZRangeStore, Multi: multiZRangeStore},
-		k1("zremrangebyrank", 4, FlagWrite, func(x *Exec) { zremrangeGeneric(x, zrRank) }),
-		k1("zremrangebyscore", 4, FlagWrite, func(x *Exec) { zremrangeGeneric(x, zrScore) }),
-		k1("zremrangebylex", 4, FlagWrite, func(x *Exec) { zremrangeGeneric(x, zrLex) }),
-		k1("zpopmin", -2, FlagWrite|FlagFast, func(x *Exec) { zpopCmd(x, false) }),
-		k1("zpopmax", -2, FlagWrite|FlagFast, func(x *Exec) { zpopCmd(x, true) }),
-		{Name: "zmpop", Arity: -4, Flags: FlagWrite, KeyPositions: zsetNumKeys(1, false), Shard: cmdZMPop, Multi: multiZMPop},
+		k1("zremrangebyrank", 4, command.FlagWrite, func(x *command.Exec) { zremrangeGeneric(x, zrRank) }),
+		k1("zremrangebyscore", 4, command.FlagWrite, func(x *command.Exec) { zremrangeGeneric(x, zrScore) }),
+		k1("zremrangebylex", 4, command.FlagWrite, func(x *command.Exec) { zremrangeGeneric(x, zrLex) }),
+		k1("zpopmin", -2, command.FlagWrite|command.FlagFast, func(x *command.Exec) { zpopCmd(x, false) }),
+		k1("zpopmax", -2, command.FlagWrite|command.FlagFast, func(x *command.Exec) { zpopCmd(x, true) }),
+		{Name: "zmpop", Arity: -4, Flags: command.FlagWrite, KeyPositions: zsetNumKeys(1, false), Shard: cmdZMPop, Multi: multiZMPop},
 		k1("zrandmember", -2, ro, cmdZRandMember),
 		k1("zscan", -3, ro, cmdZScan),
 		algebra("zunion", -3, ro, zopUnion, false),
@@ -106,13 +108,13 @@ func zsetNumKeys(at int, dest bool) func(dst []int, args [][]byte) []int {
 
 // zsetOf finds key as a sorted set, writing WRONGTYPE for another type; z is
 // nil for a missing key.
-func zsetOf(x *Exec, key []byte) (shard.Iterator, *zset.Set, bool) {
-	return typedValue[*zset.Set](x, key, shard.TypeZSet)
+func zsetOf(x *command.Exec, key []byte) (shard.Iterator, *zset.Set, bool) {
+	return command.TypedValue[*zset.Set](x, key, shard.TypeZSet)
 }
 
 // mutableZSet announces an update of the sorted set at it.
 func mutableZSet(db *shard.DB, it shard.Iterator) *zset.Set {
-	return mutable[*zset.Set](db, it)
+	return command.Mutable[*zset.Set](db, it)
 }
 
 // zdeleteIfEmpty removes the key at it when its set has no members left.
@@ -150,16 +152,16 @@ type zaddFlags struct {
 	nx, xx, gt, lt, ch, incr bool
 }
 
-func cmdZAdd(x *Exec) { zaddFlagged(x, zaddFlags{}) }
+func cmdZAdd(x *command.Exec) { zaddFlagged(x, zaddFlags{}) }
 
 // cmdZIncrBy is ZADD INCR, flags and all: Redis parses ZINCRBY's
 // arguments with ZADD's parser, so "ZINCRBY k NX 5 m" is ZADD k NX INCR 5 m
 // and "ZINCRBY k GT m" a syntax error.
-func cmdZIncrBy(x *Exec) { zaddFlagged(x, zaddFlags{incr: true}) }
+func cmdZIncrBy(x *command.Exec) { zaddFlagged(x, zaddFlags{incr: true}) }
 
 // zaddFlagged reads ZADD's flags from the third argument on, then the
 // score/member pairs.
-func zaddFlagged(x *Exec, f zaddFlags) {
+func zaddFlagged(x *command.Exec, f zaddFlags) {
 	i := 2
 	for ; i < len(x.Args); i++ {
 		switch strings.ToLower(string(x.Args[i])) {
@@ -183,11 +185,11 @@ func zaddFlagged(x *Exec, f zaddFlags) {
 	zaddGeneric(x, f, i)
 }
 
-func zaddGeneric(x *Exec, f zaddFlags, scoreIdx int) {
+func zaddGeneric(x *command.Exec, f zaddFlags, scoreIdx int) {
 	elems := len(x.Args) - scoreIdx
 	switch {
 	case elems%2 != 0 || elems == 0:
-		x.W.Error(errSyntax)
+		x.W.Error(command.ErrSyntax)
 		return
 	case f.nx && f.xx:
 		x.W.Error("ERR XX and NX options at the same time are not compatible")
@@ -205,7 +207,7 @@ func zaddGeneric(x *Exec, f zaddFlags, scoreIdx int) {
 	for j := 0; j < n; j++ {
 		s, ok := num.ParseFloat(x.Args[scoreIdx+2*j])
 		if !ok {
-			x.W.Error(errNotFloat)
+			x.W.Error(command.ErrNotFloat)
 			return
 		}
 		scores = append(scores, s)
@@ -298,7 +300,7 @@ reply:
 
 // ---- point reads and removal ----
 
-func cmdZRem(x *Exec) {
+func cmdZRem(x *command.Exec) {
 	it, z, ok := zsetOf(x, x.Args[1])
 	if !ok {
 		return
@@ -318,7 +320,7 @@ func cmdZRem(x *Exec) {
 	x.W.Int(int64(n))
 }
 
-func cmdZCard(x *Exec) {
+func cmdZCard(x *command.Exec) {
 	_, z, ok := zsetOf(x, x.Args[1])
 	if !ok {
 		return
@@ -330,7 +332,7 @@ func cmdZCard(x *Exec) {
 	x.W.Int(int64(z.Len()))
 }
 
-func cmdZScore(x *Exec) {
+func cmdZScore(x *command.Exec) {
 	_, z, ok := zsetOf(x, x.Args[1])
 	if !ok {
 		return
@@ -344,7 +346,7 @@ func cmdZScore(x *Exec) {
 	x.W.Null()
 }
 
-func cmdZMScore(x *Exec) {
+func cmdZMScore(x *command.Exec) {
 	_, z, ok := zsetOf(x, x.Args[1])
 	if !ok {
 		return
@@ -362,15 +364,15 @@ func cmdZMScore(x *Exec) {
 }
 
 // zrankGeneric is ZRANK/ZREVRANK, with Redis 7.2's WITHSCORE.
-func zrankGeneric(x *Exec, rev bool) {
+func zrankGeneric(x *command.Exec, rev bool) {
 	if len(x.Args) > 4 {
-		x.W.Error(wrongArity(strings.ToLower(string(x.Args[0]))))
+		x.W.Error(command.WrongArity(strings.ToLower(string(x.Args[0]))))
 		return
 	}
 	withScore := false
 	if len(x.Args) == 4 {
 		if !strings.EqualFold(string(x.Args[3]), "withscore") {
-			x.W.Error(errSyntax)
+			x.W.Error(command.ErrSyntax)
 			return
 		}
 		withScore = true
@@ -511,7 +513,7 @@ func parseZRange(args [][]byte, kind zrangeKind, rev, fixed, store bool) (zrange
 			o, ok1 := num.ParseInt(args[j+1])
 			l, ok2 := num.ParseInt(args[j+2])
 			if !ok1 || !ok2 {
-				return sp, errNotInt
+				return sp, command.ErrNotInt
 			}
 			sp.offset, sp.limit = o, l
 			j += 2
@@ -522,7 +524,7 @@ func parseZRange(args [][]byte, kind zrangeKind, rev, fixed, store bool) (zrange
 		case opt == "byscore" && !kindSet:
 			sp.kind, kindSet = zrScore, true
 		default:
-			return sp, errSyntax
+			return sp, command.ErrSyntax
 		}
 	}
 	if sp.kind == zrAuto {
@@ -543,7 +545,7 @@ func parseZRange(args [][]byte, kind zrangeKind, rev, fixed, store bool) (zrange
 		s, ok1 := num.ParseInt(minArg)
 		e, ok2 := num.ParseInt(maxArg)
 		if !ok1 || !ok2 {
-			return sp, errNotInt
+			return sp, command.ErrNotInt
 		}
 		sp.start, sp.end = s, e
 	case zrScore:
@@ -647,7 +649,7 @@ func (wd zwindow) each(z *zset.Set, fn func(member string, score float64)) {
 	}
 }
 
-func zrangeCmd(x *Exec, kind zrangeKind, rev, fixed bool) {
+func zrangeCmd(x *command.Exec, kind zrangeKind, rev, fixed bool) {
 	sp, e := parseZRange(x.Args[2:], kind, rev, fixed, false)
 	if e != "" {
 		x.W.Error(e)
@@ -701,7 +703,7 @@ func zstore(db *shard.DB, dst []byte, z *zset.Set) int {
 	return z.Len()
 }
 
-func cmdZRangeStore(x *Exec) {
+func cmdZRangeStore(x *command.Exec) {
 	sp, e := parseZRange(x.Args[3:], zrAuto, false, false, true)
 	if e != "" {
 		x.W.Error(e)
@@ -716,7 +718,7 @@ func cmdZRangeStore(x *Exec) {
 
 // multiZRangeStore reads the source under a shared lock and writes the
 // destination under an exclusive one, in one transaction.
-func multiZRangeStore(x *Coord) {
+func multiZRangeStore(x *command.Coord) {
 	sp, e := parseZRange(x.Args[3:], zrAuto, false, false, true)
 	if e != "" {
 		x.W.Error(e)
@@ -742,7 +744,7 @@ func multiZRangeStore(x *Coord) {
 		}
 	})
 	if wrong {
-		x.W.Error(errWrongType)
+		x.W.Error(command.ErrWrongType)
 		return
 	}
 	n := 0
@@ -750,7 +752,7 @@ func multiZRangeStore(x *Coord) {
 	x.W.Int(int64(n))
 }
 
-func cmdZCount(x *Exec) {
+func cmdZCount(x *command.Exec) {
 	r, ok := zparseScoreRange(x.Args[2], x.Args[3])
 	if !ok {
 		x.W.Error(errZMinMax)
@@ -768,7 +770,7 @@ func cmdZCount(x *Exec) {
 	x.W.Int(int64(b - a))
 }
 
-func cmdZLexCount(x *Exec) {
+func cmdZLexCount(x *command.Exec) {
 	r, ok := zparseLexRange(x.Args[2], x.Args[3])
 	if !ok {
 		x.W.Error(errZLexRange)
@@ -786,7 +788,7 @@ func cmdZLexCount(x *Exec) {
 	x.W.Int(int64(b - a))
 }
 
-func zremrangeGeneric(x *Exec, kind zrangeKind) {
+func zremrangeGeneric(x *command.Exec, kind zrangeKind) {
 	var start, end int64
 	var sr zset.ScoreRange
 	var lr zset.LexRange
@@ -795,7 +797,7 @@ func zremrangeGeneric(x *Exec, kind zrangeKind) {
 		s, ok1 := num.ParseInt(x.Args[2])
 		e, ok2 := num.ParseInt(x.Args[3])
 		if !ok1 || !ok2 {
-			x.W.Error(errNotInt)
+			x.W.Error(command.ErrNotInt)
 			return
 		}
 		start, end = s, e
@@ -899,9 +901,9 @@ func zwritePopped(w *resp.Writer, items []ZItem, nested bool) {
 	}
 }
 
-func zpopCmd(x *Exec, max bool) {
+func zpopCmd(x *command.Exec, max bool) {
 	if len(x.Args) > 3 {
-		x.W.Error(errSyntax)
+		x.W.Error(command.ErrSyntax)
 		return
 	}
 	count := int64(-1)
@@ -935,18 +937,18 @@ func parseZMPop(args [][]byte) (pos []int, max bool, count int, errText string) 
 		return nil, false, 0, "ERR numkeys should be greater than 0"
 	}
 	if n >= int64(len(args)) { // before the sum, which a huge n overflows
-		return nil, false, 0, errSyntax
+		return nil, false, 0, command.ErrSyntax
 	}
 	whereIdx := int64(2) + n
 	if whereIdx >= int64(len(args)) {
-		return nil, false, 0, errSyntax
+		return nil, false, 0, command.ErrSyntax
 	}
 	switch strings.ToLower(string(args[whereIdx])) {
 	case "min":
 	case "max":
 		max = true
 	default:
-		return nil, false, 0, errSyntax
+		return nil, false, 0, command.ErrSyntax
 	}
 	count = -1
 	for j := int(whereIdx) + 1; j < len(args); j++ {
@@ -954,7 +956,7 @@ func parseZMPop(args [][]byte) (pos []int, max bool, count int, errText string) 
 			j++
 			c, ok := num.ParseInt(args[j])
 			if !ok {
-				return nil, false, 0, errNotInt
+				return nil, false, 0, command.ErrNotInt
 			}
 			if c <= 0 {
 				return nil, false, 0, "ERR count should be greater than 0"
@@ -962,7 +964,7 @@ func parseZMPop(args [][]byte) (pos []int, max bool, count int, errText string) 
 			count = int(min(c, math.MaxInt32))
 			continue
 		}
-		return nil, false, 0, errSyntax
+		return nil, false, 0, command.ErrSyntax
 	}
 	if count == -1 {
 		count = 1
@@ -979,7 +981,7 @@ func writeZMPop(w *resp.Writer, key []byte, items []ZItem) {
 	zwritePopped(w, items, true)
 }
 
-func cmdZMPop(x *Exec) {
+func cmdZMPop(x *command.Exec) {
 	pos, max, count, e := parseZMPop(x.Args)
 	if e != "" {
 		x.W.Error(e)
@@ -988,7 +990,7 @@ func cmdZMPop(x *Exec) {
 	for _, i := range pos {
 		_, v, ok := x.DB.FindType(x.Args[i], shard.TypeZSet)
 		if !ok {
-			x.W.Error(errWrongType)
+			x.W.Error(command.ErrWrongType)
 			return
 		}
 		if v != nil {
@@ -1008,13 +1010,13 @@ const (
 	zkeyWrongType
 )
 
-func multiZMPop(x *Coord) {
+func multiZMPop(x *command.Coord) {
 	pos, max, count, e := parseZMPop(x.Args)
 	if e != "" {
 		x.W.Error(e)
 		return
 	}
-	t, parts := x.lockSplit(pos, true)
+	t, parts := x.LockSplit(pos, true)
 	defer t.Finish(nil)
 	states := make([]zkeyState, len(x.Args))
 	t.RunAll(func(s *shard.Shard) {
@@ -1031,7 +1033,7 @@ func multiZMPop(x *Coord) {
 	for _, i := range pos {
 		switch states[i] {
 		case zkeyWrongType:
-			x.W.Error(errWrongType)
+			x.W.Error(command.ErrWrongType)
 			return
 		case zkeyPresent:
 			key := x.Args[i]
@@ -1046,7 +1048,7 @@ func multiZMPop(x *Coord) {
 
 // ---- ZRANDMEMBER ----
 
-func cmdZRandMember(x *Exec) {
+func cmdZRandMember(x *command.Exec) {
 	if len(x.Args) == 2 {
 		_, z, ok := zsetOf(x, x.Args[1])
 		if !ok {
@@ -1062,7 +1064,7 @@ func cmdZRandMember(x *Exec) {
 	}
 	l, ok := num.ParseInt(x.Args[2])
 	if !ok {
-		x.W.Error(errNotInt)
+		x.W.Error(command.ErrNotInt)
 		return
 	}
 	if l == math.MinInt64 {
@@ -1071,7 +1073,7 @@ func cmdZRandMember(x *Exec) {
 	}
 	withScores := false
 	if len(x.Args) > 4 || len(x.Args) == 4 && !strings.EqualFold(string(x.Args[3]), "withscores") {
-		x.W.Error(errSyntax)
+		x.W.Error(command.ErrSyntax)
 		return
 	}
 	if len(x.Args) == 4 {
@@ -1134,7 +1136,7 @@ func cmdZRandMember(x *Exec) {
 
 // ---- ZSCAN ----
 
-func cmdZScan(x *Exec) {
+func cmdZScan(x *command.Exec) {
 	cursor, ok := parseScanCursor(x.Args[2])
 	if !ok {
 		x.W.Error("ERR invalid cursor")
@@ -1301,13 +1303,13 @@ func parseZAlgebraKeys(args [][]byte, op zsetOp, store bool) (zalgebraArgs, stri
 	}
 	n, ok := num.ParseInt(args[a.numKeysAt])
 	if !ok {
-		return a, errNotInt
+		return a, command.ErrNotInt
 	}
 	if n < 1 {
 		return a, "ERR at least 1 input key is needed for '" + op.name(store) + "' command"
 	}
 	if n > int64(len(args)-a.numKeysAt-1) {
-		return a, errSyntax
+		return a, command.ErrSyntax
 	}
 	for i := a.numKeysAt + 1; i <= a.numKeysAt+int(n); i++ {
 		a.keys = append(a.keys, i)
@@ -1351,7 +1353,7 @@ func parseZAlgebraOpts(args [][]byte, a *zalgebraArgs, op zsetOp, srcs []zsrc) (
 			case "max":
 				o.agg = zaggMax
 			default:
-				return o, errSyntax
+				return o, command.ErrSyntax
 			}
 			j += 2
 		case remaining >= 1 && !store && op != zopInterCard && opt == "withscores":
@@ -1360,7 +1362,7 @@ func parseZAlgebraOpts(args [][]byte, a *zalgebraArgs, op zsetOp, srcs []zsrc) (
 		case op == zopInterCard && remaining >= 2 && opt == "limit":
 			l, ok := num.ParseInt(args[j+1])
 			if !ok {
-				return o, errNotInt
+				return o, command.ErrNotInt
 			}
 			if l < 0 {
 				return o, "ERR LIMIT can't be negative"
@@ -1368,7 +1370,7 @@ func parseZAlgebraOpts(args [][]byte, a *zalgebraArgs, op zsetOp, srcs []zsrc) (
 			o.limit = l
 			j += 2
 		default:
-			return o, errSyntax
+			return o, command.ErrSyntax
 		}
 	}
 	return o, ""
@@ -1490,7 +1492,7 @@ func newZSrcs(n int) []zsrc {
 	return srcs
 }
 
-func zsetAlgebraOne(x *Exec, op zsetOp, store bool) {
+func zsetAlgebraOne(x *command.Exec, op zsetOp, store bool) {
 	a, e := parseZAlgebraKeys(x.Args, op, store)
 	if e != "" {
 		x.W.Error(e)
@@ -1500,7 +1502,7 @@ func zsetAlgebraOne(x *Exec, op zsetOp, store bool) {
 	for i, p := range a.keys {
 		var wrong bool
 		if srcs[i], wrong = readZSrc(x.DB, x.Args[p], false); wrong {
-			x.W.Error(errWrongType)
+			x.W.Error(command.ErrWrongType)
 			return
 		}
 		srcs[i].weight = 1
@@ -1521,7 +1523,7 @@ func zsetAlgebraOne(x *Exec, op zsetOp, store bool) {
 // zsetAlgebraMulti copies the inputs out of their shards under shared
 // locks, computes on the coordinator, and writes the destination under an
 // exclusive lock, all in one transaction: no client sees a partial STORE.
-func zsetAlgebraMulti(x *Coord, op zsetOp, store bool) {
+func zsetAlgebraMulti(x *command.Coord, op zsetOp, store bool) {
 	a, e := parseZAlgebraKeys(x.Args, op, store)
 	if e != "" {
 		x.W.Error(e)
@@ -1549,7 +1551,7 @@ func zsetAlgebraMulti(x *Coord, op zsetOp, store bool) {
 	})
 	for _, w := range wrong {
 		if w {
-			x.W.Error(errWrongType)
+			x.W.Error(command.ErrWrongType)
 			return
 		}
 	}

@@ -1,4 +1,4 @@
-package server
+package command
 
 import (
 	"sort"
@@ -7,6 +7,12 @@ import (
 	"github.com/dfly/dfly/glob"
 	"github.com/dfly/dfly/resp"
 )
+
+func init() {
+	Register("connection", func() []*Command {
+		return []*Command{{Name: "command", Arity: -1, Flags: FlagLoading | FlagStale, Local: cmdCommand}}
+	})
+}
 
 // cmdCommand: COMMAND, COMMAND COUNT | INFO [name...] | DOCS [name...] | LIST [FILTERBY ...].
 var commandArities = map[string]int{"count": 2, "list": -2, "info": -2, "docs": -2, "getkeys": -4,
@@ -36,33 +42,33 @@ var commandHelp = []string{
 	"    Prints this help.",
 }
 
-func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
-	t := c.srv.table
+func cmdCommand(c Client, a [][]byte, w *resp.Writer) {
+	t := c.Table()
 	if len(a) == 1 {
-		cmds := t.sorted()
+		cmds := t.Sorted()
 		w.Array(len(cmds))
 		for _, cmd := range cmds {
 			writeCommandInfo(w, cmd)
 		}
 		return
 	}
-	switch subcommand(w, a, "command", commandArities) {
+	switch Subcommand(w, a, "command", commandArities) {
 	case "":
 		return
 	case "help":
-		writeHelp(w, commandHelp)
+		WriteHelp(w, commandHelp)
 	case "count":
-		w.Int(int64(len(t.byName)))
+		w.Int(int64(len(t.ByName)))
 	case "list":
 		keep, ok := commandListFilter(a[2:])
 		if !ok {
-			w.Error(errSyntax)
+			w.Error(ErrSyntax)
 			return
 		}
 		// As Redis 7.0: every command, and every container's subcommand
 		// as "container|sub", each kept or not by the filter.
 		var names []string
-		for _, cmd := range t.sorted() {
+		for _, cmd := range t.Sorted() {
 			if keep(cmd) {
 				names = append(names, cmd.Name)
 			}
@@ -77,7 +83,7 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 			w.BulkString(n)
 		}
 	case "info":
-		cmds := t.sorted()
+		cmds := t.Sorted()
 		if len(a) > 2 {
 			cmds = cmds[:0]
 			for _, n := range a[2:] {
@@ -93,7 +99,7 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 			writeCommandInfo(w, cmd)
 		}
 	case "docs":
-		cmds := t.sorted()
+		cmds := t.Sorted()
 		if len(a) > 2 {
 			cmds = cmds[:0]
 			for _, n := range a[2:] {
@@ -108,7 +114,7 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 			writeCommandDocs(w, cmd)
 		}
 	case "getkeys", "getkeysandflags":
-		cmd := t.lookup(a[2])
+		cmd := t.Lookup(a[2])
 		if cmd == nil {
 			w.Error("ERR Invalid command specified")
 			return
@@ -124,7 +130,7 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 			w.Error("ERR The command has no key arguments")
 			return
 		}
-		if !cmd.arityOK(len(args)) {
+		if !cmd.ArityOK(len(args)) {
 			w.Error("ERR Invalid number of arguments specified for command")
 			return
 		}
@@ -132,7 +138,7 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 		// command's own key finding (ours).
 		pos, complete := specKeys(specs, args)
 		if !complete {
-			pos = cmd.keys(nil, args)
+			pos = cmd.Keys(nil, args)
 		}
 		if len(pos) == 0 && (cmd.Flags|cmd.shown)&FlagNoMandatoryKeys == 0 {
 			w.Error("ERR Invalid arguments specified for command")
@@ -156,7 +162,7 @@ func cmdCommand(c *Conn, a [][]byte, w *resp.Writer) {
 			}
 		}
 	default:
-		w.Error("ERR unknown subcommand '" + truncArg(a[1]) + "'. Try COMMAND HELP.")
+		w.Error("ERR unknown subcommand '" + TruncArg(a[1]) + "'. Try COMMAND HELP.")
 	}
 }
 
@@ -176,12 +182,12 @@ func commandListFilter(a [][]byte) (func(*Command) bool, bool) {
 	case "module":
 		return func(*Command) bool { return false }, true
 	case "aclcat":
-		bit := categoryBit(strings.ToLower(arg))
+		bit := CategoryBit(strings.ToLower(arg))
 		return func(c *Command) bool {
-			if c.subs != nil { // a container is @slow, its subcommands have the rest
-				return bit == categoryBit("slow")
+			if c.Subs != nil { // a container is @slow, its subcommands have the rest
+				return bit == CategoryBit("slow")
 			}
-			return c.cats&bit != 0
+			return c.Cats&bit != 0
 		}, true
 	case "pattern":
 		return func(c *Command) bool { return glob.MatchString(arg, c.Name, true) }, true
@@ -191,16 +197,16 @@ func commandListFilter(a [][]byte) (func(*Command) bool, bool) {
 
 // sortedSubs are a container's subcommands by name (nil for others).
 func sortedSubs(c *Command) []*Command {
-	out := make([]*Command, 0, len(c.subs))
-	for _, sub := range c.subs {
+	out := make([]*Command, 0, len(c.Subs))
+	for _, sub := range c.Subs {
 		out = append(out, sub)
 	}
 	return sortedCommands(out)
 }
 
-func (t *Table) sorted() []*Command {
-	out := make([]*Command, 0, len(t.byName))
-	for _, c := range t.byName {
+func (t *Table) Sorted() []*Command {
+	out := make([]*Command, 0, len(t.ByName))
+	for _, c := range t.ByName {
 		out = append(out, c)
 	}
 	return sortedCommands(out)

@@ -1,4 +1,4 @@
-package server
+package command
 
 import (
 	"slices"
@@ -299,13 +299,13 @@ func describe(c *Command) {
 		if container != c.Name {
 			continue
 		}
-		sc := c.subs[sub]
+		sc := c.Subs[sub]
 		if sc == nil {
-			if c.subs != nil {
+			if c.Subs != nil {
 				continue // a subcommand dfly does not have
 			}
 			// COMMAND's subcommands: ACL judges COMMAND as one command.
-			sc = &Command{Name: s.name, Group: c.Group, cats: c.cats}
+			sc = &Command{Name: s.name, Group: c.Group, Cats: c.Cats}
 		}
 		sc.Arity, sc.Flags = s.arity, s.flags
 		if s.keys != "" {
@@ -326,7 +326,7 @@ func describe(c *Command) {
 // commandSpecs are c's key specs: its entry in keySpecs, else its one
 // range with keyAccess's flags or its kind's.
 func commandSpecs(c *Command) []keySpec {
-	if c.subs != nil {
+	if c.Subs != nil {
 		return nil // each subcommand has its own
 	}
 	if s, ok := keySpecs[c.Name]; ok {
@@ -641,9 +641,9 @@ func (c *Command) infoSub(sub []byte) *Command {
 func (t *Table) lookupInfo(name []byte) *Command {
 	container, sub, ok := strings.Cut(string(name), "|")
 	if !ok {
-		return t.lookup(name)
+		return t.Lookup(name)
 	}
-	c := t.lookup([]byte(container))
+	c := t.Lookup([]byte(container))
 	if c == nil {
 		return nil
 	}
@@ -659,7 +659,7 @@ func writeCommandInfo(w *resp.Writer, cmd *Command) {
 	w.Int(int64(cmd.Arity))
 	first, last, step, movable := legacyRange(cmd.specs)
 	shown := (cmd.Flags | cmd.shown) &^ hiddenFlags[cmd.Name]
-	if cmd.subs != nil {
+	if cmd.Subs != nil {
 		shown = 0 // a container only leads to its subcommands
 	}
 	var flags []string

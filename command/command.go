@@ -1,4 +1,4 @@
-package server
+package command
 
 import (
 	"strings"
@@ -62,7 +62,7 @@ type Command struct {
 	Flags Flags
 	// Key positions, the keys dfly locks and checks: first, last (negative
 	// counts from the end) and step. FirstKey 0 means no keys. COMMAND INFO
-	// reports Redis's, derived from key specs (command_info.go).
+	// reports Redis's, derived from key specs (info.go).
 	FirstKey, LastKey, Step int
 	// KeyPositions overrides the above for commands whose keys are not a
 	// simple range (BITOP, LCS ...); it appends positions to dst.
@@ -70,7 +70,7 @@ type Command struct {
 
 	// Exactly one of these runs the command:
 	// Local runs inline on the connection's event loop (no keys).
-	Local func(c *Conn, args [][]byte, w *resp.Writer)
+	Local func(c Client, args [][]byte, w *resp.Writer)
 	// Shard runs on the one shard that owns all of the command's keys.
 	Shard func(x *Exec)
 	// Multi runs on a coordinator goroutine; it is used when the keys span
@@ -80,15 +80,21 @@ type Command struct {
 	// Multi even when its keys share a shard (XREAD BLOCK must wait on a
 	// coordinator, not on a shard; so must a script that may SORT by
 	// offloaded values, see evalCoordinate).
-	Coordinate func(s *Server, args [][]byte) bool
-	// Group is the command's family (table.add); cats its ACL categories
-	// (aclCategories bits, acl_cat.go).
+	Coordinate func(s Server, args [][]byte) bool
+	// Rewrite, when set, journals the command run on a shard in a
+	// deterministic form (record.go), from the key's state and the reply
+	// after it; JournalArgs is the arguments journaled when it ran on a
+	// coordinator.
+	Rewrite     func(x *Exec, reply []byte, record func(args ...[]byte))
+	JournalArgs func(args [][]byte) [][]byte
+	// Group is the command's family (Register); Cats its ACL categories
+	// (ACLCategories bits, acl_cat.go).
 	Group string
-	cats  uint32
-	// subs: a container's subcommands by name, for ACL (acl_cat.go).
-	subs map[string]*Command
+	Cats  uint32
+	// Subs: a container's subcommands by name, for ACL (acl_cat.go).
+	Subs map[string]*Command
 
-	// What COMMAND INFO reports (command_info.go), apart from what runs:
+	// What COMMAND INFO reports (info.go), apart from what runs:
 	// shown are flags reported beyond Flags, specs the key specifications
 	// (the reported first/last/step derive from them, as in Redis), and
 	// infoSubs the subcommands' own entries, sorted by name.
@@ -96,7 +102,16 @@ type Command struct {
 	specs    []keySpec
 	infoSubs []*Command
 
-	calls, nsec, failed, rejected atomic.Uint64
+	// Stats count the command's calls, their time in nanoseconds, the
+	// calls that failed and those rejected before running (INFO
+	// commandstats, errorstats).
+	Calls, Nsec, Failed, Rejected atomic.Uint64
+}
+
+// Client is the connection a Local command runs for (the server's).
+type Client interface {
+	// Table is the server's command table.
+	Table() *Table
 }
 
 // Exec is a command running on a shard goroutine.
@@ -105,38 +120,47 @@ type Exec struct {
 	DB   *shard.DB
 	Args [][]byte
 	W    *resp.Writer
-	Srv  *Server
-	// Conn is the issuing client, for commands that run client-side logic
-	// on the shard (a single-shard EVAL); nil inside EXEC and scripts.
-	Conn *Conn
-	// canRetry: the command runs in a connection's batch, which can hand
-	// it to a coordinator by setting retry (an inline script over budget).
-	canRetry bool
-	retry    *Coord
-	// ownArgs: the command's big arguments are buffers of their own that
-	// it may keep (pending.assembled; newString).
-	ownArgs bool
-	// keys is scratch for lock checks.
-	keys []shard.KeyLock
-	// prop: what the journal records instead of Args (see Propagate).
-	prop [][][]byte
+	Srv  Server
+	// Conn is the issuing client (the server's connection), for commands
+	// that run client-side logic on the shard (a single-shard EVAL); nil
+	// inside EXEC and scripts.
+	Conn any
+	// CanRetry: the command runs in a connection's batch, which can hand
+	// it to a coordinator by setting Retry (an inline script over budget).
+	CanRetry bool
+	Retry    *Coord
+	// OwnArgs: the command's big arguments are buffers of their own that
+	// it may keep (pending.assembled; NewString).
+	OwnArgs bool
+	// Locks is scratch for lock checks.
+	Locks []shard.KeyLock
+	// Prop: what the journal records instead of Args (see Propagate).
+	Prop [][][]byte
 }
 
 func (x *Exec) Now() int64 { return x.S.Now() }
 
-// newString is DB.NewString, without the copy when b is a big argument of
+// ExpiredAt reports whether a write giving a key the absolute expiry at
+// must delete it now instead: at is past, and this is not a replica. A
+// replica stores the past TTL (the key is hidden from clients) and waits
+// for its master's DEL, as Redis's checkAlreadyExpired: applying the
+// master's PEXPIREAT a little late must not delete a key the master has
+// meanwhile given a new TTL.
+func (x *Exec) ExpiredAt(at int64) bool { return at <= x.Now() && !x.S.ReplicaMode }
+
+// NewString is DB.NewString, without the copy when b is a big argument of
 // an assembled command (resp/assemble.go): a value received into a buffer
 // of its own becomes the stored value, as in Redis, instead of costing its
 // size twice.
-func (x *Exec) newString(b []byte) shard.Value {
-	if x.ownArgs && len(b) >= resp.BigArg && cap(b) == len(b) {
+func (x *Exec) NewString(b []byte) shard.Value {
+	if x.OwnArgs && len(b) >= resp.BigArg && cap(b) == len(b) {
 		return shard.StringValue(b)
 	}
 	return x.DB.NewString(b)
 }
 
-// keys returns the command's key positions for args.
-func (cmd *Command) keys(dst []int, args [][]byte) []int {
+// Keys returns the command's key positions for args.
+func (cmd *Command) Keys(dst []int, args [][]byte) []int {
 	if cmd.KeyPositions != nil {
 		return cmd.KeyPositions(dst, args)
 	}
@@ -160,12 +184,12 @@ func (cmd *Command) keys(dst []int, args [][]byte) []int {
 	return dst
 }
 
-// otherDBLock is the lock of the key a command writes in a database other
+// OtherDBLock is the lock of the key a command writes in a database other
 // than its own — MOVE's key in the destination — for the lock steps: no
 // transaction on that key interleaves, and a snapshot sees the command as
 // one with two keys (shard.Capture; MOVE from a bucket the walk has not
 // reached into a database it has passed is RENAME across databases).
-func (cmd *Command) otherDBLock(args [][]byte, ndb int) (shard.KeyLock, bool) {
+func (cmd *Command) OtherDBLock(args [][]byte, ndb int) (shard.KeyLock, bool) {
 	if cmd.Name != "move" || len(args) != 3 {
 		return shard.KeyLock{}, false
 	}
@@ -176,7 +200,7 @@ func (cmd *Command) otherDBLock(args [][]byte, ndb int) (shard.KeyLock, bool) {
 	return shard.KeyLock{DB: int(n), Key: string(args[1]), Excl: true}, true
 }
 
-func (cmd *Command) arityOK(n int) bool {
+func (cmd *Command) ArityOK(n int) bool {
 	if cmd.Arity >= 0 {
 		return n == cmd.Arity
 	}
@@ -185,25 +209,28 @@ func (cmd *Command) arityOK(n int) bool {
 
 // Table is the command table, looked up by lower-case name.
 type Table struct {
-	byName map[string]*Command
+	// ByName holds every command; read-only once NewTable returns.
+	ByName map[string]*Command
 }
 
-func (t *Table) add(group string, cmds ...*Command) {
+// Add puts cmds in the table under group (their Group); only before the
+// table serves (NewTable; tests adding commands of their own).
+func (t *Table) Add(group string, cmds ...*Command) {
 	for _, c := range cmds {
-		if _, dup := t.byName[c.Name]; dup {
+		if _, dup := t.ByName[c.Name]; dup {
 			panic("server: command registered twice: " + c.Name)
 		}
 		c.Group = group
-		t.byName[c.Name] = c
+		t.ByName[c.Name] = c
 	}
 }
 
-// lookup finds a command by its name as sent, in any case, without
+// Lookup finds a command by its name as sent, in any case, without
 // allocating for names of up to 32 bytes.
-func (t *Table) lookup(name []byte) *Command {
+func (t *Table) Lookup(name []byte) *Command {
 	var buf [32]byte
 	if len(name) > len(buf) {
-		return t.byName[strings.ToLower(string(name))]
+		return t.ByName[strings.ToLower(string(name))]
 	}
 	for i, ch := range name {
 		if 'A' <= ch && ch <= 'Z' {
@@ -211,41 +238,37 @@ func (t *Table) lookup(name []byte) *Command {
 		}
 		buf[i] = ch
 	}
-	return t.byName[string(buf[:len(name)])]
+	return t.ByName[string(buf[:len(name)])]
 }
 
-func newTable() *Table {
-	t := &Table{byName: make(map[string]*Command)}
-	t.add("connection", connCommands()...)
-	t.add("server", serverCommands()...)
-	t.add("server", memoryCommands()...)
-	t.add("string", stringCommands()...)
-	t.add("bitmap", bitCommands()...)
-	t.add("generic", keyCommands()...)
-	t.add("geo", geoCommands()...)
-	for _, f := range typeFamilies {
-		t.add(f.group, f.commands()...)
+// NewTable builds the command table of every registered family.
+func NewTable() *Table {
+	t := &Table{ByName: make(map[string]*Command)}
+	for _, f := range families {
+		t.Add(f.group, f.commands()...)
 	}
-	for _, c := range t.byName {
-		c.cats = categoriesOf(c) // acl_cat.go
-		c.subs = subcommandsOf(c)
+	for _, c := range t.ByName {
+		c.Cats = categoriesOf(c) // acl_cat.go
+		c.Subs = subcommandsOf(c)
 	}
-	for _, c := range t.byName {
-		describe(c) // command_info.go
+	for _, c := range t.ByName {
+		describe(c) // info.go
 	}
 	return t
 }
 
-// typeFamilies are the command families registered by their files' init
-// functions (data types, Pub/Sub, scripting ...), each in its group (as
-// COMMAND DOCS names it; it decides ACL categories).
-var typeFamilies []family
+// families are the command families, each registered by its file's init
+// function (Register) in its group (as COMMAND DOCS names it; it decides
+// ACL categories).
+var families []family
 
 type family struct {
 	group    string
 	commands func() []*Command
 }
 
-func addFamily(group string, commands func() []*Command) {
-	typeFamilies = append(typeFamilies, family{group, commands})
+// Register adds a family of commands to the tables built after it; each
+// family's file calls it from its init function.
+func Register(group string, commands func() []*Command) {
+	families = append(families, family{group, commands})
 }

@@ -1,9 +1,10 @@
-package server
+package family
 
 import (
+	"github.com/dfly/dfly/command"
+
 	"bytes"
 	"math"
-	"strings"
 
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
@@ -11,34 +12,35 @@ import (
 	"github.com/dfly/dfly/types/stream"
 )
 
-func init() { addFamily("stream", streamCommands) }
+func init() { command.Register("stream", streamCommands) }
 
-func streamCommands() []*Command {
-	rw := FlagWrite | FlagDenyOOM
-	k1 := func(name string, arity int, flags Flags, fn func(x *Exec)) *Command {
-		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, Shard: fn}
+func streamCommands() []*command.Command {
+	rw := command.FlagWrite | command.FlagDenyOOM
+	k1 := func(name string, arity int, flags command.Flags, fn func(x *command.Exec)) *command.Command {
+		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, Shard: fn}
 	}
-	k2 := func(name string, arity int, flags Flags, fn func(x *Exec)) *Command {
-		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 2, LastKey: 2, Step: 1, Shard: fn}
+	k2 := func(name string, arity int, flags command.Flags, fn func(x *command.Exec)) *command.Command {
+		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: 2, LastKey: 2, Step: 1, Shard: fn}
 	}
-	return []*Command{
-		k1("xadd", -5, rw|FlagFast, cmdXAdd),
-		k1("xlen", 2, FlagReadonly|FlagFast, cmdXLen),
-		k1("xrange", -4, FlagReadonly, func(x *Exec) { xrangeGeneric(x, false) }),
-		k1("xrevrange", -4, FlagReadonly, func(x *Exec) { xrangeGeneric(x, true) }),
-		k1("xdel", -3, FlagWrite|FlagFast, cmdXDel),
-		k1("xtrim", -4, FlagWrite, cmdXTrim),
-		k1("xsetid", -3, rw|FlagFast|FlagQuiet, cmdXSetID),
-		k1("xack", -4, FlagWrite|FlagFast|FlagQuiet, cmdXAck),
-		k1("xpending", -3, FlagReadonly, cmdXPending),
-		k1("xclaim", -6, FlagWrite|FlagFast|FlagQuiet, cmdXClaim),
-		k1("xautoclaim", -6, FlagWrite|FlagFast|FlagQuiet, cmdXAutoClaim),
-		k2("xgroup", -2, rw|FlagQuiet, cmdXGroup),
-		k2("xinfo", -2, FlagReadonly, cmdXInfo),
-		{Name: "xread", Arity: -4, Flags: FlagReadonly | FlagBlocking, KeyPositions: xreadKeyPositions, Coordinate: xreadBlocks,
-			Shard: func(x *Exec) { xreadOne(x, false) }, Multi: func(x *Coord) { xreadMulti(x, false) }},
-		{Name: "xreadgroup", Arity: -7, Flags: FlagWrite | FlagBlocking, KeyPositions: xreadKeyPositions, Coordinate: xreadBlocks,
-			Shard: func(x *Exec) { xreadOne(x, true) }, Multi: func(x *Coord) { xreadMulti(x, true) }},
+	return []*command.Command{
+		rewritten(k1("xadd", -5, rw|command.FlagFast, cmdXAdd), rewriteXAdd),
+		k1("xlen", 2, command.FlagReadonly|command.FlagFast, cmdXLen),
+		k1("xrange", -4, command.FlagReadonly, func(x *command.Exec) { xrangeGeneric(x, false) }),
+		k1("xrevrange", -4, command.FlagReadonly, func(x *command.Exec) { xrangeGeneric(x, true) }),
+		k1("xdel", -3, command.FlagWrite|command.FlagFast, cmdXDel),
+		rewritten(k1("xtrim", -4, command.FlagWrite, cmdXTrim), rewriteXTrim),
+		k1("xsetid", -3, rw|command.FlagFast|command.FlagQuiet, cmdXSetID),
+		k1("xack", -4, command.FlagWrite|command.FlagFast|command.FlagQuiet, cmdXAck),
+		k1("xpending", -3, command.FlagReadonly, cmdXPending),
+		k1("xclaim", -6, command.FlagWrite|command.FlagFast|command.FlagQuiet, cmdXClaim),
+		k1("xautoclaim", -6, command.FlagWrite|command.FlagFast|command.FlagQuiet, cmdXAutoClaim),
+		k2("xgroup", -2, rw|command.FlagQuiet, cmdXGroup),
+		k2("xinfo", -2, command.FlagReadonly, cmdXInfo),
+		{Name: "xread", Arity: -4, Flags: command.FlagReadonly | command.FlagBlocking, KeyPositions: xreadKeyPositions, Coordinate: xreadBlocks,
+			Shard: func(x *command.Exec) { xreadOne(x, false) }, Multi: func(x *command.Coord) { xreadMulti(x, false) }},
+		{Name: "xreadgroup", Arity: -7, Flags: command.FlagWrite | command.FlagBlocking, KeyPositions: xreadKeyPositions, Coordinate: xreadBlocks,
+			Shard: func(x *command.Exec) { xreadOne(x, true) }, Multi: func(x *command.Coord) { xreadMulti(x, true) },
+			Rewrite: rewriteXReadGroup, JournalArgs: stripBlock},
 	}
 }
 
@@ -77,13 +79,13 @@ func noGroupErr(key, group []byte) string {
 
 // streamValue finds key as a stream, writing WRONGTYPE for another type;
 // s is nil for a missing key.
-func streamValue(x *Exec, key []byte) (it shard.Iterator, s *stream.Stream, ok bool) {
-	return typedValue[*stream.Stream](x, key, shard.TypeStream)
+func streamValue(x *command.Exec, key []byte) (it shard.Iterator, s *stream.Stream, ok bool) {
+	return command.TypedValue[*stream.Stream](x, key, shard.TypeStream)
 }
 
 // mutableStream announces an update of the stream at it and returns it.
 func mutableStream(db *shard.DB, it shard.Iterator) *stream.Stream {
-	return mutable[*stream.Stream](db, it)
+	return command.Mutable[*stream.Stream](db, it)
 }
 
 // parseStrictID parses an ID argument where "-" and "+" are not allowed.
@@ -94,7 +96,7 @@ func parseStrictID(b []byte, missingSeq uint64) (stream.ID, bool) {
 
 // parseIDList parses XDEL's and XACK's IDs, writing Redis's error for a
 // bad one.
-func parseIDList(x *Exec, args [][]byte) ([]stream.ID, bool) {
+func parseIDList(x *command.Exec, args [][]byte) ([]stream.ID, bool) {
 	ids := make([]stream.ID, 0, len(args))
 	for _, a := range args {
 		id, ok := parseStrictID(a, 0)
@@ -216,7 +218,7 @@ func parseAddTrim(args [][]byte, xadd bool) (a addTrimArgs, idPos int, errText s
 			a.approx, i = trimOperator(args, i, more)
 			n, ok := num.ParseInt(args[i+1])
 			if !ok {
-				return a, 0, errNotInt
+				return a, 0, command.ErrNotInt
 			}
 			if n < 0 {
 				return a, 0, "ERR The MAXLEN argument must be >= 0."
@@ -237,7 +239,7 @@ func parseAddTrim(args [][]byte, xadd bool) (a addTrimArgs, idPos int, errText s
 		case isWord(opt, "limit") && more > 0:
 			n, ok := num.ParseInt(args[i+1])
 			if !ok {
-				return a, 0, errNotInt
+				return a, 0, command.ErrNotInt
 			}
 			if n < 0 {
 				return a, 0, "ERR The LIMIT argument must be >= 0."
@@ -254,7 +256,7 @@ func parseAddTrim(args [][]byte, xadd bool) (a addTrimArgs, idPos int, errText s
 			a.id, a.seqGiven, a.idGiven = id, seqGiven, true
 			return a.finish(xadd, i)
 		default:
-			return a, 0, errSyntax
+			return a, 0, command.ErrSyntax
 		}
 	}
 	return a.finish(xadd, i)
@@ -289,7 +291,7 @@ func (a addTrimArgs) finish(xadd bool, idPos int) (addTrimArgs, int, string) {
 	return a, idPos, ""
 }
 
-func cmdXAdd(x *Exec) {
+func cmdXAdd(x *command.Exec) {
 	a, idPos, e := parseAddTrim(x.Args, true)
 	if e != "" {
 		x.W.Error(e)
@@ -297,7 +299,7 @@ func cmdXAdd(x *Exec) {
 	}
 	fieldPos := idPos + 1
 	if n := len(x.Args) - fieldPos; n < 2 || n%2 == 1 {
-		x.W.Error(wrongArity("xadd"))
+		x.W.Error(command.WrongArity("xadd"))
 		return
 	}
 	if a.idGiven && a.seqGiven && a.id.IsZero() {
@@ -347,7 +349,7 @@ func cmdXAdd(x *Exec) {
 // XREADGROUP) to wake clients waiting on the key; for now nothing blocks.
 func streamAppended(db *shard.DB, key []byte) {}
 
-func cmdXLen(x *Exec) {
+func cmdXLen(x *command.Exec) {
 	_, s, ok := streamValue(x, x.Args[1])
 	if !ok {
 		return
@@ -359,7 +361,7 @@ func cmdXLen(x *Exec) {
 	x.W.Int(int64(s.Len()))
 }
 
-func xrangeGeneric(x *Exec, rev bool) {
+func xrangeGeneric(x *command.Exec, rev bool) {
 	startArg, endArg := x.Args[2], x.Args[3]
 	if rev {
 		startArg, endArg = endArg, startArg
@@ -377,14 +379,14 @@ func xrangeGeneric(x *Exec, rev bool) {
 		if isWord(x.Args[j], "count") && j+1 < len(x.Args) {
 			n, ok := num.ParseInt(x.Args[j+1])
 			if !ok {
-				x.W.Error(errNotInt)
+				x.W.Error(command.ErrNotInt)
 				return
 			}
 			count = max(n, 0)
 			j++
 			continue
 		}
-		x.W.Error(errSyntax)
+		x.W.Error(command.ErrSyntax)
 		return
 	}
 	_, s, ok := streamValue(x, x.Args[1])
@@ -403,7 +405,7 @@ func xrangeGeneric(x *Exec, rev bool) {
 	writeRange(x.W, s, start, end, rev, max(count, 0))
 }
 
-func cmdXDel(x *Exec) {
+func cmdXDel(x *command.Exec) {
 	it, s, ok := streamValue(x, x.Args[1])
 	if !ok {
 		return
@@ -432,7 +434,7 @@ func cmdXDel(x *Exec) {
 	x.W.Int(int64(deleted))
 }
 
-func cmdXTrim(x *Exec) {
+func cmdXTrim(x *command.Exec) {
 	a, _, e := parseAddTrim(x.Args, false)
 	if e != "" {
 		x.W.Error(e)
@@ -449,7 +451,7 @@ func cmdXTrim(x *Exec) {
 	x.W.Int(mutableStream(x.DB, it).Trim(a.trim))
 }
 
-func cmdXSetID(x *Exec) {
+func cmdXSetID(x *command.Exec) {
 	id, ok := parseStrictID(x.Args[2], 0)
 	if !ok {
 		x.W.Error(errStreamID)
@@ -464,7 +466,7 @@ func cmdXSetID(x *Exec) {
 		case isWord(opt, "entriesadded") && more > 0:
 			n, ok := num.ParseInt(x.Args[i+1])
 			if !ok {
-				x.W.Error(errNotInt)
+				x.W.Error(command.ErrNotInt)
 				return
 			}
 			if n < 0 {
@@ -486,7 +488,7 @@ func cmdXSetID(x *Exec) {
 			maxDeleted = md
 			i++
 		default:
-			x.W.Error(errSyntax)
+			x.W.Error(command.ErrSyntax)
 			return
 		}
 	}
@@ -495,7 +497,7 @@ func cmdXSetID(x *Exec) {
 		return
 	}
 	if s == nil {
-		x.W.Error(errNoSuchKey)
+		x.W.Error(command.ErrNoSuchKey)
 		return
 	}
 	// Redis 7.0 has no check against the current max deleted ID, and lets
@@ -523,34 +525,6 @@ func cmdXSetID(x *Exec) {
 
 // --- consumer groups -------------------------------------------------------
 
-// subcommand checks a container command's subcommand (XGROUP, XINFO) the
-// way Redis 7.0's command table does: known name, then its arity. It
-// writes the error and returns "" on failure.
-func subcommand(w *resp.Writer, args [][]byte, container string, arities map[string]int) string {
-	sub := strings.ToLower(string(args[1]))
-	arity, known := arities[sub]
-	if !known {
-		w.Error("ERR unknown subcommand '" + truncArg(args[1]) + "'. Try " + strings.ToUpper(container) + " HELP.")
-		return ""
-	}
-	if (arity >= 0 && len(args) != arity) || (arity < 0 && len(args) < -arity) {
-		w.Error(wrongArity(container + "|" + sub))
-		return ""
-	}
-	return sub
-}
-
-func subcommandSyntaxErr(w *resp.Writer, args [][]byte, container string) {
-	w.Error("ERR unknown subcommand or wrong number of arguments for '" + truncArg(args[1]) + "'. Try " + strings.ToUpper(container) + " HELP.")
-}
-
-func writeHelp(w *resp.Writer, lines []string) {
-	w.Array(len(lines))
-	for _, l := range lines {
-		w.SimpleString(l)
-	}
-}
-
 var xgroupArities = map[string]int{"create": -5, "setid": -5, "destroy": 4, "createconsumer": 5, "delconsumer": 5, "help": 2}
 
 var xgroupHelp = []string{
@@ -573,13 +547,13 @@ var xgroupHelp = []string{
 	"    Prints this help.",
 }
 
-func cmdXGroup(x *Exec) {
-	sub := subcommand(x.W, x.Args, "xgroup", xgroupArities)
+func cmdXGroup(x *command.Exec) {
+	sub := command.Subcommand(x.W, x.Args, "xgroup", xgroupArities)
 	switch sub {
 	case "":
 		return
 	case "help":
-		writeHelp(x.W, xgroupHelp)
+		command.WriteHelp(x.W, xgroupHelp)
 		return
 	}
 	key, name := x.Args[2], x.Args[3]
@@ -595,7 +569,7 @@ func cmdXGroup(x *Exec) {
 			case isWord(opt, "entriesread") && i+1 < len(x.Args):
 				n, ok := num.ParseInt(x.Args[i+1])
 				if !ok {
-					x.W.Error(errNotInt)
+					x.W.Error(command.ErrNotInt)
 					return
 				}
 				if n < 0 && n != stream.EntriesReadUnknown {
@@ -605,7 +579,7 @@ func cmdXGroup(x *Exec) {
 				entriesRead = n
 				i += 2
 			default:
-				subcommandSyntaxErr(x.W, x.Args, "xgroup")
+				command.SubcommandSyntaxErr(x.W, x.Args, "xgroup")
 				return
 			}
 		}
@@ -629,7 +603,7 @@ func cmdXGroup(x *Exec) {
 	switch sub {
 	case "create":
 		if len(x.Args) > 8 {
-			subcommandSyntaxErr(x.W, x.Args, "xgroup")
+			command.SubcommandSyntaxErr(x.W, x.Args, "xgroup")
 			return
 		}
 		var id stream.ID
@@ -656,7 +630,7 @@ func cmdXGroup(x *Exec) {
 		x.W.SimpleString("OK")
 	case "setid":
 		if len(x.Args) != 5 && len(x.Args) != 7 {
-			subcommandSyntaxErr(x.W, x.Args, "xgroup")
+			command.SubcommandSyntaxErr(x.W, x.Args, "xgroup")
 			return
 		}
 		var id stream.ID
@@ -696,7 +670,7 @@ func cmdXGroup(x *Exec) {
 // groupOf finds key's stream and group for XACK/XCLAIM/XAUTOCLAIM style
 // commands: WRONGTYPE is written (ok=false); a missing key or group gives
 // nil s or g.
-func groupOf(x *Exec, key, group []byte) (it shard.Iterator, s *stream.Stream, g *stream.Group, ok bool) {
+func groupOf(x *command.Exec, key, group []byte) (it shard.Iterator, s *stream.Stream, g *stream.Group, ok bool) {
 	it, s, ok = streamValue(x, key)
 	if !ok || s == nil {
 		return it, s, nil, ok
@@ -704,7 +678,7 @@ func groupOf(x *Exec, key, group []byte) (it shard.Iterator, s *stream.Stream, g
 	return it, s, s.Group(group), true
 }
 
-func cmdXAck(x *Exec) {
+func cmdXAck(x *command.Exec) {
 	it, _, g, ok := groupOf(x, x.Args[1], x.Args[2])
 	if !ok {
 		return
@@ -732,11 +706,11 @@ func cmdXAck(x *Exec) {
 	x.W.Int(int64(acked))
 }
 
-func cmdXPending(x *Exec) {
+func cmdXPending(x *command.Exec) {
 	args := x.Args
 	summary := len(args) == 3
 	if !summary && (len(args) < 6 || len(args) > 9) {
-		x.W.Error(errSyntax)
+		x.W.Error(command.ErrSyntax)
 		return
 	}
 	var start, end stream.ID
@@ -747,19 +721,19 @@ func cmdXPending(x *Exec) {
 		if isWord(args[3], "idle") {
 			n, ok := num.ParseInt(args[4])
 			if !ok {
-				x.W.Error(errNotInt)
+				x.W.Error(command.ErrNotInt)
 				return
 			}
 			minIdle = n
 			if len(args) < 8 {
-				x.W.Error(errSyntax)
+				x.W.Error(command.ErrSyntax)
 				return
 			}
 			at += 2
 		}
 		n, ok := num.ParseInt(args[at+2])
 		if !ok {
-			x.W.Error(errNotInt)
+			x.W.Error(command.ErrNotInt)
 			return
 		}
 		count = max(n, 0)
@@ -870,7 +844,7 @@ func searchIDsFrom(ids []stream.ID, id stream.ID) int {
 	return lo
 }
 
-func cmdXClaim(x *Exec) {
+func cmdXClaim(x *command.Exec) {
 	args := x.Args
 	it, s, g, ok := groupOf(x, args[1], args[2])
 	if !ok {
@@ -993,7 +967,7 @@ func cmdXClaim(x *Exec) {
 	}
 }
 
-func cmdXAutoClaim(x *Exec) {
+func cmdXAutoClaim(x *command.Exec) {
 	args := x.Args
 	minIdle, ok := num.ParseInt(args[4])
 	if !ok {
@@ -1021,7 +995,7 @@ func cmdXAutoClaim(x *Exec) {
 		case isWord(args[j], "justid"):
 			justID = true
 		default:
-			x.W.Error(errSyntax)
+			x.W.Error(command.ErrSyntax)
 			return
 		}
 	}
@@ -1104,13 +1078,13 @@ var xinfoHelp = []string{
 	"    Prints this help.",
 }
 
-func cmdXInfo(x *Exec) {
-	sub := subcommand(x.W, x.Args, "xinfo", xinfoArities)
+func cmdXInfo(x *command.Exec) {
+	sub := command.Subcommand(x.W, x.Args, "xinfo", xinfoArities)
 	switch sub {
 	case "":
 		return
 	case "help":
-		writeHelp(x.W, xinfoHelp)
+		command.WriteHelp(x.W, xinfoHelp)
 		return
 	}
 	key := x.Args[2]
@@ -1119,7 +1093,7 @@ func cmdXInfo(x *Exec) {
 		return
 	}
 	if s == nil {
-		x.W.Error(errNoSuchKey)
+		x.W.Error(command.ErrNoSuchKey)
 		return
 	}
 	w := x.W
@@ -1186,23 +1160,23 @@ func writeEdge(w *resp.Writer, s *stream.Stream, last bool) {
 	}
 }
 
-func xinfoStream(x *Exec, s *stream.Stream) {
+func xinfoStream(x *command.Exec, s *stream.Stream) {
 	args := x.Args[2:]
 	full, count := false, int64(10)
 	if len(args) > 1 {
 		if (len(args) != 2 && len(args) != 4) || !isWord(args[1], "full") {
-			subcommandSyntaxErr(x.W, x.Args, "xinfo")
+			command.SubcommandSyntaxErr(x.W, x.Args, "xinfo")
 			return
 		}
 		full = true
 		if len(args) == 4 {
 			if !isWord(args[2], "count") {
-				subcommandSyntaxErr(x.W, x.Args, "xinfo")
+				command.SubcommandSyntaxErr(x.W, x.Args, "xinfo")
 				return
 			}
 			n, ok := num.ParseInt(args[3])
 			if !ok {
-				x.W.Error(errNotInt)
+				x.W.Error(command.ErrNotInt)
 				return
 			}
 			if n < 0 {
@@ -1303,8 +1277,8 @@ func xinfoStream(x *Exec, s *stream.Stream) {
 // xreadStreamsArg is the index of the first key after STREAMS, walking the
 // options as XREAD's parser does (so a group named "streams" is no
 // keyword); 0 when there is no STREAMS option.
-// xreadHasBlock reports whether XREAD or XREADGROUP args give BLOCK.
-func xreadHasBlock(args [][]byte) bool {
+// XReadHasBlock reports whether XREAD or XREADGROUP args give BLOCK.
+func XReadHasBlock(args [][]byte) bool {
 	end := xreadStreamsArg(args)
 	for i := 1; i < end && i < len(args)-1; i++ {
 		if isWord(args[i], "block") {
@@ -1382,7 +1356,7 @@ func parseXRead(args [][]byte, readGroup bool) (*xreadRequest, string) {
 			i++
 			n, ok := num.ParseInt(args[i])
 			if !ok {
-				return nil, errNotInt
+				return nil, command.ErrNotInt
 			}
 			r.count = max(n, 0)
 		case isWord(o, "streams") && more > 0:
@@ -1405,11 +1379,11 @@ func parseXRead(args [][]byte, readGroup bool) (*xreadRequest, string) {
 			}
 			r.noack = true
 		default:
-			return nil, errSyntax
+			return nil, command.ErrSyntax
 		}
 	}
 	if r.keys == 0 {
-		return nil, errSyntax
+		return nil, command.ErrSyntax
 	}
 	if readGroup && r.group == nil {
 		return nil, "ERR Missing GROUP option for XREADGROUP"
@@ -1445,7 +1419,7 @@ func (r *xreadRequest) resolve(args [][]byte, states []xreadKeyState) string {
 	for i := 0; i < r.n; i++ {
 		st, key, arg := &states[i], args[r.keys+i], args[r.keys+r.n+i]
 		if st.wrongType {
-			return errWrongType
+			return command.ErrWrongType
 		}
 		if r.group != nil && !st.hasGroup {
 			return "NOGROUP No such key '" + string(key) + "' or consumer group '" + string(r.group) + "' in XREADGROUP with GROUP option"
@@ -1656,7 +1630,7 @@ func xreadNoData(w *resp.Writer, r *xreadRequest) {
 	w.NullArray()
 }
 
-func xreadOne(x *Exec, readGroup bool) {
+func xreadOne(x *command.Exec, readGroup bool) {
 	r, e := parseXRead(x.Args, readGroup)
 	if e != "" {
 		x.W.Error(e)
@@ -1684,18 +1658,18 @@ func xreadOne(x *Exec, readGroup bool) {
 // (exclusively for XREADGROUP, which changes group state), it gathers each
 // stream's state, validates in argument order, then serves each stream on
 // its shard and writes the reply here.
-func xreadMulti(x *Coord, readGroup bool) {
+func xreadMulti(x *command.Coord, readGroup bool) {
 	r, e := parseXRead(x.Args, readGroup)
 	if e != "" {
 		x.W.Error(e)
 		return
 	}
-	if r.block >= 0 && !x.inTx {
+	if r.block >= 0 && !x.InTx {
 		xreadBlock(x, r)
 		return
 	}
 	pos := xreadKeyPositions(nil, x.Args)
-	t, parts := x.lockSplit(pos, readGroup)
+	t, parts := x.LockSplit(pos, readGroup)
 	states := make([]xreadKeyState, r.n)
 	t.RunAll(func(s *shard.Shard) {
 		db := s.DBs[x.DB]

@@ -1,6 +1,8 @@
-package server
+package family
 
 import (
+	"github.com/dfly/dfly/command"
+
 	"bytes"
 	"math"
 	"math/big"
@@ -67,7 +69,7 @@ import (
 // BY nosort of a set inside a Lua script is not forced to ALPHA (a Coord
 // cannot tell a script from EXEC), so it keeps the set's own order.
 
-func init() { addFamily("generic", sortCommands) }
+func init() { command.Register("generic", sortCommands) }
 
 const errSortScore = "ERR One or more scores can't be converted into double"
 
@@ -82,16 +84,12 @@ const (
 // on a coordinator (resolve); nobody sees this reply.
 const errSortDemoted = "ERR SORT: script moved to a coordinator"
 
-// errScriptDemoted: an inline script stopped to run again on a coordinator
-// (luaVM.exec); the reply is discarded with the run.
-const errScriptDemoted = "ERR script moved to a coordinator"
-
-func sortCommands() []*Command {
-	return []*Command{
-		{Name: "sort", Arity: -2, Flags: FlagWrite | FlagDenyOOM, KeyPositions: sortKeys,
-			Multi: func(x *Coord) { sortCommand(x, false) }},
-		{Name: "sort_ro", Arity: -2, Flags: FlagReadonly, FirstKey: 1, LastKey: 1, Step: 1,
-			Multi: func(x *Coord) { sortCommand(x, true) }},
+func sortCommands() []*command.Command {
+	return []*command.Command{
+		{Name: "sort", Arity: -2, Flags: command.FlagWrite | command.FlagDenyOOM, KeyPositions: sortKeys,
+			Multi: func(x *command.Coord) { sortCommand(x, false) }},
+		{Name: "sort_ro", Arity: -2, Flags: command.FlagReadonly, FirstKey: 1, LastKey: 1, Step: 1,
+			Multi: func(x *command.Coord) { sortCommand(x, true) }},
 	}
 }
 
@@ -150,10 +148,10 @@ func parseSort(args [][]byte, readonly, readsAnyKey bool) (sortOpts, string) {
 		case opt == "limit" && left >= 2:
 			var ok bool
 			if o.offset, ok = num.ParseInt(args[j+1]); !ok {
-				return o, errNotInt
+				return o, command.ErrNotInt
 			}
 			if o.count, ok = num.ParseInt(args[j+2]); !ok {
-				return o, errNotInt
+				return o, command.ErrNotInt
 			}
 			j += 2
 		case opt == "store" && left >= 1 && !readonly:
@@ -174,7 +172,7 @@ func parseSort(args [][]byte, readonly, readsAnyKey bool) (sortOpts, string) {
 			o.gets = append(o.gets, args[j+1])
 			j++
 		default:
-			return o, errSyntax
+			return o, command.ErrSyntax
 		}
 	}
 	if o.dontSort {
@@ -336,7 +334,7 @@ type sortJob struct {
 func (j *sortJob) load(db *shard.DB, key []byte) {
 	_, v := db.Find(key)
 	if v != nil && v.Type != shard.TypeList && v.Type != shard.TypeSet && v.Type != shard.TypeZSet {
-		j.errText = errWrongType
+		j.errText = command.ErrWrongType
 		return
 	}
 	if v != nil && v.Type == shard.TypeZSet {
@@ -614,7 +612,7 @@ func (j *sortJob) buildRows() {
 // shared lock).
 // Values read asynchronously (r) count as not done in this step: the
 // caller waits for them and runs another step.
-func localResolver(srv *Server, s *shard.Shard, db *shard.DB, r *sortReads) func([]patternRef) bool {
+func localResolver(srv command.Server, s *shard.Shard, db *shard.DB, r *sortReads) func([]patternRef) bool {
 	var lk [1]shard.KeyLock
 	return func(refs []patternRef) bool {
 		all := true
@@ -639,7 +637,7 @@ func localResolver(srv *Server, s *shard.Shard, db *shard.DB, r *sortReads) func
 
 // remoteResolver reads the refs still open under shared locks of a new
 // transaction, each shard reading its own keys in parallel.
-func remoteResolver(x *Coord, r *sortReads) func([]patternRef) bool {
+func remoteResolver(x *command.Coord, r *sortReads) func([]patternRef) bool {
 	return func(refs []patternRef) bool {
 		parts := make([][]int, x.NumShards())
 		t := x.Tx()
@@ -669,8 +667,8 @@ func remoteResolver(x *Coord, r *sortReads) func([]patternRef) bool {
 	}
 }
 
-func sortCommand(x *Coord, readonly bool) {
-	o, e := parseSort(x.Args, readonly, x.user().readsAnyKey())
+func sortCommand(x *command.Coord, readonly bool) {
+	o, e := parseSort(x.Args, readonly, x.Run.ReadsAnyKey())
 	if e != "" {
 		x.W.Error(e)
 		return
@@ -686,10 +684,10 @@ func sortCommand(x *Coord, readonly bool) {
 	t.Lock()
 	j := &sortJob{o: o}
 	var r *sortReads
-	if x.Srv.tiered != nil && x.local == nil {
+	if async, demote := x.Run.TieredReads(); async {
 		r = &sortReads{}
-	} else if x.Srv.tiered != nil && x.script != nil {
-		r = &sortReads{inline: true, demote: x.script.demote}
+	} else if demote != nil {
+		r = &sortReads{inline: true, demote: demote}
 	}
 	done, loaded := false, false
 	for {
@@ -709,7 +707,7 @@ func sortCommand(x *Coord, readonly bool) {
 				}
 				j.prepare()
 			}
-			done = j.advance(localResolver(x.Srv, s, db, r))
+			done = j.advance(localResolver(x.Srv(), s, db, r))
 		})
 		if j.errText != "" || done || r == nil || r.issued == issued {
 			break
@@ -723,7 +721,7 @@ func sortCommand(x *Coord, readonly bool) {
 	}
 	if r != nil && r.failed.Load() {
 		t.Finish(nil)
-		x.W.Error(errTierRead)
+		x.W.Error(command.ErrTierRead)
 		return
 	}
 	if j.errText != "" {
@@ -737,7 +735,7 @@ func sortCommand(x *Coord, readonly bool) {
 		t.Finish(nil)
 		j.advance(remoteResolver(x, r))
 		if r != nil && r.failed.Load() {
-			x.W.Error(errTierRead)
+			x.W.Error(command.ErrTierRead)
 			return
 		}
 		if r != nil && r.demoted.Load() {
@@ -758,7 +756,7 @@ func sortCommand(x *Coord, readonly bool) {
 // sortReply writes the result, storing it first under t's lock on the
 // destination's shard ds when STORE was given; it finishes t (nil: already
 // finished).
-func sortReply(x *Coord, t *tx.Tx, ds int, j *sortJob) {
+func sortReply(x *command.Coord, t *tx.Tx, ds int, j *sortJob) {
 	if j.convErr {
 		if t != nil {
 			t.Finish(nil)

@@ -1,6 +1,8 @@
-package server
+package family
 
 import (
+	"github.com/dfly/dfly/command"
+
 	"bytes"
 	"math"
 	"strings"
@@ -11,31 +13,31 @@ import (
 	"github.com/dfly/dfly/types/num"
 )
 
-func init() { addFamily("list", listCommands) }
+func init() { command.Register("list", listCommands) }
 
-func listCommands() []*Command {
-	rw := FlagWrite | FlagDenyOOM
-	k1 := func(name string, arity int, flags Flags, fn func(x *Exec)) *Command {
-		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, Shard: fn}
+func listCommands() []*command.Command {
+	rw := command.FlagWrite | command.FlagDenyOOM
+	k1 := func(name string, arity int, flags command.Flags, fn func(x *command.Exec)) *command.Command {
+		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, Shard: fn}
 	}
-	return []*Command{
-		k1("lpush", -3, rw|FlagFast, func(x *Exec) { pushGeneric(x, true, false) }),
-		k1("rpush", -3, rw|FlagFast, func(x *Exec) { pushGeneric(x, false, false) }),
-		k1("lpushx", -3, rw|FlagFast, func(x *Exec) { pushGeneric(x, true, true) }),
-		k1("rpushx", -3, rw|FlagFast, func(x *Exec) { pushGeneric(x, false, true) }),
-		k1("lpop", -2, FlagWrite|FlagFast, func(x *Exec) { popGeneric(x, true) }),
-		k1("rpop", -2, FlagWrite|FlagFast, func(x *Exec) { popGeneric(x, false) }),
-		k1("llen", 2, FlagReadonly|FlagFast, cmdLLen),
-		k1("lrange", 4, FlagReadonly, cmdLRange),
-		k1("lindex", 3, FlagReadonly, cmdLIndex),
+	return []*command.Command{
+		k1("lpush", -3, rw|command.FlagFast, func(x *command.Exec) { pushGeneric(x, true, false) }),
+		k1("rpush", -3, rw|command.FlagFast, func(x *command.Exec) { pushGeneric(x, false, false) }),
+		k1("lpushx", -3, rw|command.FlagFast, func(x *command.Exec) { pushGeneric(x, true, true) }),
+		k1("rpushx", -3, rw|command.FlagFast, func(x *command.Exec) { pushGeneric(x, false, true) }),
+		k1("lpop", -2, command.FlagWrite|command.FlagFast, func(x *command.Exec) { popGeneric(x, true) }),
+		k1("rpop", -2, command.FlagWrite|command.FlagFast, func(x *command.Exec) { popGeneric(x, false) }),
+		k1("llen", 2, command.FlagReadonly|command.FlagFast, cmdLLen),
+		k1("lrange", 4, command.FlagReadonly, cmdLRange),
+		k1("lindex", 3, command.FlagReadonly, cmdLIndex),
 		k1("lset", 4, rw, cmdLSet),
 		k1("linsert", 5, rw, cmdLInsert),
-		k1("lrem", 4, FlagWrite, cmdLRem),
-		k1("ltrim", 4, FlagWrite, cmdLTrim),
-		k1("lpos", -3, FlagReadonly, cmdLPos),
+		k1("lrem", 4, command.FlagWrite, cmdLRem),
+		k1("ltrim", 4, command.FlagWrite, cmdLTrim),
+		k1("lpos", -3, command.FlagReadonly, cmdLPos),
 		{Name: "lmove", Arity: 5, Flags: rw, FirstKey: 1, LastKey: 2, Step: 1, Shard: cmdLMove, Multi: multiLMove},
 		{Name: "rpoplpush", Arity: 3, Flags: rw, FirstKey: 1, LastKey: 2, Step: 1, Shard: cmdLMove, Multi: multiLMove},
-		{Name: "lmpop", Arity: -4, Flags: FlagWrite, KeyPositions: numKeysPositions(1), Shard: cmdLMPop, Multi: multiLMPop},
+		{Name: "lmpop", Arity: -4, Flags: command.FlagWrite, KeyPositions: numKeysPositions(1), Shard: cmdLMPop, Multi: multiLMPop},
 	}
 }
 
@@ -46,13 +48,13 @@ func numKeysPositions(at int) func(dst []int, args [][]byte) []int {
 }
 
 // listValue finds key as a list, writing WRONGTYPE for another type.
-func listValue(x *Exec, key []byte) (shard.Iterator, *list.List, bool) {
-	return typedValue[*list.List](x, key, shard.TypeList)
+func listValue(x *command.Exec, key []byte) (shard.Iterator, *list.List, bool) {
+	return command.TypedValue[*list.List](x, key, shard.TypeList)
 }
 
 // mutableList announces an update of the list at it and returns it.
 func mutableList(db *shard.DB, it shard.Iterator) *list.List {
-	return mutable[*list.List](db, it)
+	return command.Mutable[*list.List](db, it)
 }
 
 // listPush pushes vals onto key (creating it unless onlyExisting) and
@@ -135,16 +137,16 @@ func listMove(db *shard.DB, src, dst []byte, fromLeft, toLeft bool) []byte {
 	return out[0]
 }
 
-func pushGeneric(x *Exec, left, onlyExisting bool) {
+func pushGeneric(x *command.Exec, left, onlyExisting bool) {
 	if _, _, ok := listValue(x, x.Args[1]); !ok {
 		return
 	}
 	x.W.Int(int64(listPush(x.DB, x.Args[1], left, onlyExisting, x.Args[2:]...)))
 }
 
-func popGeneric(x *Exec, left bool) {
+func popGeneric(x *command.Exec, left bool) {
 	if len(x.Args) > 3 {
-		x.W.Error(wrongArity(strings.ToLower(string(x.Args[0]))))
+		x.W.Error(command.WrongArity(strings.ToLower(string(x.Args[0]))))
 		return
 	}
 	count, hasCount := 1, len(x.Args) == 3
@@ -180,14 +182,14 @@ func popGeneric(x *Exec, left bool) {
 	writeBulks(x, out)
 }
 
-func writeBulks(x *Exec, vals [][]byte) {
+func writeBulks(x *command.Exec, vals [][]byte) {
 	x.W.Array(len(vals))
 	for _, v := range vals {
 		x.W.Bulk(v)
 	}
 }
 
-func cmdLLen(x *Exec) {
+func cmdLLen(x *command.Exec) {
 	_, l, ok := listValue(x, x.Args[1])
 	if !ok {
 		return
@@ -200,12 +202,12 @@ func cmdLLen(x *Exec) {
 }
 
 // intArgs parses integer arguments, writing Redis's error on failure.
-func intArgs(x *Exec, args ...[]byte) ([]int64, bool) {
+func intArgs(x *command.Exec, args ...[]byte) ([]int64, bool) {
 	out := make([]int64, len(args))
 	for i, a := range args {
 		n, ok := num.ParseInt(a)
 		if !ok {
-			x.W.Error(errNotInt)
+			x.W.Error(command.ErrNotInt)
 			return nil, false
 		}
 		out[i] = n
@@ -235,7 +237,7 @@ func clampRange(start, stop int64, n int) (int, int, bool) {
 	return int(start), int(stop), true
 }
 
-func cmdLRange(x *Exec) {
+func cmdLRange(x *command.Exec) {
 	r, ok := intArgs(x, x.Args[2], x.Args[3])
 	if !ok {
 		return
@@ -257,7 +259,7 @@ func cmdLRange(x *Exec) {
 	l.Range(start, stop, func(v []byte) bool { x.W.Bulk(v); return true })
 }
 
-func cmdLIndex(x *Exec) {
+func cmdLIndex(x *command.Exec) {
 	// Redis's order: the key (nil, WRONGTYPE), then the index.
 	_, l, ok := listValue(x, x.Args[1])
 	if !ok {
@@ -279,14 +281,14 @@ func cmdLIndex(x *Exec) {
 	x.W.Bulk(v)
 }
 
-func cmdLSet(x *Exec) {
+func cmdLSet(x *command.Exec) {
 	// Redis's order: the key (no such key, WRONGTYPE), then the index.
 	it, l, ok := listValue(x, x.Args[1])
 	if !ok {
 		return
 	}
 	if l == nil {
-		x.W.Error(errNoSuchKey)
+		x.W.Error(command.ErrNoSuchKey)
 		return
 	}
 	r, ok := intArgs(x, x.Args[2])
@@ -305,14 +307,14 @@ func cmdLSet(x *Exec) {
 	x.W.SimpleString("OK")
 }
 
-func cmdLInsert(x *Exec) {
+func cmdLInsert(x *command.Exec) {
 	var after bool
 	switch strings.ToLower(string(x.Args[2])) {
 	case "before":
 	case "after":
 		after = true
 	default:
-		x.W.Error(errSyntax)
+		x.W.Error(command.ErrSyntax)
 		return
 	}
 	it, l, ok := listValue(x, x.Args[1])
@@ -333,7 +335,7 @@ func cmdLInsert(x *Exec) {
 	x.W.Int(int64(mutableList(x.DB, it).Insert(x.Args[3], x.Args[4], after)))
 }
 
-func cmdLRem(x *Exec) {
+func cmdLRem(x *command.Exec) {
 	r, ok := intArgs(x, x.Args[2])
 	if !ok {
 		return
@@ -354,7 +356,7 @@ func cmdLRem(x *Exec) {
 	x.W.Int(int64(n))
 }
 
-func cmdLTrim(x *Exec) {
+func cmdLTrim(x *command.Exec) {
 	r, ok := intArgs(x, x.Args[2], x.Args[3])
 	if !ok {
 		return
@@ -394,13 +396,13 @@ func listHas(l *list.List, v []byte) bool {
 	return found
 }
 
-func cmdLPos(x *Exec) {
+func cmdLPos(x *command.Exec) {
 	rank, count, maxlen := int64(1), int64(-1), int64(0)
 	args := x.Args[3:]
 	for i := 0; i < len(args); i++ {
 		opt := strings.ToLower(string(args[i]))
 		if i+1 >= len(args) || (opt != "rank" && opt != "count" && opt != "maxlen") {
-			x.W.Error(errSyntax)
+			x.W.Error(command.ErrSyntax)
 			return
 		}
 		n, ok := num.ParseInt(args[i+1])
@@ -411,7 +413,7 @@ func cmdLPos(x *Exec) {
 			case "maxlen":
 				x.W.Error("ERR MAXLEN can't be negative")
 			default:
-				x.W.Error(errNotInt)
+				x.W.Error(command.ErrNotInt)
 			}
 			return
 		}
@@ -536,10 +538,10 @@ func listStateOf(db *shard.DB, key []byte) listState {
 	return listPresent
 }
 
-func cmdLMove(x *Exec) {
+func cmdLMove(x *command.Exec) {
 	fromLeft, toLeft, ok := lmoveArgs(x.Args)
 	if !ok {
-		x.W.Error(errSyntax)
+		x.W.Error(command.ErrSyntax)
 		return
 	}
 	src, dst := x.Args[1], x.Args[2]
@@ -548,11 +550,11 @@ func cmdLMove(x *Exec) {
 		x.W.Null()
 		return
 	case listWrongType:
-		x.W.Error(errWrongType)
+		x.W.Error(command.ErrWrongType)
 		return
 	}
 	if listStateOf(x.DB, dst) == listWrongType {
-		x.W.Error(errWrongType)
+		x.W.Error(command.ErrWrongType)
 		return
 	}
 	x.W.Bulk(listMove(x.DB, src, dst, fromLeft, toLeft))
@@ -560,10 +562,10 @@ func cmdLMove(x *Exec) {
 
 // multiLMove moves an element between lists on two shards, with both keys
 // locked so no client sees it in both lists or in neither.
-func multiLMove(x *Coord) {
+func multiLMove(x *command.Coord) {
 	fromLeft, toLeft, ok := lmoveArgs(x.Args)
 	if !ok {
-		x.W.Error(errSyntax)
+		x.W.Error(command.ErrSyntax)
 		return
 	}
 	src, dst := x.Args[1], x.Args[2]
@@ -580,12 +582,12 @@ func multiLMove(x *Coord) {
 		x.W.Null()
 		return
 	case listWrongType:
-		x.W.Error(errWrongType)
+		x.W.Error(command.ErrWrongType)
 		return
 	}
 	t.Run(ds, func(s *shard.Shard) { dstState = listStateOf(s.DBs[x.DB], dst) })
 	if dstState == listWrongType {
-		x.W.Error(errWrongType)
+		x.W.Error(command.ErrWrongType)
 		return
 	}
 	var out [][]byte
@@ -602,7 +604,7 @@ func parseMPop(args [][]byte, at int, ends func([]byte) (bool, bool)) (pos []int
 		return nil, false, 0, "ERR numkeys should be greater than 0"
 	}
 	if n > int64(len(args)-at-2) {
-		return nil, false, 0, errSyntax
+		return nil, false, 0, command.ErrSyntax
 	}
 	first := at + 1
 	end := first + int(n)
@@ -611,7 +613,7 @@ func parseMPop(args [][]byte, at int, ends func([]byte) (bool, bool)) (pos []int
 	}
 	left, ok = ends(args[end])
 	if !ok {
-		return nil, false, 0, errSyntax
+		return nil, false, 0, command.ErrSyntax
 	}
 	count = 1
 	rest := args[end+1:]
@@ -622,7 +624,7 @@ func parseMPop(args [][]byte, at int, ends func([]byte) (bool, bool)) (pos []int
 		}
 		count = int(min(c, math.MaxInt32))
 	} else if len(rest) != 0 {
-		return nil, false, 0, errSyntax
+		return nil, false, 0, command.ErrSyntax
 	}
 	return pos, left, count, ""
 }
@@ -636,7 +638,7 @@ func writeMPop(w *resp.Writer, key []byte, vals [][]byte) {
 	}
 }
 
-func cmdLMPop(x *Exec) {
+func cmdLMPop(x *command.Exec) {
 	pos, left, count, e := parseMPop(x.Args, 1, parseEnd)
 	if e != "" {
 		x.W.Error(e)
@@ -645,7 +647,7 @@ func cmdLMPop(x *Exec) {
 	for _, i := range pos {
 		switch listStateOf(x.DB, x.Args[i]) {
 		case listWrongType:
-			x.W.Error(errWrongType)
+			x.W.Error(command.ErrWrongType)
 			return
 		case listPresent:
 			writeMPop(x.W, x.Args[i], listPop(x.DB, x.Args[i], left, count))
@@ -655,13 +657,13 @@ func cmdLMPop(x *Exec) {
 	x.W.NullArray()
 }
 
-func multiLMPop(x *Coord) {
+func multiLMPop(x *command.Coord) {
 	pos, left, count, e := parseMPop(x.Args, 1, parseEnd)
 	if e != "" {
 		x.W.Error(e)
 		return
 	}
-	t, parts := x.lockSplit(pos, true)
+	t, parts := x.LockSplit(pos, true)
 	defer t.Finish(nil)
 	states := make([]listState, len(x.Args))
 	t.RunAll(func(s *shard.Shard) {
@@ -672,7 +674,7 @@ func multiLMPop(x *Coord) {
 	for _, i := range pos {
 		switch states[i] {
 		case listWrongType:
-			x.W.Error(errWrongType)
+			x.W.Error(command.ErrWrongType)
 			return
 		case listPresent:
 			key := x.Args[i]

@@ -1,6 +1,8 @@
-package server
+package family
 
 import (
+	"github.com/dfly/dfly/command"
+
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -11,37 +13,43 @@ import (
 	"github.com/dfly/dfly/types/num"
 )
 
-func keyCommands() []*Command {
-	k1 := func(c *Command) *Command { c.FirstKey, c.LastKey, c.Step = 1, 1, 1; return c }
-	kAll := func(c *Command) *Command { c.FirstKey, c.LastKey, c.Step = 1, -1, 1; return c }
-	k12 := func(c *Command) *Command { c.FirstKey, c.LastKey, c.Step = 1, 2, 1; return c }
-	return []*Command{
-		kAll(&Command{Name: "del", Arity: -2, Flags: FlagWrite, Shard: func(x *Exec) { countKeys(x, delOn) }, Multi: func(x *Coord) { multiCount(x, true, delOn) }}),
-		kAll(&Command{Name: "unlink", Arity: -2, Flags: FlagWrite | FlagFast, Shard: func(x *Exec) { countKeys(x, delOn) }, Multi: func(x *Coord) { multiCount(x, true, delOn) }}),
-		kAll(&Command{Name: "exists", Arity: -2, Flags: FlagReadonly | FlagFast, Shard: func(x *Exec) { countKeys(x, existsOn) }, Multi: func(x *Coord) { multiCount(x, false, existsOn) }}),
-		kAll(&Command{Name: "touch", Arity: -2, Flags: FlagReadonly | FlagFast, Shard: func(x *Exec) { countKeys(x, existsOn) }, Multi: func(x *Coord) { multiCount(x, false, existsOn) }}),
-		k1(&Command{Name: "type", Arity: 2, Flags: FlagReadonly | FlagFast, Shard: cmdType}),
-		{Name: "keys", Arity: 2, Flags: FlagReadonly, Multi: cmdKeys},
-		{Name: "scan", Arity: -2, Flags: FlagReadonly, Multi: cmdScan},
-		{Name: "randomkey", Arity: 1, Flags: FlagReadonly, Multi: cmdRandomKey},
-		k12(&Command{Name: "rename", Arity: 3, Flags: FlagWrite, Shard: func(x *Exec) { renameOne(x, false) }, Multi: func(x *Coord) { renameMulti(x, false) }}),
-		k12(&Command{Name: "renamenx", Arity: 3, Flags: FlagWrite | FlagFast, Shard: func(x *Exec) { renameOne(x, true) }, Multi: func(x *Coord) { renameMulti(x, true) }}),
-		k12(&Command{Name: "copy", Arity: -3, Flags: FlagWrite | FlagDenyOOM, Shard: cmdCopyOne, Multi: cmdCopyMulti}),
-		k1(&Command{Name: "move", Arity: 3, Flags: FlagWrite | FlagFast, Shard: cmdMove}),
-		{Name: "object", Arity: -2, Flags: FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Shard: cmdObject},
-		k1(&Command{Name: "expire", Arity: -3, Flags: FlagWrite | FlagFast, Shard: func(x *Exec) { expireGeneric(x, 1000, false, "expire") }}),
-		k1(&Command{Name: "pexpire", Arity: -3, Flags: FlagWrite | FlagFast, Shard: func(x *Exec) { expireGeneric(x, 1, false, "pexpire") }}),
-		k1(&Command{Name: "expireat", Arity: -3, Flags: FlagWrite | FlagFast, Shard: func(x *Exec) { expireGeneric(x, 1000, true, "expireat") }}),
-		k1(&Command{Name: "pexpireat", Arity: -3, Flags: FlagWrite | FlagFast, Shard: func(x *Exec) { expireGeneric(x, 1, true, "pexpireat") }}),
-		k1(&Command{Name: "ttl", Arity: 2, Flags: FlagReadonly | FlagFast, Shard: func(x *Exec) { ttlGeneric(x, 1000, false) }}),
-		k1(&Command{Name: "pttl", Arity: 2, Flags: FlagReadonly | FlagFast, Shard: func(x *Exec) { ttlGeneric(x, 1, false) }}),
-		k1(&Command{Name: "expiretime", Arity: 2, Flags: FlagReadonly | FlagFast, Shard: func(x *Exec) { ttlGeneric(x, 1000, true) }}),
-		k1(&Command{Name: "pexpiretime", Arity: 2, Flags: FlagReadonly | FlagFast, Shard: func(x *Exec) { ttlGeneric(x, 1, true) }}),
-		k1(&Command{Name: "persist", Arity: 2, Flags: FlagWrite | FlagFast, Shard: cmdPersist}),
+func init() { command.Register("generic", keyCommands) }
+
+func keyCommands() []*command.Command {
+	k1 := func(c *command.Command) *command.Command { c.FirstKey, c.LastKey, c.Step = 1, 1, 1; return c }
+	kAll := func(c *command.Command) *command.Command { c.FirstKey, c.LastKey, c.Step = 1, -1, 1; return c }
+	k12 := func(c *command.Command) *command.Command { c.FirstKey, c.LastKey, c.Step = 1, 2, 1; return c }
+	return []*command.Command{
+		kAll(&command.Command{Name: "del", Arity: -2, Flags: command.FlagWrite, Shard: func(x *command.Exec) { countKeys(x, DelOn) }, Multi: func(x *command.Coord) { multiCount(x, true, DelOn) }}),
+		kAll(&command.Command{Name: "unlink", Arity: -2, Flags: command.FlagWrite | command.FlagFast, Shard: func(x *command.Exec) { countKeys(x, DelOn) }, Multi: func(x *command.Coord) { multiCount(x, true, DelOn) }}),
+		kAll(&command.Command{Name: "exists", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, Shard: func(x *command.Exec) { countKeys(x, existsOn) }, Multi: func(x *command.Coord) { multiCount(x, false, existsOn) }}),
+		kAll(&command.Command{Name: "touch", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, Shard: func(x *command.Exec) { countKeys(x, existsOn) }, Multi: func(x *command.Coord) { multiCount(x, false, existsOn) }}),
+		k1(&command.Command{Name: "type", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, Shard: cmdType}),
+		{Name: "keys", Arity: 2, Flags: command.FlagReadonly, Multi: cmdKeys},
+		{Name: "scan", Arity: -2, Flags: command.FlagReadonly, Multi: cmdScan},
+		{Name: "randomkey", Arity: 1, Flags: command.FlagReadonly, Multi: cmdRandomKey},
+		k12(&command.Command{Name: "rename", Arity: 3, Flags: command.FlagWrite, Shard: func(x *command.Exec) { renameOne(x, false) }, Multi: func(x *command.Coord) { renameMulti(x, false) }}),
+		k12(&command.Command{Name: "renamenx", Arity: 3, Flags: command.FlagWrite | command.FlagFast, Shard: func(x *command.Exec) { renameOne(x, true) }, Multi: func(x *command.Coord) { renameMulti(x, true) }}),
+		k12(&command.Command{Name: "copy", Arity: -3, Flags: command.FlagWrite | command.FlagDenyOOM, Shard: cmdCopyOne, Multi: cmdCopyMulti}),
+		k1(&command.Command{Name: "move", Arity: 3, Flags: command.FlagWrite | command.FlagFast, Shard: cmdMove}),
+		{Name: "object", Arity: -2, Flags: command.FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Shard: cmdObject},
+		rewritten(k1(&command.Command{Name: "expire", Arity: -3, Flags: command.FlagWrite | command.FlagFast, Shard: func(x *command.Exec) { expireGeneric(x, 1000, false, "expire") }}), rewriteExpire),
+		rewritten(k1(&command.Command{Name: "pexpire", Arity: -3, Flags: command.FlagWrite | command.FlagFast, Shard: func(x *command.Exec) { expireGeneric(x, 1, false, "pexpire") }}), rewriteExpire),
+		rewritten(k1(&command.Command{Name: "expireat", Arity: -3, Flags: command.FlagWrite | command.FlagFast, Shard: func(x *command.Exec) { expireGeneric(x, 1000, true, "expireat") }}), rewriteExpire),
+		rewritten(k1(&command.Command{Name: "pexpireat", Arity: -3, Flags: command.FlagWrite | command.FlagFast, Shard: func(x *command.Exec) { expireGeneric(x, 1, true, "pexpireat") }}), rewriteExpire),
+		k1(&command.Command{Name: "ttl", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, Shard: func(x *command.Exec) { ttlGeneric(x, 1000, false) }}),
+		k1(&command.Command{Name: "pttl", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, Shard: func(x *command.Exec) { ttlGeneric(x, 1, false) }}),
+		k1(&command.Command{Name: "expiretime", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, Shard: func(x *command.Exec) { ttlGeneric(x, 1000, true) }}),
+		k1(&command.Command{Name: "pexpiretime", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, Shard: func(x *command.Exec) { ttlGeneric(x, 1, true) }}),
+		k1(&command.Command{Name: "persist", Arity: 2, Flags: command.FlagWrite | command.FlagFast, Shard: cmdPersist}),
 	}
 }
 
-func delOn(db *shard.DB, key []byte) bool {
+// DelOn deletes key from db, reporting whether it was there (an
+// offloaded value is not read to be deleted).
+// DelOn deletes key from db, reporting whether it was there (an
+// offloaded value is not read to be deleted).
+func DelOn(db *shard.DB, key []byte) bool {
 	it, _ := db.FindMeta(key) // an offloaded value is not read to be deleted
 	if !it.Valid() {
 		return false
@@ -55,7 +63,7 @@ func existsOn(db *shard.DB, key []byte) bool {
 	return it.Valid()
 }
 
-func countKeys(x *Exec, fn func(db *shard.DB, key []byte) bool) {
+func countKeys(x *command.Exec, fn func(db *shard.DB, key []byte) bool) {
 	n := 0
 	for _, k := range x.Args[1:] {
 		if fn(x.DB, k) {
@@ -65,9 +73,9 @@ func countKeys(x *Exec, fn func(db *shard.DB, key []byte) bool) {
 	x.W.Int(int64(n))
 }
 
-func multiCount(x *Coord, excl bool, fn func(db *shard.DB, key []byte) bool) {
+func multiCount(x *command.Coord, excl bool, fn func(db *shard.DB, key []byte) bool) {
 	counts := make([]int, x.NumShards())
-	x.splitKeys(keyRange(1, len(x.Args), 1), excl, func(s *shard.Shard, db *shard.DB, pos []int) {
+	x.SplitKeys(keyRange(1, len(x.Args), 1), excl, func(s *shard.Shard, db *shard.DB, pos []int) {
 		for _, i := range pos {
 			if fn(db, x.Args[i]) {
 				counts[s.ID]++
@@ -81,7 +89,7 @@ func multiCount(x *Coord, excl bool, fn func(db *shard.DB, key []byte) bool) {
 	x.W.Int(int64(total))
 }
 
-func cmdType(x *Exec) {
+func cmdType(x *command.Exec) {
 	_, v := x.DB.Find(x.Args[1])
 	if v == nil {
 		x.W.SimpleString("none")
@@ -97,7 +105,7 @@ func live(db *shard.DB, it shard.Iterator, now int64) bool {
 	return !ok || at > now
 }
 
-func cmdKeys(x *Coord) {
+func cmdKeys(x *command.Coord) {
 	pat := x.Args[1]
 	all := len(pat) == 1 && pat[0] == '*'
 	res := make([][]string, x.NumShards())
@@ -131,11 +139,11 @@ func cmdKeys(x *Coord) {
 
 // SCAN cursors carry the shard in their low bits and the shard table's
 // cursor above them; 0 starts and ends.
-func (x *Coord) scanCursor(sid int, table uint64) uint64 {
+func scanCursor(x *command.Coord, sid int, table uint64) uint64 {
 	return table*uint64(x.NumShards()) + uint64(sid)
 }
 
-func cmdScan(x *Coord) {
+func cmdScan(x *command.Coord) {
 	cursor, err := strconv.ParseUint(string(x.Args[1]), 10, 64)
 	if err != nil {
 		x.W.Error("ERR invalid cursor")
@@ -186,7 +194,7 @@ func cmdScan(x *Coord) {
 	}
 	next := uint64(0)
 	if tcur != 0 || sid != 0 {
-		next = x.scanCursor(sid, tcur)
+		next = scanCursor(x, sid, tcur)
 	}
 	x.W.Array(2)
 	x.W.BulkString(strconv.FormatUint(next, 10))
@@ -196,7 +204,7 @@ func cmdScan(x *Coord) {
 	}
 }
 
-func cmdRandomKey(x *Coord) {
+func cmdRandomKey(x *command.Coord) {
 	n := x.NumShards()
 	start := rand.IntN(n)
 	for i := 0; i < n; i++ {
@@ -257,10 +265,10 @@ func putValue(db *shard.DB, key []byte, m moved) {
 	}
 }
 
-func renameOne(x *Exec, nx bool) {
+func renameOne(x *command.Exec, nx bool) {
 	src, dst := x.Args[1], x.Args[2]
 	if it, _ := x.DB.Find(src); !it.Valid() {
-		x.W.Error(errNoSuchKey)
+		x.W.Error(command.ErrNoSuchKey)
 		return
 	}
 	if string(src) == string(dst) {
@@ -287,7 +295,7 @@ func renameOne(x *Exec, nx bool) {
 
 // renameMulti moves a value between shards with both keys locked, so no
 // client sees both keys or neither.
-func renameMulti(x *Coord, nx bool) {
+func renameMulti(x *command.Coord, nx bool) {
 	src, dst := x.Args[1], x.Args[2]
 	ss, ds := x.ShardOf(src), x.ShardOf(dst)
 	t := x.Tx()
@@ -298,7 +306,7 @@ func renameMulti(x *Coord, nx bool) {
 	exists := false
 	t.Run(ss, func(s *shard.Shard) { exists = existsOn(s.DBs[x.DB], src) })
 	if !exists {
-		x.W.Error(errNoSuchKey)
+		x.W.Error(command.ErrNoSuchKey)
 		return
 	}
 	if nx {
@@ -332,11 +340,11 @@ func parseCopy(args [][]byte, curDB, ndb int) (copyOpts, string) {
 			o.replace = true
 		case "db":
 			if i+1 >= len(args) {
-				return o, errSyntax
+				return o, command.ErrSyntax
 			}
 			n, ok := num.ParseInt(args[i+1])
 			if !ok {
-				return o, errNotInt
+				return o, command.ErrNotInt
 			}
 			if n < 0 || n >= int64(ndb) {
 				return o, "ERR DB index is out of range"
@@ -344,7 +352,7 @@ func parseCopy(args [][]byte, curDB, ndb int) (copyOpts, string) {
 			o.db = int(n)
 			i++
 		default:
-			return o, errSyntax
+			return o, command.ErrSyntax
 		}
 	}
 	if o.db == curDB && string(args[1]) == string(args[2]) {
@@ -353,7 +361,7 @@ func parseCopy(args [][]byte, curDB, ndb int) (copyOpts, string) {
 	return o, ""
 }
 
-func cmdCopyOne(x *Exec) {
+func cmdCopyOne(x *command.Exec) {
 	o, e := parseCopy(x.Args, x.DB.Index, len(x.S.DBs))
 	if e != "" {
 		x.W.Error(e)
@@ -368,8 +376,8 @@ func cmdCopyOne(x *Exec) {
 	x.W.Int(1)
 }
 
-func cmdCopyMulti(x *Coord) {
-	o, e := parseCopy(x.Args, x.DB, x.Srv.cfg.Databases)
+func cmdCopyMulti(x *command.Coord) {
+	o, e := parseCopy(x.Args, x.DB, x.Srv().Databases())
 	if e != "" {
 		x.W.Error(e)
 		return
@@ -403,10 +411,10 @@ func cmdCopyMulti(x *Coord) {
 	}
 }
 
-func cmdMove(x *Exec) {
+func cmdMove(x *command.Exec) {
 	n, ok := num.ParseInt(x.Args[2])
 	if !ok {
-		x.W.Error(errNotInt)
+		x.W.Error(command.ErrNotInt)
 		return
 	}
 	if n < 0 || n >= int64(len(x.S.DBs)) {
@@ -428,8 +436,8 @@ func cmdMove(x *Exec) {
 
 var objectArities = map[string]int{"encoding": 3, "freq": 3, "idletime": 3, "refcount": 3, "help": 2}
 
-func cmdObject(x *Exec) {
-	sub := subcommand(x.W, x.Args, "object", objectArities)
+func cmdObject(x *command.Exec) {
+	sub := command.Subcommand(x.W, x.Args, "object", objectArities)
 	switch sub {
 	case "":
 		return
@@ -449,7 +457,7 @@ func cmdObject(x *Exec) {
 	}
 	switch sub {
 	case "encoding":
-		x.W.BulkString(encodingOf(v))
+		x.W.BulkString(EncodingOf(v))
 	case "idletime":
 		x.W.Int(x.S.IdleSeconds(v))
 	case "refcount":
@@ -459,8 +467,8 @@ func cmdObject(x *Exec) {
 	}
 }
 
-// encodingOf names the value's encoding as Redis would for the same data.
-func encodingOf(v *shard.Value) string {
+// EncodingOf names the value's encoding as Redis would for the same data.
+func EncodingOf(v *shard.Value) string {
 	if v.Type != shard.TypeString {
 		if e, ok := v.Obj().(interface{ Encoding() string }); ok {
 			return e.Encoding()
@@ -482,7 +490,7 @@ func encodingOf(v *shard.Value) string {
 	return "raw"
 }
 
-func expireGeneric(x *Exec, unit int64, abs bool, name string) {
+func expireGeneric(x *command.Exec, unit int64, abs bool, name string) {
 	// Redis's order: the options, then the time's value.
 	var nx, xx, gt, lt bool
 	for _, a := range x.Args[3:] {
@@ -510,7 +518,7 @@ func expireGeneric(x *Exec, unit int64, abs bool, name string) {
 	}
 	n, ok := num.ParseInt(x.Args[2])
 	if !ok {
-		x.W.Error(errNotInt)
+		x.W.Error(command.ErrNotInt)
 		return
 	}
 	bad := "ERR invalid expire time in '" + name + "' command"
@@ -545,7 +553,7 @@ func expireGeneric(x *Exec, unit int64, abs bool, name string) {
 		x.W.Int(0)
 		return
 	}
-	if x.expiredAt(at) { // issue 8: not on a replica
+	if x.ExpiredAt(at) { // issue 8: not on a replica
 		x.DB.Delete(it)
 		x.W.Int(1)
 		return
@@ -555,7 +563,7 @@ func expireGeneric(x *Exec, unit int64, abs bool, name string) {
 	x.W.Int(1)
 }
 
-func ttlGeneric(x *Exec, unit int64, absolute bool) {
+func ttlGeneric(x *command.Exec, unit int64, absolute bool) {
 	it, v := x.DB.Find(x.Args[1])
 	if v == nil {
 		x.W.Int(-2)
@@ -579,7 +587,7 @@ func ttlGeneric(x *Exec, unit int64, absolute bool) {
 	x.W.Int(at)
 }
 
-func cmdPersist(x *Exec) {
+func cmdPersist(x *command.Exec) {
 	it, v := x.DB.Find(x.Args[1])
 	if v == nil || !v.HasExpire {
 		x.W.Int(0)

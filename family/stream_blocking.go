@@ -1,6 +1,8 @@
-package server
+package family
 
 import (
+	"github.com/dfly/dfly/command"
+
 	"time"
 
 	"github.com/dfly/dfly/shard"
@@ -9,7 +11,7 @@ import (
 )
 
 // xreadBlocks reports whether XREAD/XREADGROUP arguments carry BLOCK.
-func xreadBlocks(_ *Server, args [][]byte) bool {
+func xreadBlocks(_ command.Server, args [][]byte) bool {
 	end := xreadStreamsArg(args)
 	for i := 1; i < end && i < len(args); i++ {
 		if isWord(args[i], "block") && i+1 < end {
@@ -25,13 +27,13 @@ func xreadBlocks(_ *Server, args [][]byte) bool {
 // entry arrives on one of the streams (served on that stream's shard), the
 // timeout passes (null reply) or the client leaves. "$" is resolved once,
 // at the first attempt, as Redis does.
-func xreadBlock(x *Coord, r *xreadRequest) {
+func xreadBlock(x *command.Coord, r *xreadRequest) {
 	pos := xreadKeyPositions(nil, x.Args)
 	resolved := false
-	x.block(blockSpec{
-		keys:    pos,
-		timeout: time.Duration(r.block) * time.Millisecond,
-		attempt: func(t *tx.Tx) bool {
+	x.Block(command.BlockSpec{
+		Keys:    pos,
+		Timeout: time.Duration(r.block) * time.Millisecond,
+		Attempt: func(t *tx.Tx) bool {
 			states := make([]xreadKeyState, r.n)
 			byShard := map[int][]int{}
 			for _, p := range pos {
@@ -62,7 +64,7 @@ func xreadBlock(x *Coord, r *xreadRequest) {
 			}
 			return writeXRead(x.W, x.Args, r, results)
 		},
-		serve: func(s *shard.Shard, db *shard.DB, key string, claim func() bool, wrote *bool) bool {
+		Serve: func(s *shard.Shard, db *shard.DB, key string, claim func() bool, wrote *bool) bool {
 			for i := 0; i < r.n; i++ {
 				if string(x.Args[r.keys+i]) != key || !xreadReady(db, x.Args, r, i) {
 					continue
@@ -73,13 +75,13 @@ func xreadBlock(x *Coord, r *xreadRequest) {
 				results := make([]xreadResult, r.n)
 				xreadServe(db, x.Args, r, i, s.Now(), true, &results[i])
 				if r.group != nil {
-					recordServed(s, db.Index, xreadGroupServed(x.Args, r.keys, r.n, i)...)
+					command.RecordServed(s, db.Index, xreadGroupServed(x.Args, r.keys, r.n, i)...)
 				}
 				*wrote = writeXRead(x.W, x.Args, r, results)
 				return true
 			}
 			return false
 		},
-		timedOut: func() { x.W.NullArray() },
+		TimedOut: func() { x.W.NullArray() },
 	})
 }

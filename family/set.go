@@ -1,6 +1,8 @@
-package server
+package family
 
 import (
+	"github.com/dfly/dfly/command"
+
 	"bytes"
 	"math"
 	"math/rand/v2"
@@ -14,46 +16,46 @@ import (
 	"github.com/dfly/dfly/types/set"
 )
 
-func init() { addFamily("set", setCommands) }
+func init() { command.Register("set", setCommands) }
 
-func setCommands() []*Command {
-	rw := FlagWrite | FlagDenyOOM
-	k1 := func(name string, arity int, flags Flags, fn func(x *Exec)) *Command {
-		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, Shard: fn}
+func setCommands() []*command.Command {
+	rw := command.FlagWrite | command.FlagDenyOOM
+	k1 := func(name string, arity int, flags command.Flags, fn func(x *command.Exec)) *command.Command {
+		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, Shard: fn}
 	}
-	ro := FlagReadonly | FlagFast
-	all := func(name string, arity int, flags Flags, op setOp, store bool) *Command {
-		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: -1, Step: 1,
-			Shard: func(x *Exec) { setAlgebraOne(x, op, store) }, Multi: func(x *Coord) { setAlgebraMulti(x, op, store) }}
+	ro := command.FlagReadonly | command.FlagFast
+	all := func(name string, arity int, flags command.Flags, op setOp, store bool) *command.Command {
+		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: -1, Step: 1,
+			Shard: func(x *command.Exec) { setAlgebraOne(x, op, store) }, Multi: func(x *command.Coord) { setAlgebraMulti(x, op, store) }}
 	}
-	return []*Command{
-		k1("sadd", -3, rw|FlagFast, cmdSAdd),
-		k1("srem", -3, FlagWrite|FlagFast, cmdSRem),
+	return []*command.Command{
+		k1("sadd", -3, rw|command.FlagFast, cmdSAdd),
+		k1("srem", -3, command.FlagWrite|command.FlagFast, cmdSRem),
 		k1("sismember", 3, ro, cmdSIsMember),
 		k1("smismember", -3, ro, cmdSMIsMember),
 		k1("scard", 2, ro, cmdSCard),
-		k1("smembers", 2, FlagReadonly, cmdSMembers),
-		k1("srandmember", -2, FlagReadonly, cmdSRandMember),
-		k1("spop", -2, FlagWrite|FlagFast, cmdSPop),
-		k1("sscan", -3, FlagReadonly, cmdSScan),
-		{Name: "smove", Arity: 4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 2, Step: 1, Shard: cmdSMove, Multi: multiSMove},
-		all("sinter", -2, FlagReadonly, opInter, false),
-		all("sunion", -2, FlagReadonly, opUnion, false),
-		all("sdiff", -2, FlagReadonly, opDiff, false),
+		k1("smembers", 2, command.FlagReadonly, cmdSMembers),
+		k1("srandmember", -2, command.FlagReadonly, cmdSRandMember),
+		rewritten(k1("spop", -2, command.FlagWrite|command.FlagFast, cmdSPop), rewriteSPop),
+		k1("sscan", -3, command.FlagReadonly, cmdSScan),
+		{Name: "smove", Arity: 4, Flags: command.FlagWrite | command.FlagFast, FirstKey: 1, LastKey: 2, Step: 1, Shard: cmdSMove, Multi: multiSMove},
+		all("sinter", -2, command.FlagReadonly, opInter, false),
+		all("sunion", -2, command.FlagReadonly, opUnion, false),
+		all("sdiff", -2, command.FlagReadonly, opDiff, false),
 		all("sinterstore", -3, rw, opInter, true),
 		all("sunionstore", -3, rw, opUnion, true),
 		all("sdiffstore", -3, rw, opDiff, true),
-		{Name: "sintercard", Arity: -3, Flags: FlagReadonly, KeyPositions: numKeysPositions(1), Shard: cmdSInterCard, Multi: multiSInterCard},
+		{Name: "sintercard", Arity: -3, Flags: command.FlagReadonly, KeyPositions: numKeysPositions(1), Shard: cmdSInterCard, Multi: multiSInterCard},
 	}
 }
 
 // setValue finds key as a set, writing WRONGTYPE for another type; s is
 // nil for a missing key.
-func setValue(x *Exec, key []byte) (shard.Iterator, *set.Set, bool) {
-	return typedValue[*set.Set](x, key, shard.TypeSet)
+func setValue(x *command.Exec, key []byte) (shard.Iterator, *set.Set, bool) {
+	return command.TypedValue[*set.Set](x, key, shard.TypeSet)
 }
 
-func cmdSAdd(x *Exec) {
+func cmdSAdd(x *command.Exec) {
 	it, s, ok := setValue(x, x.Args[1])
 	if !ok {
 		return
@@ -68,7 +70,7 @@ func cmdSAdd(x *Exec) {
 		x.W.Int(0)
 		return
 	default:
-		s = mutable[*set.Set](x.DB, it)
+		s = command.Mutable[*set.Set](x.DB, it)
 	}
 	n := 0
 	for _, m := range x.Args[2:] {
@@ -79,7 +81,7 @@ func cmdSAdd(x *Exec) {
 	x.W.Int(int64(n))
 }
 
-func cmdSRem(x *Exec) {
+func cmdSRem(x *command.Exec) {
 	it, s, ok := setValue(x, x.Args[1])
 	if !ok {
 		return
@@ -88,7 +90,7 @@ func cmdSRem(x *Exec) {
 		x.W.Int(0)
 		return
 	}
-	s = mutable[*set.Set](x.DB, it)
+	s = command.Mutable[*set.Set](x.DB, it)
 	n := 0
 	for _, m := range x.Args[2:] {
 		if s.Remove(m) {
@@ -101,7 +103,7 @@ func cmdSRem(x *Exec) {
 	x.W.Int(int64(n))
 }
 
-func cmdSIsMember(x *Exec) {
+func cmdSIsMember(x *command.Exec) {
 	_, s, ok := setValue(x, x.Args[1])
 	if !ok {
 		return
@@ -113,7 +115,7 @@ func cmdSIsMember(x *Exec) {
 	}
 }
 
-func cmdSMIsMember(x *Exec) {
+func cmdSMIsMember(x *command.Exec) {
 	_, s, ok := setValue(x, x.Args[1])
 	if !ok {
 		return
@@ -128,7 +130,7 @@ func cmdSMIsMember(x *Exec) {
 	}
 }
 
-func cmdSCard(x *Exec) {
+func cmdSCard(x *command.Exec) {
 	_, s, ok := setValue(x, x.Args[1])
 	if !ok {
 		return
@@ -150,7 +152,7 @@ func writeMembers(w *resp.Writer, s *set.Set) {
 	s.Range(func(m []byte) bool { w.Bulk(m); return true })
 }
 
-func cmdSMembers(x *Exec) {
+func cmdSMembers(x *command.Exec) {
 	_, s, ok := setValue(x, x.Args[1])
 	if !ok {
 		return
@@ -165,9 +167,9 @@ func setMembers(s *set.Set) [][]byte {
 	return out
 }
 
-func cmdSRandMember(x *Exec) {
+func cmdSRandMember(x *command.Exec) {
 	if len(x.Args) > 3 {
-		x.W.Error(errSyntax)
+		x.W.Error(command.ErrSyntax)
 		return
 	}
 	if len(x.Args) == 2 {
@@ -184,7 +186,7 @@ func cmdSRandMember(x *Exec) {
 	}
 	n, ok := num.ParseInt(x.Args[2])
 	if !ok {
-		x.W.Error(errNotInt)
+		x.W.Error(command.ErrNotInt)
 		return
 	}
 	if n == math.MinInt64 {
@@ -251,9 +253,9 @@ func pickDistinct(s *set.Set, count int) [][]byte {
 	return out
 }
 
-func cmdSPop(x *Exec) {
+func cmdSPop(x *command.Exec) {
 	if len(x.Args) > 3 {
-		x.W.Error(errSyntax)
+		x.W.Error(command.ErrSyntax)
 		return
 	}
 	if len(x.Args) == 2 {
@@ -265,7 +267,7 @@ func cmdSPop(x *Exec) {
 			x.W.Null()
 			return
 		}
-		s = mutable[*set.Set](x.DB, it)
+		s = command.Mutable[*set.Set](x.DB, it)
 		m := s.Pop(nil, rand.Uint64())
 		if s.Len() == 0 {
 			x.DB.Delete(it)
@@ -292,7 +294,7 @@ func cmdSPop(x *Exec) {
 		return
 	}
 	picked := pickDistinct(s, int(n))
-	s = mutable[*set.Set](x.DB, it)
+	s = command.Mutable[*set.Set](x.DB, it)
 	x.W.Set(len(picked))
 	for _, m := range picked {
 		s.Remove(m)
@@ -300,7 +302,7 @@ func cmdSPop(x *Exec) {
 	}
 }
 
-func cmdSScan(x *Exec) {
+func cmdSScan(x *command.Exec) {
 	o, ok := parseScan(x.W, x.Args[2:])
 	if !ok {
 		return
@@ -340,7 +342,7 @@ func setAddTo(db *shard.DB, key, member []byte) {
 		db.Insert(key, shard.ObjectValue(shard.TypeSet, s))
 		return
 	}
-	mutable[*set.Set](db, it).Add(member)
+	command.Mutable[*set.Set](db, it).Add(member)
 }
 
 // setRemoveFrom removes member from the set at key (deleting an emptied
@@ -350,7 +352,7 @@ func setRemoveFrom(db *shard.DB, key, member []byte) bool {
 	if v == nil || !v.Obj().(*set.Set).Contains(member) {
 		return false
 	}
-	s := mutable[*set.Set](db, it)
+	s := command.Mutable[*set.Set](db, it)
 	s.Remove(member)
 	if s.Len() == 0 {
 		db.Delete(it)
@@ -358,7 +360,7 @@ func setRemoveFrom(db *shard.DB, key, member []byte) bool {
 	return true
 }
 
-func cmdSMove(x *Exec) {
+func cmdSMove(x *command.Exec) {
 	src, dst, m := x.Args[1], x.Args[2], x.Args[3]
 	srcExists, srcWrong := setStateOf(x.DB, src)
 	if !srcExists {
@@ -366,7 +368,7 @@ func cmdSMove(x *Exec) {
 		return
 	}
 	if _, dstWrong := setStateOf(x.DB, dst); srcWrong || dstWrong {
-		x.W.Error(errWrongType)
+		x.W.Error(command.ErrWrongType)
 		return
 	}
 	if bytes.Equal(src, dst) {
@@ -387,7 +389,7 @@ func cmdSMove(x *Exec) {
 }
 
 // multiSMove moves a member between sets on two shards under both locks.
-func multiSMove(x *Coord) {
+func multiSMove(x *command.Coord) {
 	src, dst, m := x.Args[1], x.Args[2], x.Args[3]
 	ss, ds := x.ShardOf(src), x.ShardOf(dst)
 	t := x.Tx()
@@ -403,7 +405,7 @@ func multiSMove(x *Coord) {
 	}
 	t.Run(ds, func(s *shard.Shard) { _, dstWrong = setStateOf(s.DBs[x.DB], dst) })
 	if srcWrong || dstWrong {
-		x.W.Error(errWrongType)
+		x.W.Error(command.ErrWrongType)
 		return
 	}
 	removed := false
@@ -496,7 +498,7 @@ func storeSet(db *shard.DB, key []byte, s *set.Set) {
 	db.Set(key, shard.ObjectValue(shard.TypeSet, s), false)
 }
 
-func setAlgebraOne(x *Exec, op setOp, store bool) {
+func setAlgebraOne(x *command.Exec, op setOp, store bool) {
 	first := 1
 	if store {
 		first = 2
@@ -504,7 +506,7 @@ func setAlgebraOne(x *Exec, op setOp, store bool) {
 	pos := keyRange(first, len(x.Args), 1)
 	sets := make([]*set.Set, len(x.Args))
 	if setSources(x.DB, x.Args, pos, sets, false) {
-		x.W.Error(errWrongType)
+		x.W.Error(command.ErrWrongType)
 		return
 	}
 	res := setAlgebra(op, sets[first:], 0)
@@ -519,7 +521,7 @@ func setAlgebraOne(x *Exec, op setOp, store bool) {
 // setAlgebraMulti copies the source sets under shared locks and, for the
 // STORE forms, writes the destination under an exclusive lock, all in one
 // transaction: no client sees a half-applied store.
-func setAlgebraMulti(x *Coord, op setOp, store bool) {
+func setAlgebraMulti(x *command.Coord, op setOp, store bool) {
 	first := 1
 	if store {
 		first = 2
@@ -544,7 +546,7 @@ func setAlgebraMulti(x *Coord, op setOp, store bool) {
 	})
 	if slices.Contains(wrong, true) {
 		t.Finish(nil)
-		x.W.Error(errWrongType)
+		x.W.Error(command.ErrWrongType)
 		return
 	}
 	res := setAlgebra(op, sets[first:], 0)
@@ -576,7 +578,7 @@ func parseInterCard(args [][]byte) (pos []int, limit int, errText string) {
 	pos = keyRange(2, 2+int(n), 1)
 	for i := 2 + int(n); i < len(args); i += 2 {
 		if !strings.EqualFold(string(args[i]), "limit") || i+1 >= len(args) {
-			return nil, 0, errSyntax
+			return nil, 0, command.ErrSyntax
 		}
 		l, ok := num.ParseInt(args[i+1])
 		if !ok || l < 0 {
@@ -587,7 +589,7 @@ func parseInterCard(args [][]byte) (pos []int, limit int, errText string) {
 	return pos, limit, ""
 }
 
-func cmdSInterCard(x *Exec) {
+func cmdSInterCard(x *command.Exec) {
 	pos, limit, e := parseInterCard(x.Args)
 	if e != "" {
 		x.W.Error(e)
@@ -595,7 +597,7 @@ func cmdSInterCard(x *Exec) {
 	}
 	sets := make([]*set.Set, len(x.Args))
 	if setSources(x.DB, x.Args, pos, sets, false) {
-		x.W.Error(errWrongType)
+		x.W.Error(command.ErrWrongType)
 		return
 	}
 	x.W.Int(int64(setAlgebra(opInter, pick(sets, pos), limit).Len()))
@@ -609,20 +611,20 @@ func pick(sets []*set.Set, pos []int) []*set.Set {
 	return out
 }
 
-func multiSInterCard(x *Coord) {
+func multiSInterCard(x *command.Coord) {
 	pos, limit, e := parseInterCard(x.Args)
 	if e != "" {
 		x.W.Error(e)
 		return
 	}
-	t, parts := x.lockSplit(pos, false)
+	t, parts := x.LockSplit(pos, false)
 	sets := make([]*set.Set, len(x.Args))
 	wrong := make([]bool, x.NumShards())
 	t.Finish(func(s *shard.Shard) {
 		wrong[s.ID] = setSources(s.DBs[x.DB], x.Args, parts[s.ID], sets, true)
 	})
 	if slices.Contains(wrong, true) {
-		x.W.Error(errWrongType)
+		x.W.Error(command.ErrWrongType)
 		return
 	}
 	x.W.Int(int64(setAlgebra(opInter, pick(sets, pos), limit).Len()))

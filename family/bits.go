@@ -1,6 +1,8 @@
-package server
+package family
 
 import (
+	"github.com/dfly/dfly/command"
+
 	"bytes"
 
 	"github.com/dfly/dfly/resp"
@@ -9,32 +11,34 @@ import (
 	"github.com/dfly/dfly/types/lcs"
 )
 
-func bitCommands() []*Command {
-	k1 := func(c *Command) *Command { c.FirstKey, c.LastKey, c.Step = 1, 1, 1; return c }
-	return []*Command{
-		k1(&Command{Name: "setbit", Arity: 4, Flags: FlagWrite | FlagDenyOOM, Shard: cmdSetBit}),
-		k1(&Command{Name: "getbit", Arity: 3, Flags: FlagReadonly | FlagFast, Shard: cmdGetBit}),
-		k1(&Command{Name: "bitcount", Arity: -2, Flags: FlagReadonly, Shard: cmdBitCount}),
-		k1(&Command{Name: "bitpos", Arity: -3, Flags: FlagReadonly, Shard: cmdBitPos}),
-		k1(&Command{Name: "bitfield", Arity: -2, Flags: FlagWrite | FlagDenyOOM, Shard: func(x *Exec) { cmdBitfield(x, false) }}),
-		k1(&Command{Name: "bitfield_ro", Arity: -2, Flags: FlagReadonly | FlagFast, Shard: func(x *Exec) { cmdBitfield(x, true) }}),
-		{Name: "bitop", Arity: -4, Flags: FlagWrite | FlagDenyOOM, FirstKey: 2, LastKey: -1, Step: 1, Shard: cmdBitOp, Multi: multiBitOp},
-		k1(&Command{Name: "getrange", Arity: 4, Flags: FlagReadonly, Shard: cmdGetRange}),
-		k1(&Command{Name: "substr", Arity: 4, Flags: FlagReadonly, Shard: cmdGetRange}),
-		k1(&Command{Name: "setrange", Arity: 4, Flags: FlagWrite | FlagDenyOOM, Shard: cmdSetRange}),
-		{Name: "lcs", Arity: -3, Flags: FlagReadonly, FirstKey: 1, LastKey: 2, Step: 1, Shard: cmdLCS, Multi: multiLCS},
+func init() { command.Register("bitmap", bitCommands) }
+
+func bitCommands() []*command.Command {
+	k1 := func(c *command.Command) *command.Command { c.FirstKey, c.LastKey, c.Step = 1, 1, 1; return c }
+	return []*command.Command{
+		k1(&command.Command{Name: "setbit", Arity: 4, Flags: command.FlagWrite | command.FlagDenyOOM, Shard: cmdSetBit}),
+		k1(&command.Command{Name: "getbit", Arity: 3, Flags: command.FlagReadonly | command.FlagFast, Shard: cmdGetBit}),
+		k1(&command.Command{Name: "bitcount", Arity: -2, Flags: command.FlagReadonly, Shard: cmdBitCount}),
+		k1(&command.Command{Name: "bitpos", Arity: -3, Flags: command.FlagReadonly, Shard: cmdBitPos}),
+		k1(&command.Command{Name: "bitfield", Arity: -2, Flags: command.FlagWrite | command.FlagDenyOOM, Shard: func(x *command.Exec) { cmdBitfield(x, false) }}),
+		k1(&command.Command{Name: "bitfield_ro", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, Shard: func(x *command.Exec) { cmdBitfield(x, true) }}),
+		{Name: "bitop", Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM, FirstKey: 2, LastKey: -1, Step: 1, Shard: cmdBitOp, Multi: multiBitOp},
+		k1(&command.Command{Name: "getrange", Arity: 4, Flags: command.FlagReadonly, Shard: cmdGetRange}),
+		k1(&command.Command{Name: "substr", Arity: 4, Flags: command.FlagReadonly, Shard: cmdGetRange}),
+		k1(&command.Command{Name: "setrange", Arity: 4, Flags: command.FlagWrite | command.FlagDenyOOM, Shard: cmdSetRange}),
+		{Name: "lcs", Arity: -3, Flags: command.FlagReadonly, FirstKey: 1, LastKey: 2, Step: 1, Shard: cmdLCS, Multi: multiLCS},
 	}
 }
 
-func cmdSetBit(x *Exec) {
+func cmdSetBit(x *command.Exec) {
 	off, err := bitmap.ParseOffset(x.Args[2])
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	on, err := bitmap.ParseBit(x.Args[3])
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	it, v, ok := strValue(x, x.Args[1])
@@ -64,10 +68,10 @@ func cmdSetBit(x *Exec) {
 	x.W.Int(int64(old))
 }
 
-func cmdGetBit(x *Exec) {
+func cmdGetBit(x *command.Exec) {
 	off, err := bitmap.ParseOffset(x.Args[2])
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	_, v, ok := strValue(x, x.Args[1])
@@ -81,7 +85,7 @@ func cmdGetBit(x *Exec) {
 	x.W.Int(int64(bitmap.Bit(v.Str(), off)))
 }
 
-func cmdBitCount(x *Exec) {
+func cmdBitCount(x *command.Exec) {
 	_, v, ok := strValue(x, x.Args[1])
 	if !ok {
 		return
@@ -92,16 +96,16 @@ func cmdBitCount(x *Exec) {
 	}
 	span, err := bitmap.ParseCountSpan(x.Args[2:])
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	x.W.Int(bitmap.Count(v.Str(), span))
 }
 
-func cmdBitPos(x *Exec) {
+func cmdBitPos(x *command.Exec) {
 	bit, err := bitmap.ParsePosBit(x.Args[2])
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	_, v, ok := strValue(x, x.Args[1])
@@ -118,16 +122,16 @@ func cmdBitPos(x *Exec) {
 	}
 	span, err := bitmap.ParsePosSpan(x.Args[3:])
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	x.W.Int(bitmap.Pos(v.Str(), bit, span))
 }
 
-func cmdBitfield(x *Exec, readOnly bool) {
+func cmdBitfield(x *command.Exec, readOnly bool) {
 	prog, err := bitmap.ParseBitfield(x.Args[2:], readOnly)
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	it, v, ok := strValue(x, x.Args[1])
@@ -203,24 +207,24 @@ func bitOpSources(db *shard.DB, args [][]byte, pos []int, srcs [][]byte) bool {
 	return true
 }
 
-func cmdBitOp(x *Exec) {
+func cmdBitOp(x *command.Exec) {
 	op, err := bitmap.ParseOp(x.Args[1], len(x.Args)-3)
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	srcs := make([][]byte, len(x.Args)-3)
 	if !bitOpSources(x.DB, x.Args, keyRange(3, len(x.Args), 1), srcs) {
-		x.W.Error(errWrongType)
+		x.W.Error(command.ErrWrongType)
 		return
 	}
 	x.W.Int(int64(bitOpStore(x.DB, x.Args[2], op, srcs)))
 }
 
-func multiBitOp(x *Coord) {
+func multiBitOp(x *command.Coord) {
 	op, err := bitmap.ParseOp(x.Args[1], len(x.Args)-3)
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	t := x.Tx()
@@ -242,7 +246,7 @@ func multiBitOp(x *Coord) {
 	for _, b := range bad {
 		if b {
 			t.Finish(nil)
-			x.W.Error(errWrongType)
+			x.W.Error(command.ErrWrongType)
 			return
 		}
 	}
@@ -252,10 +256,10 @@ func multiBitOp(x *Coord) {
 	x.W.Int(int64(n))
 }
 
-func cmdGetRange(x *Exec) {
+func cmdGetRange(x *command.Exec) {
 	start, end, err := bitmap.ParseRange(x.Args[2], x.Args[3])
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	_, v, ok := strValue(x, x.Args[1])
@@ -269,10 +273,10 @@ func cmdGetRange(x *Exec) {
 	x.W.Bulk(bitmap.Range(v.Str(), start, end))
 }
 
-func cmdSetRange(x *Exec) {
+func cmdSetRange(x *command.Exec) {
 	off, err := bitmap.ParseSetRangeOffset(x.Args[2])
 	if err != nil {
-		replyErr(x.W, err)
+		command.ReplyErr(x.W, err)
 		return
 	}
 	it, v, ok := strValue(x, x.Args[1])
@@ -287,7 +291,7 @@ func cmdSetRange(x *Exec) {
 		}
 		res, err := bitmap.SetRange(nil, off, val)
 		if err != nil {
-			replyErr(x.W, err)
+			command.ReplyErr(x.W, err)
 			return
 		}
 		x.DB.Insert(x.Args[1], rawString(res))
@@ -299,7 +303,7 @@ func cmdSetRange(x *Exec) {
 		return
 	}
 	if off > bitmap.MaxLen-int64(len(val)) {
-		replyErr(x.W, bitmap.ErrTooLong)
+		command.ReplyErr(x.W, bitmap.ErrTooLong)
 		return
 	}
 	p := x.DB.Mutate(it)
@@ -339,14 +343,14 @@ func lcsInput(db *shard.DB, key []byte) ([]byte, bool) {
 	return v.Str(), true
 }
 
-func cmdLCS(x *Exec) {
+func cmdLCS(x *command.Exec) {
 	a, okA := lcsInput(x.DB, x.Args[1])
 	b, okB := lcsInput(x.DB, x.Args[2])
 	lcsReply(x.W, x.Args, a, b, okA && okB)
 }
 
-func multiLCS(x *Coord) {
-	t, _ := x.lockSplit([]int{1, 2}, false)
+func multiLCS(x *command.Coord) {
+	t, _ := x.LockSplit([]int{1, 2}, false)
 	var a, b []byte
 	okA, okB := true, true
 	t.Finish(func(s *shard.Shard) {
@@ -365,17 +369,17 @@ func multiLCS(x *Coord) {
 
 func lcsReply(w *resp.Writer, args [][]byte, a, b []byte, typesOK bool) {
 	if !typesOK {
-		replyErr(w, lcs.ErrWrongType)
+		command.ReplyErr(w, lcs.ErrWrongType)
 		return
 	}
 	o, err := lcs.ParseOptions(args[3:])
 	if err != nil {
-		replyErr(w, err)
+		command.ReplyErr(w, err)
 		return
 	}
 	res, err := lcs.Compute(a, b, o)
 	if err != nil {
-		replyErr(w, err)
+		command.ReplyErr(w, err)
 		return
 	}
 	switch {

@@ -1,18 +1,19 @@
-package server
+package family
 
 import (
 	"strconv"
 	"testing"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 )
 
 // streamExec runs stream commands directly on a shard that no goroutine
 // owns (the benchmark is its only user).
-func streamExec() *Exec {
+func streamExec() *command.Exec {
 	s := shard.New(0, 1)
-	return &Exec{S: s, DB: s.DBs[0], W: &resp.Writer{}}
+	return &command.Exec{S: s, DB: s.DBs[0], W: &resp.Writer{}}
 }
 
 func benchArgs(args ...string) [][]byte {

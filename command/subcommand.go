@@ -1,0 +1,46 @@
+package command
+
+import (
+	"strings"
+
+	"github.com/dfly/dfly/resp"
+)
+
+// Subcommand checks a container command's subcommand (XGROUP, XINFO) the
+// way Redis 7.0's command table does: known name, then its arity. It
+// writes the error and returns "" on failure.
+func Subcommand(w *resp.Writer, args [][]byte, container string, arities map[string]int) string {
+	sub := strings.ToLower(string(args[1]))
+	arity, known := arities[sub]
+	if !known {
+		w.Error("ERR unknown subcommand '" + TruncArg(args[1]) + "'. Try " + strings.ToUpper(container) + " HELP.")
+		return ""
+	}
+	if (arity >= 0 && len(args) != arity) || (arity < 0 && len(args) < -arity) {
+		w.Error(WrongArity(container + "|" + sub))
+		return ""
+	}
+	return sub
+}
+
+// SubcommandSyntaxErr is the reply to an unknown subcommand or one with
+// the wrong number of arguments.
+func SubcommandSyntaxErr(w *resp.Writer, args [][]byte, container string) {
+	w.Error("ERR unknown subcommand or wrong number of arguments for '" + TruncArg(args[1]) + "'. Try " + strings.ToUpper(container) + " HELP.")
+}
+
+// WriteHelp writes a HELP subcommand's lines.
+func WriteHelp(w *resp.Writer, lines []string) {
+	w.Array(len(lines))
+	for _, l := range lines {
+		w.SimpleString(l)
+	}
+}
+
+// TruncArg is an argument as error replies quote it: its first 128 bytes.
+func TruncArg(a []byte) string {
+	if len(a) > 128 {
+		a = a[:128]
+	}
+	return string(a)
+}
