@@ -1,7 +1,6 @@
 // Package server is dfly's front end and its wiring: the listener and
-// event loops, client connections and their dispatch, the command table
-// and every command family, and the machinery that spans shards —
-// coordinators, MULTI/EXEC, scripts and functions, blocking commands,
+// event loops, client connections and their dispatch, the server's own
+// command families, and the machinery that spans shards — coordinators, MULTI/EXEC, scripts and functions, blocking commands,
 // persistence's commands, replication (master and replica sides),
 // failover, tiered storage's policy — plus ACL, Pub/Sub, client tracking,
 // MONITOR, SLOWLOG, LATENCY and INFO. docs/DESIGN.md §1–2 is the map; the files,
@@ -13,15 +12,12 @@
 //     (hop groups), borrow.go and forward.go (borrowed and forwarded script
 //     runs), pause.go (CLIENT PAUSE), recover.go (a panicking command),
 //     config.go, log.go, traffic.go.
-//   - The command table: command.go (Command, Exec, command.Table, addFamily),
-//     command_info.go (COMMAND INFO/DOCS, key specs), acl_cat.go (ACL
-//     categories), cmd_command.go.
-//   - Command families: cmd_strings.go, cmd_bits.go, cmd_keys.go,
-//     cmd_hash.go, cmd_list.go, cmd_set.go, cmd_zset.go, cmd_stream.go,
-//     cmd_geo.go, cmd_hll.go, cmd_sort.go, cmd_migrate.go, their blocking
-//     variants (cmd_*_blocking.go over blocking.go), cmd_conn.go,
-//     cmd_server.go, cmd_memory.go, cmd_standalone.go; typed.go looks a
-//     key up as a type. The semantics of values live in types/*.
+//   - The command table is package command (the context a command runs
+//     in, what the journal records for it, COMMAND INFO); the data-type
+//     families are package family. The server's own families: cmd_conn.go,
+//     cmd_server.go, cmd_memory.go, cmd_standalone.go, cmd_migrate.go;
+//     coord.go is the server's side of a coordinator (command.Runner),
+//     blocking.go how a client waits while blocked.
 //   - Transactions and scripts: multi.go (MULTI/EXEC/WATCH), script*.go
 //     (EVAL, the Lua sandbox, cjson/bit/struct), function*.go (FUNCTION,
 //     FCALL).
@@ -32,8 +28,7 @@
 //     what package persist sees of the server), persist_dump.go
 //     (DUMP/RESTORE over package rdbvalue). Saving and loading are package
 //     persist's.
-//   - Replication, master side: repl_master_record.go (what the journal
-//     records), repl_master.go and repl_master_rdb.go (SYNC/PSYNC: one
+//   - Replication, master side: repl_master.go and repl_master_rdb.go (SYNC/PSYNC: one
 //     Redis command stream merged from the journals, its backlog, WAIT),
 //     repl_flow.go (dfly flows: DFLY HELLO/FLOW/HANDOVER); replica side:
 //     repl_replica.go (REPLICAOF, package replica for Redis masters),
@@ -82,7 +77,7 @@
 //     keeps its replies in order.
 //   - Commands of one connection on the same key run in the order sent (one
 //     shard, one FIFO inbox, parked batches resume in order).
-//   - Every command that runs on a shard goes through Exec.run, which
+//   - Every command that runs on a shard goes through runExec (command.Exec.Run), which
 //     journals its write while the shard's journal records; coordinator
 //     commands journal through their transaction's parts (package tx).
 //   - A command that panics answers an error and gives its locks back
