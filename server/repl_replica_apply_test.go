@@ -55,7 +55,7 @@ func TestReplicaBatchParkedInTransactionKeepsMasterApply(t *testing.T) {
 	// Flow 1's batch for the same shard meets the locks and parks.
 	other := newReplApplier(s)
 	b := other.batches[sid]
-	b.ops = append(b.ops, applyOp{cmd: s.table.lookup([]byte("set")), db: 0, args: [][]byte{[]byte("set"), []byte("{t}other"), []byte("x")}})
+	b.ops = append(b.ops, applyOp{cmd: s.table.Lookup([]byte("set")), db: 0, args: [][]byte{[]byte("set"), []byte("{t}other"), []byte("x")}})
 	other.wg.Add(1)
 	s.shards[sid].Send(b)
 
