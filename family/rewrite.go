@@ -268,8 +268,8 @@ func rewritten(c *command.Command, rw func(x *command.Exec, reply []byte, rec fu
 	return c
 }
 
-// RewriteRestore journals RESTORE key ttl payload [REPLACE] [ABSTTL] ... → absolute TTL.
-func RewriteRestore(x *command.Exec, _ []byte, rec func(...[]byte)) {
+// RESTORE journaled as RESTORE key ttl payload [REPLACE] [ABSTTL] ... → absolute TTL.
+func rewriteRestore(x *command.Exec, _ []byte, rec func(...[]byte)) {
 	at, ok := expireOf(x, x.Args[1])
 	if !ok {
 		rec(x.Args...)

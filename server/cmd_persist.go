@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/dfly/dfly/command"
-	"github.com/dfly/dfly/family"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/shard"
@@ -23,11 +22,6 @@ func persistCommands() []*command.Command {
 		{Name: "save", Arity: 1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoMulti, Multi: viaCoord(cmdSave)},
 		{Name: "bgsave", Arity: -1, Flags: command.FlagAdmin | command.FlagNoScript, Multi: viaCoord(cmdBgsave)},
 		{Name: "lastsave", Arity: 1, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, Multi: viaCoord(cmdLastSave)},
-		{Name: "dump", Arity: 2, Flags: command.FlagReadonly, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdDump},
-		{Name: "restore", Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdRestore, Rewrite: family.RewriteRestore},
-		// RESTORE-ASKING is RESTORE that a cluster's MIGRATE sends.
-		{Name: "restore-asking", Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagAsking, FirstKey: 1, LastKey: 1, Step: 1,
-			Shard: cmdRestore, Rewrite: family.RewriteRestore},
 		{Name: "migrate", Arity: -6, Flags: command.FlagWrite | command.FlagNoScript, FirstKey: 3, LastKey: 3, Step: 1,
 			KeyPositions: migrateKeyPositions, Multi: viaCoord(cmdMigrate)},
 	}

@@ -458,35 +458,11 @@ gather:
 		c.lastCmd.Store(cmd)
 		p.track = c.track.Load() != nil && c.tracksNext(cmd)
 		if cmd.Local != nil {
-			// Connection commands touch no key, so they run now, between
-			// the commands already gathered and those after (which see
-			// their effect: SELECT, HELLO and AUTH apply in order) —
-			// except CLIENT PAUSE, which waits for what was dispatched
-			// before it, its own connection's commands included.
-			if (len(c.used) > 0 || g != nil || c.forwarding()) && defersReply(p.args) {
-				break
-			}
-			cmd.Calls.Add(1)
-			start := nanotime()
-			c.mayDefer = true
-			runLocal(cmd, c, p.args, &p.reply)
-			c.mayDefer = false
-			if end := c.srv.slowCheck(c, p.args, start); end != 0 {
-				cmd.Nsec.Add(uint64(end - start))
-			}
-			if c.srv.monitors.active() {
-				// After it ran, as Redis feeds: SELECT shows the new
-				// database, RESET and QUIT of a monitor are not fed back.
-				c.srv.monitors.feed(c, c.db, cmd, p.args)
-			}
-			if fn := c.deferred; fn != nil {
-				c.runDeferred(p, fn)
+			switch c.runConnCommand(p, g) {
+			case stepStop:
+				break gather
+			case stepDone:
 				return
-			}
-			c.doneGathering()
-			if c.closing {
-				c.cmds = c.cmds[:c.next] // nothing after QUIT runs
-				break
 			}
 			continue
 		}
@@ -504,43 +480,13 @@ gather:
 			}
 		}
 		if p.sid < 0 {
-			if lp := c.forwardLoop(p); lp >= 0 {
-				if len(c.used) > 0 || g != nil {
-					break // what was gathered before it goes first
-				}
-				c.gatherForward(p, lp) // forward.go
-				continue
+			switch c.gatherMultiShard(p, &g, groupOK) {
+			case stepStop:
+				break gather
+			case stepDone:
+				return
 			}
-			if c.forwarding() {
-				break // (an EXEC here kept its transaction: execShard found none)
-			}
-			if p.track {
-				c.trackAhead(p) // its shards get this before its own messages
-			}
-			if cmd.Name == "exec" && groupOK && c.startsGroup(p, &g) {
-				c.next++
-				if p.hop.conn {
-					break
-				}
-				continue
-			}
-			if len(c.used) > 0 || g != nil {
-				if g == nil && len(c.keyPos) > 0 && borrowable(cmd) && c.heldLend() == nil {
-					c.borrowAhead(p) // borrow.go
-				}
-				break
-			}
-			c.next++
-			c.inflight.Store(1)
-			c.holdReplies = answersSoon(cmd)
-			c.gathered = c.next
-			if len(c.keyPos) > 0 && borrowable(cmd) && c.runBorrowed(p) {
-				return // ran here, or went to a coordinator after all
-			}
-			co := c.coord(cmd)
-			co.reset(c, cmd, p.db, p.args, &p.reply)
-			co.start(c)
-			return
+			continue
 		}
 		if len(c.used) == 0 && g == nil && hasKeys && borrowable(cmd) && !c.forwarding() {
 			if lp := c.forwardLoop(p); lp >= 0 {
@@ -577,6 +523,104 @@ gather:
 		p.kind = kindShard
 		c.next++
 	}
+	c.sendGathered(g)
+}
+
+// dispatchStep is what the gathering of a dispatch step does after a
+// command: go on to the next, stop and send what it gathered, or end (the
+// command took the connection: a coordinator, a deferred reply).
+type dispatchStep int
+
+const (
+	stepNext dispatchStep = iota
+	stepStop
+	stepDone
+)
+
+// runConnCommand runs connection command p inline, between the commands
+// gathered before it and those after (which see its effect: SELECT, HELLO
+// and AUTH apply in order) — except CLIENT PAUSE, which waits for what was
+// dispatched before it, its own connection's commands included.
+func (c *Conn) runConnCommand(p *pending, g *hopGroup) dispatchStep {
+	cmd := p.cmd
+	if (len(c.used) > 0 || g != nil || c.forwarding()) && defersReply(p.args) {
+		return stepStop
+	}
+	cmd.Calls.Add(1)
+	start := nanotime()
+	c.mayDefer = true
+	runLocal(cmd, c, p.args, &p.reply)
+	c.mayDefer = false
+	if end := c.srv.slowCheck(c, p.args, start); end != 0 {
+		cmd.Nsec.Add(uint64(end - start))
+	}
+	if c.srv.monitors.active() {
+		// After it ran, as Redis feeds: SELECT shows the new
+		// database, RESET and QUIT of a monitor are not fed back.
+		c.srv.monitors.feed(c, c.db, cmd, p.args)
+	}
+	if fn := c.deferred; fn != nil {
+		c.runDeferred(p, fn)
+		return stepDone
+	}
+	c.doneGathering()
+	if c.closing {
+		c.cmds = c.cmds[:c.next] // nothing after QUIT runs
+		return stepStop
+	}
+	return stepNext
+}
+
+// gatherMultiShard places p, whose keys span shards (or which has none
+// and runs on a coordinator): forwarded to a lower loop with its scripts,
+// joined to a hop group, or run alone once what was gathered before it is
+// done — borrowed on this loop, or on a coordinator.
+func (c *Conn) gatherMultiShard(p *pending, g **hopGroup, groupOK bool) dispatchStep {
+	cmd := p.cmd
+	if lp := c.forwardLoop(p); lp >= 0 {
+		if len(c.used) > 0 || *g != nil {
+			return stepStop // what was gathered before it goes first
+		}
+		c.gatherForward(p, lp) // forward.go
+		return stepNext
+	}
+	if c.forwarding() {
+		return stepStop // (an EXEC here kept its transaction: execShard found none)
+	}
+	if p.track {
+		c.trackAhead(p) // its shards get this before its own messages
+	}
+	if cmd.Name == "exec" && groupOK && c.startsGroup(p, g) {
+		c.next++
+		if p.hop.conn {
+			return stepStop
+		}
+		return stepNext
+	}
+	if len(c.used) > 0 || *g != nil {
+		if *g == nil && len(c.keyPos) > 0 && borrowable(cmd) && c.heldLend() == nil {
+			c.borrowAhead(p) // borrow.go
+		}
+		return stepStop
+	}
+	c.next++
+	c.inflight.Store(1)
+	c.holdReplies = answersSoon(cmd)
+	c.gathered = c.next
+	if len(c.keyPos) > 0 && borrowable(cmd) && c.runBorrowed(p) {
+		return stepDone // ran here, or went to a coordinator after all
+	}
+	co := c.coord(cmd)
+	co.reset(c, cmd, p.db, p.args, &p.reply)
+	co.start(c)
+	return stepDone
+
+}
+
+// sendGathered starts what the gathering collected: a forwarded run, a
+// hop group, or the batches of the shards it used (this loop's own run
+// here, no hop).
+func (c *Conn) sendGathered(g *hopGroup) {
 	if c.next > c.gathered {
 		c.gathered = c.next
 	}

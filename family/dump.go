@@ -1,4 +1,4 @@
-package server
+package family
 
 // DUMP and RESTORE, with Redis's payload format and replies.
 
@@ -11,6 +11,18 @@ import (
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/types/num"
 )
+
+func init() { command.Register("server", dumpCommands) }
+
+func dumpCommands() []*command.Command {
+	return []*command.Command{
+		{Name: "dump", Arity: 2, Flags: command.FlagReadonly, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdDump},
+		{Name: "restore", Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdRestore, Rewrite: rewriteRestore},
+		// RESTORE-ASKING is RESTORE that a cluster's MIGRATE sends.
+		{Name: "restore-asking", Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagAsking, FirstKey: 1, LastKey: 1, Step: 1,
+			Shard: cmdRestore, Rewrite: rewriteRestore},
+	}
+}
 
 func cmdDump(x *command.Exec) {
 	_, v := x.DB.Find(x.Args[1])

@@ -1,0 +1,295 @@
+package server
+
+// INFO: one message per shard gathers what the sections need, then each
+// section writes its fields, as Redis 7.0 names them (and dfly's own).
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dfly/dfly/shard"
+)
+
+// shardInfo is what INFO reads of one shard, gathered on its goroutine.
+type shardInfo struct {
+	stats    shard.Stats
+	keys     []int
+	expires  []int
+	calls    map[string]cmdCount
+	saveKeys uint64
+	// packed: bytes of the chunks of small strings (shard/strs.go) and of
+	// the live values in them.
+	packed shard.PackedStats
+}
+
+// infoWriter writes one INFO reply.
+type infoWriter struct {
+	srv    *Server
+	b      strings.Builder
+	shards []shardInfo
+	st     shard.Stats // the shards' counters, summed
+	uptime time.Duration
+}
+
+func (i *infoWriter) section(name string) {
+	if i.b.Len() > 0 {
+		i.b.WriteString("\r\n")
+	}
+	i.b.WriteString("# " + name + "\r\n")
+}
+
+func (i *infoWriter) field(k string, v any) { fmt.Fprintf(&i.b, "%s:%v\r\n", k, v) }
+
+// infoSections are INFO's sections in order: the argument naming each,
+// whether "default" includes it, and the writer.
+var infoSections = []struct {
+	name  string
+	dflt  func(s *Server) bool
+	write func(i *infoWriter)
+}{
+	{"server", func(*Server) bool { return true }, (*infoWriter).infoServer},
+	{"clients", func(*Server) bool { return true }, (*infoWriter).infoClients},
+	{"memory", func(*Server) bool { return true }, (*infoWriter).infoMemory},
+	{"persistence", func(*Server) bool { return true }, (*infoWriter).infoPersistence},
+	{"stats", func(*Server) bool { return true }, (*infoWriter).infoStats},
+	{"replication", func(*Server) bool { return true }, (*infoWriter).infoReplication},
+	{"cpu", func(*Server) bool { return true }, (*infoWriter).infoCPU},
+	{"commandstats", func(*Server) bool { return false }, (*infoWriter).infoCommandstats},
+	{"errorstats", func(*Server) bool { return true }, (*infoWriter).infoErrorstats},
+	{"tiered", func(s *Server) bool { return s.tiered != nil }, (*infoWriter).infoTiered},
+	{"keyspace", func(*Server) bool { return true }, (*infoWriter).infoKeyspace},
+}
+
+// cmdInfo is INFO [section ...].
+func cmdInfo(x *Coord) {
+	sections := map[string]bool{}
+	for _, a := range x.Args[1:] {
+		sections[strings.ToLower(string(a))] = true
+	}
+	all := len(sections) == 0 || sections["all"] || sections["everything"]
+	i := &infoWriter{srv: x.Srv, uptime: time.Since(x.Srv.start)}
+	i.gather(x)
+	for _, sec := range infoSections {
+		if all || sections[sec.name] || sections["default"] && sec.dflt(x.Srv) {
+			sec.write(i)
+		}
+	}
+	x.W.Verbatim("txt", []byte(i.b.String()))
+}
+
+// gather reads every shard's part, in one message per shard.
+func (i *infoWriter) gather(x *Coord) {
+	srv := x.Srv
+	i.shards = make([]shardInfo, x.NumShards())
+	x.OnEach(func(s *shard.Shard) {
+		in := &i.shards[s.ID]
+		in.stats = s.Stats
+		for _, db := range s.DBs {
+			in.keys = append(in.keys, db.Len())
+			in.expires = append(in.expires, db.Expire.Len())
+			in.packed.Add(db.Packed())
+		}
+		if sl := srv.persist.Slice(s.ID); sl != nil {
+			in.saveKeys = sl.Keys
+		}
+		in.calls = map[string]cmdCount{}
+		for cmd, n := range srv.cmdStats[s.ID].calls {
+			addCount(in.calls, cmd.Name, *n)
+		}
+	})
+	for _, in := range i.shards {
+		i.st.Commands += in.stats.Commands
+		i.st.ExpiredKeys += in.stats.ExpiredKeys
+		i.st.Hits += in.stats.Hits
+		i.st.Misses += in.stats.Misses
+		i.st.Writes += in.stats.Writes
+	}
+}
+
+func (i *infoWriter) infoServer() {
+	i.field("redis_version", RedisVersion)
+	i.field("dfly_version", Version)
+	i.field("redis_mode", "standalone")
+	i.field("os", runtime.GOOS+" "+runtime.GOARCH)
+	i.field("arch_bits", 64)
+	i.field("multiplexing_api", "epoll")
+	i.field("go_version", runtime.Version())
+	i.field("process_id", os.Getpid())
+	i.field("run_id", i.srv.runID)
+	i.field("tcp_port", i.srv.cfg.Port)
+	i.field("uptime_in_seconds", int64(i.uptime.Seconds()))
+	i.field("uptime_in_days", int64(i.uptime.Hours()/24))
+	i.field("executable", os.Args[0])
+	i.field("config_file", "")
+	i.field("hz", 10) // the shards' expiry and defragmentation tick
+	i.field("configured_hz", 10)
+	i.field("lru_clock", time.Now().Unix()&(1<<24-1))
+	i.field("server_time_usec", time.Now().UnixMicro())
+	i.field("num_shards", len(i.shards))
+}
+
+func (i *infoWriter) infoClients() {
+	i.srv.connsMu.Lock()
+	n := len(i.srv.conns)
+	i.srv.connsMu.Unlock()
+	i.field("connected_clients", n)
+	i.field("maxclients", i.srv.cfg.MaxClients)
+	in, out := i.srv.maxClientBuffers()
+	i.field("client_recent_max_input_buffer", in)
+	i.field("client_recent_max_output_buffer", out)
+	i.field("blocked_clients", i.srv.blockedClients.Load())
+	i.srv.tracking.mu.RLock()
+	i.field("tracking_clients", len(i.srv.tracking.conns))
+	i.srv.tracking.mu.RUnlock()
+}
+
+func (i *infoWriter) infoMemory() {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	i.field("used_memory", ms.HeapAlloc)
+	i.field("used_memory_human", humanBytes(int64(ms.HeapAlloc)))
+	rssBytes := rss()
+	i.field("used_memory_rss", rssBytes)
+	i.field("used_memory_rss_human", humanBytes(int64(rssBytes)))
+	i.field("used_memory_peak", ms.HeapSys)
+	i.field("used_memory_peak_human", humanBytes(int64(ms.HeapSys)))
+	if ms.HeapAlloc > 0 {
+		i.field("mem_fragmentation_ratio", fmt.Sprintf("%.2f", float64(rssBytes)/float64(ms.HeapAlloc)))
+	}
+	i.field("mem_allocator", "go")
+	e := i.srv.scripts()
+	e.mu.RLock()
+	scripts, libs, fns := len(e.protos), len(e.fn.libs), len(e.fn.funcs)
+	e.mu.RUnlock()
+	i.field("number_of_cached_scripts", scripts)
+	i.field("number_of_functions", fns)
+	i.field("number_of_libraries", libs)
+	i.field("used_memory_heap_sys", ms.HeapSys)
+	i.field("maxmemory", i.srv.cfg.MaxMemory)
+	i.field("maxmemory_human", humanBytes(i.srv.cfg.MaxMemory))
+	i.field("maxmemory_policy", "noeviction")
+	i.field("gc_cycles", ms.NumGC)
+	i.field("gc_pause_total_ns", ms.PauseTotalNs)
+	i.field("gc_cpu_fraction", fmt.Sprintf("%.6f", ms.GCCPUFraction))
+	i.field("mem_reclaims", i.srv.reclaim.Releases())
+	var packed shard.PackedStats
+	for _, in := range i.shards {
+		packed.Add(in.packed)
+	}
+	i.field("packed_strings_bytes", packed.Used)
+	i.field("packed_strings_live_bytes", packed.Live)
+	i.field("packed_strings_defrag_passes", packed.Passes)
+	i.field("packed_strings_defrag_moves", packed.Moves)
+}
+
+func (i *infoWriter) infoPersistence() {
+	var saveKeys uint64
+	for _, in := range i.shards {
+		saveKeys += in.saveKeys
+	}
+	i.srv.persist.Info(i.st.Writes, saveKeys, i.field)
+	i.field("aof_enabled", 0)
+}
+
+func (i *infoWriter) infoStats() {
+	i.field("total_connections_received", i.srv.totalConns.Load())
+	var local uint64
+	for _, cmd := range i.srv.table.ByName {
+		local += cmd.Calls.Load()
+	}
+	i.field("total_commands_processed", i.st.Commands+local)
+	i.field("rejected_connections", i.srv.rejectedConns.Load())
+	// Redis 7.2's counters (clientbuf.go).
+	i.field("client_query_buffer_limit_disconnections", i.srv.cfg.limits.queryClosed.Load())
+	i.field("client_output_buffer_limit_disconnections", i.srv.cfg.limits.outClosed.Load())
+	in, out, _ := i.srv.traffic.totals()
+	i.field("total_net_input_bytes", in)
+	i.field("total_net_output_bytes", out)
+	i.field("instantaneous_ops_per_sec", i.srv.traffic.opsRate.Load())
+	i.field("instantaneous_input_kbps", fmt.Sprintf("%.2f", float64(i.srv.traffic.inRate.Load())/1024))
+	i.field("instantaneous_output_kbps", fmt.Sprintf("%.2f", float64(i.srv.traffic.outRate.Load())/1024))
+	channels, patterns, shardChannels := i.srv.pubsub.counts()
+	i.field("pubsub_channels", channels)
+	i.field("pubsub_patterns", patterns)
+	i.field("pubsubshard_channels", shardChannels)
+	i.field("command_panics", commandPanics.Load()) // recover.go
+	i.field("unexpected_error_replies", 0)          // replies of a master a replica could not apply are logged
+	i.field("total_error_replies", i.srv.errors.total.Load())
+	i.field("expired_keys", i.st.ExpiredKeys)
+	i.field("evicted_keys", 0)
+	i.field("keyspace_hits", i.st.Hits)
+	i.field("keyspace_misses", i.st.Misses)
+	bs := i.srv.borrowStats()
+	i.field("script_borrowed_runs", bs.runs)                    // borrow.go
+	i.field("script_borrowed_held_runs", bs.held)               // of those, over shards held from the run before
+	i.field("script_borrow_fallbacks", bs.fallbacks)            // tried, then a coordinator ran it
+	i.field("script_forwarded_runs", bs.forwarded)              // forward.go: runs sent to a lower loop
+	i.field("script_borrow_asks", bs.asks)                      // tries that asked other loops for shards
+	i.field("script_borrow_answer_wait_us", bs.answerWait/1000) // waiting for their answers
+	i.field("script_borrow_return_wait_us", bs.returnWait/1000) // waiting for the loop's own shards to come back
+	i.srv.syncStats(i.field)
+}
+
+func (i *infoWriter) infoReplication() {
+	i.srv.replicationInfo(i.field)
+}
+
+func (i *infoWriter) infoCPU() {
+	u, sy := cpuTimes()
+	i.field("used_cpu_sys", fmt.Sprintf("%.6f", sy))
+	i.field("used_cpu_user", fmt.Sprintf("%.6f", u))
+}
+
+func (i *infoWriter) infoCommandstats() {
+	calls := map[string]cmdCount{}
+	for _, in := range i.shards {
+		for k, v := range in.calls {
+			addCount(calls, k, v)
+		}
+	}
+	for _, cmd := range i.srv.table.ByName {
+		addCount(calls, cmd.Name, cmdCount{calls: cmd.Calls.Load(), nsec: cmd.Nsec.Load()})
+	}
+	names := make([]string, 0, len(calls))
+	for k, v := range calls {
+		if cmd := i.srv.table.ByName[k]; v.calls > 0 || cmd != nil && cmd.Failed.Load()+cmd.Rejected.Load() > 0 {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		c := calls[k]
+		var failed, rejected uint64
+		if cmd := i.srv.table.ByName[k]; cmd != nil {
+			failed, rejected = cmd.Failed.Load(), cmd.Rejected.Load()
+		}
+		i.field("cmdstat_"+k, fmt.Sprintf("calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d",
+			c.calls, c.nsec/1000, float64(c.nsec)/1000/float64(max(c.calls, 1)), rejected, failed))
+	}
+}
+
+func (i *infoWriter) infoErrorstats() {
+	i.srv.errors.each(func(code string, n uint64) { i.field("errorstat_"+code, fmt.Sprintf("count=%d", n)) })
+}
+
+func (i *infoWriter) infoTiered() {
+	i.srv.tieredInfo(i.field) // tiered.go
+}
+
+func (i *infoWriter) infoKeyspace() {
+	for db := 0; db < i.srv.cfg.Databases; db++ {
+		keys, expires := 0, 0
+		for _, in := range i.shards {
+			keys += in.keys[db]
+			expires += in.expires[db]
+		}
+		if keys > 0 {
+			i.field("db"+strconv.Itoa(db), fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0", keys, expires))
+		}
+	}
+}
