@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/shard"
 )
 
@@ -16,7 +17,7 @@ import (
 func BenchmarkBatchGetSet(b *testing.B) {
 	for _, gated := range []bool{false, true} {
 		b.Run("gated="+strconv.FormatBool(gated), func(b *testing.B) {
-			cfg := DefaultConfig()
+			cfg := config.Default()
 			cfg.Shards = 1
 			srv := New(cfg, NewLogger(io.Discard, "warning"))
 			s := srv.shards[0]

@@ -1,15 +1,12 @@
 package server
 
 import (
-	"errors"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
-	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/config"
 )
 
 // Client buffer limits, Redis's client-output-buffer-limit and
@@ -35,219 +32,6 @@ import (
 // without a reply, with Redis's log line. Like Redis 7.0 it does not
 // count the arguments of a command already parsed, nor MULTI's queue.
 
-// clientClass is a client's output-buffer-limit class.
-type clientClass int
-
-const (
-	classNormal clientClass = iota
-	classReplica
-	classPubsub
-	clientClasses
-)
-
-// classNames are the names CONFIG GET shows, in its order.
-var classNames = [clientClasses]string{"normal", "slave", "pubsub"}
-
-// outputLimit is one class's limits; read without Config.mu.
-type outputLimit struct {
-	hard, soft atomic.Uint64
-	seconds    atomic.Int64
-}
-
-// clientLimits are the client buffer limits (Config.limits).
-type clientLimits struct {
-	out   [clientClasses]outputLimit
-	query atomic.Int64
-	// Disconnections, INFO stats (Redis 7.2's fields).
-	outClosed, queryClosed atomic.Int64
-	cron                   sync.Once // starts clientsCron
-}
-
-func (l *clientLimits) setDefaults() {
-	l.setOutput(classNormal, 0, 0, 0)
-	l.setOutput(classReplica, 256<<20, 64<<20, 60)
-	l.setOutput(classPubsub, 32<<20, 8<<20, 60)
-	l.query.Store(resp.DefaultMaxQueryBuf)
-}
-
-func (l *clientLimits) setOutput(c clientClass, hard, soft uint64, seconds int64) {
-	l.out[c].hard.Store(hard)
-	l.out[c].soft.Store(soft)
-	l.out[c].seconds.Store(seconds)
-}
-
-// SetReplicaBufferLimit sets the replica class's hard limit
-// (--repl_client_buffer_limit, which predates client-output-buffer-limit).
-func (c *Config) SetReplicaBufferLimit(n int64) {
-	c.limits.out[classReplica].hard.Store(uint64(max(n, 0)))
-}
-
-// replicaHardLimit is the replica class's hard limit (0: none).
-func (c *Config) replicaHardLimit() int64 {
-	return int64(min(c.limits.out[classReplica].hard.Load(), 1<<62))
-}
-
-// The errors of CONFIG SET client-output-buffer-limit, Redis's texts.
-var (
-	errLimitArgs  = errors.New("Wrong number of arguments in buffer limit configuration.")
-	errLimitClass = errors.New("Invalid client class specified in buffer limit configuration.")
-	errLimitValue = errors.New("Error in hard, soft or soft_seconds setting in buffer limit configuration.")
-)
-
-// SetClientOutputBufferLimit applies "<class> <hard> <soft> <seconds>
-// ...", Redis's syntax: some classes or all, applied only if all parse.
-func (c *Config) SetClientOutputBufferLimit(v string) error {
-	if v == "" {
-		return nil
-	}
-	// Redis splits on single spaces: two in a row make an empty field.
-	f := strings.Split(v, " ")
-	if len(f)%4 != 0 {
-		return errLimitArgs
-	}
-	type update struct {
-		class      clientClass
-		hard, soft uint64
-		seconds    int64
-	}
-	var ups []update
-	for i := 0; i < len(f); i += 4 {
-		var u update
-		switch strings.ToLower(f[i]) {
-		case "normal":
-			u.class = classNormal
-		case "slave", "replica":
-			u.class = classReplica
-		case "pubsub":
-			u.class = classPubsub
-		default:
-			return errLimitClass
-		}
-		var okHard, okSoft bool
-		u.hard, okHard = memtoull(f[i+1])
-		u.soft, okSoft = memtoull(f[i+2])
-		secs, okSecs := strtoll(f[i+3])
-		// Redis keeps the seconds in an int: a value that wraps negative
-		// is refused, one that wraps positive is taken.
-		u.seconds = int64(int32(secs))
-		if !okHard || !okSoft || !okSecs || u.seconds < 0 {
-			return errLimitValue
-		}
-		ups = append(ups, u)
-	}
-	for _, u := range ups {
-		c.limits.setOutput(u.class, u.hard, u.soft, u.seconds)
-	}
-	return nil
-}
-
-// clientOutputBufferLimit is CONFIG GET's value.
-func (c *Config) clientOutputBufferLimit() string {
-	var b []byte
-	for k := range clientClasses {
-		l := &c.limits.out[k]
-		if k > 0 {
-			b = append(b, ' ')
-		}
-		b = append(b, classNames[k]...)
-		b = append(b, ' ')
-		b = strconv.AppendUint(b, l.hard.Load(), 10)
-		b = append(b, ' ')
-		b = strconv.AppendUint(b, l.soft.Load(), 10)
-		b = append(b, ' ')
-		b = strconv.AppendInt(b, l.seconds.Load(), 10)
-	}
-	return string(b)
-}
-
-// SetClientQueryBufferLimit applies a client-query-buffer-limit value,
-// with Redis's bounds (1mb to 2^63-1) and texts.
-func (c *Config) SetClientQueryBufferLimit(v string) error {
-	n, ok := memtoull(v)
-	if !ok {
-		return errors.New("argument must be a memory value")
-	}
-	if n < 1<<20 || n > 1<<63-1 {
-		return errors.New("argument must be between 1048576 and 9223372036854775807 inclusive")
-	}
-	c.limits.query.Store(int64(n))
-	c.QueryBufMax = int64(n)
-	return nil
-}
-
-// memtoull parses a memory size as Redis's memtoull: digits (none is 0)
-// and a unit b, k, kb, m, mb, g or gb in any case; no sign, no spaces.
-// Like Redis it saturates a too long number and wraps on the unit.
-func memtoull(s string) (uint64, bool) {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	var mul uint64
-	switch strings.ToLower(s[i:]) {
-	case "", "b":
-		mul = 1
-	case "k":
-		mul = 1000
-	case "kb":
-		mul = 1024
-	case "m":
-		mul = 1000 * 1000
-	case "mb":
-		mul = 1024 * 1024
-	case "g":
-		mul = 1000 * 1000 * 1000
-	case "gb":
-		mul = 1024 * 1024 * 1024
-	default:
-		return 0, false
-	}
-	if i >= 128 { // Redis copies the digits into a 128-byte buffer
-		return 0, false
-	}
-	var n uint64
-	for _, d := range s[:i] {
-		v := uint64(d - '0')
-		if n > (1<<64-1-v)/10 {
-			n = 1<<64 - 1
-			break
-		}
-		n = n*10 + v
-	}
-	return n * mul, true
-}
-
-// strtoll parses a whole field as C's strtoll: an optional sign, digits
-// (an empty field is 0, a sign alone is not a number), saturating on
-// overflow.
-func strtoll(s string) (int64, bool) {
-	neg := false
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		neg, s = s[0] == '-', s[1:]
-		if s == "" {
-			return 0, false
-		}
-	}
-	var n uint64
-	for _, d := range []byte(s) {
-		if d < '0' || d > '9' {
-			return 0, false
-		}
-		if n <= 1<<63 {
-			n = n*10 + uint64(d-'0')
-		}
-	}
-	switch {
-	case neg && n >= 1<<63:
-		return -1 << 63, true
-	case neg:
-		return -int64(n), true
-	case n >= 1<<63:
-		return 1<<63 - 1, true
-	}
-	return int64(n), true
-}
-
 // outputLimiter applies a class's limits to one client's unsent output,
 // from any goroutine.
 type outputLimiter struct {
@@ -257,24 +41,24 @@ type outputLimiter struct {
 // exceeded reports whether pending bytes of unsent output break the
 // class's limits now: the hard limit reached, or the soft limit reached
 // for more than its seconds (counted in whole seconds, as Redis).
-func (o *outputLimiter) exceeded(cfg *Config, class clientClass, pending int64) bool {
+func (o *outputLimiter) exceeded(cfg *config.Config, class config.ClientClass, pending int64) bool {
 	return o.exceededAt(cfg, class, pending, time.Now().Unix())
 }
 
 // exceededAt is exceeded at now (unix seconds).
-func (o *outputLimiter) exceededAt(cfg *Config, class clientClass, pending, now int64) bool {
-	l := &cfg.limits.out[class]
+func (o *outputLimiter) exceededAt(cfg *config.Config, class config.ClientClass, pending, now int64) bool {
+	l := &cfg.Limits.Out[class]
 	n := uint64(max(pending, 0))
-	if h := l.hard.Load(); h > 0 && n >= h {
+	if h := l.Hard.Load(); h > 0 && n >= h {
 		return true
 	}
-	if s := l.soft.Load(); s > 0 && n >= s {
+	if s := l.Soft.Load(); s > 0 && n >= s {
 		since := o.softSince.Load()
 		if since == 0 {
 			o.softSince.Store(now)
 			return false
 		}
-		return now-since > l.seconds.Load()
+		return now-since > l.Seconds.Load()
 	}
 	if o.softSince.Load() != 0 {
 		o.softSince.Store(0)
@@ -284,7 +68,7 @@ func (o *outputLimiter) exceededAt(cfg *Config, class clientClass, pending, now 
 
 // startClientsCron starts clientsCron, once per server.
 func (s *Server) startClientsCron() {
-	s.cfg.limits.cron.Do(func() { go s.clientsCron() })
+	s.clientsCronOnce.Do(func() { go s.clientsCron() })
 }
 
 // clientsCron closes, once a second, the clients that stay over their soft
@@ -318,11 +102,11 @@ func (s *Server) clientsCron() {
 
 // class is the connection's output class: pubsub while it has
 // subscriptions, else normal (MONITOR included, as in Redis).
-func (c *Conn) class() clientClass {
+func (c *Conn) class() config.ClientClass {
 	if c.sub.subscribed.Load() {
-		return classPubsub
+		return config.ClassPubsub
 	}
-	return classNormal
+	return config.ClassNormal
 }
 
 // outboundStats is the part of a gnet connection that reports its unsent
@@ -350,7 +134,7 @@ func (c *Conn) checkOutput() bool {
 		return true
 	}
 	class := c.class()
-	if l := &c.srv.cfg.limits.out[class]; l.hard.Load() == 0 && l.soft.Load() == 0 {
+	if l := &c.srv.cfg.Limits.Out[class]; l.Hard.Load() == 0 && l.Soft.Load() == 0 {
 		return false // no limits (normal's default): nothing to add up
 	}
 	if !c.obuf.exceeded(c.srv.cfg, class, c.pendingOutput()) {
@@ -367,7 +151,7 @@ func (c *Conn) closeForOutput(asap bool) {
 	if !c.outClosing.CompareAndSwap(false, true) {
 		return
 	}
-	c.srv.cfg.limits.outClosed.Add(1)
+	c.srv.cfg.Limits.OutClosed.Add(1)
 	how := "closed"
 	if asap {
 		how = "scheduled to be closed ASAP"
@@ -383,7 +167,7 @@ func (c *Conn) closeForOutput(asap bool) {
 func (c *Conn) queryOverLimit() bool {
 	got, _ := c.parser.Receiving()
 	unparsed := c.gc.InboundBuffered()
-	if int64(unparsed)+got <= c.srv.cfg.limits.query.Load() {
+	if int64(unparsed)+got <= c.srv.cfg.Limits.Query.Load() {
 		return false
 	}
 	head := c.parser.ReceivedHead(64)
@@ -391,7 +175,7 @@ func (c *Conn) queryOverLimit() bool {
 		head, _ = c.gc.Peek(min(unparsed, 64))
 	}
 	c.publishStats()
-	c.srv.cfg.limits.queryClosed.Add(1)
+	c.srv.cfg.Limits.QueryClosed.Add(1)
 	c.srv.log.Warnf("Closing client that reached max query buffer length: %s (qbuf initial bytes: %s)",
 		c.describe(), appendRepr(nil, head))
 	return true

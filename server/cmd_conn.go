@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/resp"
 )
 
@@ -281,7 +282,7 @@ func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
 	case sub == "kill" && len(a) >= 3:
 		cmdClientKill(c, a, w)
 	case (sub == "no-evict" || sub == "no-touch") && len(a) == 3:
-		if _, err := parseYesNo(strings.Replace(strings.Replace(strings.ToLower(string(a[2])), "on", "yes", 1), "off", "no", 1)); err != nil {
+		if _, err := config.ParseYesNo(strings.Replace(strings.Replace(strings.ToLower(string(a[2])), "on", "yes", 1), "off", "no", 1)); err != nil {
 			w.Error(command.ErrSyntax)
 			return
 		}

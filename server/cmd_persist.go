@@ -99,8 +99,8 @@ type persistHost Server
 
 func (h *persistHost) Settings() persist.Settings {
 	s := (*Server)(h)
-	s.cfg.mu.RLock()
-	defer s.cfg.mu.RUnlock()
+	s.cfg.Mu.RLock()
+	defer s.cfg.Mu.RUnlock()
 	return persist.Settings{Dir: s.cfg.Dir, DBFilename: s.cfg.DBFilename, DBFormat: s.cfg.DBFormat,
 		SerializationMaxChunk: int(s.cfg.SerializationMaxChunk), SnapshotReference: s.cfg.SnapshotReference,
 		Save: s.cfg.Save}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/family"
-	"github.com/dfly/dfly/glob"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
@@ -165,7 +164,7 @@ func cmdShutdown(c *Conn, a [][]byte, w *resp.Writer) {
 	}
 	srv := c.srv
 	srv.log.Warnf("User requested shutdown...")
-	if !save && (nosave || !srv.cfg.savePoints()) {
+	if !save && (nosave || !srv.cfg.SavePoints()) {
 		go srv.Shutdown()
 		c.closing = true
 		return
@@ -184,46 +183,20 @@ func cmdConfig(c *Conn, a [][]byte, w *resp.Writer) {
 	sub := strings.ToLower(string(a[1]))
 	switch {
 	case sub == "get" && len(a) >= 3:
-		cfg.mu.RLock()
-		var out []string
-		seen := map[string]bool{}
-		for _, pat := range a[2:] {
-			for _, p := range params {
-				if !seen[p.name] && glob.Match(pat, []byte(p.name), true) {
-					seen[p.name] = true
-					out = append(out, p.name, p.get(cfg))
-				}
-			}
-		}
-		cfg.mu.RUnlock()
+		out := cfg.Get(a[2:])
 		w.Map(len(out) / 2)
 		for _, s := range out {
 			w.BulkString(s)
 		}
 	case sub == "set" && len(a) >= 4 && len(a)%2 == 0:
-		cfg.mu.Lock()
-		defer cfg.mu.Unlock()
+		cfg.Mu.Lock()
+		defer cfg.Mu.Unlock()
 		for i := 2; i < len(a); i += 2 {
-			name := strings.ToLower(string(a[i]))
-			var p *param
-			for j := range params {
-				if params[j].name == name {
-					p = &params[j]
-				}
-			}
-			if p == nil {
-				w.Error("ERR Unknown option or number of arguments for CONFIG SET - '" + string(a[i]) + "'")
+			if e := cfg.Set(string(a[i]), string(a[i+1])); e != "" {
+				w.Error(e)
 				return
 			}
-			if p.set == nil {
-				w.Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config")
-				return
-			}
-			if err := p.set(cfg, string(a[i+1])); err != nil {
-				w.Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())
-				return
-			}
-			if name == "requirepass" {
+			if strings.EqualFold(string(a[i]), "requirepass") {
 				c.srv.acl.setRequirepass(string(a[i+1])) // the default user's password
 			}
 		}

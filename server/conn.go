@@ -868,7 +868,7 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 	g := b.group
 	// One clock read a command (SLOWLOG): a command's time runs from the
 	// previous one's end, like Redis's cached command start time.
-	if b.c.srv.cfg.timing() {
+	if b.c.srv.cfg.Timing() {
 		b.clock = nanotime()
 	}
 	for b.pos < len(b.idx) {

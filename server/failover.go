@@ -307,9 +307,9 @@ func (s *Server) promoteTarget(to *failoverTarget) error {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(failoverDial))
-	s.cfg.mu.RLock()
+	s.cfg.Mu.RLock()
 	user, pass := s.cfg.MasterUser, s.cfg.MasterAuth
-	s.cfg.mu.RUnlock()
+	s.cfg.Mu.RUnlock()
 	var req []byte
 	n := 1
 	switch {

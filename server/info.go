@@ -205,8 +205,8 @@ func (i *infoWriter) infoStats() {
 	i.field("total_commands_processed", i.st.Commands+local)
 	i.field("rejected_connections", i.srv.rejectedConns.Load())
 	// Redis 7.2's counters (clientbuf.go).
-	i.field("client_query_buffer_limit_disconnections", i.srv.cfg.limits.queryClosed.Load())
-	i.field("client_output_buffer_limit_disconnections", i.srv.cfg.limits.outClosed.Load())
+	i.field("client_query_buffer_limit_disconnections", i.srv.cfg.Limits.QueryClosed.Load())
+	i.field("client_output_buffer_limit_disconnections", i.srv.cfg.Limits.OutClosed.Load())
 	in, out, _ := i.srv.traffic.totals()
 	i.field("total_net_input_bytes", in)
 	i.field("total_net_output_bytes", out)

@@ -79,7 +79,7 @@ func (m *latencyMonitor) names() []string {
 // latencyCheck records a command of us microseconds when the monitor is
 // on and it reached the threshold (called by slowCheck).
 func (s *Server) latencyCheck(us int64) {
-	if thr := s.cfg.latencyThreshold.Load(); thr > 0 && us >= thr*1000 {
+	if thr := s.cfg.LatencyThreshold.Load(); thr > 0 && us >= thr*1000 {
 		s.latency.add("command", us/1000)
 	}
 }
@@ -144,7 +144,7 @@ func cmdLatency(c *Conn, a [][]byte, w *resp.Writer) {
 		}
 		w.Verbatim("txt", []byte(latencyGraph(string(a[2]), ev, time.Now().Unix())))
 	case "doctor":
-		w.Verbatim("txt", []byte(m.doctor(c.srv.cfg.latencyThreshold.Load())))
+		w.Verbatim("txt", []byte(m.doctor(c.srv.cfg.LatencyThreshold.Load())))
 	case "histogram":
 		w.Map(0) // latency-tracking is off (see latencyMonitor)
 	}

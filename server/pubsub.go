@@ -268,7 +268,7 @@ func (c *Conn) deliver(msg []byte) {
 	}
 	size := int64(len(msg))
 	c.sub.queued.Add(size)
-	if hard := c.srv.cfg.limits.out[c.class()].hard.Load(); hard > 0 && uint64(c.pendingOutput()) >= hard {
+	if hard := c.srv.cfg.Limits.Out[c.class()].Hard.Load(); hard > 0 && uint64(c.pendingOutput()) >= hard {
 		c.sub.queued.Add(-size)
 		c.closeForOutput(true)
 		return

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 )
@@ -83,7 +84,7 @@ func startWithCommands(t *testing.T, shards int, cmds ...*command.Command) (stri
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Port, cfg.Shards, cfg.Dir = port, shards, t.TempDir()
 	srv := New(cfg, NewLogger(io.Discard, "warning"))
 	srv.table.Add("server", cmds...)

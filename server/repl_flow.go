@@ -229,8 +229,8 @@ func cmdDfly(c *Conn, a [][]byte, w *resp.Writer) {
 }
 
 func (s *Server) pointInTime() bool {
-	s.cfg.mu.RLock()
-	defer s.cfg.mu.RUnlock()
+	s.cfg.Mu.RLock()
+	defer s.cfg.Mu.RUnlock()
 	return s.cfg.PointInTime
 }
 
@@ -354,7 +354,7 @@ func (f *flow) onEntry(e *journal.Entry) {
 }
 
 func (s *Server) replBufferLimit() int64 {
-	if n := s.cfg.replicaHardLimit(); n > 0 {
+	if n := s.cfg.ReplicaHardLimit(); n > 0 {
 		return n
 	}
 	return 1 << 62
@@ -516,9 +516,9 @@ var flowPing = rdb.AppendChunk(nil, rdb.OpFlowPing, 0, nil)
 // replica that stopped acknowledging.
 func (f *flow) readAcks() {
 	r := bufio.NewReaderSize(f.conn, 4096)
-	f.srv.cfg.mu.RLock()
+	f.srv.cfg.Mu.RLock()
 	timeout := time.Duration(f.srv.cfg.ReplTimeout) * time.Second
-	f.srv.cfg.mu.RUnlock()
+	f.srv.cfg.Mu.RUnlock()
 	for {
 		_ = f.conn.SetReadDeadline(time.Now().Add(timeout))
 		b, err := r.ReadSlice('\n') // bounded by the buffer

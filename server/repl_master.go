@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/journal"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/replica"
@@ -581,8 +582,8 @@ func (r *replicaConn) write(b []byte) {
 		r.omu.Unlock()
 		return
 	}
-	if r.obuf.exceeded(r.m.srv.cfg, classReplica, int64(len(r.out)+len(b))) {
-		r.m.srv.cfg.limits.outClosed.Add(1)
+	if r.obuf.exceeded(r.m.srv.cfg, config.ClassReplica, int64(len(r.out)+len(b))) {
+		r.m.srv.cfg.Limits.OutClosed.Add(1)
 		r.dead = true
 		r.out = nil
 		r.omu.Unlock()

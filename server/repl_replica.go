@@ -191,10 +191,10 @@ func (s *Server) replicaOfLocked(host string, port int, replid string, offset in
 		s.dropReplicas()
 	}
 	s.log.Noticef("Connecting to MASTER %s:%d", host, port)
-	s.cfg.mu.RLock()
+	s.cfg.Mu.RLock()
 	user, pass := s.cfg.MasterUser, s.cfg.MasterAuth
 	timeout := time.Duration(s.cfg.ReplTimeout) * time.Second
-	s.cfg.mu.RUnlock()
+	s.cfg.Mu.RUnlock()
 	client := startFlowLink(s, replica.Config{
 		Addr:        net.JoinHostPort(host, strconv.Itoa(port)),
 		ListenPort:  s.cfg.Port,

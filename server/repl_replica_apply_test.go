@@ -4,6 +4,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
 )
@@ -11,7 +12,7 @@ import (
 // startShards is a server of n shards whose goroutines run (no
 // listener), stopped when tb ends.
 func startShards(tb testing.TB, n int) *Server {
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Shards = n
 	s := New(cfg, NewLogger(io.Discard, "warning"))
 	for _, sh := range s.shards {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/resp"
 )
 
@@ -13,7 +14,7 @@ import (
 // batch runs it on the shard's goroutine: EVALSHA of a script that INCRs
 // its two keys (the txbench "eval" test).
 func BenchmarkEvalShard(b *testing.B) {
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Shards = 1
 	srv := New(cfg, NewLogger(io.Discard, "warning"))
 	sha, _, errText := srv.scripts().load([]byte("redis.call('incr', KEYS[1]); return redis.call('incr', KEYS[2])"))

@@ -17,6 +17,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/reclaim"
 	"github.com/dfly/dfly/shard"
@@ -32,9 +33,11 @@ const (
 
 // Server is a running dfly instance.
 type Server struct {
+	// clientsCronOnce starts clientsCron (clientbuf.go).
+	clientsCronOnce sync.Once
 	gnet.BuiltinEventEngine
 
-	cfg       *Config
+	cfg       *config.Config
 	acks      ackSignal // a replica acknowledged (WAIT)
 	slow      slowlog
 	latency   latencyMonitor               // latency.go
@@ -119,7 +122,7 @@ func addCount(m map[string]cmdCount, k string, v cmdCount) {
 }
 
 // New builds a server with its shards; Serve starts it.
-func New(cfg *Config, log *Logger) *Server {
+func New(cfg *config.Config, log *Logger) *Server {
 	if cfg.Shards <= 0 {
 		cfg.Shards = runtime.GOMAXPROCS(0)
 	}
@@ -303,7 +306,7 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 func (s *Server) ShutdownOnSignal() {
 	// loopsReady: the shards are attached to their loops (and this
 	// goroutine sees it); a signal before that has nothing to save yet.
-	if s.cfg.savePoints() && s.loopsReady.Load() {
+	if s.cfg.SavePoints() && s.loopsReady.Load() {
 		_ = s.SaveBeforeShutdown()
 	}
 	s.Shutdown()
@@ -386,9 +389,9 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	if gc.Context() != nil { // a loop probe enrolled by discoverLoops
 		return nil, gnet.None
 	}
-	s.cfg.mu.RLock()
+	s.cfg.Mu.RLock()
 	maxClients, protected, pass := s.cfg.MaxClients, s.cfg.ProtectedMode, s.cfg.Requirepass
-	s.cfg.mu.RUnlock()
+	s.cfg.Mu.RUnlock()
 	if protected && pass == "" && !isLoopback(gc.RemoteAddr()) {
 		s.rejectedConns.Add(1)
 		return []byte(protectedModeError), gnet.Close

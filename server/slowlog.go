@@ -52,7 +52,7 @@ func nanotime() int64
 // time; it returns the time it read, the next command's start in a
 // batch. c may be nil (no client).
 func (s *Server) slowCheck(c *Conn, args [][]byte, start int64) (now int64) {
-	if !s.cfg.timing() {
+	if !s.cfg.Timing() {
 		return 0 // off: no clock read at all
 	}
 	now = nanotime()
@@ -61,7 +61,7 @@ func (s *Server) slowCheck(c *Conn, args [][]byte, start int64) (now int64) {
 	}
 	us := (now - start) / 1000
 	s.latencyCheck(us) // latency.go
-	if thr := s.cfg.slowlogSlowerThan.Load(); thr < 0 || us < thr {
+	if thr := s.cfg.SlowlogSlowerThan.Load(); thr < 0 || us < thr {
 		return now
 	}
 	e := slowEntry{at: time.Now().Unix(), usec: us}
@@ -82,7 +82,7 @@ func (s *Server) slowCheck(c *Conn, args [][]byte, start int64) (now int64) {
 		e.addr, e.name = c.info.addr, c.info.name
 		c.info.Unlock()
 	}
-	max := int(s.cfg.slowlogMaxLen.Load())
+	max := int(s.cfg.SlowlogMaxLen.Load())
 	l := &s.slow
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -309,8 +309,8 @@ func (s *Server) startTiered() {
 }
 
 func (s *Server) maxMemory() int64 {
-	s.cfg.mu.RLock()
-	defer s.cfg.mu.RUnlock()
+	s.cfg.Mu.RLock()
+	defer s.cfg.Mu.RUnlock()
 	return s.cfg.MaxMemory
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/replica"
@@ -61,7 +62,7 @@ func tierServer(t *testing.T) (*Server, *tierShard, *faultFile) {
 	old := openTierFile
 	openTierFile = func(string) (tiered.File, error) { return f, nil }
 	t.Cleanup(func() { openTierFile = old })
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Shards, cfg.Databases = 1, 1
 	cfg.TieredPrefix = t.TempDir() + "/tier"
 	srv := New(cfg, NewLogger(io.Discard, "notice"))

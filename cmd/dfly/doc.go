@@ -2,7 +2,7 @@
 // shared-nothing shards (docs/DESIGN.md).
 //
 // It holds the process's wiring and nothing else: flag parsing into a
-// server.Config (Redis's and Dragonfly's flag names; an unknown flag or a
+// config.Config (Redis's and Dragonfly's flag names; an unknown flag or a
 // bad value exits with status 2), the log file, the Go runtime's tuning
 // (GOGC 200, or 100 with tiered storage, unless GOGC is set; with
 // --maxmemory a GOMEMLIMIT of 1.25× it, 2× with tiered storage, unless

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/server"
 )
@@ -87,7 +88,7 @@ func run(args []string, stderr io.Writer) int {
 
 // tuneGC trades memory for fewer GC cycles unless the user set GOGC, and
 // caps the heap at maxmemory (plus headroom) when it is set.
-func tuneGC(cfg *server.Config) {
+func tuneGC(cfg *config.Config) {
 	if os.Getenv("GOGC") == "" {
 		if cfg.TieredPrefix != "" && cfg.MaxMemory > 0 {
 			// Tiered storage keeps the live heap near half of maxmemory
@@ -110,8 +111,8 @@ func tuneGC(cfg *server.Config) {
 	}
 }
 
-func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
-	cfg := server.DefaultConfig()
+func parseFlags(args []string, stderr io.Writer) (*config.Config, error) {
+	cfg := config.Default()
 	fs := flag.NewFlagSet("dfly", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&cfg.Port, "port", cfg.Port, "TCP port to listen on")
@@ -137,7 +138,7 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 	fs.StringVar(&cfg.DBFilename, "dbfilename", cfg.DBFilename, "snapshot file name")
 	fs.IntVar(&cfg.Databases, "databases", cfg.Databases, "number of databases")
 	fs.Func("maxmemory", "memory limit (bytes, or 100mb, 2gb ...; 0 = none)", func(v string) error {
-		n, err := server.ParseMemory(v)
+		n, err := config.ParseMemory(v)
 		cfg.MaxMemory = n
 		return err
 	})
@@ -169,7 +170,7 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 		return nil
 	})
 	fs.Func("proto-max-bulk-len", "largest bulk string accepted (default 512mb)", func(v string) error {
-		n, err := server.ParseMemory(v)
+		n, err := config.ParseMemory(v)
 		cfg.ProtoMaxBulk = n
 		return err
 	})
@@ -178,12 +179,12 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 	fs.Float64Var(&cfg.TieredOffloadThreshold, "tiered_offload_threshold", cfg.TieredOffloadThreshold,
 		"tiered storage: share of maxmemory kept free by offloading (0..1)")
 	fs.Func("tiered_max_file_size", "tiered storage: cap on each backing file (0 = none)", func(v string) error {
-		n, err := server.ParseMemory(v)
+		n, err := config.ParseMemory(v)
 		cfg.TieredMaxFileSize = n
 		return err
 	})
 	fs.Func("serialization_max_chunk_size", "largest piece of a big value in a snapshot (default 64kb; 1kb..64mb)", func(v string) error {
-		n, err := server.ParseMemory(v)
+		n, err := config.ParseMemory(v)
 		if err == nil && (n < 1024 || n > 64<<20) {
 			err = errors.New("must be from 1kb to 64mb")
 		}
@@ -194,7 +195,7 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 	fs.DurationVar(&cfg.SnapshotStep, "snapshot_step", cfg.SnapshotStep, "work a snapshot does per step before the shard serves clients again")
 	fs.BoolVar(&cfg.PointInTime, "point_in_time_snapshot", cfg.PointInTime, "replication full syncs send a point-in-time snapshot (false: non-PIT, the journal fills in)")
 	fs.Func("repl_backlog_size", "replication backlog per shard (default 1mb; the PSYNC backlog is this times the shards)", func(v string) error {
-		n, err := server.ParseMemory(v)
+		n, err := config.ParseMemory(v)
 		cfg.ReplBacklogSize = n
 		return err
 	})
@@ -208,7 +209,7 @@ func parseFlags(args []string, stderr io.Writer) (*server.Config, error) {
 		return nil
 	})
 	fs.Func("repl_client_buffer_limit", "disconnect a replica whose unsent stream exceeds this (default 256mb; 0 = none): client-output-buffer-limit's replica hard limit", func(v string) error {
-		n, err := server.ParseMemory(v)
+		n, err := config.ParseMemory(v)
 		cfg.SetReplicaBufferLimit(n)
 		return err
 	})

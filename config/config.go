@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dfly/dfly/glob"
 	"github.com/dfly/dfly/persist"
 )
 
@@ -76,30 +77,30 @@ type Config struct {
 
 	// SLOWLOG's settings (slowlog.go), read on every command without mu,
 	// and the latency monitor's threshold in ms (latency.go; 0: off).
-	slowlogSlowerThan, slowlogMaxLen atomic.Int64
-	latencyThreshold                 atomic.Int64
-	// limits: client-output-buffer-limit, client-query-buffer-limit
+	SlowlogSlowerThan, SlowlogMaxLen atomic.Int64
+	LatencyThreshold                 atomic.Int64
+	// Limits: client-output-buffer-limit, client-query-buffer-limit
 	// (clientbuf.go), read without mu.
-	limits clientLimits
+	Limits ClientLimits
 
-	mu sync.RWMutex
+	Mu sync.RWMutex
 }
 
-// savePoints reports whether a save schedule is configured (save).
-func (c *Config) savePoints() bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+// SavePoints reports whether a save schedule is configured (save).
+func (c *Config) SavePoints() bool {
+	c.Mu.RLock()
+	defer c.Mu.RUnlock()
 	return c.Save != ""
 }
 
-// timing reports whether commands are timed: SLOWLOG or the latency
+// Timing reports whether commands are timed: SLOWLOG or the latency
 // monitor is on.
-func (c *Config) timing() bool {
-	return c.slowlogSlowerThan.Load() >= 0 || c.latencyThreshold.Load() > 0
+func (c *Config) Timing() bool {
+	return c.SlowlogSlowerThan.Load() >= 0 || c.LatencyThreshold.Load() > 0
 }
 
-// DefaultConfig has Redis's defaults where Redis has one.
-func DefaultConfig() *Config {
+// Default has Redis's defaults where Redis has one.
+func Default() *Config {
 	c := &Config{
 		Port: 6379, Bind: "127.0.0.1", MaxClients: 10000, Dir: ".", DBFilename: "dump.rdb",
 		Databases: 16, LogLevel: "notice", ProtoMaxBulk: 512 << 20, QueryBufMax: 1 << 30,
@@ -109,10 +110,50 @@ func DefaultConfig() *Config {
 		ReplBacklogSize: 1 << 20, ReplBacklogTTL: time.Hour,
 		ReplTimeout: 60,
 	}
-	c.limits.setDefaults()
-	c.slowlogSlowerThan.Store(10000)
-	c.slowlogMaxLen.Store(128)
+	c.Limits.setDefaults()
+	c.SlowlogSlowerThan.Store(10000)
+	c.SlowlogMaxLen.Store(128)
 	return c
+}
+
+// Get is CONFIG GET's reply: each parameter matching one of patterns
+// (Redis's glob, case-insensitive), once, as name and value.
+func (c *Config) Get(patterns [][]byte) []string {
+	c.Mu.RLock()
+	defer c.Mu.RUnlock()
+	var out []string
+	seen := map[string]bool{}
+	for _, pat := range patterns {
+		for _, p := range params {
+			if !seen[p.name] && glob.Match(pat, []byte(p.name), true) {
+				seen[p.name] = true
+				out = append(out, p.name, p.get(c))
+			}
+		}
+	}
+	return out
+}
+
+// Set is CONFIG SET of one parameter, with the caller holding Mu: the
+// error reply, "" when it applied.
+func (c *Config) Set(given, value string) string {
+	name := strings.ToLower(given)
+	var p *param
+	for j := range params {
+		if params[j].name == name {
+			p = &params[j]
+		}
+	}
+	if p == nil {
+		return "ERR Unknown option or number of arguments for CONFIG SET - '" + given + "'"
+	}
+	if p.set == nil {
+		return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config"
+	}
+	if err := p.set(c, value); err != nil {
+		return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error()
+	}
+	return ""
 }
 
 // param is one CONFIG GET/SET parameter.
@@ -171,7 +212,7 @@ var params = []param{
 	{name: "databases", get: func(c *Config) string { return strconv.Itoa(c.Databases) }},
 	memParam("maxmemory", func(c *Config) *int64 { return &c.MaxMemory }),
 	memParam("proto-max-bulk-len", func(c *Config) *int64 { return &c.ProtoMaxBulk }),
-	{name: "client-query-buffer-limit", get: func(c *Config) string { return strconv.FormatInt(c.limits.query.Load(), 10) },
+	{name: "client-query-buffer-limit", get: func(c *Config) string { return strconv.FormatInt(c.Limits.Query.Load(), 10) },
 		set: (*Config).SetClientQueryBufferLimit},
 	{name: "client-output-buffer-limit", get: (*Config).clientOutputBufferLimit, set: (*Config).SetClientOutputBufferLimit},
 	strParam("logfile", func(c *Config) *string { return &c.LogFile }, false),
@@ -183,21 +224,21 @@ var params = []param{
 		}
 		return fmt.Errorf("argument(s) must be one of the following: debug, verbose, notice, warning, nothing")
 	}},
-	{name: "protected-mode", get: func(c *Config) string { return yesNo(c.ProtectedMode) }, set: func(c *Config, v string) error {
-		b, err := parseYesNo(v)
+	{name: "protected-mode", get: func(c *Config) string { return YesNo(c.ProtectedMode) }, set: func(c *Config, v string) error {
+		b, err := ParseYesNo(v)
 		c.ProtectedMode = b
 		return err
 	}},
-	{name: "slowlog-log-slower-than", get: func(c *Config) string { return strconv.FormatInt(c.slowlogSlowerThan.Load(), 10) },
+	{name: "slowlog-log-slower-than", get: func(c *Config) string { return strconv.FormatInt(c.SlowlogSlowerThan.Load(), 10) },
 		set: func(c *Config, v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
 				return fmt.Errorf("argument couldn't be parsed into an integer")
 			}
-			c.slowlogSlowerThan.Store(n)
+			c.SlowlogSlowerThan.Store(n)
 			return nil
 		}},
-	{name: "latency-monitor-threshold", get: func(c *Config) string { return strconv.FormatInt(c.latencyThreshold.Load(), 10) },
+	{name: "latency-monitor-threshold", get: func(c *Config) string { return strconv.FormatInt(c.LatencyThreshold.Load(), 10) },
 		set: func(c *Config, v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
@@ -206,17 +247,17 @@ var params = []param{
 			if n < 0 {
 				return fmt.Errorf("argument must be between 0 and 9223372036854775807 inclusive")
 			}
-			c.latencyThreshold.Store(n)
+			c.LatencyThreshold.Store(n)
 			return nil
 		}},
 	fixed("latency-tracking", "no"), // per-command histograms: not kept (latency.go)
-	{name: "slowlog-max-len", get: func(c *Config) string { return strconv.FormatInt(c.slowlogMaxLen.Load(), 10) },
+	{name: "slowlog-max-len", get: func(c *Config) string { return strconv.FormatInt(c.SlowlogMaxLen.Load(), 10) },
 		set: func(c *Config, v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 0 {
 				return fmt.Errorf("argument couldn't be parsed into an integer")
 			}
-			c.slowlogMaxLen.Store(n)
+			c.SlowlogMaxLen.Store(n)
 			return nil
 		}},
 	{name: "shards", get: func(c *Config) string { return strconv.Itoa(c.Shards) }},
@@ -258,14 +299,16 @@ var params = []param{
 	fixed("timeout", "0"),
 }
 
-func yesNo(b bool) string {
+// YesNo is how CONFIG GET shows a boolean.
+func YesNo(b bool) string {
 	if b {
 		return "yes"
 	}
 	return "no"
 }
 
-func parseYesNo(v string) (bool, error) {
+// ParseYesNo reads a boolean as CONFIG SET takes it.
+func ParseYesNo(v string) (bool, error) {
 	switch strings.ToLower(v) {
 	case "yes":
 		return true, nil
