@@ -1,6 +1,7 @@
 package family
 
-// DUMP and RESTORE, with Redis's payload format and replies.
+// DUMP and RESTORE, with Redis's payload format and replies (and MIGRATE's
+// table entry: migrate.go).
 
 import (
 	"errors"
@@ -21,6 +22,8 @@ func dumpCommands() []*command.Command {
 		// RESTORE-ASKING is RESTORE that a cluster's MIGRATE sends.
 		{Name: "restore-asking", Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagAsking, FirstKey: 1, LastKey: 1, Step: 1,
 			Shard: cmdRestore, Rewrite: rewriteRestore},
+		{Name: "migrate", Arity: -6, Flags: command.FlagWrite | command.FlagNoScript, FirstKey: 3, LastKey: 3, Step: 1,
+			KeyPositions: migrateKeyPositions, Multi: cmdMigrate},
 	}
 }
 

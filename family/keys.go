@@ -20,8 +20,8 @@ func keyCommands() []*command.Command {
 	kAll := func(c *command.Command) *command.Command { c.FirstKey, c.LastKey, c.Step = 1, -1, 1; return c }
 	k12 := func(c *command.Command) *command.Command { c.FirstKey, c.LastKey, c.Step = 1, 2, 1; return c }
 	return []*command.Command{
-		kAll(&command.Command{Name: "del", Arity: -2, Flags: command.FlagWrite, Shard: func(x *command.Exec) { countKeys(x, DelOn) }, Multi: func(x *command.Coord) { multiCount(x, true, DelOn) }}),
-		kAll(&command.Command{Name: "unlink", Arity: -2, Flags: command.FlagWrite | command.FlagFast, Shard: func(x *command.Exec) { countKeys(x, DelOn) }, Multi: func(x *command.Coord) { multiCount(x, true, DelOn) }}),
+		kAll(&command.Command{Name: "del", Arity: -2, Flags: command.FlagWrite, Shard: func(x *command.Exec) { countKeys(x, delOn) }, Multi: func(x *command.Coord) { multiCount(x, true, delOn) }}),
+		kAll(&command.Command{Name: "unlink", Arity: -2, Flags: command.FlagWrite | command.FlagFast, Shard: func(x *command.Exec) { countKeys(x, delOn) }, Multi: func(x *command.Coord) { multiCount(x, true, delOn) }}),
 		kAll(&command.Command{Name: "exists", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, Shard: func(x *command.Exec) { countKeys(x, existsOn) }, Multi: func(x *command.Coord) { multiCount(x, false, existsOn) }}),
 		kAll(&command.Command{Name: "touch", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, Shard: func(x *command.Exec) { countKeys(x, existsOn) }, Multi: func(x *command.Coord) { multiCount(x, false, existsOn) }}),
 		k1(&command.Command{Name: "type", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, Shard: cmdType}),
@@ -45,11 +45,11 @@ func keyCommands() []*command.Command {
 	}
 }
 
-// DelOn deletes key from db, reporting whether it was there (an
+// delOn deletes key from db, reporting whether it was there (an
 // offloaded value is not read to be deleted).
-// DelOn deletes key from db, reporting whether it was there (an
+// delOn deletes key from db, reporting whether it was there (an
 // offloaded value is not read to be deleted).
-func DelOn(db *shard.DB, key []byte) bool {
+func delOn(db *shard.DB, key []byte) bool {
 	it, _ := db.FindMeta(key) // an offloaded value is not read to be deleted
 	if !it.Valid() {
 		return false

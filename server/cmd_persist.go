@@ -22,8 +22,6 @@ func persistCommands() []*command.Command {
 		{Name: "save", Arity: 1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoMulti, Multi: viaCoord(cmdSave)},
 		{Name: "bgsave", Arity: -1, Flags: command.FlagAdmin | command.FlagNoScript, Multi: viaCoord(cmdBgsave)},
 		{Name: "lastsave", Arity: 1, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, Multi: viaCoord(cmdLastSave)},
-		{Name: "migrate", Arity: -6, Flags: command.FlagWrite | command.FlagNoScript, FirstKey: 3, LastKey: 3, Step: 1,
-			KeyPositions: migrateKeyPositions, Multi: viaCoord(cmdMigrate)},
 	}
 }
 

@@ -44,7 +44,6 @@ type Server struct {
 	pause     pauseState                   // CLIENT PAUSE (pause.go)
 	failover  failoverState                // FAILOVER (failover.go)
 	scriptEng atomic.Pointer[scriptEngine] // scripts()
-	migrate   migrateConns                 // MIGRATE's connections to targets (cmd_migrate.go)
 	reclaim   reclaim.Reclaimer            // gives free heap memory back to the OS after a burst
 	shards    []*shard.Shard
 	table     *command.Table

@@ -1,4 +1,4 @@
-package server
+package family
 
 // MIGRATE: move keys to another server as Redis does — DUMP payloads sent
 // as RESTORE commands over a connection kept for the next MIGRATE to the
@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/command"
-	"github.com/dfly/dfly/family"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
@@ -47,7 +46,9 @@ type migrateConn struct {
 }
 
 // migrateConns caches connections by "host:port"; a MIGRATE takes its
-// target's out while it uses it.
+// target's out while it uses it. One cache for the process, as Redis's.
+var migrations migrateConns
+
 type migrateConns struct {
 	mu    sync.Mutex
 	conns map[string]*migrateConn
@@ -179,7 +180,7 @@ type migrateItem struct {
 	payload []byte
 }
 
-func cmdMigrate(x *Coord) {
+func cmdMigrate(x *command.Coord) {
 	m, e := parseMigrate(x.Args)
 	if e != "" {
 		x.W.Error(e)
@@ -220,7 +221,7 @@ func cmdMigrate(x *Coord) {
 		x.W.SimpleString("NOKEY")
 		return
 	}
-	moved, reply := x.Srv.migrateSend(m, x.Args, items)
+	moved, reply := migrateSend(m, x.Args, items)
 	if m.copy || len(moved) == 0 {
 		t.Finish(nil)
 	} else {
@@ -233,7 +234,7 @@ func cmdMigrate(x *Coord) {
 			db := s.DBs[x.DB]
 			for _, i := range moved {
 				if x.ShardOf(x.Args[i]) == s.ID {
-					family.DelOn(db, x.Args[i])
+					delOn(db, x.Args[i])
 				}
 			}
 		})
@@ -250,9 +251,9 @@ func cmdMigrate(x *Coord) {
 // positions of the keys the target took and the reply ("+OK" or "-..."). A
 // failure to write or read on a cached connection before any reply is
 // retried once on a new one (the target may have closed it meanwhile).
-func (s *Server) migrateSend(m migrateArgs, args [][]byte, items []migrateItem) ([]int, string) {
+func migrateSend(m migrateArgs, args [][]byte, items []migrateItem) ([]int, string) {
 	for attempt := 0; ; attempt++ {
-		mc, err := s.migrate.take(m.addr, m.timeout)
+		mc, err := migrations.take(m.addr, m.timeout)
 		if err != nil {
 			if errIsTimeout(err) {
 				return nil, "-IOERR error or timeout connecting to the client"
@@ -264,7 +265,7 @@ func (s *Server) migrateSend(m migrateArgs, args [][]byte, items []migrateItem) 
 		moved, reply, replies, ioErr := mc.exchange(m, args, items)
 		if reply[0] == '+' {
 			mc.db = m.db
-			s.migrate.put(m.addr, mc)
+			migrations.put(m.addr, mc)
 			return moved, reply
 		}
 		if ioErr != nil {
@@ -275,7 +276,7 @@ func (s *Server) migrateSend(m migrateArgs, args [][]byte, items []migrateItem) 
 			return moved, reply
 		}
 		mc.db = -1 // the target refused something: SELECT again next time
-		s.migrate.put(m.addr, mc)
+		migrations.put(m.addr, mc)
 		return moved, reply
 	}
 }
