@@ -39,5 +39,5 @@ func ReplyErr(w *resp.Writer, err error) {
 const ErrTierRead = "ERR tiered storage: failed to read an offloaded value"
 
 // ErrScriptDemoted: an inline script stopped to run again on a coordinator
-// (the server's luaVM.exec); the reply is discarded with the run.
+// (the server's scriptCall.exec); the reply is discarded with the run.
 const ErrScriptDemoted = "ERR script moved to a coordinator"

@@ -230,7 +230,7 @@ func isHashSign(pat []byte) bool {
 // coordinator waits for before it uses the value. A SORT run inline on a
 // shard goroutine (inside a script confined to a shard, whose text does
 // not name SORT: see evalCoordinate) cannot wait for a read: it stops the
-// script, which runs again on a coordinator (r.inline, scriptRun.demote),
+// script, which runs again on a coordinator (r.inline, script.Run.Demote),
 // or, when the script has written already (or r is nil: the script runs
 // inside EXEC), Find loads the value, blocking: the one synchronous path
 // left, once per script (its later runs take a coordinator).
@@ -293,7 +293,7 @@ type sortReads struct {
 	failed atomic.Bool // a read failed: the command fails
 	issued int         // reads issued by the key's shard's steps (read between steps)
 	// inline: the SORT runs on a shard goroutine, in a script that may
-	// still be demoted (demote, the script's scriptRun.demote); demoted:
+	// still be demoted (demote, the script's script.Run.Demote); demoted:
 	// it was, the SORT stops.
 	inline  bool
 	demote  func() bool

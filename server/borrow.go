@@ -61,8 +61,8 @@ import (
 //     long. It abandons the try (answers still out will be stale: what
 //     they lent goes straight back) and the script goes to a coordinator.
 //
-// A borrowed run is subject to the inline script budget (scriptRun): one
-// that has not written by localScriptBudget stops and runs again on a
+// A borrowed run is subject to the inline script budget (script.Run): one
+// that has not written by script.InlineBudget stops and runs again on a
 // coordinator; one that has written runs to its end, holding the loops'
 // shards as an inline script holds its shard's.
 

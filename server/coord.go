@@ -7,6 +7,7 @@ import (
 
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/script"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
 )
@@ -31,8 +32,8 @@ type Coord struct {
 	canRetry, demoted bool
 	// script: the inline run (on Local's goroutine) of the script this
 	// command belongs to, which may still hand itself over to a
-	// coordinator (scriptRun.demote); nil otherwise.
-	script *scriptRun
+	// coordinator (script.Run.Demote); nil otherwise.
+	script *script.Run
 	// outer: the transaction an InTx command runs within (EXEC's, a
 	// script's), whose journal parts its steps record into.
 	outer *tx.Tx
@@ -81,7 +82,7 @@ func (x *Coord) TieredReads() (async bool, demote func() bool) {
 	case x.Local == nil:
 		return true, nil
 	case x.script != nil:
-		return false, x.script.demote
+		return false, x.script.Demote
 	}
 	return false, nil
 }
@@ -256,12 +257,12 @@ func (x *Coord) Tx() *tx.Tx {
 // scriptTx is the transaction of a script: the interpreter's previous one
 // recycled (tx.Recycle) when the script runs on its own, which it then
 // owns until its next run; as Tx within EXEC or inline.
-func (x *Coord) scriptTx(vm *luaVM) *tx.Tx {
+func (x *Coord) scriptTx(sc *scriptCall) *tx.Tx {
 	if x.Local != nil || x.InTx {
 		return x.Tx()
 	}
-	vm.tx = tx.Recycle(vm.tx, x.Srv.shards)
-	return x.withRecorder(vm.tx)
+	sc.tx = tx.Recycle(sc.tx, x.Srv.shards)
+	return x.withRecorder(sc.tx)
 }
 
 // withRecorder makes a write command's transaction journal the command at

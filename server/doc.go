@@ -18,9 +18,12 @@
 //     cmd_server.go, cmd_memory.go, cmd_standalone.go, cmd_migrate.go;
 //     coord.go is the server's side of a coordinator (command.Runner),
 //     blocking.go how a client waits while blocked.
-//   - Transactions and scripts: multi.go (MULTI/EXEC/WATCH), script*.go
-//     (EVAL, the Lua sandbox, cjson/bit/struct), function*.go (FUNCTION,
-//     FCALL).
+//   - Transactions and scripts: multi.go (MULTI/EXEC/WATCH); script.go
+//     (EVAL, SCRIPT: where a script runs, with what locks), function.go
+//     (FCALL, FUNCTION: shard 0 held for a change, the libraries at a
+//     snapshot's cut), script_call.go (a script's redis.call: its checks,
+//     run inline or within the script's transaction). The interpreter, the
+//     script cache and the function libraries are package script.
 //   - Clients: acl.go, pubsub.go, tracking.go, monitor.go, slowlog.go,
 //     latency.go, errorstats.go, clientbuf.go (client buffer limits).
 //   - Persistence's commands: cmd_persist.go (SAVE, BGSAVE, LASTSAVE,

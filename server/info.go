@@ -162,10 +162,7 @@ func (i *infoWriter) infoMemory() {
 		i.field("mem_fragmentation_ratio", fmt.Sprintf("%.2f", float64(rssBytes)/float64(ms.HeapAlloc)))
 	}
 	i.field("mem_allocator", "go")
-	e := i.srv.scripts()
-	e.mu.RLock()
-	scripts, libs, fns := len(e.protos), len(e.fn.libs), len(e.fn.funcs)
-	e.mu.RUnlock()
+	scripts, libs, fns := i.srv.scripts().Counts()
 	i.field("number_of_cached_scripts", scripts)
 	i.field("number_of_functions", fns)
 	i.field("number_of_libraries", libs)

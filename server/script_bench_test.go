@@ -17,7 +17,7 @@ func BenchmarkEvalShard(b *testing.B) {
 	cfg := config.Default()
 	cfg.Shards = 1
 	srv := New(cfg, NewLogger(io.Discard, "warning"))
-	sha, _, errText := srv.scripts().load([]byte("redis.call('incr', KEYS[1]); return redis.call('incr', KEYS[2])"))
+	sha, _, errText := srv.scripts().Load([]byte("redis.call('incr', KEYS[1]); return redis.call('incr', KEYS[2])"))
 	if errText != "" {
 		b.Fatal(errText)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/reclaim"
+	"github.com/dfly/dfly/script"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
 )
@@ -40,11 +41,11 @@ type Server struct {
 	cfg       *config.Config
 	acks      ackSignal // a replica acknowledged (WAIT)
 	slow      slowlog
-	latency   latencyMonitor               // latency.go
-	pause     pauseState                   // CLIENT PAUSE (pause.go)
-	failover  failoverState                // FAILOVER (failover.go)
-	scriptEng atomic.Pointer[scriptEngine] // scripts()
-	reclaim   reclaim.Reclaimer            // gives free heap memory back to the OS after a burst
+	latency   latencyMonitor                // latency.go
+	pause     pauseState                    // CLIENT PAUSE (pause.go)
+	failover  failoverState                 // FAILOVER (failover.go)
+	scriptEng atomic.Pointer[script.Engine] // scripts()
+	reclaim   reclaim.Reclaimer             // gives free heap memory back to the OS after a burst
 	shards    []*shard.Shard
 	table     *command.Table
 	log       *Logger

@@ -58,21 +58,21 @@ package server
 //     the value to Find's blocking load. A script or EXEC confined to one
 //     shard runs inside a batch, which loads all its keys first
 //     (tierBefore); a script the batch hands to a coordinator
-//     (scriptRun.demote, the inline budget) has them loaded and pinned
+//     (script.Run.Demote, the inline budget) has them loaded and pinned
 //     again there (Coord.runMulti), as they may be offloaded meanwhile.
 //   - SORT reads offloaded BY/GET pattern values asynchronously between
-//     its steps, on a coordinator that waits for them (cmd_sort.go). SORT
+//     its steps, on a coordinator that waits for them (family/sort.go). SORT
 //     itself always takes a coordinator; a script that may call it does
 //     too, with tiering, instead of running on a shard's goroutine, which
 //     cannot wait: confined to a shard, inside an EXEC on one shard, or in
 //     a step of a coordinator's EXEC (evalCoordinate). A script may call
-//     SORT when its text names it (mentionsSort) or when a command it
-//     calls is not named by a literal (scriptNamesCommands:
+//     SORT when its text names it (script.MentionsSort) or when a command
+//     it calls is not named by a literal (script.Script.MaySort:
 //     redis.call(ARGV[1], ...), an alias of redis.call, _G ...). Should a
 //     script still reach SORT inline (a construct that check missed),
-//     that call sends its later runs to a coordinator (luaVM.call), and
+//     that call sends its later runs to a coordinator (scriptCall.Call), and
 //     an offloaded pattern value stops the script if it has not written
-//     yet, to run again on a coordinator (scriptRun.demote).
+//     yet, to run again on a coordinator (script.Run.Demote).
 //   - A replica applying its master's single-shard commands loads the
 //     values a command reads first, parking its apply batch (applyLoad);
 //     its multi-shard commands and transactions are preloaded and pinned

@@ -1,15 +1,15 @@
-package server
+package script
 
 import "github.com/yuin/gopher-lua/ast"
 
-// scriptNamesCommands reports whether every command a script can call is
-// a string literal in its text: each redis.call and redis.pcall is called
-// directly with a literal first argument, and nothing else can reach
-// them. With tiering on, a script for which this does not hold is run on a
-// coordinator like one whose text names SORT (evalCoordinate): its SORT
-// may be named at run time (redis.call(ARGV[1], ...)), and a SORT inline
-// on a shard that has written could only read offloaded BY/GET values
-// blocking.
+// namesCommands reports whether every command a script can call is a
+// string literal in its text: each redis.call and redis.pcall is called
+// directly with a literal first argument, and nothing else can reach them.
+// With tiering on, a script for which this does not hold is run on a
+// coordinator like one whose text names SORT (Script.MaySort, read by the
+// server's routing): its SORT may be named at run time
+// (redis.call(ARGV[1], ...)), and a SORT inline on a shard that has
+// written could only read offloaded BY/GET values blocking.
 //
 // The check is conservative: any other use of the global redis (a local
 // alias, pairs(redis), redis:call), redis.call not in call position
@@ -23,7 +23,7 @@ import "github.com/yuin/gopher-lua/ast"
 // BullMQ's scripts begin) is a name for it: calls through it count as
 // calls, any other use of that name anywhere (an argument, a new value)
 // makes the check false. A first walk collects those names.
-func scriptNamesCommands(chunk []ast.Stmt) (ok bool, names []string) {
+func namesCommands(chunk []ast.Stmt) (ok bool, names []string) {
 	w := nameWalker{ok: true, collect: true, aliases: map[string]bool{}}
 	w.stmts(chunk)
 	w.collect, w.names = false, nil

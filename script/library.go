@@ -1,4 +1,4 @@
-package server
+package script
 
 import (
 	"context"
@@ -18,10 +18,10 @@ import (
 const libLoadTimeout = 500 * time.Millisecond
 
 // libLoad is a chunk's run: the functions it registered, made in this
-// interpreter; collect: also describe them in lib.fns (FUNCTION LOAD,
+// interpreter; collect: also describe them in lib.Functions (FUNCTION LOAD,
 // the first run of the library).
 type libLoad struct {
-	lib     *funcLib
+	lib     *Library
 	collect bool
 	fns     map[string]*lua.LFunction
 }
@@ -29,7 +29,7 @@ type libLoad struct {
 // functionEnv returns the interpreter's environment of libraries, made on
 // first use: read-only; while a chunk loads it shows loadAPI, otherwise
 // the scripts' globals (vm.env, whose missing names raise).
-func (vm *luaVM) functionEnv() *lua.LTable {
+func (vm *VM) functionEnv() *lua.LTable {
 	if vm.fnEnv != nil {
 		return vm.fnEnv
 	}
@@ -46,12 +46,12 @@ func (vm *luaVM) functionEnv() *lua.LTable {
 	for name, fn := range map[string]lua.LGFunction{"register_function": vm.registerFunction, "log": vm.log} {
 		api.RawSetString(name, L.NewFunction(fn))
 	}
-	for name, n := range map[string]int{"LOG_DEBUG": levelDebug, "LOG_VERBOSE": levelVerbose,
-		"LOG_NOTICE": levelNotice, "LOG_WARNING": levelWarning} {
+	for name, n := range map[string]int{"LOG_DEBUG": logDebug, "LOG_VERBOSE": logVerbose,
+		"LOG_NOTICE": logNotice, "LOG_WARNING": logWarning} {
 		api.RawSetString(name, lua.LNumber(n))
 	}
-	api.RawSetString("REDIS_VERSION", lua.LString(RedisVersion))
-	api.RawSetString("REDIS_VERSION_NUM", lua.LNumber(versionNum(RedisVersion)))
+	api.RawSetString("REDIS_VERSION", lua.LString(vm.eng.version))
+	api.RawSetString("REDIS_VERSION_NUM", lua.LNumber(versionNum(vm.eng.version)))
 	redis := L.NewTable()
 	L.SetMetatable(redis, vm.metaOf(L, L.NewFunction(func(L *lua.LState) int {
 		if v := api.RawGet(L.Get(2)); v != lua.LNil {
@@ -80,7 +80,7 @@ func (vm *luaVM) functionEnv() *lua.LTable {
 }
 
 // metaOf returns a locked metatable with index and newindex.
-func (vm *luaVM) metaOf(L *lua.LState, index, newindex *lua.LFunction) *lua.LTable {
+func (vm *VM) metaOf(L *lua.LState, index, newindex *lua.LFunction) *lua.LTable {
 	mt := L.NewTable()
 	mt.RawSetString("__index", index)
 	mt.RawSetString("__newindex", newindex)
@@ -90,7 +90,7 @@ func (vm *luaVM) metaOf(L *lua.LState, index, newindex *lua.LFunction) *lua.LTab
 
 // loadLibrary runs lib's chunk in this interpreter and returns the
 // functions it registered; the error is the full reply.
-func (vm *luaVM) loadLibrary(lib *funcLib, collect bool) (map[string]*lua.LFunction, string) {
+func (vm *VM) loadLibrary(lib *Library, collect bool) (map[string]*lua.LFunction, string) {
 	L := vm.L
 	env := vm.functionEnv()
 	ld := &libLoad{lib: lib, collect: collect, fns: map[string]*lua.LFunction{}}
@@ -121,7 +121,7 @@ func (vm *luaVM) loadLibrary(lib *funcLib, collect bool) (map[string]*lua.LFunct
 			text = "FUNCTION LOAD timeout"
 		}
 		if collect {
-			lib.fns = nil
+			lib.Functions = nil
 		}
 		return nil, "ERR Error registering functions: " + text
 	}
@@ -131,13 +131,13 @@ func (vm *luaVM) loadLibrary(lib *funcLib, collect bool) (map[string]*lua.LFunct
 // registerFunction is redis.register_function(name, callback) or
 // redis.register_function{function_name=..., callback=..., flags={...},
 // description=...}, while a chunk loads.
-func (vm *luaVM) registerFunction(L *lua.LState) int {
+func (vm *VM) registerFunction(L *lua.LState) int {
 	ld := vm.loading
 	fail := func(text string) { L.Error(vm.errorTable(text), 1) }
 	if ld == nil {
 		fail("redis.register_function can only be called on FUNCTION LOAD command")
 	}
-	f := &funcDef{lib: ld.lib}
+	f := &Function{Lib: ld.lib}
 	var cb *lua.LFunction
 	switch L.GetTop() {
 	case 1:
@@ -153,7 +153,7 @@ func (vm *luaVM) registerFunction(L *lua.LState) int {
 				if !ok {
 					fail("function_name argument given to redis.register_function must be a string")
 				}
-				f.name, named = s, true
+				f.Name, named = s, true
 			case "callback":
 				if cb, ok = v.(*lua.LFunction); !ok {
 					fail("callback argument given to redis.register_function must be a function")
@@ -198,27 +198,27 @@ func (vm *luaVM) registerFunction(L *lua.LState) int {
 		if !ok {
 			fail("first argument to redis.register_function must be a string")
 		}
-		f.name = s
+		f.Name = s
 		if cb, ok = L.Get(2).(*lua.LFunction); !ok {
 			fail("second argument to redis.register_function must be a function")
 		}
 	default:
 		fail("wrong number of arguments to redis.register_function")
 	}
-	if !validName(f.name) {
+	if !validName(f.Name) {
 		fail(errNameChars[len("ERR "):]) // sic: Redis 7.0 says library
 	}
-	if _, dup := ld.fns[f.name]; dup {
+	if _, dup := ld.fns[f.Name]; dup {
 		fail("Function already exists in the library")
 	}
 	for name := range ld.fns {
-		if strings.EqualFold(name, f.name) {
+		if strings.EqualFold(name, f.Name) {
 			fail("Function already exists in the library")
 		}
 	}
-	ld.fns[f.name] = cb
+	ld.fns[f.Name] = cb
 	if ld.collect {
-		ld.lib.fns = append(ld.lib.fns, f)
+		ld.lib.Functions = append(ld.lib.Functions, f)
 	}
 	return 0
 }
@@ -236,31 +236,31 @@ func luaText(v lua.LValue) (string, bool) {
 
 // libFunction returns f's closure in this interpreter, running its
 // library's chunk here first when needed.
-func (vm *luaVM) libFunction(f *funcDef) (*lua.LFunction, string) {
+func (vm *VM) libFunction(f *Function) (*lua.LFunction, string) {
 	if g := vm.eng.libGen.Load(); g != vm.libGen || vm.libFns == nil {
-		vm.libFns = map[*funcLib]map[string]*lua.LFunction{}
+		vm.libFns = map[*Library]map[string]*lua.LFunction{}
 		vm.libGen = g
 	}
-	fns := vm.libFns[f.lib]
+	fns := vm.libFns[f.Lib]
 	if fns == nil {
 		var errText string
-		if fns, errText = vm.loadLibrary(f.lib, false); errText != "" {
+		if fns, errText = vm.loadLibrary(f.Lib, false); errText != "" {
 			return nil, errText
 		}
-		vm.libFns[f.lib] = fns
+		vm.libFns[f.Lib] = fns
 	}
-	return fns[f.name], ""
+	return fns[f.Name], ""
 }
 
-// runFunction calls the function f with its keys and arguments and
-// writes its reply to w: run for FCALL.
-func (vm *luaVM) runFunction(sc *scriptCtx, f *funcDef, keys, argv [][]byte, w *resp.Writer) {
+// RunFunction calls the function f with its keys and arguments, between
+// Begin and End, and writes its reply to w: RunScript for FCALL.
+func (vm *VM) RunFunction(f *Function, keys, argv [][]byte, w *resp.Writer) {
 	L := vm.L
-	vm.sc = sc
+	vm.resp = 2
 	fn, errText := vm.libFunction(f)
 	if fn == nil {
 		if errText == "" {
-			errText = errFuncNotFound
+			errText = ErrFunctionNotFound
 		}
 		w.Error(errText)
 		vm.reset(0, 0)

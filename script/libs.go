@@ -1,4 +1,4 @@
-package server
+package script
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ func libError(L *lua.LState, format string, args ...any) {
 
 const cjsonMaxDepth = 1000
 
-func (vm *luaVM) cjsonLib() *lua.LTable {
+func (vm *VM) cjsonLib() *lua.LTable {
 	L := vm.L
 	t := L.NewTable()
 	t.RawSetString("encode", L.NewFunction(func(L *lua.LState) int {
@@ -103,7 +103,7 @@ func jsonString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-func (vm *luaVM) jsonEncode(L *lua.LState, b []byte, v lua.LValue, depth int) []byte {
+func (vm *VM) jsonEncode(L *lua.LState, b []byte, v lua.LValue, depth int) []byte {
 	switch v := v.(type) {
 	case lua.LString:
 		return jsonString(b, string(v))
@@ -178,7 +178,7 @@ func (vm *luaVM) jsonEncode(L *lua.LState, b []byte, v lua.LValue, depth int) []
 	return b
 }
 
-func (vm *luaVM) jsonDecode(L *lua.LState, s string) lua.LValue {
+func (vm *VM) jsonDecode(L *lua.LState, s string) lua.LValue {
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
 	v, err := vm.jsonValue(L, dec, 0)
@@ -200,7 +200,7 @@ func (vm *luaVM) jsonDecode(L *lua.LState, s string) lua.LValue {
 	return v
 }
 
-func (vm *luaVM) jsonValue(L *lua.LState, dec *json.Decoder, depth int) (lua.LValue, error) {
+func (vm *VM) jsonValue(L *lua.LState, dec *json.Decoder, depth int) (lua.LValue, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return lua.LNil, err

@@ -1,4 +1,4 @@
-package server
+package script
 
 import (
 	"strings"
@@ -42,7 +42,7 @@ func TestScriptNamesCommands(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.body, err)
 		}
-		if got, _ := scriptNamesCommands(chunk); got != c.names {
+		if got, _ := namesCommands(chunk); got != c.names {
 			t.Errorf("%s: names its commands %v, want %v", c.body, got, c.names)
 		}
 	}
@@ -56,7 +56,7 @@ func TestScriptNamesCommandsNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok, names := scriptNamesCommands(chunk)
+	ok, names := namesCommands(chunk)
 	if !ok || strings.Join(names, ",") != "SET,exists,DBSIZE" {
 		t.Fatalf("got %v %q, want true SET,exists,DBSIZE", ok, names)
 	}
