@@ -49,5 +49,6 @@
 //     buffer, the KEYS and ARGV tables and a script's function are
 //     reused run after run (BenchmarkEvalShard in server/ measures it).
 //   - It imports no server-side package (server, persist, master,
-//     replica); of package command only Redis's error texts and HELP.
+//     replica), even through another (deps_test.go); of package command
+//     it uses only Redis's error texts and HELP.
 package script
