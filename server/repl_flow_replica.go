@@ -396,29 +396,62 @@ func (l *flowLink) session() error {
 	defer main.Close()
 	_ = main.SetDeadline(time.Now().Add(10 * time.Second))
 	mr := bufio.NewReader(main)
-	if err := l.auth(main, mr); err != nil {
+	hello, shards, err := l.hello(main, mr)
+	if err != nil {
 		return err
+	}
+	l.state.Store(int32(replica.StateHandshake))
+	l.adoptHistory(main, mr, hello[0], shards)
+	l.mu.Lock()
+	l.conns = l.conns[:0]
+	l.mu.Unlock()
+	defer l.closeConns()
+	conns, readers, err := l.openFlows(hello[2], shards)
+	if err != nil {
+		return err
+	}
+	full, cutLSN, err := l.flowReplies(conns, readers)
+	if err != nil {
+		return err
+	}
+	_ = main.SetDeadline(time.Time{})
+	return l.runFlows(conns, readers, full, cutLSN, hello[3])
+}
+
+// hello authenticates on the main connection, announces the listening
+// port and asks DFLY HELLO: its reply (replid, shards, session, mode) and
+// the master's shard count.
+func (l *flowLink) hello(main net.Conn, mr *bufio.Reader) ([]string, int, error) {
+	if err := l.auth(main, mr); err != nil {
+		return nil, 0, err
 	}
 	// The port INFO replication shows on the master (slaveN's port=), as a
 	// Redis replica announces it; any answer will do.
 	if err := writeCommand(main, "REPLCONF", "listening-port", strconv.Itoa(l.cfg.ListenPort)); err != nil {
-		return err
+		return nil, 0, err
 	}
 	if _, err := readLine(mr); err != nil {
-		return err
+		return nil, 0, err
 	}
 	if err := writeCommand(main, "DFLY", "HELLO"); err != nil {
-		return err
+		return nil, 0, err
 	}
 	hello, err := readHello(mr)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	shards, err := strconv.Atoi(hello[1])
 	if err != nil || shards < 1 || shards > 1024 {
-		return fmt.Errorf("DFLY HELLO: bad shard count %q", hello[1])
+		return nil, 0, fmt.Errorf("DFLY HELLO: bad shard count %q", hello[1])
 	}
-	l.state.Store(int32(replica.StateHandshake))
+	return hello, shards, nil
+}
+
+// adoptHistory decides where the flows continue from: the offered
+// history when the master (replID, of shards shards) takes it over
+// (DFLY HANDOVER), the LSNs the link holds when it is the same master,
+// otherwise nowhere (a full sync).
+func (l *flowLink) adoptHistory(main net.Conn, mr *bufio.Reader, replID string, shards int) {
 	if offer := l.offer; offer != nil {
 		l.offer = nil // one try: a refusal means a full sync
 		if lsns, err := handover(main, mr, offer, shards); err != nil {
@@ -430,47 +463,47 @@ func (l *flowLink) session() error {
 				l.lsns[i].Store(n)
 			}
 			l.shards = shards
-			l.replID = hello[0]
+			l.replID = replID
 			l.complete.Store(true)
 			l.mu.Unlock()
 			l.cfg.Logf("MASTER continues this server's history: partial sync")
 		}
 	}
-	if hello[0] != l.replID || shards != l.shards {
+	if replID != l.replID || shards != l.shards {
 		// Another master, or another shape of it: LSNs mean nothing, and
 		// the data is none of its history: only a full sync will do.
 		// Written under mu: Status reads them from other goroutines.
 		l.mu.Lock()
 		l.lsns = make([]atomic.Uint64, shards)
 		l.shards = shards
-		l.replID = hello[0]
+		l.replID = replID
 		l.complete.Store(false)
 		l.mu.Unlock()
 	}
+}
+
+// openFlows opens one connection per master shard and asks each for its
+// flow of session, from the first LSN the link lacks. The connections are
+// in l.conns, which the caller closes.
+func (l *flowLink) openFlows(session string, shards int) ([]net.Conn, []*bufio.Reader, error) {
 	conns := make([]net.Conn, shards)
 	readers := make([]*bufio.Reader, shards)
-	l.mu.Lock()
-	l.conns = l.conns[:0]
-	l.mu.Unlock()
-	defer l.closeConns()
-	full := false
-	cutLSN := make([]uint64, shards)
 	for i := range conns {
 		c, err := net.DialTimeout("tcp", l.addr, 5*time.Second)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		l.mu.Lock()
 		l.conns = append(l.conns, c)
 		l.mu.Unlock()
 		if l.stopped() {
-			return errors.New("stopped")
+			return nil, nil, errors.New("stopped")
 		}
 		conns[i] = c
 		readers[i] = bufio.NewReaderSize(c, 1<<20)
 		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 		if err := l.auth(c, readers[i]); err != nil {
-			return err
+			return nil, nil, err
 		}
 		_ = c.SetDeadline(time.Time{})
 		// The first LSN this replica lacks: also after a full sync that
@@ -480,19 +513,26 @@ func (l *flowLink) session() error {
 		if !l.complete.Load() {
 			next = 0 // an interrupted full sync: start again
 		}
-		args := []string{"DFLY", "FLOW", hello[2], strconv.Itoa(i), strconv.FormatUint(next, 10), "BLOBS"}
+		args := []string{"DFLY", "FLOW", session, strconv.Itoa(i), strconv.FormatUint(next, 10), "BLOBS"}
 		if l.noBlobs.Load() {
 			args = args[:5]
 		}
 		if err := writeCommand(c, args...); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
+	return conns, readers, nil
+}
+
+// flowReplies reads every flow's answer: full when any starts a full sync,
+// cutLSN the LSN of each shard's baseline then.
+func (l *flowLink) flowReplies(conns []net.Conn, readers []*bufio.Reader) (full bool, cutLSN []uint64, err error) {
+	cutLSN = make([]uint64, len(conns))
 	for i, c := range conns {
 		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 		line, err := readLine(readers[i])
 		if err != nil {
-			return fmt.Errorf("flow %d: %w", i, err)
+			return false, nil, fmt.Errorf("flow %d: %w", i, err)
 		}
 		line = strings.TrimRight(line, "\r\n")
 		switch {
@@ -504,18 +544,24 @@ func (l *flowLink) session() error {
 		case strings.HasPrefix(line, "-ERR unknown subcommand") && !l.noBlobs.Load():
 			// A master that predates BLOBS: the next session asks without.
 			l.noBlobs.Store(true)
-			return fmt.Errorf("flow %d: %s (retrying without BLOBS)", i, line)
+			return false, nil, fmt.Errorf("flow %d: %s (retrying without BLOBS)", i, line)
 		default:
-			return fmt.Errorf("flow %d: %s", i, line)
+			return false, nil, fmt.Errorf("flow %d: %s", i, line)
 		}
 		_ = c.SetReadDeadline(time.Time{})
 	}
-	_ = main.SetDeadline(time.Time{})
+	return full, cutLSN, nil
+}
+
+// runFlows applies every flow on a goroutine of its own until one fails,
+// and ends the session.
+func (l *flowLink) runFlows(conns []net.Conn, readers []*bufio.Reader, full bool, cutLSN []uint64, mode string) error {
 	s := l.s
+	shards := len(conns)
 	synced := make(chan struct{})
 	var pending atomic.Int32
 	if full {
-		l.cfg.Logf("MASTER <-> REPLICA flows: full sync of %d shards (%s)", shards, hello[3])
+		l.cfg.Logf("MASTER <-> REPLICA flows: full sync of %d shards (%s)", shards, mode)
 		l.fulls.Add(1)
 		l.complete.Store(false)
 		l.syncing.Store(true)
@@ -540,10 +586,6 @@ func (l *flowLink) session() error {
 	for i := range seen {
 		seen[i].Store(start.UnixNano())
 	}
-	timeout := l.cfg.Timeout
-	if timeout <= 0 {
-		timeout = 60 * time.Second
-	}
 	var wg sync.WaitGroup
 	for i := range conns {
 		wg.Add(1)
@@ -557,43 +599,8 @@ func (l *flowLink) session() error {
 			}, func(lsn uint64) { _, _ = fmt.Fprintf(c, "ACK %d\n", lsn) })
 		}()
 	}
-	go func() { // ACKs (often enough for WAIT), and the end of the full sync
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		up := false
-		for {
-			select {
-			case <-synced:
-				if !up {
-					up = true
-					l.complete.Store(true)
-					if full {
-						s.replica.loading.Store(false)
-						l.syncing.Store(false)
-						l.cfg.Logf("MASTER <-> REPLICA flows: full sync done in %.3f s", time.Since(start).Seconds())
-					}
-					l.state.Store(int32(replica.StateConnected))
-					l.downAt.Store(0)
-				}
-				synced = nil
-			case <-t.C:
-				for i, c := range conns {
-					_, _ = fmt.Fprintf(c, "ACK %d\n", l.lsns[i].Load())
-				}
-				for i := range seen {
-					if silent := time.Since(time.Unix(0, seen[i].Load())); silent > timeout {
-						// Redis's words; the flows fail and the link reconnects.
-						l.cfg.Logf("MASTER timeout: no data nor PING received on flow %d for %.0f s", i, silent.Seconds())
-						l.closeConns()
-						return
-					}
-				}
-			case <-bar.abort:
-				return
-			}
-		}
-	}()
-	err = <-errs
+	go l.tendFlows(conns, seen, synced, full, start, bar.abort)
+	err := <-errs
 	bar.mu.Lock() // see commitPart: no transaction completes after this
 	close(bar.abort)
 	bar.mu.Unlock()
@@ -603,6 +610,50 @@ func (l *flowLink) session() error {
 		s.replica.loading.Store(false)
 	}
 	return err
+}
+
+// tendFlows acknowledges every flow's LSN every 100 ms (often enough for
+// WAIT), ends the full sync once synced is closed, and closes the flows
+// when one was silent for repl-timeout; it returns on abort.
+func (l *flowLink) tendFlows(conns []net.Conn, seen []atomic.Int64, synced chan struct{}, full bool, start time.Time, abort chan struct{}) {
+	timeout := l.cfg.Timeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	up := false
+	for {
+		select {
+		case <-synced:
+			if !up {
+				up = true
+				l.complete.Store(true)
+				if full {
+					l.s.replica.loading.Store(false)
+					l.syncing.Store(false)
+					l.cfg.Logf("MASTER <-> REPLICA flows: full sync done in %.3f s", time.Since(start).Seconds())
+				}
+				l.state.Store(int32(replica.StateConnected))
+				l.downAt.Store(0)
+			}
+			synced = nil
+		case <-t.C:
+			for i, c := range conns {
+				_, _ = fmt.Fprintf(c, "ACK %d\n", l.lsns[i].Load())
+			}
+			for i := range seen {
+				if silent := time.Since(time.Unix(0, seen[i].Load())); silent > timeout {
+					// Redis's words; the flows fail and the link reconnects.
+					l.cfg.Logf("MASTER timeout: no data nor PING received on flow %d for %.0f s", i, silent.Seconds())
+					l.closeConns()
+					return
+				}
+			}
+		case <-abort:
+			return
+		}
+	}
 }
 
 // txBarrier gathers the parts of multi-shard transactions from the flows.
@@ -627,45 +678,10 @@ type txWait struct {
 // Acknowledging every batch instead cost the master 10% of its stable
 // sync throughput in wake-ups (tests/bench/repl.sh).
 func (l *flowLink) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *txBarrier, stable bool, fullSyncCut func(), ack func(lsn uint64)) error {
-	s := l.s
-	a := newReplApplier(s)
-	var wg sync.WaitGroup
-	inflight := make([]chan struct{}, len(s.shards))
-	for i := range inflight {
-		inflight[i] = make(chan struct{}, applyLoadInflight)
-	}
-	free := make(chan []rdbvalue.Item, (applyLoadInflight+1)*len(s.shards))
-	ld := s.persist.NewLoader(func(dst int, items []rdbvalue.Item) {
-		inflight[dst] <- struct{}{}
-		wg.Add(1)
-		s.shards[dst].Send(shard.Func(func(sh *shard.Shard) {
-			rdbvalue.Apply(sh, items)
-			rdbvalue.Recycle(free, items)
-			<-inflight[dst]
-			wg.Done()
-		}))
-	})
-	ld.Free = free
-	ld.KeepExpired() // the master decides what expired
-	flushLoad := ld.Flush
-	dec := rdb.NewDecoder(nil)
+	f := l.newFlowApply(sid)
+	defer f.blobs.Close()
 	cr := rdb.NewChunkReader(r)
-	var blobs rdb.Blobs
-	defer blobs.Close()
-	var ops []replica.Op
-	var opLSN uint64
 	ackDue := false
-	var part []journal.Entry
-	apply := func() error {
-		if len(ops) == 0 {
-			return nil
-		}
-		flushLoad()
-		err := a.Apply(ops)
-		ops = ops[:0]
-		l.lsns[sid].Store(opLSN)
-		return err
-	}
 	for {
 		ch, err := cr.NextItem()
 		if err != nil {
@@ -678,64 +694,22 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *
 		case rdb.OpFlowPing: // the master is there; it may want an ACK
 			ackDue = stable
 		case rdb.OpChunkEnd: // a baseline item: whole records
-			// Journal entries before it apply first: stream order is
-			// apply order (non-PIT sends a key's baseline after entries
-			// that changed it).
-			if err := apply(); err != nil {
+			if err := f.baseline(ch.Payload); err != nil {
 				return err
-			}
-			// In place, as a dfly file's items (loadDflyShard): no copy
-			// into the decoder's buffer and no running CRC-64, which a
-			// fragment never checks (it has no trailer).
-			dec.ResetBytes(ch.Payload)
-			if err := dec.DecodeFragment(ld); err != nil {
-				return fmt.Errorf("flow %d: baseline: %w", sid, err)
 			}
 		case rdb.OpS2Blob, rdb.OpZstdBlob: // baseline records compressed whole
-			if err := apply(); err != nil {
+			if err := f.blob(ch.Op, ch.Payload); err != nil {
 				return err
-			}
-			frag, err := blobs.Decompress(ch.Op, ch.Payload)
-			if err != nil {
-				return fmt.Errorf("flow %d: baseline: %w", sid, err)
-			}
-			// The loader copies keys and values: frag's buffer is reused.
-			dec.ResetBytes(frag)
-			if err := dec.DecodeFragment(ld); err != nil {
-				return fmt.Errorf("flow %d: baseline: %w", sid, err)
 			}
 		case rdb.OpJournal:
-			e, _, err := journal.Decode(append([]byte(nil), ch.Payload...))
-			if err != nil {
-				return fmt.Errorf("flow %d: %w", sid, err)
-			}
-			switch e.Op {
-			case journal.OpCommand:
-				ops = append(ops, replica.Op{DB: e.DB, Args: e.Args})
-				opLSN = e.LSN
-			case journal.OpMulti:
-				part = append(part, e)
-			case journal.OpExec:
-				if err := apply(); err != nil {
-					return err
-				}
-				// This flow's baseline records must be in the shards before
-				// the transaction runs, which may happen on another flow's
-				// goroutine: dispatch them and wait.
-				flushLoad()
-				wg.Wait()
-				if err := l.commitPart(bar, a, flushLoad, append(part, e)); err != nil {
-					return err
-				}
-				part = nil
-				l.lsns[sid].Store(e.LSN)
-			}
-		case rdb.OpFullSyncCut:
-			if err := apply(); err != nil {
+			if err := f.journal(ch.Payload, bar); err != nil {
 				return err
 			}
-			flushLoad()
-			wg.Wait()
+		case rdb.OpFullSyncCut:
+			if err := f.apply(); err != nil {
+				return err
+			}
+			f.settle()
 			fullSyncCut()
 			stable = true
 			continue
@@ -749,16 +723,139 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *
 		// command per round trip to the shards (about 1.05 per apply
 		// under redis-benchmark's SET load), 4x Redis's replica CPU.
 		drained := cr.Buffered() == 0 && r.Buffered() == 0
-		if len(ops) > 0 && (drained || len(ops) >= 512) {
-			if err := apply(); err != nil {
+		if len(f.ops) > 0 && (drained || len(f.ops) >= 512) {
+			if err := f.apply(); err != nil {
 				return err
 			}
 		}
-		if ackDue && drained && len(ops) == 0 && len(part) == 0 {
+		if ackDue && drained && len(f.ops) == 0 && len(f.part) == 0 {
 			ackDue = false
 			ack(l.lsns[sid].Load())
 		}
 	}
+}
+
+// flowApply is what one flow applies: the baseline's records, through a
+// loader whose batches go to the shards asynchronously, and the journal's
+// commands, gathered into batches, and transaction parts.
+type flowApply struct {
+	l     *flowLink
+	sid   int
+	a     *replApplier
+	ld    *rdbvalue.Loader
+	loads sync.WaitGroup // baseline batches not yet applied
+	dec   *rdb.Decoder
+	blobs rdb.Blobs
+	ops   []replica.Op // commands not yet applied
+	opLSN uint64       // the LSN of the last of them
+	part  []journal.Entry
+}
+
+func (l *flowLink) newFlowApply(sid int) *flowApply {
+	s := l.s
+	f := &flowApply{l: l, sid: sid, a: newReplApplier(s), dec: rdb.NewDecoder(nil)}
+	inflight := make([]chan struct{}, len(s.shards))
+	for i := range inflight {
+		inflight[i] = make(chan struct{}, applyLoadInflight)
+	}
+	free := make(chan []rdbvalue.Item, (applyLoadInflight+1)*len(s.shards))
+	f.ld = s.persist.NewLoader(func(dst int, items []rdbvalue.Item) {
+		inflight[dst] <- struct{}{}
+		f.loads.Add(1)
+		s.shards[dst].Send(shard.Func(func(sh *shard.Shard) {
+			rdbvalue.Apply(sh, items)
+			rdbvalue.Recycle(free, items)
+			<-inflight[dst]
+			f.loads.Done()
+		}))
+	})
+	f.ld.Free = free
+	f.ld.KeepExpired() // the master decides what expired
+	return f
+}
+
+// apply applies the gathered commands, after the baseline records
+// before them.
+func (f *flowApply) apply() error {
+	if len(f.ops) == 0 {
+		return nil
+	}
+	f.ld.Flush()
+	err := f.a.Apply(f.ops)
+	f.ops = f.ops[:0]
+	f.l.lsns[f.sid].Store(f.opLSN)
+	return err
+}
+
+// settle dispatches the loader's batches and waits until the shards
+// applied them.
+func (f *flowApply) settle() {
+	f.ld.Flush()
+	f.loads.Wait()
+}
+
+// baseline loads an item of whole records. Journal entries before it
+// apply first: stream order is apply order (non-PIT sends a key's
+// baseline after entries that changed it).
+func (f *flowApply) baseline(item []byte) error {
+	if err := f.apply(); err != nil {
+		return err
+	}
+	// In place, as a dfly file's items (loadShardFile): no copy into the
+	// decoder's buffer and no running CRC-64, which a fragment never
+	// checks (it has no trailer).
+	f.dec.ResetBytes(item)
+	if err := f.dec.DecodeFragment(f.ld); err != nil {
+		return fmt.Errorf("flow %d: baseline: %w", f.sid, err)
+	}
+	return nil
+}
+
+// blob loads baseline records compressed whole.
+func (f *flowApply) blob(op byte, payload []byte) error {
+	if err := f.apply(); err != nil {
+		return err
+	}
+	frag, err := f.blobs.Decompress(op, payload)
+	if err != nil {
+		return fmt.Errorf("flow %d: baseline: %w", f.sid, err)
+	}
+	// The loader copies keys and values: frag's buffer is reused.
+	f.dec.ResetBytes(frag)
+	if err := f.dec.DecodeFragment(f.ld); err != nil {
+		return fmt.Errorf("flow %d: baseline: %w", f.sid, err)
+	}
+	return nil
+}
+
+// journal takes a journal entry: a command joins the batch, a
+// transaction's part is gathered until its EXEC, then committed.
+func (f *flowApply) journal(payload []byte, bar *txBarrier) error {
+	e, _, err := journal.Decode(append([]byte(nil), payload...))
+	if err != nil {
+		return fmt.Errorf("flow %d: %w", f.sid, err)
+	}
+	switch e.Op {
+	case journal.OpCommand:
+		f.ops = append(f.ops, replica.Op{DB: e.DB, Args: e.Args})
+		f.opLSN = e.LSN
+	case journal.OpMulti:
+		f.part = append(f.part, e)
+	case journal.OpExec:
+		if err := f.apply(); err != nil {
+			return err
+		}
+		// This flow's baseline records must be in the shards before the
+		// transaction runs, which may happen on another flow's goroutine:
+		// dispatch them and wait.
+		f.settle()
+		if err := f.l.commitPart(bar, f.a, f.ld.Flush, append(f.part, e)); err != nil {
+			return err
+		}
+		f.part = nil
+		f.l.lsns[f.sid].Store(e.LSN)
+	}
+	return nil
 }
 
 // commitPart hands one shard's part of a transaction to the barrier; the
