@@ -63,7 +63,7 @@ type Config struct {
 	SnapshotReference string
 	// SnapshotStep is a snapshot's work per step (--snapshot_step).
 	SnapshotStep time.Duration
-	// Replication (repl_master.go): each shard's journal backlog in bytes
+	// Replication (package master): each shard's journal backlog in bytes
 	// (the stream backlog for PSYNC holds this times the shard count) and
 	// how long the backlog outlives the last replica. How far a replica
 	// may fall behind is client-output-buffer-limit's replica class

@@ -22,9 +22,9 @@ import (
 // a MONITOR connection counts as normal. The unsent output of a
 // connection is what gnet has yet to write plus the Pub/Sub messages
 // queued for its loop. A Redis-protocol replica counts its stream's queue
-// against the replica class (repl_master.go: replicaConn.write, from the
+// against the replica class (package master: replicaConn.write, from the
 // journal's goroutines, so without the once-a-second check); a dfly flow
-// (repl_flow.go) only against the hard limit, as it was when the flow
+// (master/flows.go) only against the hard limit, as it was when the flow
 // started.
 //
 // Query: a client whose unparsed input plus the big bulk it is sending

@@ -119,9 +119,3 @@ func (h *persistHost) TierView(sh *shard.Shard, e *rdb.Encoder, v *shard.Value) 
 }
 
 func (h *persistHost) TierLoader(sh *shard.Shard) snapshot.Loader { return tierLoader(sh) }
-
-// serializationChunk is --serialization_max_chunk_size, for the
-// replication streams' snapshots.
-func (s *Server) serializationChunk() int {
-	return (*persistHost)(s).Settings().SerializationMaxChunk
-}

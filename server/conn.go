@@ -9,6 +9,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/master"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 )
@@ -135,8 +136,8 @@ type Conn struct {
 	loop int
 
 	// repl: what REPLCONF said; handoff: SYNC/PSYNC takes the socket
-	// once the replies before it are written (repl_master.go).
-	repl    *replConnInfo
+	// once the replies before it are written (cmd_master.go).
+	repl    *master.ReplConf
 	handoff func(net.Conn)
 
 	closing  bool   // close once replies are written

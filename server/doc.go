@@ -1,10 +1,11 @@
 // Package server is dfly's front end and its wiring: the listener and
 // event loops, client connections and their dispatch, the server's own
-// command families, and the machinery that spans shards — coordinators, MULTI/EXEC, scripts and functions, blocking commands,
-// persistence's commands, replication (master and replica sides),
+// command families, and the machinery that spans shards — coordinators,
+// MULTI/EXEC, scripts and functions, blocking commands, persistence's
+// commands, replication's replica side and the master side's commands,
 // failover, tiered storage's policy — plus ACL, Pub/Sub, client tracking,
-// MONITOR, SLOWLOG, LATENCY and INFO. docs/DESIGN.md §1–2 is the map; the files,
-// by subject:
+// MONITOR, SLOWLOG, LATENCY and INFO. docs/DESIGN.md §1–2 is the map; the
+// files, by subject:
 //
 //   - Loops and connections: server.go (Server, gnet callbacks, ShardOf),
 //     loops.go (shard i on loop i mod L, loopInbox), conn.go (parse,
@@ -31,9 +32,9 @@
 //     what package persist sees of the server), persist_dump.go
 //     (DUMP/RESTORE over package rdbvalue). Saving and loading are package
 //     persist's.
-//   - Replication, master side: repl_master.go and repl_master_rdb.go (SYNC/PSYNC: one
-//     Redis command stream merged from the journals, its backlog, WAIT),
-//     repl_flow.go (dfly flows: DFLY HELLO/FLOW/HANDOVER); replica side:
+//   - Replication, master side: cmd_master.go (SYNC, PSYNC, REPLCONF,
+//     WAIT, DFLY over package master, which streams and keeps the
+//     backlogs); replica side:
 //     repl_replica.go (REPLICAOF, package replica for Redis masters),
 //     repl_replica_apply.go (replApplier), repl_flow_replica.go (dfly
 //     flows); repl.go (INFO replication, ROLE); failover.go (FAILOVER).

@@ -10,7 +10,6 @@ import (
 
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
-	"github.com/dfly/dfly/shard"
 )
 
 // FAILOVER [TO host port [FORCE]] [TIMEOUT ms] | FAILOVER ABORT, as Redis
@@ -147,7 +146,7 @@ func cmdFailover(c *Conn, a [][]byte, w *resp.Writer) {
 		w.Error("ERR FAILOVER is not valid when server is a replica.")
 		return
 	}
-	replicas := s.listFailoverReplicas(false)
+	replicas := s.master.Replicas(false)
 	switch {
 	case len(replicas) == 0:
 		w.Error("ERR FAILOVER requires connected replicas.")
@@ -159,8 +158,8 @@ func cmdFailover(c *Conn, a [][]byte, w *resp.Writer) {
 	if target != nil {
 		online, found := false, false
 		for _, r := range replicas {
-			if r.host == target.host && r.port == target.port {
-				found, online = true, r.online
+			if r.Host == target.host && r.Port == target.port {
+				found, online = true, r.Online
 			}
 		}
 		if !found {
@@ -186,57 +185,13 @@ func cmdFailover(c *Conn, a [][]byte, w *resp.Writer) {
 	w.SimpleString("OK")
 }
 
-// failoverReplica is a replica as FAILOVER sees it.
-type failoverReplica struct {
-	host   string
-	port   int
-	online bool
-	caught bool // it acknowledged everything (listFailoverReplicas)
-}
-
-// listFailoverReplicas lists the replicas (Redis-protocol ones first,
-// then dfly ones); with check it marks with caught those that acknowledged
-// every write applied so far, which costs a barrier through the shards
-// (done only while a failover waits).
-func (s *Server) listFailoverReplicas(check bool) []failoverReplica {
-	var out []failoverReplica
-	m := s.master
-	var offset int64
-	var lsns []uint64
-	if check {
-		offset = m.flushedOffset()
-		lsns = make([]uint64, len(s.shards))
-		s.OnEachShard(func(sh *shard.Shard) { lsns[sh.ID] = sh.Journal.LSN() })
-	}
-	m.mu.Lock()
-	for _, r := range m.sortedReplicas() {
-		st, _ := r.state.Load().(string)
-		out = append(out, failoverReplica{host: r.ip, port: r.port, online: st == "online",
-			caught: check && st == "online" && r.ack.Load() >= offset})
-	}
-	m.mu.Unlock()
-	var caught map[string]bool
-	if check {
-		caught = s.flows().ackedAddrs(lsns)
-	}
-	for _, r := range s.flowReplicas() {
-		out = append(out, failoverReplica{host: r.ip, port: r.port, online: r.online,
-			caught: r.online && caught[net.JoinHostPort(r.ip, strconv.Itoa(r.port))]})
-	}
-	return out
-}
-
 // runFailover waits for a replica to catch up, then hands it the master
 // role (see failoverState).
 func (s *Server) runFailover(target *failoverTarget, force bool, deadline time.Time, abort chan struct{}) {
 	fo := &s.failover
 	// Redis-protocol replicas report their offset every second on their
 	// own; ask them now.
-	s.master.mu.Lock()
-	if len(s.master.replicas) > 0 {
-		s.master.emitLocked(resp.AppendCommand(nil, "REPLCONF", "GETACK", "*"))
-	}
-	s.master.mu.Unlock()
+	s.master.AskAcks()
 	if !s.drainWrites(deadline, abort, nil) {
 		s.endFailover("Failover manually aborted")
 		return
@@ -249,9 +204,9 @@ func (s *Server) runFailover(target *failoverTarget, force bool, deadline time.T
 			return
 		default:
 		}
-		for _, r := range s.listFailoverReplicas(true) {
-			if r.caught && (target == nil || r.host == target.host && r.port == target.port) {
-				to = &failoverTarget{host: r.host, port: r.port}
+		for _, r := range s.master.Replicas(true) {
+			if r.Caught && (target == nil || r.Host == target.host && r.Port == target.port) {
+				to = &failoverTarget{host: r.Host, port: r.Port}
 				break
 			}
 		}
@@ -283,16 +238,12 @@ func (s *Server) runFailover(target *failoverTarget, force bool, deadline time.T
 		s.endFailover("Failover target rejected the promotion: " + err.Error())
 		return
 	}
-	m := s.master
-	m.mu.Lock()
-	replid, offset := m.replID, m.offset
-	m.mu.Unlock()
+	replid, offset := s.master.Position()
 	// In dfly's form: the data is at its journals' LSNs, which the target
 	// acknowledged (writes and expiry have been paused since), so a dfly
 	// target promoted at the same place lets this server continue with a
 	// partial sync (DFLY HANDOVER).
-	own := &flowHistory{replID: m.id(), lsns: make([]uint64, len(s.shards))}
-	s.OnEachShard(func(sh *shard.Shard) { own.lsns[sh.ID] = sh.Journal.LSN() })
+	own := s.master.Here()
 	s.replicaOfHistory(to.host, to.port, replid, offset, own)
 	s.log.Noticef("Failover to %s:%d succeeded.", to.host, to.port)
 	s.endFailover("")

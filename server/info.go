@@ -229,7 +229,7 @@ func (i *infoWriter) infoStats() {
 	i.field("script_borrow_asks", bs.asks)                      // tries that asked other loops for shards
 	i.field("script_borrow_answer_wait_us", bs.answerWait/1000) // waiting for their answers
 	i.field("script_borrow_return_wait_us", bs.returnWait/1000) // waiting for the loop's own shards to come back
-	i.srv.syncStats(i.field)
+	i.srv.master.SyncStats(i.field)
 }
 
 func (i *infoWriter) infoReplication() {

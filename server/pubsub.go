@@ -88,7 +88,7 @@ func pubsubCommands() []*command.Command {
 	publish := func(k subKind) func(*Conn, [][]byte, *resp.Writer) {
 		return func(c *Conn, a [][]byte, w *resp.Writer) {
 			w.Int(int64(c.srv.pubsub.publish(a[1], a[2], k)))
-			c.srv.master.propagate(a) // replicas' subscribers get it too, as in Redis
+			c.srv.master.Propagate(a) // replicas' subscribers get it too, as in Redis
 		}
 	}
 	pubFlags := command.FlagPubSub | command.FlagLoading | command.FlagStale | command.FlagFast

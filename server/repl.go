@@ -2,18 +2,18 @@ package server
 
 import "github.com/dfly/dfly/resp"
 
-// Replication glue (docs/DESIGN.md §6). The master side (repl_master.go: journal
-// streaming, SYNC/PSYNC, REPLCONF, WAIT) and the replica side
-// (repl_replica.go: REPLICAOF, applying a master's stream) meet here:
-// INFO replication, ROLE and HELLO ask the replica side first and fall
-// back to the master side.
+// Replication glue (docs/DESIGN.md §6). The master side (package master:
+// journal streaming, the backlog, dfly flows; its commands in
+// cmd_master.go) and the replica side (repl_replica.go: REPLICAOF,
+// applying a master's stream) meet here: INFO replication, ROLE and HELLO
+// ask the replica side first and fall back to the master side.
 
 // replicationInfo writes the fields of INFO's Replication section.
 func (s *Server) replicationInfo(field func(k string, v any)) {
 	if s.replicaInfo(field) {
 		return
 	}
-	s.masterInfo(field)
+	s.master.Info(field, s.failoverStateName())
 }
 
 // roleName is "master" or "replica", as Redis 7's HELLO reports it (ROLE
@@ -30,7 +30,7 @@ func (s *Server) writeRole(w *resp.Writer) {
 	if s.replicaRole(w) {
 		return
 	}
-	s.masterRole(w)
+	s.master.Role(w)
 }
 
 func boolInt(b bool) int {

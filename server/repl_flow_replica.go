@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/journal"
+	"github.com/dfly/dfly/master"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/replica"
@@ -22,7 +22,7 @@ import (
 	"github.com/dfly/dfly/shard"
 )
 
-// dfly-native replication, replica side (repl_flow.go is the master's).
+// dfly-native replication, replica side (master/flows.go is the master's).
 // A flowLink asks the master DFLY HELLO; a master that does not know it
 // (Redis) gets the Redis protocol instead (package replica, which the link
 // then runs). Against a dfly master it opens one flow per master shard and
@@ -72,24 +72,12 @@ type flowLink struct {
 	redirecting atomic.Bool
 	// offer: the history this server's data is at, offered to the master
 	// in the first session (DFLY HANDOVER); nil when none.
-	offer *flowHistory
-}
-
-// flowHistory is a dataset's place in a dfly master's history: the
-// master's replication id and, per master shard, the last LSN the data
-// holds. Two datasets at the same place hold the same data.
-type flowHistory struct {
-	replID string
-	lsns   []uint64
-}
-
-func (h *flowHistory) equal(o *flowHistory) bool {
-	return h != nil && o != nil && h.replID == o.replID && slices.Equal(h.lsns, o.lsns)
+	offer *master.History
 }
 
 // startFlowLink starts a link to cfg.Addr; offer, when not nil, is where
 // this server's data is in some dfly master's history (see handover).
-func startFlowLink(s *Server, cfg replica.Config, offer *flowHistory) *flowLink {
+func startFlowLink(s *Server, cfg replica.Config, offer *master.History) *flowLink {
 	l := &flowLink{s: s, addr: cfg.Addr, cfg: cfg, stop: make(chan struct{}), done: make(chan struct{}), offer: offer}
 	l.downAt.Store(time.Now().UnixNano())
 	go l.run()
@@ -122,15 +110,15 @@ func (l *flowLink) position() (string, int64) {
 // history is where the replica's data is in its dfly master's history,
 // nil when it is not all of one (a full sync unfinished, or a Redis
 // master). Call it once the link has stopped.
-func (l *flowLink) history() *flowHistory {
+func (l *flowLink) history() *master.History {
 	if l.fallback.Load() != nil || !l.complete.Load() {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	h := &flowHistory{replID: l.replID, lsns: make([]uint64, len(l.lsns))}
+	h := &master.History{ReplID: l.replID, LSNs: make([]uint64, len(l.lsns))}
 	for i := range l.lsns {
-		h.lsns[i] = l.lsns[i].Load()
+		h.LSNs[i] = l.lsns[i].Load()
 	}
 	return h
 }
@@ -210,9 +198,9 @@ var errNotDfly = errors.New("master does not speak DFLY")
 // REPLICAOF NO ONE) with exactly that data. If so it answers with its
 // shards' LSNs at the promotion, from which the flows continue (DFLY
 // HANDOVER <replid> <lsn>..., answered with an array of shards integers).
-func handover(c net.Conn, r *bufio.Reader, offer *flowHistory, shards int) ([]uint64, error) {
-	args := []string{"DFLY", "HANDOVER", offer.replID}
-	for _, n := range offer.lsns {
+func handover(c net.Conn, r *bufio.Reader, offer *master.History, shards int) ([]uint64, error) {
+	args := []string{"DFLY", "HANDOVER", offer.ReplID}
+	for _, n := range offer.LSNs {
 		args = append(args, strconv.FormatUint(n, 10))
 	}
 	if err := writeCommand(c, args...); err != nil {
@@ -672,7 +660,7 @@ type txWait struct {
 // applyFlow applies one flow's stream until it fails. In stable sync
 // (stable, or from the full sync's cut on) a ping from the master asks for
 // an acknowledgement (ack) once everything before it is applied: the
-// master's WAIT sends one (flowMaster.hurry), and then hears of a write
+// master's WAIT sends one (master.Master.Hurry), and then hears of a write
 // within a round trip, where the ACK ticker's 100 ms made every WAIT take
 // 50 ms on average (Redis's replicas answer the master's GETACK at once).
 // Acknowledging every batch instead cost the master 10% of its stable

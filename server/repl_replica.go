@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/master"
 	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
@@ -48,25 +49,11 @@ type replicaState struct {
 	loading atomic.Bool
 	// promotedID and promotedOffset are the replication history a
 	// promoted replica continues (REPLICAOF NO ONE).
-	// TODO(issue 8, master side): hand these to s.newReplID() once
-	// repl_master.go provides it, so a promoted replica serves PSYNC with
-	// a fresh replid and keeps its offset; the master side then owns them.
+	// TODO(issue 8, master side): hand these to the master side's new
+	// replication id, so a promoted replica serves PSYNC with a fresh
+	// replid and keeps its offset; the master side then owns them.
 	promotedID     string
 	promotedOffset int64
-	// handover: where this server's own history began, when it was
-	// promoted from a dfly master's replica (DFLY HANDOVER); nil when not.
-	handover atomic.Pointer[handoverRecord]
-}
-
-// handoverRecord is where a promoted replica's history began: the data it
-// held at the promotion, at place from in its old master's history, is its
-// own history at lsns (its shards' journal LSNs then) under replication id
-// id. A server whose data is at from (the old master after a FAILOVER, a
-// fellow replica as far along) continues here with a partial sync.
-type handoverRecord struct {
-	from *flowHistory
-	id   string
-	lsns []uint64
 }
 
 const (
@@ -140,7 +127,7 @@ func (s *Server) replicaOf(host string, port int) bool {
 // offset: a master that fails over offers its own; own: the same in its
 // dfly form) when the server is not a replica yet; one that is offers the
 // history it reached.
-func (s *Server) replicaOfHistory(host string, port int, replid string, offset int64, own *flowHistory) bool {
+func (s *Server) replicaOfHistory(host string, port int, replid string, offset int64, own *master.History) bool {
 	rs := &s.replica
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -165,7 +152,7 @@ func (s *Server) followMaster(from replLink, host string, port int) {
 }
 
 // replicaOfLocked is replicaOfHistory with replica.mu held.
-func (s *Server) replicaOfLocked(host string, port int, replid string, offset int64, own *flowHistory) bool {
+func (s *Server) replicaOfLocked(host string, port int, replid string, offset int64, own *master.History) bool {
 	rs := &s.replica
 	offer := own
 	if l := rs.link.Load(); l != nil {
@@ -183,7 +170,7 @@ func (s *Server) replicaOfLocked(host string, port int, replid string, offset in
 	}
 	// Its own history ends here: from now on its data follows the new
 	// master's.
-	rs.handover.Store(nil)
+	s.master.ClearHandover()
 	s.OnEachShard(func(sh *shard.Shard) { sh.ReplicaMode = true })
 	wasMaster := !rs.active.Load()
 	rs.active.Store(true)
@@ -220,21 +207,7 @@ func (s *Server) replicaOfLocked(host string, port int, replid string, offset in
 // their link down. Left attached, they would keep a link that looks up
 // and receives nothing of what the new master writes.
 func (s *Server) dropReplicas() {
-	m := s.master
-	m.mu.Lock()
-	rs := m.sortedReplicas()
-	m.mu.Unlock()
-	for _, r := range rs {
-		r.close()
-	}
-	fm := s.flows()
-	fm.mu.Lock()
-	fs := fm.sortedFlows()
-	fm.mu.Unlock()
-	for _, f := range fs {
-		f.close()
-	}
-	if n := len(rs) + len(fs); n > 0 {
+	if n := s.master.DropReplicas(); n > 0 {
 		s.log.Noticef("Disconnected %d replica connections: a replica serves no replicas", n)
 	}
 }
@@ -252,22 +225,22 @@ func (s *Server) replicaNoOne(why string) {
 	}
 	replid, offset := l.client.Stop()
 	fl, native := l.client.(*flowLink)
-	var hist *flowHistory
+	var hist *master.History
 	if native {
 		hist = fl.history()
 	}
 	if hist != nil {
 		// All of a dfly master's history up to a place: servers whose
 		// data is at the same place continue from here (DFLY HANDOVER).
-		s.startHandover(hist)
+		s.master.StartHandover(hist)
 	} else if native && fl.fallback.Load() != nil && replid != "" {
 		// A Redis-protocol history: this server continues it, so the
 		// master's other replicas (and, after a FAILOVER, the old master)
 		// can PSYNC here with replid2. The feed records from the
 		// promotion on, before any client may write: a partial sync then
 		// misses nothing written since.
-		s.promoteToMaster(replid, offset)
-		s.master.startFeed()
+		s.master.Promote(replid, offset)
+		s.master.StartFeed()
 	}
 	rs.link.Store(nil)
 	rs.loading.Store(false)
@@ -277,26 +250,6 @@ func (s *Server) replicaNoOne(why string) {
 	_, _ = rand.Read(id[:])
 	rs.promotedID, rs.promotedOffset = hex.EncodeToString(id[:]), offset
 	s.log.Noticef("MASTER MODE enabled (%s)", why)
-}
-
-// startHandover starts this server's history as a master at from, where
-// its data is (replicaNoOne): every shard journals from now on — before any
-// client can write — and the record keeps each shard's LSN here, from
-// which a server whose data is at from continues (DFLY HANDOVER). One step
-// holds every shard, so the LSNs are one cut.
-func (s *Server) startHandover(from *flowHistory) {
-	s.master.cutMu.Lock() // with expireJournals
-	defer s.master.cutMu.Unlock()
-	lsns := make([]uint64, len(s.shards))
-	t := tx.New(s.shards)
-	t.AddAllShards()
-	t.Lock()
-	t.Finish(func(sh *shard.Shard) {
-		sh.Journal.Start()
-		lsns[sh.ID] = sh.Journal.LSN()
-	})
-	s.replica.handover.Store(&handoverRecord{from: from, id: s.master.id(), lsns: lsns})
-	s.keepJournals(true)
 }
 
 // flushForSync starts a full sync: every database emptied and the shards

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/config"
+	"github.com/dfly/dfly/master"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/reclaim"
 	"github.com/dfly/dfly/script"
@@ -39,7 +40,6 @@ type Server struct {
 	gnet.BuiltinEventEngine
 
 	cfg       *config.Config
-	acks      ackSignal // a replica acknowledged (WAIT)
 	slow      slowlog
 	latency   latencyMonitor                // latency.go
 	pause     pauseState                    // CLIENT PAUSE (pause.go)
@@ -75,11 +75,8 @@ type Server struct {
 	tracking   trackingRegistry
 	persist    *persist.Engine // SAVE, BGSAVE, loading (cmd_persist.go)
 	tiered     *tieredState    // tiered storage, nil when off (tiered.go)
-	master     *replMaster     // master side of replication (repl_master.go)
+	master     *master.Master  // master side of replication (cmd_master.go)
 	replica    replicaState    // replica side of replication (repl_replica.go)
-	// dfly-native replication flows (repl_flow.go).
-	flowOnce sync.Once
-	flowM    *flowMaster
 
 	// loops are the engine's event loops; shardLoop[i] is the loop that
 	// owns shard i. Both are set once, before any command is served.
@@ -149,7 +146,7 @@ func New(cfg *config.Config, log *Logger) *Server {
 	}
 	s.setupTiered() // tiered.go
 	s.persist = persist.New(s.shards, s.ShardOf, (*persistHost)(s), log, RedisVersion)
-	s.initReplMaster()
+	s.master = master.New(s.shards, (*masterHost)(s), log)
 	s.installTracking()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

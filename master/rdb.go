@@ -1,4 +1,4 @@
-package server
+package master
 
 import (
 	"bufio"
@@ -18,28 +18,28 @@ import (
 )
 
 // The RDB of a full sync: the same fork-less point-in-time snapshot as
-// BGSAVE (persist_snapshot.go), its chunks sent to the replica's socket as
+// BGSAVE (package persist), its chunks sent to the replica's socket as
 // they come — in Redis's diskless "$EOF:<mark>" form when the replica
 // announced capa eof, else through a temporary file so the length can lead.
 
 // replicationCut takes a snapshot's cut on every shard inside one
 // whole-shard step, running also(s) in the same step (start journaling,
 // mark the feed), and returns the chunk channel.
-func (s *Server) replicationCut(also func(*shard.Shard)) ([]chan snapshot.Chunk, chan []byte) {
-	outs := make([]chan snapshot.Chunk, len(s.shards))
+func (m *Master) replicationCut(also func(*shard.Shard)) ([]chan snapshot.Chunk, chan []byte) {
+	outs := make([]chan snapshot.Chunk, len(m.shards))
 	for i := range outs {
 		outs[i] = make(chan snapshot.Chunk, 16)
 	}
 	free := make(chan []byte, 64)
-	t := tx.New(s.shards)
+	t := tx.New(m.shards)
 	t.AddAllShards()
 	t.Lock()
-	chunk := s.serializationChunk()
+	chunk := m.host.Settings().SerializationMaxChunk
 	t.Finish(func(sh *shard.Shard) {
 		also(sh)
-		s.functionsAtCut(sh, outs[sh.ID], false)
+		m.host.FunctionsAtCut(sh, outs[sh.ID], false)
 		snapshot.Deferred(sh, snapshot.Options{Encode: rdbvalue.EncodeForSnapshot, Out: outs[sh.ID], Free: free, MaxChunk: chunk,
-			Load: tierLoader(sh)}) // tiered.go
+			Load: m.host.TierLoader(sh)})
 	})
 	return outs, free
 }
@@ -48,12 +48,12 @@ func (s *Server) replicationCut(also func(*shard.Shard)) ([]chan snapshot.Chunk,
 // filtered out (REPLCONF rdb-filter-only): every shard's output is one last
 // chunk, shard 0's holding the libraries when functions (taken on shard 0,
 // which every library change holds).
-func (s *Server) filteredSnapshot(functions bool) []chan snapshot.Chunk {
+func (m *Master) filteredSnapshot(functions bool) []chan snapshot.Chunk {
 	var libs []byte
 	if functions {
-		s.OnShard(0, func(*shard.Shard) { libs = s.cutFunctions() })
+		m.onShard(0, func(*shard.Shard) { libs = m.host.Functions() })
 	}
-	outs := make([]chan snapshot.Chunk, len(s.shards))
+	outs := make([]chan snapshot.Chunk, len(m.shards))
 	for i := range outs {
 		outs[i] = make(chan snapshot.Chunk, 1)
 		c := snapshot.Chunk{Last: true}
@@ -67,31 +67,31 @@ func (s *Server) filteredSnapshot(functions bool) []chan snapshot.Chunk {
 
 // sendRDB sends the snapshot to a replica: "$EOF:<40 bytes>\r\n" RDB
 // <40 bytes> when eof, else "$<len>\r\n" RDB from a temporary file.
-func (s *Server) sendRDB(conn net.Conn, eof bool, chunks []chan snapshot.Chunk, free chan<- []byte) error {
+func (m *Master) sendRDB(conn net.Conn, eof bool, chunks []chan snapshot.Chunk, free chan<- []byte) error {
 	if eof {
 		var mark [20]byte
 		_, _ = rand.Read(mark[:])
-		m := hex.EncodeToString(mark[:])
+		end := hex.EncodeToString(mark[:])
 		bw := bufio.NewWriterSize(conn, 256<<10)
-		_, _ = bw.WriteString("$EOF:" + m + "\r\n")
-		if err := s.persist.WriteRDB(bw, chunks, free); err != nil {
+		_, _ = bw.WriteString("$EOF:" + end + "\r\n")
+		if err := m.host.WriteRDB(bw, chunks, free); err != nil {
 			return err // WriteRDB consumed every chunk
 		}
-		_, _ = bw.WriteString(m)
+		_, _ = bw.WriteString(end)
 		return bw.Flush()
 	}
-	f, err := os.CreateTemp(s.cfg.Dir, fmt.Sprintf("temp-repl-%d-*.rdb", os.Getpid()))
+	f, err := os.CreateTemp(m.host.Settings().Dir, fmt.Sprintf("temp-repl-%d-*.rdb", os.Getpid()))
 	if err != nil {
 		f, err = os.CreateTemp("", "dfly-repl-*.rdb")
 	}
 	if err != nil {
-		persist.DrainChunks(chunks, free, len(s.shards))
+		persist.DrainChunks(chunks, free, len(m.shards))
 		return err
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
 	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := s.persist.WriteRDB(bw, chunks, free); err != nil {
+	if err := m.host.WriteRDB(bw, chunks, free); err != nil {
 		return err
 	}
 	if err := bw.Flush(); err != nil {
@@ -109,4 +109,11 @@ func (s *Server) sendRDB(conn net.Conn, eof bool, chunks []chan snapshot.Chunk, 
 	}
 	_, err = io.Copy(conn, f)
 	return err
+}
+
+// onShard runs fn on shard sid's goroutine and waits for it.
+func (m *Master) onShard(sid int, fn func(*shard.Shard)) {
+	done := make(chan struct{})
+	m.shards[sid].Send(shard.Func(func(sh *shard.Shard) { fn(sh); close(done) }))
+	<-done
 }

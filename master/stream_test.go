@@ -1,4 +1,4 @@
-package server
+package master
 
 import (
 	"strings"
@@ -10,8 +10,8 @@ import (
 // The feed's merge as a state machine: entries are pushed shard by shard
 // and drain emits what the heads allow.
 
-func newTestFeed(shards int) (*replMaster, *feedState) {
-	m := &replMaster{curDB: -1, replicas: map[*replicaConn]struct{}{}, wake: make(chan struct{}, 1),
+func newTestFeed(shards int) (*Master, *feedState) {
+	m := &Master{curDB: -1, replicas: map[*replicaConn]struct{}{}, wake: make(chan struct{}, 1),
 		backlog: make([]byte, 1<<16)}
 	m.queues = make([][]feedItem, shards)
 	st := &feedState{local: make([][]feedItem, shards), txs: map[uint64]*feedTx{}, waiting: make([]bool, shards)}
@@ -43,7 +43,7 @@ func (st *feedState) add(sid int, es ...*journal.Entry) {
 }
 
 // emitted renders the emitted RESP as one command per line.
-func emitted(m *replMaster) string {
+func emitted(m *Master) string {
 	held, _ := m.backlogFrom(1)
 	var lines []string
 	for _, part := range strings.Split(string(held), "*")[1:] {

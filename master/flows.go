@@ -1,4 +1,4 @@
-package server
+package master
 
 import (
 	"bufio"
@@ -14,12 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/journal"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/rdbvalue"
-	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tx"
@@ -83,7 +81,7 @@ type flowSession struct {
 }
 
 type flow struct {
-	srv  *Server
+	m    *Master
 	sess *flowSession
 	sid  int
 	conn net.Conn
@@ -128,115 +126,56 @@ type flowMaster struct {
 	expiry    sync.Once
 }
 
-func (s *Server) flows() *flowMaster {
-	s.flowOnce.Do(func() {
-		s.flowM = &flowMaster{sessions: map[string]*flowSession{}, flows: map[*flow]struct{}{}}
-	})
-	return s.flowM
-}
-
-func init() {
-	command.Register("server", func() []*command.Command {
-		return []*command.Command{{Name: "dfly", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoMulti | command.FlagStale, Local: viaConn(cmdDfly)}}
-	})
-}
-
-func cmdDfly(c *Conn, a [][]byte, w *resp.Writer) {
-	s := c.srv
-	switch sub := strings.ToLower(string(a[1])); {
-	case sub == "hello" && len(a) == 2:
-		if s.isReplica() {
-			w.Error(s.chainedRefusal())
-			return
-		}
-		fm := s.flows()
-		mode := snapshot.PIT
-		if !s.pointInTime() {
-			mode = snapshot.NonPIT
-		}
-		fm.mu.Lock()
-		fm.next++
-		sess := &flowSession{id: strconv.Itoa(fm.next), mode: mode, flows: make([]*flow, len(s.shards)), ready: make(chan struct{})}
-		if a := c.gc.RemoteAddr(); a != nil {
-			sess.ip, _, _ = net.SplitHostPort(a.String())
-		}
-		if c.repl != nil {
-			sess.port = c.repl.port
-			if c.repl.ip != "" {
-				sess.ip = c.repl.ip
-			}
-		}
-		fm.sessions[sess.id] = sess
-		fm.mu.Unlock()
-		// A session nobody completes is forgotten.
-		time.AfterFunc(time.Minute, func() {
-			fm.mu.Lock()
-			delete(fm.sessions, sess.id)
-			fm.mu.Unlock()
-		})
-		w.Array(4)
-		w.BulkString(s.master.id())
-		w.Int(int64(len(s.shards)))
-		w.BulkString(sess.id)
-		w.BulkString(map[snapshot.Mode]string{snapshot.PIT: "pit", snapshot.NonPIT: "nonpit"}[mode])
-	case sub == "flow" && len(a) == 6 && !strings.EqualFold(string(a[5]), "blobs"):
-		w.Error(command.ErrSyntax)
-	case sub == "flow" && (len(a) == 5 || len(a) == 6):
-		// DFLY FLOW <session> <shard> <next> [BLOBS]
-		fm := s.flows()
-		fm.mu.Lock()
-		sess := fm.sessions[string(a[2])]
-		fm.mu.Unlock()
-		sid, err1 := strconv.Atoi(string(a[3]))
-		lsn, err2 := strconv.ParseUint(string(a[4]), 10, 64)
-		switch {
-		case sess == nil:
-			w.Error("ERR unknown replication session")
-		case err1 != nil || sid < 0 || sid >= len(s.shards) || err2 != nil:
-			w.Error("ERR bad flow arguments")
-		default:
-			f := &flow{srv: s, sess: sess, sid: sid, lsn: lsn, blobs: len(a) == 6, wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1), limit: s.replBufferLimit()}
-			c.handoff = func(nc net.Conn) { f.conn = nc; f.attach() }
-			c.closing = true
-		}
-	case sub == "handover" && len(a) >= 3:
-		// DFLY HANDOVER <replid> <lsn>...: see handover (replica side).
-		if s.isReplica() {
-			w.Error(s.chainedRefusal())
-			return
-		}
-		offer := &flowHistory{replID: string(a[2]), lsns: make([]uint64, 0, len(a)-3)}
-		for _, x := range a[3:] {
-			n, err := strconv.ParseUint(string(x), 10, 64)
-			if err != nil {
-				w.Error("ERR bad LSN")
-				return
-			}
-			offer.lsns = append(offer.lsns, n)
-		}
-		rec := s.replica.handover.Load()
-		if rec == nil || rec.id != s.master.id() || !rec.from.equal(offer) {
-			w.Error("ERR this server's history does not start there")
-			return
-		}
-		w.Array(len(rec.lsns))
-		for _, n := range rec.lsns {
-			w.Int(int64(n))
-		}
-	default:
-		w.Error(fmt.Sprintf("ERR unknown subcommand '%s'. Try DFLY HELLO.", command.TruncArg(a[1])))
+// Hello answers DFLY HELLO from a replica at ip, announcing port: a new
+// flow session, forgotten unless completed within a minute. It returns
+// the replication id, the shard count, the session and the baseline's
+// mode ("pit" or "nonpit").
+func (m *Master) Hello(ip string, port int) (replID string, shards int, session, mode string) {
+	fm := m.flows
+	sm := snapshot.PIT
+	if !m.host.Settings().PointInTime {
+		sm = snapshot.NonPIT
 	}
+	fm.mu.Lock()
+	fm.next++
+	sess := &flowSession{id: strconv.Itoa(fm.next), mode: sm, flows: make([]*flow, len(m.shards)), ready: make(chan struct{}),
+		ip: ip, port: port}
+	fm.sessions[sess.id] = sess
+	fm.mu.Unlock()
+	// A session nobody completes is forgotten.
+	time.AfterFunc(time.Minute, func() {
+		fm.mu.Lock()
+		delete(fm.sessions, sess.id)
+		fm.mu.Unlock()
+	})
+	return m.ID(), len(m.shards), sess.id, map[snapshot.Mode]string{snapshot.PIT: "pit", snapshot.NonPIT: "nonpit"}[sm]
 }
 
-func (s *Server) pointInTime() bool {
-	s.cfg.Mu.RLock()
-	defer s.cfg.Mu.RUnlock()
-	return s.cfg.PointInTime
+// Flow answers DFLY FLOW <session> <shard> <next> [BLOBS]: attach, given
+// the connection taken off its event loop, serves the flow of the shard
+// from LSN next (0: a full sync); blobs: the replica decodes blob chunks.
+// The error is the reply when the flow is refused.
+func (m *Master) Flow(session, shard, next string, blobs bool) (attach func(net.Conn), err error) {
+	fm := m.flows
+	fm.mu.Lock()
+	sess := fm.sessions[session]
+	fm.mu.Unlock()
+	sid, err1 := strconv.Atoi(shard)
+	lsn, err2 := strconv.ParseUint(next, 10, 64)
+	switch {
+	case sess == nil:
+		return nil, errors.New("ERR unknown replication session")
+	case err1 != nil || sid < 0 || sid >= len(m.shards) || err2 != nil:
+		return nil, errors.New("ERR bad flow arguments")
+	}
+	f := &flow{m: m, sess: sess, sid: sid, lsn: lsn, blobs: blobs, wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1),
+		limit: m.flowBufferLimit()}
+	return func(nc net.Conn) { f.conn = nc; f.attach() }, nil
 }
 
 // attach adds f to its session; the last flow to attach starts them all.
 func (f *flow) attach() {
-	fm := f.srv.flows()
+	fm := f.m.flows
 	fm.mu.Lock()
 	sess := f.sess
 	if sess.flows[f.sid] != nil {
@@ -255,7 +194,7 @@ func (f *flow) attach() {
 	fm.flows[f] = struct{}{}
 	fm.mu.Unlock()
 	if all {
-		f.srv.startSession(sess)
+		f.m.startSession(sess)
 	}
 }
 
@@ -265,13 +204,13 @@ func (f *flow) attach() {
 // transaction is half on either side of it and no entry is lost or sent
 // twice (each shard subscribes in the same step that reads its backlog or
 // takes its cut).
-func (s *Server) startSession(sess *flowSession) {
+func (m *Master) startSession(sess *flowSession) {
 	// With the Redis feed's start and stop and expireJournals: the
 	// journals' state is decided in one order.
-	s.master.cutMu.Lock()
-	defer s.master.cutMu.Unlock()
-	s.keepJournals(false)
-	t := tx.New(s.shards)
+	m.cutMu.Lock()
+	defer m.cutMu.Unlock()
+	m.keepJournals(false)
+	t := tx.New(m.shards)
 	t.AddAllShards()
 	t.Lock()
 	partial := true
@@ -283,7 +222,7 @@ func (s *Server) startSession(sess *flowSession) {
 		partial = partial && ok
 		mu.Unlock()
 	})
-	chunk := s.serializationChunk()
+	chunk := m.host.Settings().SerializationMaxChunk
 	t.Finish(func(sh *shard.Shard) {
 		f := sess.flows[sh.ID]
 		sh.Journal.Start()
@@ -293,20 +232,20 @@ func (s *Server) startSession(sess *flowSession) {
 			f.fullAt = sh.Journal.LSN()
 			f.out = make(chan snapshot.Chunk, 16)
 			f.free = make(chan []byte, 32)
-			s.functionsAtCut(sh, f.out, true)
+			m.host.FunctionsAtCut(sh, f.out, true)
 			f.slice = snapshot.DeferredSelf(sh, snapshot.Options{Mode: sess.mode, Tagged: true, Journal: true,
-				FullSyncCut: true, Sizes: true, NoLZF: f.blobs, Encode: rdbvalue.EncodeForSnapshot, Out: f.out, Free: f.free, MaxChunk: chunk, Load: tierLoader(sh)}) // tiered.go
+				FullSyncCut: true, Sizes: true, NoLZF: f.blobs, Encode: rdbvalue.EncodeForSnapshot, Out: f.out, Free: f.free, MaxChunk: chunk, Load: m.host.TierLoader(sh)})
 		}
 		f.subID, _ = sh.Journal.Subscribe(f.onEntry)
 	})
 	what := "full"
 	if partial {
 		what = "partial"
-		s.flows().partialSyncs.Add(1)
+		m.flows.partialSyncs.Add(1)
 	} else {
-		s.flows().fullSyncs.Add(1)
+		m.flows.fullSyncs.Add(1)
 	}
-	s.log.Noticef("Replica flows (%d shards): %s sync starts", len(sess.flows), what)
+	m.log.Noticef("Replica flows (%d shards): %s sync starts", len(sess.flows), what)
 	for _, f := range sess.flows {
 		go f.serve(partial)
 		go f.readAcks()
@@ -343,7 +282,7 @@ func (f *flow) onEntry(e *journal.Entry) {
 	over := int64(len(f.queue)) > f.limit
 	f.mu.Unlock()
 	if over {
-		f.srv.log.Warnf("Replica flow %d fell %d bytes behind: dropped", f.sid, len(f.queue))
+		f.m.log.Warnf("Replica flow %d fell %d bytes behind: dropped", f.sid, len(f.queue))
 		f.close()
 		return
 	}
@@ -353,8 +292,9 @@ func (f *flow) onEntry(e *journal.Entry) {
 	}
 }
 
-func (s *Server) replBufferLimit() int64 {
-	if n := s.cfg.ReplicaHardLimit(); n > 0 {
+// flowBufferLimit bounds a flow's queue (Settings.FlowBufferLimit).
+func (m *Master) flowBufferLimit() int64 {
+	if n := m.host.Settings().FlowBufferLimit; n > 0 {
 		return n
 	}
 	return 1 << 62
@@ -398,7 +338,7 @@ func (f *flow) serve(partial bool) {
 				// The baseline is incomplete (an encoding failed): the last
 				// chunk would still end it with the full-sync marker, and
 				// the replica would miss keys for good. It syncs again.
-				f.srv.log.Warnf("Replica flow %d: the baseline failed: %v", f.sid, c.Err)
+				f.m.log.Warnf("Replica flow %d: the baseline failed: %v", f.sid, c.Err)
 				f.close()
 			}
 			if !f.dead.Load() {
@@ -423,7 +363,7 @@ func (f *flow) serve(partial bool) {
 		release()
 		f.synced.Store(true)
 		if !f.dead.Load() {
-			f.srv.log.Noticef("Replica flow %d: baseline sent in %.3f s", f.sid, time.Since(start).Seconds())
+			f.m.log.Noticef("Replica flow %d: baseline sent in %.3f s", f.sid, time.Since(start).Seconds())
 		}
 	}
 	var buf []byte
@@ -516,9 +456,7 @@ var flowPing = rdb.AppendChunk(nil, rdb.OpFlowPing, 0, nil)
 // replica that stopped acknowledging.
 func (f *flow) readAcks() {
 	r := bufio.NewReaderSize(f.conn, 4096)
-	f.srv.cfg.Mu.RLock()
-	timeout := time.Duration(f.srv.cfg.ReplTimeout) * time.Second
-	f.srv.cfg.Mu.RUnlock()
+	timeout := f.m.host.Settings().ReplTimeout
 	for {
 		_ = f.conn.SetReadDeadline(time.Now().Add(timeout))
 		b, err := r.ReadSlice('\n') // bounded by the buffer
@@ -526,7 +464,7 @@ func (f *flow) readAcks() {
 		if err != nil || len(line) > 64 {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() && !f.dead.Load() {
-				f.srv.log.Warnf("Disconnecting timedout replica flow %d: no ACK for %v", f.sid, timeout)
+				f.m.log.Warnf("Disconnecting timedout replica flow %d: no ACK for %v", f.sid, timeout)
 			}
 			f.close()
 			return
@@ -534,7 +472,7 @@ func (f *flow) readAcks() {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "ACK "); ok {
 			if n, err := strconv.ParseUint(v, 10, 64); err == nil {
 				f.acked.Store(n)
-				f.srv.acks.fire()
+				f.m.acks.fire()
 			}
 		}
 	}
@@ -547,11 +485,11 @@ func (f *flow) close() {
 		return
 	}
 	f.conn.Close()
-	sh := f.srv.shards[f.sid]
+	sh := f.m.shards[f.sid]
 	sh.Send(shard.Func(func(sh *shard.Shard) {
 		sh.Journal.Unsubscribe(f.subID)
 	}))
-	fm := f.srv.flows()
+	fm := f.m.flows
 	fm.mu.Lock()
 	delete(fm.flows, f)
 	if len(fm.flows) == 0 {
@@ -566,8 +504,8 @@ func (f *flow) close() {
 
 // keepJournals records that the journals now keep a backlog for dfly
 // replicas (handover: for a promotion's) and starts their expiry.
-func (s *Server) keepJournals(handover bool) {
-	fm := s.flows()
+func (m *Master) keepJournals(handover bool) {
+	fm := m.flows
 	fm.mu.Lock()
 	fm.kept = true
 	if handover {
@@ -576,7 +514,7 @@ func (s *Server) keepJournals(handover bool) {
 		}
 	}
 	fm.mu.Unlock()
-	fm.expiry.Do(func() { go s.expireJournals() })
+	fm.expiry.Do(func() { go m.expireJournals() })
 }
 
 // expireJournals stops the journals kept for dfly replicas once none has
@@ -585,30 +523,30 @@ func (s *Server) keepJournals(handover bool) {
 // stop (journal.Journal.update) and the replication id changes, so a
 // replica that comes back later syncs in full: the writes from now on
 // are in no backlog.
-func (s *Server) expireJournals() {
-	fm := s.flows()
-	ttl := s.cfg.ReplBacklogTTL
+func (m *Master) expireJournals() {
+	fm := m.flows
+	ttl := m.host.Settings().ReplBacklogTTL
 	tick := time.NewTicker(min(time.Second, max(ttl/4, 10*time.Millisecond)))
 	defer tick.Stop()
 	due := func() bool {
 		return fm.kept && len(fm.flows) == 0 && !fm.idleSince.IsZero() && time.Since(fm.idleSince) >= ttl
 	}
 	for range tick.C {
-		if s.stopping.Load() {
+		if m.host.Stopping() {
 			return
 		}
 		fm.mu.Lock()
 		d := due()
 		fm.mu.Unlock()
 		if d {
-			s.stopKeptJournals(due)
+			m.stopKeptJournals(due)
 		}
 	}
 }
 
 // stopKeptJournals is expireJournals' stop, when due still holds.
-func (s *Server) stopKeptJournals(due func() bool) {
-	m, fm := s.master, s.flows()
+func (m *Master) stopKeptJournals(due func() bool) {
+	fm := m.flows
 	m.cutMu.Lock()
 	defer m.cutMu.Unlock()
 	fm.mu.Lock()
@@ -621,7 +559,7 @@ func (s *Server) stopKeptJournals(due func() bool) {
 	m.mu.Lock()
 	feed := m.feedOn
 	m.mu.Unlock()
-	t := tx.New(s.shards)
+	t := tx.New(m.shards)
 	t.AddAllShards()
 	t.Lock()
 	t.Finish(func(sh *shard.Shard) {
@@ -629,16 +567,16 @@ func (s *Server) stopKeptJournals(due func() bool) {
 			sh.Journal.Stop()
 		}
 	})
-	s.replica.handover.Store(nil)
+	m.handover.Store(nil)
 	if feed {
 		return
 	}
-	if _, _, _, replica := s.replicaStatus(); !replica {
+	if !m.host.IsReplica() {
 		// As Redis when it frees its backlog. (A replica's id is its
 		// master's history, which it goes on following.)
 		m.newHistory()
 	}
-	s.log.Noticef("Journals stopped after %v without dfly replicas", s.cfg.ReplBacklogTTL)
+	m.log.Noticef("Journals stopped after %v without dfly replicas", m.host.Settings().ReplBacklogTTL)
 }
 
 // hurry makes every flow write what it holds now, followed by a ping
@@ -696,12 +634,12 @@ func (fm *flowMaster) ackedAddrs(lsns []uint64) map[string]bool {
 }
 
 // flowInfo writes INFO replication lines for the attached flows.
-func (s *Server) flowInfo(field func(k string, v any)) {
-	fm := s.flows()
+func (m *Master) flowInfo(field func(k string, v any)) {
+	fm := m.flows
 	field("dfly_flow_syncs_full", fm.fullSyncs.Load())
 	field("dfly_flow_syncs_partial", fm.partialSyncs.Load())
 	journaling := 0
-	for _, sh := range s.shards {
+	for _, sh := range m.shards {
 		if sh.Journal.Active() {
 			journaling = 1
 		}
@@ -761,8 +699,8 @@ func (r flowReplica) info() string {
 }
 
 // flowReplicas are the attached dfly replicas, oldest first.
-func (s *Server) flowReplicas() []flowReplica {
-	fm := s.flows()
+func (m *Master) flowReplicas() []flowReplica {
+	fm := m.flows
 	fm.mu.Lock()
 	defer fm.mu.Unlock()
 	var out []flowReplica

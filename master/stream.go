@@ -1,10 +1,9 @@
-package server
+package master
 
 import (
 	"crypto/rand"
 	"encoding/hex"
 	"net"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,11 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dfly/dfly/command"
-	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/journal"
 	"github.com/dfly/dfly/persist"
-	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
@@ -47,9 +43,20 @@ import (
 // bounded by --repl_client_buffer_limit, and a replica past it is
 // disconnected (and logged). Shards only append to the feed's queues.
 
-// replMaster is the master-side replication state of a server.
-type replMaster struct {
-	srv *Server
+// Master is the master side of replication: the Redis-protocol command
+// stream with its backlog and replicas, the dfly flows, WAIT's
+// acknowledgements and the history a promoted replica continues.
+type Master struct {
+	shards []*shard.Shard
+	host   Host
+	log    Logger
+
+	flows *flowMaster
+	// acks tells WAIT that a replica acknowledged something.
+	acks ackSignal
+	// handover: where this server's own history began, when it was
+	// promoted from a dfly master's replica (DFLY HANDOVER); nil when not.
+	handover atomic.Pointer[handoverRecord]
 
 	mu           sync.Mutex
 	replID       string
@@ -106,22 +113,25 @@ type cutMark struct {
 	done chan int64
 }
 
-func (s *Server) initReplMaster() {
-	m := &replMaster{srv: s, replID: newReplID(), secondOffset: -1, curDB: -1,
-		replicas: map[*replicaConn]struct{}{}, wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1)}
-	m.queues = make([][]feedItem, len(s.shards))
-	m.subIDs = make([]int, len(s.shards))
-	cfg := journal.Config{BacklogBytes: int(s.cfg.ReplBacklogSize), BacklogAge: s.cfg.ReplBacklogTTL}
-	for i, sh := range s.shards {
+// New returns the master side of shards, giving each shard its journal.
+func New(shards []*shard.Shard, host Host, log Logger) *Master {
+	m := &Master{shards: shards, host: host, log: log, replID: newReplID(), secondOffset: -1, curDB: -1,
+		replicas: map[*replicaConn]struct{}{}, wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1),
+		flows: &flowMaster{sessions: map[string]*flowSession{}, flows: map[*flow]struct{}{}}}
+	m.queues = make([][]feedItem, len(shards))
+	m.subIDs = make([]int, len(shards))
+	st := host.Settings()
+	cfg := journal.Config{BacklogBytes: int(st.ReplBacklogSize), BacklogAge: st.ReplBacklogTTL}
+	for i, sh := range shards {
 		c := cfg
 		c.Now = sh.Now // appends run on the shard's goroutine
 		sh.Journal = journal.New(i, c)
 	}
-	s.master = m
+	return m
 }
 
-// id is the current replication id.
-func (m *replMaster) id() string {
+// ID is the current replication id.
+func (m *Master) ID() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.replID
@@ -136,13 +146,12 @@ func newReplID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// promoteToMaster is for the replica side when this server stops
-// replicating (REPLICAOF NO ONE): it continues the history it replicated —
-// replid/offset of the master it followed — under a new id, keeping the
-// old one as replid2 so that its own former sub-replicas could continue
-// (Redis's shiftReplicationId). Call it before accepting writes.
-func (s *Server) promoteToMaster(oldReplID string, offset int64) {
-	m := s.master
+// Promote is for the replica side when this server stops replicating
+// (REPLICAOF NO ONE): it continues the history it replicated — replid and
+// offset of the master it followed — under a new id, keeping the old one
+// as replid2 so that its own former sub-replicas could continue (Redis's
+// shiftReplicationId). Call it before accepting writes.
+func (m *Master) Promote(oldReplID string, offset int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.replID2, m.secondOffset = oldReplID, offset+1
@@ -154,7 +163,7 @@ func (s *Server) promoteToMaster(oldReplID string, offset int64) {
 // ---- the feed: journals merged into the command stream ----
 
 // push queues an item of shard sid; on the shard goroutine, never blocks.
-func (m *replMaster) push(sid int, it feedItem) {
+func (m *Master) push(sid int, it feedItem) {
 	m.qmu.Lock()
 	m.queues[sid] = append(m.queues[sid], it)
 	m.qmu.Unlock()
@@ -166,7 +175,7 @@ func (m *replMaster) push(sid int, it feedItem) {
 
 // startShard subscribes the feed to shard s's journal (in a step holding
 // every shard).
-func (m *replMaster) startShard(s *shard.Shard) {
+func (m *Master) startShard(s *shard.Shard) {
 	if m.subIDs[s.ID] != 0 {
 		return
 	}
@@ -178,7 +187,7 @@ func (m *replMaster) startShard(s *shard.Shard) {
 	s.Journal.Start()
 }
 
-func (m *replMaster) stopShard(s *shard.Shard) {
+func (m *Master) stopShard(s *shard.Shard) {
 	if m.subIDs[s.ID] == 0 {
 		return
 	}
@@ -203,7 +212,7 @@ type feedTx struct {
 	parts  map[int]int // shard → number of items of its part at its head
 }
 
-func (m *replMaster) feed(stop chan struct{}) {
+func (m *Master) feed(stop chan struct{}) {
 	st := &feedState{local: make([][]feedItem, len(m.queues)), txs: map[uint64]*feedTx{},
 		waiting: make([]bool, len(m.queues))}
 	ping := time.NewTicker(time.Second)
@@ -241,7 +250,7 @@ func (m *replMaster) feed(stop chan struct{}) {
 }
 
 // drain emits everything the shards' heads allow.
-func (m *replMaster) drain(st *feedState) {
+func (m *Master) drain(st *feedState) {
 	for progress := true; progress; {
 		progress = false
 		for sid := range st.local {
@@ -303,7 +312,7 @@ func (m *replMaster) drain(st *feedState) {
 
 // emitTx emits a transaction whose parts are all at their shards' heads:
 // its commands in Seq order, in MULTI/EXEC when there are several.
-func (m *replMaster) emitTx(st *feedState, t *feedTx) {
+func (m *Master) emitTx(st *feedState, t *feedTx) {
 	var cmds []*journal.Entry
 	for sid, n := range t.parts {
 		for _, it := range st.local[sid][:n] {
@@ -337,7 +346,7 @@ func (m *replMaster) emitTx(st *feedState, t *feedTx) {
 
 // cutReady handles a full sync's cut once it heads every shard's queue:
 // the replica attaches at the current offset.
-func (m *replMaster) cutReady(st *feedState) bool {
+func (m *Master) cutReady(st *feedState) bool {
 	var c *cutMark
 	for sid := range st.local {
 		if len(st.local[sid]) == 0 || st.local[sid][0].cut == nil {
@@ -366,7 +375,7 @@ func (m *replMaster) cutReady(st *feedState) bool {
 }
 
 // appendSelect emits SELECT when the stream is not in db.
-func (m *replMaster) appendSelect(b []byte, db int) []byte {
+func (m *Master) appendSelect(b []byte, db int) []byte {
 	if m.curDB == db {
 		return b
 	}
@@ -375,13 +384,13 @@ func (m *replMaster) appendSelect(b []byte, db int) []byte {
 }
 
 // emit appends stream bytes: offset, backlog, every attached replica.
-func (m *replMaster) emit(b []byte) {
+func (m *Master) emit(b []byte) {
 	m.mu.Lock()
 	m.emitLocked(b)
 	m.mu.Unlock()
 }
 
-func (m *replMaster) emitLocked(b []byte) {
+func (m *Master) emitLocked(b []byte) {
 	m.offset += int64(len(b))
 	m.appendBacklog(b)
 	for r := range m.replicas {
@@ -389,7 +398,7 @@ func (m *replMaster) emitLocked(b []byte) {
 	}
 }
 
-func (m *replMaster) appendBacklog(b []byte) {
+func (m *Master) appendBacklog(b []byte) {
 	n := len(m.backlog)
 	if n == 0 {
 		return
@@ -407,7 +416,7 @@ func (m *replMaster) appendBacklog(b []byte) {
 
 // backlogFrom copies the backlog's bytes from 1-based stream offset off to
 // the end; ok=false when the backlog does not hold off.
-func (m *replMaster) backlogFrom(off int64) ([]byte, bool) {
+func (m *Master) backlogFrom(off int64) ([]byte, bool) {
 	first := m.offset - int64(m.backlogLen) + 1
 	if len(m.backlog) == 0 || off < first || off > m.offset+1 {
 		return nil, false
@@ -420,7 +429,7 @@ func (m *replMaster) backlogFrom(off int64) ([]byte, bool) {
 	return out, true
 }
 
-func (m *replMaster) replicaCount() int {
+func (m *Master) replicaCount() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.replicas)
@@ -428,10 +437,10 @@ func (m *replMaster) replicaCount() int {
 
 // expireBacklog frees the backlog and stops journaling once no replica
 // has been attached for --repl_backlog_ttl (Redis's repl-backlog-ttl).
-func (m *replMaster) expireBacklog() {
+func (m *Master) expireBacklog() {
 	m.mu.Lock()
 	idle := len(m.replicas) == 0 && m.feedOn && !m.idleSince.IsZero() &&
-		time.Since(m.idleSince) >= m.srv.cfg.ReplBacklogTTL
+		time.Since(m.idleSince) >= m.host.Settings().ReplBacklogTTL
 	m.mu.Unlock()
 	if idle {
 		go m.stopFeed()
@@ -441,21 +450,21 @@ func (m *replMaster) expireBacklog() {
 // ensureFeedLocked allocates the backlog and starts the feed goroutine
 // (m.mu held); the shards' journals are subscribed in the cut step that
 // follows (fullSync's replicationCut).
-func (m *replMaster) ensureFeedLocked() {
+func (m *Master) ensureFeedLocked() {
 	if m.feedOn {
 		return
 	}
 	m.feedOn = true
-	m.backlog = make([]byte, max(1<<20, int(m.srv.cfg.ReplBacklogSize)*len(m.srv.shards)))
+	m.backlog = make([]byte, max(1<<20, int(m.host.Settings().ReplBacklogSize)*len(m.shards)))
 	m.backlogLen, m.backlogPos = 0, 0
 	m.feedStop = make(chan struct{})
 	go m.feed(m.feedStop)
 }
 
-// startFeed starts the feed (journals into the command stream and its
+// StartFeed starts the feed (journals into the command stream and its
 // backlog) with no replica yet: a promoted replica's, so that replicas of
 // its old master can continue here (replicaNoOne).
-func (m *replMaster) startFeed() {
+func (m *Master) StartFeed() {
 	m.cutMu.Lock()
 	defer m.cutMu.Unlock()
 	m.mu.Lock()
@@ -465,13 +474,13 @@ func (m *replMaster) startFeed() {
 	if on {
 		return
 	}
-	t := tx.New(m.srv.shards)
+	t := tx.New(m.shards)
 	t.AddAllShards()
 	t.Lock()
 	t.Finish(func(s *shard.Shard) { m.startShard(s) })
 }
 
-func (m *replMaster) stopFeed() {
+func (m *Master) stopFeed() {
 	m.cutMu.Lock()
 	defer m.cutMu.Unlock()
 	m.mu.Lock()
@@ -480,7 +489,7 @@ func (m *replMaster) stopFeed() {
 		return
 	}
 	m.mu.Unlock()
-	t := tx.New(m.srv.shards)
+	t := tx.New(m.shards)
 	t.AddAllShards()
 	t.Lock()
 	t.Finish(func(s *shard.Shard) { m.stopShard(s) })
@@ -495,21 +504,21 @@ func (m *replMaster) stopFeed() {
 		m.queues[i] = nil
 	}
 	m.qmu.Unlock()
-	m.srv.log.Noticef("Replication backlog freed after %v without replicas", m.srv.cfg.ReplBacklogTTL)
+	m.log.Noticef("Replication backlog freed after %v without replicas", m.host.Settings().ReplBacklogTTL)
 }
 
 // newHistory starts a new replication id once the backlogs are gone: no
 // replica can continue the old history here.
-func (m *replMaster) newHistory() {
+func (m *Master) newHistory() {
 	m.mu.Lock()
 	m.replID2, m.secondOffset = m.replID, m.offset+1
 	m.replID = newReplID()
 	m.mu.Unlock()
 }
 
-// propagate sends a command that belongs to no shard (PUBLISH) to the
+// Propagate sends a command that belongs to no shard (PUBLISH) to the
 // replicas as it is.
-func (m *replMaster) propagate(args [][]byte) {
+func (m *Master) Propagate(args [][]byte) {
 	if !m.attached.Load() {
 		return
 	}
@@ -521,19 +530,19 @@ func (m *replMaster) propagate(args [][]byte) {
 
 // ---- replicas ----
 
-// replConnInfo is what REPLCONF told on a connection before SYNC/PSYNC.
-type replConnInfo struct {
-	port    int
-	ip      string
-	capaEOF bool
+// ReplConf is what REPLCONF told on a connection before SYNC/PSYNC.
+type ReplConf struct {
+	Port    int
+	IP      string
+	CapaEOF bool
 	// REPLCONF rdb-only 1 (redis-cli --rdb, --functions-rdb): the client
 	// wants the RDB only, not to be a replica. rdb-filter-only: no keys in
-	// it (noData), and no libraries unless it names "functions".
-	rdbOnly, noData, noFunctions bool
+	// it (NoData), and no libraries unless it names "functions".
+	RDBOnly, NoData, NoFunctions bool
 }
 
 type replicaConn struct {
-	m    *replMaster
+	m    *Master
 	id   int
 	conn net.Conn
 	ip   string
@@ -546,10 +555,10 @@ type replicaConn struct {
 	ackTime atomic.Int64 // unix seconds of the last ACK
 
 	// out is the stream not yet written, bounded by the replica class of
-	// client-output-buffer-limit (obuf, clientbuf.go).
+	// client-output-buffer-limit (over: Host.ReplicaOutputLimit).
 	omu      sync.Mutex
 	out      []byte
-	obuf     outputLimiter
+	over     func(pending int64) bool
 	attached bool
 	dead     bool
 	notify   chan struct{}
@@ -582,12 +591,11 @@ func (r *replicaConn) write(b []byte) {
 		r.omu.Unlock()
 		return
 	}
-	if r.obuf.exceeded(r.m.srv.cfg, config.ClassReplica, int64(len(r.out)+len(b))) {
-		r.m.srv.cfg.Limits.OutClosed.Add(1)
+	if r.over(int64(len(r.out) + len(b))) {
 		r.dead = true
 		r.out = nil
 		r.omu.Unlock()
-		r.m.srv.log.Warnf("Client id=%d addr=%s (replica) scheduled to be closed ASAP for overcoming of output buffer limits.", r.id, r.conn.RemoteAddr())
+		r.m.log.Warnf("Client id=%d addr=%s (replica) scheduled to be closed ASAP for overcoming of output buffer limits.", r.id, r.conn.RemoteAddr())
 		go r.close()
 		return
 	}
@@ -619,23 +627,24 @@ func (r *replicaConn) close() {
 	}
 }
 
-// psyncRequest is a SYNC or PSYNC as received.
-type psyncRequest struct {
-	sync   bool
-	replID string
-	offset int64
-	info   replConnInfo
+// PSync is a SYNC or PSYNC as received.
+type PSync struct {
+	Sync   bool // SYNC: no replication id or offset
+	ReplID string
+	Offset int64
+	Conf   ReplConf
 }
 
-// serveReplica runs on the replica's own goroutine for the connection's
-// lifetime.
-func (m *replMaster) serveReplica(nc net.Conn, req psyncRequest) {
-	if req.info.rdbOnly {
+// ServeReplica serves a replica's SYNC or PSYNC on nc, the connection
+// taken off its event loop; it runs on the replica's own goroutine for the
+// connection's lifetime.
+func (m *Master) ServeReplica(nc net.Conn, req PSync) {
+	if req.Conf.RDBOnly {
 		m.serveRDBOnly(nc, req)
 		return
 	}
-	r := &replicaConn{m: m, conn: nc, port: req.info.port, ip: req.info.ip, eof: req.info.capaEOF,
-		notify: make(chan struct{}, 1), acked: make(chan struct{})}
+	r := &replicaConn{m: m, conn: nc, port: req.Conf.Port, ip: req.Conf.IP, eof: req.Conf.CapaEOF,
+		notify: make(chan struct{}, 1), acked: make(chan struct{}), over: m.host.ReplicaOutputLimit()}
 	if host, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil && r.ip == "" {
 		r.ip = host
 	}
@@ -645,8 +654,8 @@ func (m *replMaster) serveReplica(nc net.Conn, req psyncRequest) {
 	r.id = m.nextID
 	m.mu.Unlock()
 	defer r.close()
-	if !req.sync && m.tryPartial(r, req) {
-		m.srv.log.Noticef("Partial resynchronization request from %s:%d accepted, continuing from offset %d.", r.ip, r.port, req.offset)
+	if !req.Sync && m.tryPartial(r, req) {
+		m.log.Noticef("Partial resynchronization request from %s:%d accepted, continuing from offset %d.", r.ip, r.port, req.Offset)
 	} else if !m.fullSync(r, req) {
 		return
 	}
@@ -659,48 +668,47 @@ func (m *replMaster) serveReplica(nc net.Conn, req psyncRequest) {
 // it filters the keys out — after +FULLRESYNC for a PSYNC, then the
 // connection closes. It is no replica: no journal feed starts, INFO does
 // not list it.
-func (m *replMaster) serveRDBOnly(nc net.Conn, req psyncRequest) {
+func (m *Master) serveRDBOnly(nc net.Conn, req PSync) {
 	defer nc.Close()
-	srv := m.srv
 	var outs []chan snapshot.Chunk
 	var free chan []byte
-	if req.info.noData {
-		outs = srv.filteredSnapshot(!req.info.noFunctions)
+	if req.Conf.NoData {
+		outs = m.filteredSnapshot(!req.Conf.NoFunctions)
 	} else {
 		defer snapshot.HoldCollections()() // while the RDB goes out
-		outs, free = srv.replicationCut(func(*shard.Shard) {})
+		outs, free = m.replicationCut(func(*shard.Shard) {})
 	}
 	addr := nc.RemoteAddr().String()
-	srv.log.Noticef("Client %s asks for an RDB only (keys: %v, functions: %v)", addr, !req.info.noData, !req.info.noFunctions)
-	if !req.sync {
+	m.log.Noticef("Client %s asks for an RDB only (keys: %v, functions: %v)", addr, !req.Conf.NoData, !req.Conf.NoFunctions)
+	if !req.Sync {
 		m.mu.Lock()
 		id := m.replID
 		m.mu.Unlock()
 		line := "+FULLRESYNC " + id + " " + strconv.FormatInt(m.flushedOffset(), 10) + "\r\n"
 		if _, err := nc.Write([]byte(line)); err != nil {
-			persist.DrainChunks(outs, free, len(srv.shards))
+			persist.DrainChunks(outs, free, len(m.shards))
 			return
 		}
 	}
-	if err := srv.sendRDB(nc, req.info.capaEOF && !req.sync, outs, free); err != nil {
-		srv.log.Warnf("RDB to %s failed: %v", addr, err)
+	if err := m.sendRDB(nc, req.Conf.CapaEOF && !req.Sync, outs, free); err != nil {
+		m.log.Warnf("RDB to %s failed: %v", addr, err)
 	}
 }
 
 // tryPartial answers +CONTINUE when the backlog holds the requested
 // offset of this history (or of the previous one, up to its end).
-func (m *replMaster) tryPartial(r *replicaConn, req psyncRequest) bool {
+func (m *Master) tryPartial(r *replicaConn, req PSync) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	known := m.feedOn && (req.replID == m.replID ||
-		(req.replID == m.replID2 && req.offset <= m.secondOffset))
+	known := m.feedOn && (req.ReplID == m.replID ||
+		(req.ReplID == m.replID2 && req.Offset <= m.secondOffset))
 	if !known {
-		if req.replID != "?" {
+		if req.ReplID != "?" {
 			m.syncPartialErr.Add(1)
 		}
 		return false
 	}
-	pre, ok := m.backlogFrom(req.offset)
+	pre, ok := m.backlogFrom(req.Offset)
 	if !ok {
 		m.syncPartialErr.Add(1)
 		return false
@@ -708,7 +716,7 @@ func (m *replMaster) tryPartial(r *replicaConn, req psyncRequest) bool {
 	// +CONTINUE goes first: the stream goroutine starts after this returns.
 	r.out = append(r.out, "+CONTINUE "+m.replID+"\r\n"...)
 	r.state.Store("online")
-	r.ack.Store(req.offset - 1)
+	r.ack.Store(req.Offset - 1)
 	r.attachLocked(pre)
 	m.syncPartialOK.Add(1)
 	return true
@@ -716,8 +724,7 @@ func (m *replMaster) tryPartial(r *replicaConn, req psyncRequest) bool {
 
 // fullSync takes the cut, answers +FULLRESYNC and sends the RDB; the
 // stream from the cut waits in the replica's buffer meanwhile.
-func (m *replMaster) fullSync(r *replicaConn, req psyncRequest) bool {
-	srv := m.srv
+func (m *Master) fullSync(r *replicaConn, req PSync) bool {
 	r.state.Store("wait_bgsave")
 	m.syncFull.Add(1)
 	cut := &cutMark{r: r, done: make(chan int64, 1)}
@@ -727,7 +734,7 @@ func (m *replMaster) fullSync(r *replicaConn, req psyncRequest) bool {
 	m.mu.Lock()
 	m.ensureFeedLocked()
 	m.mu.Unlock()
-	out, free := srv.replicationCut(func(s *shard.Shard) {
+	out, free := m.replicationCut(func(s *shard.Shard) {
 		m.startShard(s)
 		m.push(s.ID, feedItem{cut: cut})
 	})
@@ -736,22 +743,22 @@ func (m *replMaster) fullSync(r *replicaConn, req psyncRequest) bool {
 	m.mu.Lock()
 	id := m.replID
 	m.mu.Unlock()
-	srv.log.Noticef("Replica %s:%d asks for synchronization; starting point-in-time sync at offset %d", r.ip, r.port, offset)
-	if !req.sync {
+	m.log.Noticef("Replica %s:%d asks for synchronization; starting point-in-time sync at offset %d", r.ip, r.port, offset)
+	if !req.Sync {
 		if _, err := r.conn.Write([]byte("+FULLRESYNC " + id + " " + strconv.FormatInt(offset, 10) + "\r\n")); err != nil {
-			persist.DrainChunks(out, free, len(srv.shards))
+			persist.DrainChunks(out, free, len(m.shards))
 			return false
 		}
 	}
 	r.state.Store("send_bulk")
 	start := time.Now()
-	if err := srv.sendRDB(r.conn, r.eof && !req.sync, out, free); err != nil {
-		srv.log.Warnf("Full sync to replica %s:%d failed: %v", r.ip, r.port, err)
+	if err := m.sendRDB(r.conn, r.eof && !req.Sync, out, free); err != nil {
+		m.log.Warnf("Full sync to replica %s:%d failed: %v", r.ip, r.port, err)
 		return false
 	}
-	srv.log.Noticef("Synchronization with replica %s:%d succeeded (RDB sent in %.3f s)", r.ip, r.port, time.Since(start).Seconds())
+	m.log.Noticef("Synchronization with replica %s:%d succeeded (RDB sent in %.3f s)", r.ip, r.port, time.Since(start).Seconds())
 	r.ack.Store(offset)
-	if r.eof && !req.sync {
+	if r.eof && !req.Sync {
 		r.waitAck = true
 	} else {
 		r.state.Store("online")
@@ -824,7 +831,7 @@ func (r *replicaConn) readAcks() {
 			if len(args) >= 3 && strings.EqualFold(string(args[0]), "replconf") && strings.EqualFold(string(args[1]), "ack") {
 				if off, err := strconv.ParseInt(string(args[2]), 10, 64); err == nil {
 					r.ack.Store(off)
-					r.m.srv.acks.fire()
+					r.m.acks.fire()
 					r.ackTime.Store(time.Now().Unix())
 					r.ackedOnce.Do(func() { close(r.acked) })
 				}
@@ -832,210 +839,6 @@ func (r *replicaConn) readAcks() {
 			buf = buf[used:]
 		}
 		buf = append(tmp[:0:0], buf...)
-	}
-}
-
-// ---- commands ----
-
-func replMasterCommands() []*command.Command {
-	return []*command.Command{
-		{Name: "sync", Arity: 1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoMulti, Local: viaConn(cmdSync)},
-		{Name: "psync", Arity: -3, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoMulti, Local: viaConn(cmdSync)},
-		{Name: "replconf", Arity: -1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdReplconf)},
-		{Name: "wait", Arity: 3, Flags: command.FlagNoScript, Multi: viaCoord(cmdWait)},
-	}
-}
-
-func init() { command.Register("server", replMasterCommands) }
-
-func cmdSync(c *Conn, a [][]byte, w *resp.Writer) {
-	// PSYNC replid offset FAILOVER: this server's master is failing over
-	// to it (Redis 6.2's FAILOVER) and asks it to take over, if it follows
-	// that history; it becomes a master, then serves the PSYNC (a partial
-	// sync: the old master is where it left off).
-	failover := len(a) > 3 && strings.EqualFold(string(a[0]), "psync") && strings.EqualFold(string(a[3]), "failover")
-	if failover {
-		if st, _, _, ok := c.srv.replicaStatus(); !ok || st.ReplID != string(a[1]) {
-			w.Error("ERR PSYNC FAILOVER replid must match my replid.")
-			return
-		}
-	} else if c.srv.isReplica() {
-		w.Error(c.srv.chainedRefusal())
-		return
-	}
-	if c.srv.failingOver() {
-		w.Error("NOMASTERLINK Can't SYNC while failing over")
-		return
-	}
-	req := psyncRequest{sync: len(a) == 1}
-	if !req.sync {
-		off, err := strconv.ParseInt(string(a[2]), 10, 64)
-		if err != nil {
-			w.Error(command.ErrNotInt)
-			return
-		}
-		req.replID, req.offset = string(a[1]), off
-	}
-	if c.repl != nil {
-		req.info = *c.repl
-	}
-	m := c.srv.master
-	c.handoff = func(nc net.Conn) {
-		if failover {
-			// Here, not on the loop: stopping the link waits for its last
-			// apply, which may need this loop's shards.
-			c.srv.replicaNoOne("failover request from " + nc.RemoteAddr().String())
-		}
-		m.serveReplica(nc, req)
-	}
-	c.closing = true
-}
-
-// chainedRefusal is the error a replica gives a would-be replica of its
-// own: Redis's NOMASTERLINK while its link is down, else the truth: dfly
-// replicas serve no replicas (no chained replication), so the sub-replica
-// should follow the master itself. A dfly sub-replica does
-// (flowLink.redirected).
-func (s *Server) chainedRefusal() string {
-	st, host, port, ok := s.replicaStatus()
-	if !ok || st.State != replica.StateConnected {
-		return "NOMASTERLINK Can't SYNC while not connected with my master"
-	}
-	return chainedRefusalText + net.JoinHostPort(host, strconv.Itoa(port))
-}
-
-// chainedRefusalText starts chainedRefusal's error; the master's host:port
-// follows it.
-const chainedRefusalText = "ERR this server is a replica and does not serve replicas of its own (no chained replication): replicate from its master "
-
-func cmdReplconf(c *Conn, a [][]byte, w *resp.Writer) {
-	if len(a)%2 == 0 {
-		w.Error(command.ErrSyntax)
-		return
-	}
-	if c.repl == nil {
-		c.repl = &replConnInfo{}
-	}
-	for i := 1; i+1 < len(a); i += 2 {
-		v := string(a[i+1])
-		switch strings.ToLower(string(a[i])) {
-		case "listening-port":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 || n > 65535 {
-				w.Error("ERR value is out of range")
-				return
-			}
-			c.repl.port = n
-		case "ip-address":
-			c.repl.ip = v
-		case "capa":
-			if strings.EqualFold(v, "eof") {
-				c.repl.capaEOF = true
-			}
-		case "ack", "getack":
-			return // no reply, as Redis
-		case "rdb-only":
-			switch v {
-			case "0", "1":
-				c.repl.rdbOnly = v == "1"
-			default:
-				if _, err := strconv.ParseInt(v, 10, 64); err != nil {
-					w.Error(command.ErrNotInt)
-				} else {
-					w.Error("ERR value is out of range, value must between 0 and 1")
-				}
-				return
-			}
-		case "rdb-filter-only":
-			// As Redis: a filter includes parts of the RDB; keys are never
-			// among them, "functions" the only one there is.
-			c.repl.noData, c.repl.noFunctions = true, true
-			for _, f := range strings.Fields(v) {
-				if !strings.EqualFold(f, "functions") {
-					w.Error("ERR Unsupported rdb-filter-only option: " + f)
-					return
-				}
-				c.repl.noFunctions = false
-			}
-		case "rdb-channel":
-		default:
-			w.Error("ERR Unrecognized REPLCONF option: " + command.TruncArg(a[i]))
-			return
-		}
-	}
-	w.SimpleString("OK")
-}
-
-// cmdWait answers WAIT numreplicas timeout: how many replicas acknowledged
-// the stream up to the offset at the call.
-func cmdWait(x *Coord) {
-	n, err1 := strconv.ParseInt(string(x.Args[1]), 10, 64)
-	ms, err2 := strconv.ParseInt(string(x.Args[2]), 10, 64)
-	if err1 != nil || err2 != nil {
-		x.W.Error(command.ErrNotInt)
-		return
-	}
-	if ms < 0 {
-		x.W.Error("ERR timeout is negative")
-		return
-	}
-	if x.Srv.isReplica() {
-		x.W.Error("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.")
-		return
-	}
-	m := x.Srv.master
-	target := m.flushedOffset()
-	// dfly replicas (flows) count when every flow acknowledged its
-	// shard's LSN as of now.
-	var lsns []uint64
-	if x.Srv.flows().attached() {
-		lsns = make([]uint64, x.NumShards())
-		x.OnEach(func(sh *shard.Shard) { lsns[sh.ID] = sh.Journal.LSN() })
-	}
-	acked := func() int {
-		n := m.acked(target)
-		if lsns != nil {
-			n += x.Srv.flows().ackedSessions(lsns)
-		}
-		return n
-	}
-	var deadline time.Time
-	if ms > 0 {
-		deadline = time.Now().Add(time.Duration(ms) * time.Millisecond)
-	}
-	asked := false
-	x.Conn.startWaiting() // CLIENT UNBLOCK may end the wait (blocking.go)
-	defer x.Conn.waiting.Store(false)
-	x.Srv.flows().hurry() // the flows write what they hold now
-	for {
-		ackedNow := x.Srv.acks.wait() // before the count: no ACK missed
-		got := acked()
-		if int64(got) >= n || (!deadline.IsZero() && time.Now().After(deadline)) {
-			x.W.Int(int64(got))
-			return
-		}
-		if !asked {
-			asked = true
-			m.mu.Lock()
-			if len(m.replicas) > 0 {
-				m.emitLocked(resp.AppendCommand(nil, "REPLCONF", "GETACK", "*"))
-			}
-			m.mu.Unlock()
-		}
-		select {
-		case <-x.Conn.gone:
-			x.W.Int(int64(acked()))
-			return
-		case asError := <-x.Conn.unblock:
-			if asError {
-				x.W.Error(command.ErrUnblocked)
-			} else {
-				x.W.Int(int64(acked()))
-			}
-			return
-		case <-ackedNow:
-		case <-time.After(5 * time.Millisecond):
-		}
 	}
 }
 
@@ -1066,7 +869,7 @@ func (a *ackSignal) fire() {
 
 // flushedOffset is the stream offset that covers every write applied
 // before the call: a barrier passes through each shard's journal queue.
-func (m *replMaster) flushedOffset() int64 {
+func (m *Master) flushedOffset() int64 {
 	m.cutMu.Lock()
 	m.mu.Lock()
 	on := m.feedOn
@@ -1077,7 +880,7 @@ func (m *replMaster) flushedOffset() int64 {
 		return off
 	}
 	b := &barrier{left: len(m.queues), done: make(chan int64, 1)}
-	m.srv.OnEachShard(func(s *shard.Shard) { m.push(s.ID, feedItem{barrier: b}) })
+	m.onEachShard(func(s *shard.Shard) { m.push(s.ID, feedItem{barrier: b}) })
 	m.cutMu.Unlock()
 	select { // the feed drains now, not after flowFlushEvery
 	case m.urgent <- struct{}{}:
@@ -1094,7 +897,7 @@ func (m *replMaster) flushedOffset() int64 {
 }
 
 // acked counts the online replicas that acknowledged offset.
-func (m *replMaster) acked(offset int64) int {
+func (m *Master) acked(offset int64) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
@@ -1108,7 +911,7 @@ func (m *replMaster) acked(offset int64) int {
 
 // ---- INFO and ROLE ----
 
-func (m *replMaster) sortedReplicas() []*replicaConn {
+func (m *Master) sortedReplicas() []*replicaConn {
 	rs := make([]*replicaConn, 0, len(m.replicas))
 	for r := range m.replicas {
 		rs = append(rs, r)
@@ -1117,11 +920,11 @@ func (m *replMaster) sortedReplicas() []*replicaConn {
 	return rs
 }
 
-// masterInfo writes INFO replication's fields for a master.
-func (s *Server) masterInfo(field func(k string, v any)) {
-	flows := s.flowReplicas()         // dfly replicas, listed after Redis-protocol ones
-	failover := s.failoverStateName() // before m.mu: FAILOVER takes them the other way
-	m := s.master
+// Info writes INFO replication's fields for a master; failover is
+// master_failover_state (read before m.mu: FAILOVER takes them the other
+// way).
+func (m *Master) Info(field func(k string, v any), failover string) {
+	flows := m.flowReplicas() // dfly replicas, listed after Redis-protocol ones
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rs := m.sortedReplicas()
@@ -1141,7 +944,7 @@ func (s *Server) masterInfo(field func(k string, v any)) {
 	for i, r := range flows {
 		field("slave"+strconv.Itoa(len(rs)+i), r.info())
 	}
-	s.flowInfo(field)
+	m.flowInfo(field)
 	field("master_failover_state", failover)
 	field("master_replid", m.replID)
 	replID2 := m.replID2
@@ -1158,7 +961,7 @@ func (s *Server) masterInfo(field func(k string, v any)) {
 	field("repl_backlog_active", active)
 	size := len(m.backlog)
 	if size == 0 {
-		size = max(1<<20, int(s.cfg.ReplBacklogSize)*len(s.shards))
+		size = max(1<<20, int(m.host.Settings().ReplBacklogSize)*len(m.shards))
 	}
 	field("repl_backlog_size", size)
 	first := int64(0)
@@ -1169,19 +972,17 @@ func (s *Server) masterInfo(field func(k string, v any)) {
 	field("repl_backlog_histlen", m.backlogLen)
 }
 
-// syncStats are INFO stats' sync_full, sync_partial_ok and
+// SyncStats are INFO stats' sync_full, sync_partial_ok and
 // sync_partial_err.
-func (s *Server) syncStats(field func(k string, v any)) {
-	m := s.master
+func (m *Master) SyncStats(field func(k string, v any)) {
 	field("sync_full", m.syncFull.Load())
 	field("sync_partial_ok", m.syncPartialOK.Load())
 	field("sync_partial_err", m.syncPartialErr.Load())
 }
 
-// masterRole answers ROLE on a master: "master", offset, replicas.
-func (s *Server) masterRole(w *resp.Writer) {
-	flows := s.flowReplicas()
-	m := s.master
+// Role answers ROLE on a master: "master", offset, replicas.
+func (m *Master) Role(w *resp.Writer) {
+	flows := m.flowReplicas()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rs := m.sortedReplicas()
@@ -1201,22 +1002,4 @@ func (s *Server) masterRole(w *resp.Writer) {
 		w.BulkString(strconv.Itoa(r.port))
 		w.BulkString(strconv.FormatUint(r.acked, 10))
 	}
-}
-
-// handoffConn gives a SYNC/PSYNC connection's socket to c.handoff on a
-// goroutine of its own; the event loop closes its copy of the descriptor.
-func (s *Server) handoffConn(c *Conn) {
-	fd, err := c.gc.Dup()
-	if err != nil {
-		s.log.Warnf("replica handoff: %v", err)
-		return
-	}
-	f := os.NewFile(uintptr(fd), "replica")
-	nc, err := net.FileConn(f)
-	f.Close()
-	if err != nil {
-		s.log.Warnf("replica handoff: %v", err)
-		return
-	}
-	go c.handoff(nc)
 }
