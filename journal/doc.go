@@ -2,8 +2,8 @@
 // every write a shard applies is appended after it applies, in apply
 // order, with a per-shard log sequence number (LSN). Consumers — the feed
 // that merges every shard's journal into one Redis command stream for
-// Redis-protocol replicas (server/repl_master.go), and dfly's per-shard
-// flows (server/repl_flow.go) — subscribe to it, and a bounded ring
+// Redis-protocol replicas (master/stream.go), and dfly's per-shard
+// flows (master/flows.go) — subscribe to it, and a bounded ring
 // backlog (by bytes, and by age with Config.BacklogAge) lets a consumer
 // that fell behind or reconnected read again from an LSN the ring still
 // holds.

@@ -411,7 +411,7 @@ func (f *flow) serve(partial bool) {
 			hurried = true
 		case <-idle.C:
 			// A second without entries: a heartbeat, so the replica can
-			// tell a quiet master from a lost one (flowLink's repl-timeout)
+			// tell a quiet master from a lost one (replica.Link's repl-timeout)
 			// and INFO's master_last_io_seconds_ago stays small.
 			_, _ = bw.Write(flowPing)
 		}

@@ -1,15 +1,24 @@
-// Package replica is the client side of Redis replication: it follows a
-// Redis-protocol master (real redis-server, or anything speaking its
-// PSYNC protocol) and hands what it receives to an Applier, which owns the
-// dataset (package server applies it to the shards).
+// Package replica is the replica side of replication's links: it follows
+// a master and hands what it receives to the server, which owns the
+// dataset.
 //
-// It is only that client: dfly's own replication between dfly servers
-// (one flow per master shard) is server/repl_flow.go on the master and
-// server/repl_flow_replica.go on the replica, which starts a Client when
-// the master does not answer DFLY HELLO. The master side of the Redis
-// protocol is server/repl_master.go.
+//   - flows.go: Link, a dfly replica's link (docs/DESIGN.md §6): DFLY HELLO,
+//     one connection per master shard (DFLY FLOW), each flow's baseline
+//     loaded through Host.NewLoader and its journal applied through an
+//     Applier of its own, multi-shard transactions applied once every
+//     shard's part arrived (txBarrier), ACKs, DFLY HANDOVER offers, and the
+//     redirect to the master a refusing replica names. A master that does
+//     not answer DFLY HELLO gets the Redis protocol: the Link runs a Client.
+//   - client.go, wire.go: Client, the link to a Redis-protocol master (real
+//     redis-server, or anything speaking its PSYNC protocol), described
+//     below.
 //
-// A link runs: PING, AUTH when a password is configured (masterauth,
+// The master side is package master. What the server gives a link: Host
+// (loading, flushing, following another master) and Applier (applying
+// ops: server/repl_replica_apply.go); REPLICAOF and the link's life are
+// the server's (server/repl_replica.go).
+//
+// A Client's link runs: PING, AUTH when a password is configured (masterauth,
 // masteruser), REPLCONF listening-port, REPLCONF capa eof capa
 // psync2, PSYNC <replid> <offset+1> ("? -1" the first time). The master
 // answers +FULLRESYNC <replid> <offset> followed by the RDB payload, either
@@ -21,10 +30,10 @@
 // repl-timeout of silence, and after a disconnect it reconnects with
 // backoff and asks for a partial resync.
 //
-// What it never does: touch the dataset itself, reply to the master's
-// commands (only ACKs go back), or trust a length the master declares
-// before the bytes arrive (allocation is bounded by the bytes read and by
-// the protocol limits of package resp).
+// What it never does: touch the dataset itself (only through Host and
+// Applier), reply to the master's commands (only ACKs go back), or trust
+// a length the master declares before the bytes arrive (allocation is
+// bounded by the bytes read and by the protocol limits of package resp).
 //
 // Invariants:
 //   - The offset is Redis's: the master's offset at FULLRESYNC plus every
@@ -34,6 +43,11 @@
 //   - Ops reach the Applier in stream order; a MULTI/EXEC block reaches it
 //     as one Op and is applied whole or not at all.
 //   - An ACK is sent only for ops the Applier has applied (Apply returned).
+//   - A flow's baseline records are in the shards before the transaction
+//     parts after them apply, and a multi-shard transaction applies only
+//     once every flow brought its part: no reader sees half of it.
+//   - A Link's LSNs describe the dataset only once a full sync reached
+//     every flow's cut (complete); until then it asks for a full sync.
 //   - Bad input from the master (protocol errors, bad replies, a corrupt
 //     payload) ends the link with an error, never a panic; the link is
 //     then retried, with a full resync when the dataset may be partial.

@@ -80,18 +80,14 @@ func cmdSync(c *Conn, a [][]byte, w *resp.Writer) {
 // own: Redis's NOMASTERLINK while its link is down, else the truth: dfly
 // replicas serve no replicas (no chained replication), so the sub-replica
 // should follow the master itself. A dfly sub-replica does
-// (flowLink.redirected).
+// (replica.Link.redirected).
 func (s *Server) chainedRefusal() string {
 	st, host, port, ok := s.replicaStatus()
 	if !ok || st.State != replica.StateConnected {
 		return "NOMASTERLINK Can't SYNC while not connected with my master"
 	}
-	return chainedRefusalText + net.JoinHostPort(host, strconv.Itoa(port))
+	return replica.RefusalText + net.JoinHostPort(host, strconv.Itoa(port))
 }
-
-// chainedRefusalText starts chainedRefusal's error; the master's host:port
-// follows it.
-const chainedRefusalText = "ERR this server is a replica and does not serve replicas of its own (no chained replication): replicate from its master "
 
 func cmdReplconf(c *Conn, a [][]byte, w *resp.Writer) {
 	if len(a)%2 == 0 {

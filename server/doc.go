@@ -1,11 +1,11 @@
 // Package server is dfly's front end and its wiring: the listener and
 // event loops, client connections and their dispatch, the server's own
 // command families, and the machinery that spans shards — coordinators,
-// MULTI/EXEC, scripts and functions, blocking commands, persistence's
-// commands, replication's replica side and the master side's commands,
-// failover, tiered storage's policy — plus ACL, Pub/Sub, client tracking,
-// MONITOR, SLOWLOG, LATENCY and INFO. docs/DESIGN.md §1–2 is the map; the
-// files, by subject:
+// MULTI/EXEC, scripts and functions, blocking commands, persistence's and
+// replication's commands, applying a master's stream, failover, tiered
+// storage's policy — plus ACL, Pub/Sub, client tracking, MONITOR,
+// SLOWLOG, LATENCY and INFO. docs/DESIGN.md §1–2 is the map; the files, by
+// subject:
 //
 //   - Loops and connections: server.go (Server, gnet callbacks, ShardOf),
 //     loops.go (shard i on loop i mod L, loopInbox), conn.go (parse,
@@ -34,10 +34,10 @@
 //     persist's.
 //   - Replication, master side: cmd_master.go (SYNC, PSYNC, REPLCONF,
 //     WAIT, DFLY over package master, which streams and keeps the
-//     backlogs); replica side:
-//     repl_replica.go (REPLICAOF, package replica for Redis masters),
-//     repl_replica_apply.go (replApplier), repl_flow_replica.go (dfly
-//     flows); repl.go (INFO replication, ROLE); failover.go (FAILOVER).
+//     backlogs); replica side: repl_replica.go (REPLICAOF, the link's
+//     life, replicaHost: what package replica's links see of the server),
+//     repl_replica_apply.go (replApplier: applying a master's ops);
+//     repl.go (INFO replication, ROLE); failover.go (FAILOVER).
 //   - Tiered storage: tiered.go (offloading, loading ahead of commands).
 //
 // How a command travels: a connection parses every complete command in a
@@ -60,7 +60,8 @@
 // request order once the commands before them are done, in one write per
 // dispatch step unless the work in flight may block.
 //
-// A replica applies its master's stream the same way, without a socket:
+// A replica applies its master's stream (package replica's links hand it
+// over) the same way, without a socket:
 // replApplier batches the stream's single-shard commands per shard and
 // runs MULTI/EXEC blocks and multi-shard commands as transactions, with
 // shard.MasterApply set so the master's writes see keys the replica hides

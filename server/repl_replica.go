@@ -13,6 +13,7 @@ import (
 
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/master"
+	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
@@ -30,7 +31,7 @@ import (
 
 // replicaLink is a master link and the master it follows.
 type replicaLink struct {
-	client replLink // *flowLink (native, or Redis protocol through its fallback)
+	client replLink // *replica.Link (native, or Redis protocol through its fallback)
 	host   string
 	port   int
 }
@@ -136,7 +137,7 @@ func (s *Server) replicaOfHistory(host string, port int, replid string, offset i
 
 // followMaster makes the replica follow host:port instead of the master
 // of link from, which turned out to be a replica of host:port and serves
-// none (flowLink.redirected) — unless from is no longer the link (a
+// none (replica.Link.redirected) — unless from is no longer the link (a
 // REPLICAOF came first).
 func (s *Server) followMaster(from replLink, host string, port int) {
 	rs := &s.replica
@@ -164,8 +165,8 @@ func (s *Server) replicaOfLocked(host string, port int, replid string, offset in
 		replid, offset = l.client.Stop()
 		rs.link.Store(nil)
 		offer = nil
-		if fl, ok := l.client.(*flowLink); ok {
-			offer = fl.history()
+		if fl, ok := l.client.(*replica.Link); ok {
+			offer = fl.History()
 		}
 	}
 	// Its own history ends here: from now on its data follows the new
@@ -182,7 +183,7 @@ func (s *Server) replicaOfLocked(host string, port int, replid string, offset in
 	user, pass := s.cfg.MasterUser, s.cfg.MasterAuth
 	timeout := time.Duration(s.cfg.ReplTimeout) * time.Second
 	s.cfg.Mu.RUnlock()
-	client := startFlowLink(s, replica.Config{
+	client := replica.StartLink((*replicaHost)(s), replica.Config{
 		Addr:        net.JoinHostPort(host, strconv.Itoa(port)),
 		ListenPort:  s.cfg.Port,
 		Applier:     newReplApplier(s),
@@ -203,7 +204,7 @@ func (s *Server) replicaOfLocked(host string, port int, replid string, offset in
 // Redis-protocol ones, when it becomes a replica itself (as Redis does).
 // It serves none as a replica (no chained replication): they reconnect
 // and are refused (chainedRefusal), which names its master; dfly replicas
-// follow that master (flowLink.redirected), Redis-protocol ones show
+// follow that master (replica.Link.redirected), Redis-protocol ones show
 // their link down. Left attached, they would keep a link that looks up
 // and receives nothing of what the new master writes.
 func (s *Server) dropReplicas() {
@@ -224,16 +225,16 @@ func (s *Server) replicaNoOne(why string) {
 		return
 	}
 	replid, offset := l.client.Stop()
-	fl, native := l.client.(*flowLink)
+	fl, native := l.client.(*replica.Link)
 	var hist *master.History
 	if native {
-		hist = fl.history()
+		hist = fl.History()
 	}
 	if hist != nil {
 		// All of a dfly master's history up to a place: servers whose
 		// data is at the same place continue from here (DFLY HANDOVER).
 		s.master.StartHandover(hist)
-	} else if native && fl.fallback.Load() != nil && replid != "" {
+	} else if native && fl.Fallback() && replid != "" {
 		// A Redis-protocol history: this server continues it, so the
 		// master's other replicas (and, after a FAILOVER, the old master)
 		// can PSYNC here with replid2. The feed records from the
@@ -266,6 +267,55 @@ func (s *Server) flushForSync() {
 		}
 	})
 	s.flushFunctions()
+}
+
+// replLink is a replica's link to its master, native or Redis-protocol.
+type replLink interface {
+	Stop() (replid string, offset int64)
+	Status() replica.Status
+}
+
+// replicaHost is the Server as a replica.Link sees it.
+type replicaHost Server
+
+func (h *replicaHost) NewApplier() replica.Applier { return newReplApplier((*Server)(h)) }
+
+func (h *replicaHost) NewLoader(pending *sync.WaitGroup) *rdbvalue.Loader {
+	return (*Server)(h).replicaLoader(pending)
+}
+
+func (h *replicaHost) FlushForSync() { (*Server)(h).flushForSync() }
+
+func (h *replicaHost) SetLoading(loading bool) { h.replica.loading.Store(loading) }
+
+func (h *replicaHost) Follow(link *replica.Link, host string, port int) {
+	(*Server)(h).followMaster(link, host, port)
+}
+
+// replicaLoader is a Loader of a master's baseline: its batches go to the
+// shards asynchronously, at most applyLoadInflight per shard at a time
+// (pending counts those not yet applied), and it loads keys this server's
+// clock considers expired (Redis does too): the master may still write
+// them before its DEL arrives.
+func (s *Server) replicaLoader(pending *sync.WaitGroup) *rdbvalue.Loader {
+	inflight := make([]chan struct{}, len(s.shards))
+	for i := range inflight {
+		inflight[i] = make(chan struct{}, applyLoadInflight)
+	}
+	free := make(chan []rdbvalue.Item, (applyLoadInflight+1)*len(s.shards))
+	l := s.persist.NewLoader(func(sid int, items []rdbvalue.Item) {
+		inflight[sid] <- struct{}{}
+		pending.Add(1)
+		s.shards[sid].Send(shard.Func(func(sh *shard.Shard) {
+			rdbvalue.Apply(sh, items)
+			rdbvalue.Recycle(free, items)
+			<-inflight[sid]
+			pending.Done()
+		}))
+	})
+	l.Free = free
+	l.KeepExpired()
+	return l
 }
 
 // replicaStatus is the link's state, ok=false when not a replica.

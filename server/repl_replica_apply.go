@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/command"
-	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
@@ -41,8 +40,6 @@ type replApplier struct {
 	used    []int
 	scratch []int
 	wg      sync.WaitGroup
-	// load: per-shard bound on RDB batches in flight during FullSync.
-	load    []chan struct{}
 	errs    atomic.Int64
 	lastLog atomic.Int64
 	// failed and lastFailure: error replies noted on the shards.
@@ -54,7 +51,7 @@ type replApplier struct {
 const applyLoadInflight = 8
 
 func newReplApplier(s *Server) *replApplier {
-	a := &replApplier{s: s, batches: make([]*applyBatch, len(s.shards)), load: make([]chan struct{}, len(s.shards))}
+	a := &replApplier{s: s, batches: make([]*applyBatch, len(s.shards))}
 	a.conn = &Conn{srv: s, proto: 2, loop: -1, authed: true, gone: make(chan struct{}), user: masterUser}
 	a.conn.info.user = masterUser
 	a.conn.ID = s.nextConnID.Add(1)
@@ -62,7 +59,6 @@ func newReplApplier(s *Server) *replApplier {
 	for i := range a.batches {
 		a.batches[i] = &applyBatch{a: a, sid: i}
 		a.batches[i].w.Proto = 2
-		a.load[i] = make(chan struct{}, applyLoadInflight)
 	}
 	return a
 }
@@ -85,22 +81,7 @@ func (a *replApplier) FullSync(r io.Reader, size int64) (err error) {
 	start := time.Now()
 	s.flushForSync() // the master's data comes in its RDB
 	defer s.persist.BeginLoad(size, 0)()
-	free := make(chan []rdbvalue.Item, (applyLoadInflight+1)*len(s.shards))
-	l := s.persist.NewLoader(func(sid int, items []rdbvalue.Item) {
-		sem := a.load[sid]
-		sem <- struct{}{}
-		a.wg.Add(1)
-		s.shards[sid].Send(shard.Func(func(sh *shard.Shard) {
-			rdbvalue.Apply(sh, items)
-			rdbvalue.Recycle(free, items)
-			<-sem
-			a.wg.Done()
-		}))
-	})
-	// A replica loads keys its clock considers expired (Redis does too):
-	// the master may still write them before its DEL arrives.
-	l.KeepExpired()
-	l.Free = free
+	l := s.replicaLoader(&a.wg)
 	l.LimitReserve(size) // unknown (diskless, EOF-marked) when not positive
 	err = l.Load(s.persist.Progress(r))
 	a.wg.Wait()

@@ -49,7 +49,7 @@ var BackgroundNice = 0
 // of repl.sh's data under its load measured the replica's CPU 2.5-2.7 s
 // against 2.0-2.1 s with LZF, and link up 3.9-4.2 s against 3.3-3.8 s.
 // They now send fragments compressed whole with S2 instead of LZF value
-// by value: see server/repl_flow.go's serve.)
+// by value: see master/flows.go's serve.)
 var SectionNice = 1
 
 // SectionYield is how much CPU time a BackgroundSection's thread uses

@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// dfly → dfly replication over per-shard flows (master/flows.go, server/repl_flow_replica.go): a
+// dfly → dfly replication over per-shard flows (master/flows.go, replica/flows.go): a
 // seeder drives every type (big values, expiries, MULTI/EXEC across shards,
 // Lua) against the master while the replica full-syncs and stable-syncs,
 // through a proxy that cuts every connection a few times (partial syncs

@@ -1,21 +1,21 @@
-package server
+package replica
 
 import "testing"
 
 // A dfly sub-replica follows the master a refusing replica names
-// (flowLink.redirected); anything but that refusal is no redirect.
+// (Link.redirected); anything but that refusal is no redirect.
 func TestParseRedirect(t *testing.T) {
 	for _, c := range []struct {
 		line, host string
 		port       int
 	}{
-		{chainedRefusalText + "10.0.0.5:6380", "10.0.0.5", 6380},
-		{chainedRefusalText + "[::1]:7000", "::1", 7000},
-		{chainedRefusalText + "master.example:6379", "master.example", 6379},
-		{chainedRefusalText + "10.0.0.5", "", 0},
-		{chainedRefusalText + "10.0.0.5:0", "", 0},
-		{chainedRefusalText + "10.0.0.5:70000", "", 0},
-		{chainedRefusalText + ":6379", "", 0},
+		{RefusalText + "10.0.0.5:6380", "10.0.0.5", 6380},
+		{RefusalText + "[::1]:7000", "::1", 7000},
+		{RefusalText + "master.example:6379", "master.example", 6379},
+		{RefusalText + "10.0.0.5", "", 0},
+		{RefusalText + "10.0.0.5:0", "", 0},
+		{RefusalText + "10.0.0.5:70000", "", 0},
+		{RefusalText + ":6379", "", 0},
 		{"NOMASTERLINK Can't SYNC while not connected with my master", "", 0},
 		{"ERR unknown command 'DFLY'", "", 0},
 	} {

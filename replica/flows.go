@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"bufio"
@@ -17,18 +17,16 @@ import (
 	"github.com/dfly/dfly/master"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/rdbvalue"
-	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
-	"github.com/dfly/dfly/shard"
 )
 
 // dfly-native replication, replica side (master/flows.go is the master's).
-// A flowLink asks the master DFLY HELLO; a master that does not know it
-// (Redis) gets the Redis protocol instead (package replica, which the link
-// then runs). Against a dfly master it opens one flow per master shard and
+// A Link asks the master DFLY HELLO; a master that does not know it
+// (Redis) gets the Redis protocol instead (a Client, which the link then
+// runs). Against a dfly master it opens one flow per master shard and
 // applies each flow's stream on its own goroutine: baseline records are
 // routed to this server's shards by key (the shard counts may differ),
-// journal entries go through a replApplier per flow. Flows of different
+// journal entries go through an Applier per flow (Host.NewApplier). Flows of different
 // master shards hold different keys, so they apply in parallel; a
 // multi-shard transaction waits at a barrier until every shard's part has
 // arrived and is then applied as one transaction (no reader sees half of
@@ -36,20 +34,36 @@ import (
 // applied LSN; the master answers with a full sync when a backlog no longer
 // holds it.
 
-// replLink is a replica's link to its master, native or Redis-protocol.
-type replLink interface {
-	Stop() (replid string, offset int64)
-	Status() replica.Status
+// Host is what a Link needs of the server it replicates into.
+type Host interface {
+	// NewApplier is an Applier of one flow's journal commands.
+	NewApplier() Applier
+	// NewLoader is a Loader of a baseline whose batches go to the shards
+	// asynchronously (pending counts those not yet applied) and which
+	// loads keys whatever their expiry (the master decides).
+	NewLoader(pending *sync.WaitGroup) *rdbvalue.Loader
+	// FlushForSync starts a full sync: every database emptied, the shards
+	// in replica mode, the function libraries dropped.
+	FlushForSync()
+	// SetLoading tells clients that a full sync is replacing the dataset
+	// (LOADING), or no longer.
+	SetLoading(loading bool)
+	// Follow makes the server follow host:port instead of link's master,
+	// which named it (a redirect); nothing when link is no longer the
+	// server's.
+	Follow(link *Link, host string, port int)
 }
 
-type flowLink struct {
-	s    *Server
+// Link is a replica's link to a master: dfly flows, or, when the master
+// does not speak them, the Redis protocol through a Client.
+type Link struct {
+	h    Host
 	addr string
-	cfg  replica.Config
+	cfg  Config
 	stop chan struct{}
 	done chan struct{}
 
-	fallback atomic.Pointer[replica.Client]
+	fallback atomic.Pointer[Client]
 
 	mu     sync.Mutex
 	conns  []net.Conn
@@ -75,17 +89,22 @@ type flowLink struct {
 	offer *master.History
 }
 
-// startFlowLink starts a link to cfg.Addr; offer, when not nil, is where
-// this server's data is in some dfly master's history (see handover).
-func startFlowLink(s *Server, cfg replica.Config, offer *master.History) *flowLink {
-	l := &flowLink{s: s, addr: cfg.Addr, cfg: cfg, stop: make(chan struct{}), done: make(chan struct{}), offer: offer}
+// StartLink starts a link to cfg.Addr (cfg.Applier applies a Redis
+// master's stream); offer, when not nil, is where this server's data is in
+// some dfly master's history (see handover).
+func StartLink(h Host, cfg Config, offer *master.History) *Link {
+	l := &Link{h: h, addr: cfg.Addr, cfg: cfg, stop: make(chan struct{}), done: make(chan struct{}), offer: offer}
 	l.downAt.Store(time.Now().UnixNano())
 	go l.run()
 	return l
 }
 
+// Fallback reports whether the master spoke only the Redis protocol (the
+// link runs a Client).
+func (l *Link) Fallback() bool { return l.fallback.Load() != nil }
+
 // Stop ends the link after its last apply.
-func (l *flowLink) Stop() (string, int64) {
+func (l *Link) Stop() (string, int64) {
 	close(l.stop)
 	l.closeConns()
 	<-l.done
@@ -97,7 +116,7 @@ func (l *flowLink) Stop() (string, int64) {
 
 // position is the master's replication id and the sum of the applied
 // LSNs; safe on any goroutine (session replaces both under mu).
-func (l *flowLink) position() (string, int64) {
+func (l *Link) position() (string, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var n int64
@@ -107,10 +126,10 @@ func (l *flowLink) position() (string, int64) {
 	return l.replID, n
 }
 
-// history is where the replica's data is in its dfly master's history,
+// History is where the replica's data is in its dfly master's history,
 // nil when it is not all of one (a full sync unfinished, or a Redis
 // master). Call it once the link has stopped.
-func (l *flowLink) history() *master.History {
+func (l *Link) History() *master.History {
 	if l.fallback.Load() != nil || !l.complete.Load() {
 		return nil
 	}
@@ -124,18 +143,18 @@ func (l *flowLink) history() *master.History {
 }
 
 // Status reports the link for INFO and ROLE.
-func (l *flowLink) Status() replica.Status {
+func (l *Link) Status() Status {
 	if c := l.fallback.Load(); c != nil {
 		return c.Status()
 	}
 	id, off := l.position()
-	st := replica.Status{State: replica.State(l.state.Load()), ReplID: id,
+	st := Status{State: State(l.state.Load()), ReplID: id,
 		FullSyncs: l.fulls.Load(), PartialSyncs: l.partial.Load(), SyncInProgress: l.syncing.Load(),
 		SyncTotal: -1}
 	if t := l.lastIO.Load(); t > 0 {
 		st.LastIO = time.Unix(0, t)
 	}
-	if t := l.downAt.Load(); t > 0 && st.State != replica.StateConnected {
+	if t := l.downAt.Load(); t > 0 && st.State != StateConnected {
 		st.LinkDownSince = time.Unix(0, t)
 	}
 	st.Offset = off
@@ -143,7 +162,7 @@ func (l *flowLink) Status() replica.Status {
 	return st
 }
 
-func (l *flowLink) closeConns() {
+func (l *Link) closeConns() {
 	l.mu.Lock()
 	for _, c := range l.conns {
 		c.Close()
@@ -151,7 +170,7 @@ func (l *flowLink) closeConns() {
 	l.mu.Unlock()
 }
 
-func (l *flowLink) stopped() bool {
+func (l *Link) stopped() bool {
 	select {
 	case <-l.stop:
 		return true
@@ -160,21 +179,21 @@ func (l *flowLink) stopped() bool {
 	}
 }
 
-func (l *flowLink) run() {
+func (l *Link) run() {
 	defer close(l.done)
 	backoff := 100 * time.Millisecond
 	for !l.stopped() {
 		err := l.session()
 		if errors.Is(err, errNotDfly) {
 			l.cfg.Logf("MASTER is not dfly: replicating with the Redis protocol")
-			l.fallback.Store(replica.Start(l.cfg))
+			l.fallback.Store(Start(l.cfg))
 			return
 		}
 		var rd *masterRedirect
 		if errors.As(err, &rd) {
 			l.redirected(rd)
 		}
-		l.state.Store(int32(replica.StateConnect))
+		l.state.Store(int32(StateConnect))
 		l.downAt.Store(time.Now().UnixNano())
 		l.syncing.Store(false)
 		if l.stopped() {
@@ -230,8 +249,13 @@ func handover(c net.Conn, r *bufio.Reader, offer *master.History, shards int) ([
 	return lsns, nil
 }
 
+// RefusalText starts the error a replica gives a would-be replica of its
+// own while its link is up (no chained replication); its master's
+// host:port follows it, and a Link follows that master instead.
+const RefusalText = "ERR this server is a replica and does not serve replicas of its own (no chained replication): replicate from its master "
+
 // masterRedirect is a master's refusal to serve this replica because it is
-// a replica itself (chainedRefusal), naming its own master.
+// a replica itself (RefusalText), naming its own master.
 type masterRedirect struct {
 	host string
 	port int
@@ -240,9 +264,9 @@ type masterRedirect struct {
 
 func (e *masterRedirect) Error() string { return e.text }
 
-// parseRedirect recognizes chainedRefusal's error line (without its '-').
+// parseRedirect recognizes RefusalText's error line (without its '-').
 func parseRedirect(line string) *masterRedirect {
-	hp, ok := strings.CutPrefix(line, chainedRefusalText)
+	hp, ok := strings.CutPrefix(line, RefusalText)
 	if !ok {
 		return nil
 	}
@@ -261,14 +285,14 @@ func parseRedirect(line string) *masterRedirect {
 // server's own machine, which this one reaches at the link's host. The
 // switch runs on a goroutine of its own: it stops this link, which waits
 // for this goroutine to return.
-func (l *flowLink) redirected(rd *masterRedirect) {
+func (l *Link) redirected(rd *masterRedirect) {
 	host := redirectHost(l.addr, rd.host)
 	if !l.redirecting.CompareAndSwap(false, true) {
 		return
 	}
 	go func() {
 		defer l.redirecting.Store(false)
-		l.s.followMaster(l, host, rd.port)
+		l.h.Follow(l, host, rd.port)
 	}()
 }
 
@@ -300,7 +324,7 @@ func writeCommand(w io.Writer, args ...string) error {
 
 // auth authenticates a connection to the master with masterauth (and
 // masteruser) when set, as the Redis-protocol link does.
-func (l *flowLink) auth(c net.Conn, r *bufio.Reader) error {
+func (l *Link) auth(c net.Conn, r *bufio.Reader) error {
 	if l.cfg.Password == "" {
 		return nil
 	}
@@ -375,8 +399,8 @@ func readElems(r *bufio.Reader, what string, n int) ([]string, error) {
 
 // session runs one connection of the link: HELLO, the flows, until one
 // fails or the link stops.
-func (l *flowLink) session() error {
-	l.state.Store(int32(replica.StateConnecting))
+func (l *Link) session() error {
+	l.state.Store(int32(StateConnecting))
 	main, err := net.DialTimeout("tcp", l.addr, 5*time.Second)
 	if err != nil {
 		return err
@@ -388,7 +412,7 @@ func (l *flowLink) session() error {
 	if err != nil {
 		return err
 	}
-	l.state.Store(int32(replica.StateHandshake))
+	l.state.Store(int32(StateHandshake))
 	l.adoptHistory(main, mr, hello[0], shards)
 	l.mu.Lock()
 	l.conns = l.conns[:0]
@@ -409,7 +433,7 @@ func (l *flowLink) session() error {
 // hello authenticates on the main connection, announces the listening
 // port and asks DFLY HELLO: its reply (replid, shards, session, mode) and
 // the master's shard count.
-func (l *flowLink) hello(main net.Conn, mr *bufio.Reader) ([]string, int, error) {
+func (l *Link) hello(main net.Conn, mr *bufio.Reader) ([]string, int, error) {
 	if err := l.auth(main, mr); err != nil {
 		return nil, 0, err
 	}
@@ -439,7 +463,7 @@ func (l *flowLink) hello(main net.Conn, mr *bufio.Reader) ([]string, int, error)
 // history when the master (replID, of shards shards) takes it over
 // (DFLY HANDOVER), the LSNs the link holds when it is the same master,
 // otherwise nowhere (a full sync).
-func (l *flowLink) adoptHistory(main net.Conn, mr *bufio.Reader, replID string, shards int) {
+func (l *Link) adoptHistory(main net.Conn, mr *bufio.Reader, replID string, shards int) {
 	if offer := l.offer; offer != nil {
 		l.offer = nil // one try: a refusal means a full sync
 		if lsns, err := handover(main, mr, offer, shards); err != nil {
@@ -473,7 +497,7 @@ func (l *flowLink) adoptHistory(main net.Conn, mr *bufio.Reader, replID string, 
 // openFlows opens one connection per master shard and asks each for its
 // flow of session, from the first LSN the link lacks. The connections are
 // in l.conns, which the caller closes.
-func (l *flowLink) openFlows(session string, shards int) ([]net.Conn, []*bufio.Reader, error) {
+func (l *Link) openFlows(session string, shards int) ([]net.Conn, []*bufio.Reader, error) {
 	conns := make([]net.Conn, shards)
 	readers := make([]*bufio.Reader, shards)
 	for i := range conns {
@@ -514,7 +538,7 @@ func (l *flowLink) openFlows(session string, shards int) ([]net.Conn, []*bufio.R
 
 // flowReplies reads every flow's answer: full when any starts a full sync,
 // cutLSN the LSN of each shard's baseline then.
-func (l *flowLink) flowReplies(conns []net.Conn, readers []*bufio.Reader) (full bool, cutLSN []uint64, err error) {
+func (l *Link) flowReplies(conns []net.Conn, readers []*bufio.Reader) (full bool, cutLSN []uint64, err error) {
 	cutLSN = make([]uint64, len(conns))
 	for i, c := range conns {
 		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -543,8 +567,7 @@ func (l *flowLink) flowReplies(conns []net.Conn, readers []*bufio.Reader) (full 
 
 // runFlows applies every flow on a goroutine of its own until one fails,
 // and ends the session.
-func (l *flowLink) runFlows(conns []net.Conn, readers []*bufio.Reader, full bool, cutLSN []uint64, mode string) error {
-	s := l.s
+func (l *Link) runFlows(conns []net.Conn, readers []*bufio.Reader, full bool, cutLSN []uint64, mode string) error {
 	shards := len(conns)
 	synced := make(chan struct{})
 	var pending atomic.Int32
@@ -553,12 +576,12 @@ func (l *flowLink) runFlows(conns []net.Conn, readers []*bufio.Reader, full bool
 		l.fulls.Add(1)
 		l.complete.Store(false)
 		l.syncing.Store(true)
-		l.state.Store(int32(replica.StateSync))
-		s.replica.loading.Store(true)
+		l.state.Store(int32(StateSync))
+		l.h.SetLoading(true)
 		for i := range l.lsns {
 			l.lsns[i].Store(cutLSN[i])
 		}
-		s.flushForSync() // the master's data comes with the sync
+		l.h.FlushForSync() // the master's data comes with the sync
 		pending.Store(int32(shards))
 	} else {
 		l.cfg.Logf("MASTER <-> REPLICA flows: partial sync of %d shards", shards)
@@ -595,7 +618,7 @@ func (l *flowLink) runFlows(conns []net.Conn, readers []*bufio.Reader, full bool
 	l.closeConns()
 	wg.Wait()
 	if full {
-		s.replica.loading.Store(false)
+		l.h.SetLoading(false)
 	}
 	return err
 }
@@ -603,7 +626,7 @@ func (l *flowLink) runFlows(conns []net.Conn, readers []*bufio.Reader, full bool
 // tendFlows acknowledges every flow's LSN every 100 ms (often enough for
 // WAIT), ends the full sync once synced is closed, and closes the flows
 // when one was silent for repl-timeout; it returns on abort.
-func (l *flowLink) tendFlows(conns []net.Conn, seen []atomic.Int64, synced chan struct{}, full bool, start time.Time, abort chan struct{}) {
+func (l *Link) tendFlows(conns []net.Conn, seen []atomic.Int64, synced chan struct{}, full bool, start time.Time, abort chan struct{}) {
 	timeout := l.cfg.Timeout
 	if timeout <= 0 {
 		timeout = 60 * time.Second
@@ -618,11 +641,11 @@ func (l *flowLink) tendFlows(conns []net.Conn, seen []atomic.Int64, synced chan 
 				up = true
 				l.complete.Store(true)
 				if full {
-					l.s.replica.loading.Store(false)
+					l.h.SetLoading(false)
 					l.syncing.Store(false)
 					l.cfg.Logf("MASTER <-> REPLICA flows: full sync done in %.3f s", time.Since(start).Seconds())
 				}
-				l.state.Store(int32(replica.StateConnected))
+				l.state.Store(int32(StateConnected))
 				l.downAt.Store(0)
 			}
 			synced = nil
@@ -665,7 +688,7 @@ type txWait struct {
 // 50 ms on average (Redis's replicas answer the master's GETACK at once).
 // Acknowledging every batch instead cost the master 10% of its stable
 // sync throughput in wake-ups (tests/bench/repl.sh).
-func (l *flowLink) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *txBarrier, stable bool, fullSyncCut func(), ack func(lsn uint64)) error {
+func (l *Link) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *txBarrier, stable bool, fullSyncCut func(), ack func(lsn uint64)) error {
 	f := l.newFlowApply(sid)
 	defer f.blobs.Close()
 	cr := rdb.NewChunkReader(r)
@@ -727,38 +750,21 @@ func (l *flowLink) applyFlow(sid int, r *bufio.Reader, seen *atomic.Int64, bar *
 // loader whose batches go to the shards asynchronously, and the journal's
 // commands, gathered into batches, and transaction parts.
 type flowApply struct {
-	l     *flowLink
+	l     *Link
 	sid   int
-	a     *replApplier
+	a     Applier
 	ld    *rdbvalue.Loader
 	loads sync.WaitGroup // baseline batches not yet applied
 	dec   *rdb.Decoder
 	blobs rdb.Blobs
-	ops   []replica.Op // commands not yet applied
-	opLSN uint64       // the LSN of the last of them
+	ops   []Op   // commands not yet applied
+	opLSN uint64 // the LSN of the last of them
 	part  []journal.Entry
 }
 
-func (l *flowLink) newFlowApply(sid int) *flowApply {
-	s := l.s
-	f := &flowApply{l: l, sid: sid, a: newReplApplier(s), dec: rdb.NewDecoder(nil)}
-	inflight := make([]chan struct{}, len(s.shards))
-	for i := range inflight {
-		inflight[i] = make(chan struct{}, applyLoadInflight)
-	}
-	free := make(chan []rdbvalue.Item, (applyLoadInflight+1)*len(s.shards))
-	f.ld = s.persist.NewLoader(func(dst int, items []rdbvalue.Item) {
-		inflight[dst] <- struct{}{}
-		f.loads.Add(1)
-		s.shards[dst].Send(shard.Func(func(sh *shard.Shard) {
-			rdbvalue.Apply(sh, items)
-			rdbvalue.Recycle(free, items)
-			<-inflight[dst]
-			f.loads.Done()
-		}))
-	})
-	f.ld.Free = free
-	f.ld.KeepExpired() // the master decides what expired
+func (l *Link) newFlowApply(sid int) *flowApply {
+	f := &flowApply{l: l, sid: sid, a: l.h.NewApplier(), dec: rdb.NewDecoder(nil)}
+	f.ld = l.h.NewLoader(&f.loads)
 	return f
 }
 
@@ -825,7 +831,7 @@ func (f *flowApply) journal(payload []byte, bar *txBarrier) error {
 	}
 	switch e.Op {
 	case journal.OpCommand:
-		f.ops = append(f.ops, replica.Op{DB: e.DB, Args: e.Args})
+		f.ops = append(f.ops, Op{DB: e.DB, Args: e.Args})
 		f.opLSN = e.LSN
 	case journal.OpMulti:
 		f.part = append(f.part, e)
@@ -849,7 +855,7 @@ func (f *flowApply) journal(payload []byte, bar *txBarrier) error {
 // commitPart hands one shard's part of a transaction to the barrier; the
 // flow bringing the last part applies the whole transaction, in Seq order,
 // and the others wait for it, so no later entry of theirs overtakes it.
-func (l *flowLink) commitPart(bar *txBarrier, a *replApplier, flushLoad func(), part []journal.Entry) error {
+func (l *Link) commitPart(bar *txBarrier, a Applier, flushLoad func(), part []journal.Entry) error {
 	exec := part[len(part)-1]
 	bar.mu.Lock()
 	select {
@@ -903,10 +909,10 @@ func (l *flowLink) commitPart(bar *txBarrier, a *replApplier, flushLoad func(), 
 	if len(cmds) == 0 {
 		return nil
 	}
-	block := make([]replica.Op, len(cmds))
+	block := make([]Op, len(cmds))
 	for i, e := range cmds {
-		block[i] = replica.Op{DB: e.DB, Args: e.Args}
+		block[i] = Op{DB: e.DB, Args: e.Args}
 	}
 	flushLoad()
-	return a.Apply([]replica.Op{{Tx: block}})
+	return a.Apply([]Op{{Tx: block}})
 }
