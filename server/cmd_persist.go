@@ -1,8 +1,7 @@
 package server
 
-// SAVE, BGSAVE, LASTSAVE and DEBUG RELOAD's handlers over package persist
-// (and MIGRATE's table entry), and what persist needs of the server
-// (persistHost).
+// SAVE, BGSAVE, LASTSAVE and DEBUG RELOAD's handlers over package
+// persist, and what persist needs of the server (persistHost).
 
 import (
 	"strings"

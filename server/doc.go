@@ -28,10 +28,9 @@
 //   - Clients: acl.go, pubsub.go, tracking.go, monitor.go, slowlog.go,
 //     latency.go, errorstats.go, clientbuf.go (client buffer limits).
 //   - Persistence's commands: cmd_persist.go (SAVE, BGSAVE, LASTSAVE,
-//     MIGRATE's table entry, DEBUG RELOAD, persistHost: what package
-//     persist sees of the server). Saving and loading are package
-//     persist's; DUMP/RESTORE are family's (family/dump.go, over package
-//     rdbvalue).
+//     DEBUG RELOAD, persistHost: what package persist sees of the
+//     server). Saving and loading are package persist's; DUMP/RESTORE
+//     are family's (family/dump.go, over package rdbvalue).
 //   - Replication, master side: cmd_master.go (SYNC, PSYNC, REPLCONF,
 //     WAIT, DFLY over package master, which streams and keeps the
 //     backlogs); replica side: repl_replica.go (REPLICAOF, the link's
