@@ -78,6 +78,9 @@ type flowSession struct {
 	// listening-port, or ip-address).
 	ip   string
 	port int
+	// dropped: the session will never start (the replica said HELLO
+	// again, or a minute passed); guarded by flowMaster.mu.
+	dropped bool
 }
 
 type flow struct {
@@ -140,13 +143,31 @@ func (m *Master) Hello(ip string, port int) (replID string, shards int, session,
 	fm.next++
 	sess := &flowSession{id: strconv.Itoa(fm.next), mode: sm, flows: make([]*flow, len(m.shards)), ready: make(chan struct{}),
 		ip: ip, port: port}
+	// A replica that says HELLO again gave up its unfinished sessions (a
+	// link cut while it opened their flows): their attached flows, which
+	// nothing reads until every flow is there, would stay listed (INFO,
+	// ROLE) and hold their sockets.
+	var gone []*flowSession
+	for id, old := range fm.sessions {
+		if old.ip == ip && old.port == port {
+			delete(fm.sessions, id)
+			gone = append(gone, old)
+		}
+	}
 	fm.sessions[sess.id] = sess
 	fm.mu.Unlock()
-	// A session nobody completes is forgotten.
+	for _, old := range gone {
+		fm.dropUnfinished(old)
+	}
+	// A session nobody completes is forgotten, with the flows it has.
 	time.AfterFunc(time.Minute, func() {
 		fm.mu.Lock()
+		_, pending := fm.sessions[sess.id]
 		delete(fm.sessions, sess.id)
 		fm.mu.Unlock()
+		if pending {
+			fm.dropUnfinished(sess)
+		}
 	})
 	return m.ID(), len(m.shards), sess.id, map[snapshot.Mode]string{snapshot.PIT: "pit", snapshot.NonPIT: "nonpit"}[sm]
 }
@@ -173,11 +194,34 @@ func (m *Master) Flow(session, shard, next string, blobs bool) (attach func(net.
 	return func(nc net.Conn) { f.conn = nc; f.attach() }, nil
 }
 
+// dropUnfinished closes the flows attached to sess, a session that will
+// never start (no longer in fm.sessions).
+func (fm *flowMaster) dropUnfinished(sess *flowSession) {
+	fm.mu.Lock()
+	var attached []*flow
+	for _, f := range sess.flows {
+		if f != nil {
+			attached = append(attached, f)
+		}
+	}
+	sess.dropped = true
+	fm.mu.Unlock()
+	for _, f := range attached {
+		f.close()
+	}
+}
+
 // attach adds f to its session; the last flow to attach starts them all.
 func (f *flow) attach() {
 	fm := f.m.flows
 	fm.mu.Lock()
 	sess := f.sess
+	if sess.dropped {
+		fm.mu.Unlock()
+		_, _ = f.conn.Write([]byte("-ERR unknown replication session\r\n"))
+		f.conn.Close()
+		return
+	}
 	if sess.flows[f.sid] != nil {
 		fm.mu.Unlock()
 		_, _ = f.conn.Write([]byte("-ERR flow already attached\r\n"))
