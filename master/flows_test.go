@@ -16,9 +16,9 @@ type testHost struct{}
 func (testHost) Settings() Settings {
 	return Settings{ReplBacklogSize: 1 << 20, ReplBacklogTTL: time.Hour, PointInTime: true}
 }
-func (testHost) Functions() []byte                                       { return nil }
+func (testHost) Functions() []byte                                        { return nil }
 func (testHost) FunctionsAtCut(*shard.Shard, chan<- snapshot.Chunk, bool) {}
-func (testHost) TierLoader(*shard.Shard) snapshot.Loader                 { return nil }
+func (testHost) TierLoader(*shard.Shard) snapshot.Loader                  { return nil }
 func (testHost) WriteRDB(io.Writer, []chan snapshot.Chunk, chan<- []byte) error {
 	return nil
 }
