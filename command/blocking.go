@@ -51,16 +51,18 @@ const ErrUnblocked = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
 
 // ParseTimeout reads a blocking command's timeout in seconds (fractions
 // allowed) as Redis 7.0 does: a long double (so "inf" and "1e400" parse),
-// times 1000, truncated to whole milliseconds by a C cast (x86-64: an
-// infinity or an out-of-range product becomes the minimum int64, hence
-// "timeout is negative"); 0 (also -0.0001) waits for ever, and so, in
-// effect, does a timeout of centuries (Redis 7.0 has no upper bound).
+// times 1000, rounded up to whole milliseconds (ceill) and cast to an
+// integer (x86-64: an infinity or an out-of-range product becomes the
+// minimum int64, hence "timeout is negative"). So any positive timeout,
+// however small (0.001, 1e-10), times out; 0 and a negative one above
+// -0.001 (rounded up to 0) wait for ever, and so, in effect, does a
+// timeout of centuries (Redis 7.0 has no upper bound).
 func ParseTimeout(b []byte) (time.Duration, string) {
 	x, ok := num.ParseLongDouble(b)
 	if !ok {
 		return 0, "ERR timeout is not a float or out of range"
 	}
-	ms := x.MulTrunc(1000)
+	ms := x.MulCeil(1000)
 	if ms < 0 {
 		return 0, "ERR timeout is negative"
 	}

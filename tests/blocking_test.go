@@ -199,3 +199,52 @@ func TestBlockedClientsCounted(t *testing.T) {
 	a.Close()
 	blocked("0")
 }
+
+// A positive timeout, however small, times out (Redis rounds it up to a
+// millisecond); 0 and a negative one that rounds up to 0 wait for ever;
+// below, the timeout is negative. Every blocking command with a timeout
+// in seconds, checked against redis-server too.
+func TestBlockingTinyTimeouts(t *testing.T) {
+	srv := StartServer(t, "--shards", "2")
+	c := srv.Raw(t)
+	cmds := [][]string{
+		{"BLPOP", "a", "b", "T"}, {"BRPOP", "a", "T"}, {"BLMOVE", "a", "b", "LEFT", "RIGHT", "T"},
+		{"BRPOPLPUSH", "a", "b", "T"}, {"BLMPOP", "T", "2", "a", "b", "LEFT"},
+		{"BZPOPMIN", "z", "y", "T"}, {"BZPOPMAX", "z", "T"}, {"BZMPOP", "T", "1", "z", "MIN"},
+	}
+	with := func(cmd []string, timeout string) []string {
+		out := append([]string(nil), cmd...)
+		for i, a := range out {
+			if a == "T" {
+				out[i] = timeout
+			}
+		}
+		return out
+	}
+	for _, cmd := range cmds {
+		for _, timeout := range []string{"0.001", "0.0001", "1e-10", "0.009"} {
+			c.Send(with(cmd, timeout)...)
+			r := readWithin(t, c, 3*time.Second)
+			if r.Kind != KindNil {
+				t.Errorf("%v: %s, want a timeout's nil", with(cmd, timeout), r.String())
+			}
+		}
+		for _, timeout := range []string{"-0.002", "-1"} {
+			expectReply(t, c.Do(with(cmd, timeout)...), "(error) ERR timeout is negative")
+		}
+		// -0.001 rounds up to 0: it waits until a push serves it.
+		w := srv.Raw(t)
+		w.Send(with(cmd, "-0.001")...)
+		time.Sleep(300 * time.Millisecond)
+		if cmd[0][1] == 'Z' {
+			c.Do("ZADD", "z", "1", "m")
+		} else {
+			c.Do("RPUSH", "a", "x")
+		}
+		if r := readWithin(t, w, 3*time.Second); r.Kind == KindNil || r.IsError() {
+			t.Errorf("%v: %s, want it served", with(cmd, "-0.001"), r.String())
+		}
+		w.Close()
+		c.Do("DEL", "a", "b", "z", "y")
+	}
+}

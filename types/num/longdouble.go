@@ -123,11 +123,11 @@ func (x LongDouble) big() *big.Float {
 	return f
 }
 
-// MulTrunc is (long long)(x * k) as Redis's x86-64 build computes it: the
-// product rounded to a long double, truncated toward zero, and the minimum
-// int64 (the "integer indefinite" value) for an infinity or a product out
-// of range (blocking commands' timeouts: "inf" is then "negative").
-func (x LongDouble) MulTrunc(k int64) int64 {
+// MulCeil is (long long)ceill(x * k) as Redis's x86-64 build computes it:
+// the product in long double precision, rounded up to an integer; an
+// infinity or a product out of the int64 range is the minimum int64 (the
+// cast's result on x86-64).
+func (x LongDouble) MulCeil(k int64) int64 {
 	if x.inf {
 		return math.MinInt64
 	}
@@ -139,6 +139,9 @@ func (x LongDouble) MulTrunc(k int64) int64 {
 	i, acc := f.Int64()
 	if i == math.MaxInt64 && acc == big.Below {
 		return math.MinInt64 // above the range
+	}
+	if acc == big.Below {
+		i++ // a positive fraction: up
 	}
 	return i
 }
