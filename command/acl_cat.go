@@ -167,3 +167,20 @@ func shownCategories(c *Command) []string {
 	}
 	return categoryNames(c.Cats)
 }
+
+// InCategory names the commands in the category of bit, as ACL CAT lists
+// them: by name, a container by those of its subcommands in it.
+func (t *Table) InCategory(bit uint32) []string {
+	var names []string
+	for _, c := range t.Sorted() {
+		if c.Subs == nil && c.Cats&bit != 0 {
+			names = append(names, c.Name)
+		}
+		for _, sub := range c.Subs {
+			if sub.Cats&bit != 0 {
+				names = append(names, sub.Name)
+			}
+		}
+	}
+	return names
+}

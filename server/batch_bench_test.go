@@ -24,7 +24,7 @@ func BenchmarkBatchGetSet(b *testing.B) {
 			if gated {
 				s.AddGate(nopGate{})
 			}
-			c := &Conn{srv: srv, proto: 2, authed: true, user: srv.acl.def}
+			c := &Conn{srv: srv, proto: 2, authed: true, user: srv.acl.Default()}
 			bt := &shardBatch{c: c}
 			set, get := srv.table.Lookup([]byte("set")), srv.table.Lookup([]byte("get"))
 			const depth = 16

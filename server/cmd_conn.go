@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dfly/dfly/acl"
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/resp"
@@ -78,12 +79,12 @@ const errWrongPass = "WRONGPASS invalid username-password pair or user is disabl
 // checkAuth authenticates the connection as user with pass (ACL users,
 // acl.go); false when they do not match or the user is disabled.
 func (c *Conn) checkAuth(user, pass []byte) bool {
-	e := c.srv.authenticate(user, pass)
-	if e == nil {
+	u := c.srv.acl.Authenticate(user, pass)
+	if u == nil {
 		c.srv.logDenialAs(c, string(user), "auth", "toplevel", "AUTH")
 		return false
 	}
-	c.setUser(e)
+	c.setUser(u)
 	c.authed = true
 	c.parser.SetAuthenticated(true)
 	return true
@@ -98,7 +99,7 @@ func cmdAuth(c *Conn, a [][]byte, w *resp.Writer) {
 	if len(a) == 3 {
 		user, pw = a[1], a[2]
 	}
-	if len(a) == 2 && c.srv.acl.def.cur.Load().nopass {
+	if len(a) == 2 && c.srv.acl.Default().Rules().NoPass() {
 		w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 		return
 	}
@@ -190,8 +191,8 @@ func cmdReset(c *Conn, a [][]byte, w *resp.Writer) {
 	c.proto = 2
 	c.protoShared.Store(2)
 	w.Proto = 2
-	c.setUser(c.srv.acl.def)
-	c.authed = c.srv.acl.open()
+	c.setUser(c.srv.acl.Default())
+	c.authed = c.srv.acl.Open()
 	c.parser.SetAuthenticated(c.authed)
 	c.setInfo(func() { c.info.name, c.info.db, c.info.proto = "", 0, 2 })
 	w.SimpleString("RESET")
@@ -210,9 +211,9 @@ func validClientName(b []byte) bool {
 
 // setInfo edits the fields CLIENT LIST reads, under their lock.
 // setUser makes e the connection's user; other loops read it from info.
-func (c *Conn) setUser(e *aclEntry) {
-	c.user = e
-	c.setInfo(func() { c.info.user = e })
+func (c *Conn) setUser(u *acl.User) {
+	c.user = u
+	c.setInfo(func() { c.info.user = u })
 }
 
 func (c *Conn) setInfo(fn func()) {
@@ -352,7 +353,7 @@ func cmdClientKill(c *Conn, a [][]byte, w *resp.Writer) {
 			laddr = string(a[i+1])
 		case "user":
 			user = string(a[i+1])
-			if c.srv.acl.lookup(user) == nil {
+			if c.srv.acl.Lookup(user) == nil {
 				w.Error("ERR No such user '" + user + "'")
 				return
 			}
@@ -365,7 +366,7 @@ func cmdClientKill(c *Conn, a [][]byte, w *resp.Writer) {
 	killed := 0
 	for _, o := range c.srv.clientList() {
 		o.info.Lock()
-		oaddr, oladdr, ouser := o.info.addr, o.info.laddr, entryName(o.info.user)
+		oaddr, oladdr, ouser := o.info.addr, o.info.laddr, o.info.user.Name()
 		o.info.Unlock()
 		if (id >= 0 && o.ID != id) || (addr != "" && oaddr != addr) || (laddr != "" && oladdr != laddr) ||
 			(user != "" && ouser != user) {
@@ -447,6 +448,6 @@ func (c *Conn) describe() string {
 		" sub=" + strconv.Itoa(c.info.subs[subChannel]) + " psub=" + strconv.Itoa(c.info.subs[subPattern]) +
 		" ssub=" + strconv.Itoa(c.info.subs[subShard]) +
 		string(c.appendBufferFields(nil)) + " events=r cmd=" +
-		lastName + " user=" + entryName(c.info.user) + " redir=" + strconv.FormatInt(redir, 10) + " resp=" + strconv.Itoa(c.info.proto) +
+		lastName + " user=" + c.info.user.Name() + " redir=" + strconv.FormatInt(redir, 10) + " resp=" + strconv.Itoa(c.info.proto) +
 		" lib-name=" + c.info.lib + " lib-ver=" + c.info.libver
 }

@@ -197,7 +197,7 @@ func cmdConfig(c *Conn, a [][]byte, w *resp.Writer) {
 				return
 			}
 			if strings.EqualFold(string(a[i]), "requirepass") {
-				c.srv.acl.setRequirepass(string(a[i+1])) // the default user's password
+				c.srv.acl.SetRequirepass(string(a[i+1])) // the default user's password
 			}
 		}
 		w.SimpleString("OK")

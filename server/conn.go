@@ -8,6 +8,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/dfly/dfly/acl"
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/master"
 	"github.com/dfly/dfly/resp"
@@ -64,7 +65,7 @@ type Conn struct {
 	proto  int
 	authed bool
 	// user is the ACL user the connection runs as (acl.go).
-	user *aclEntry
+	user *acl.User
 
 	info struct {
 		sync.Mutex
@@ -76,7 +77,7 @@ type Conn struct {
 		// the loop's own state as CLIENT LIST on another loop shows it.
 		subs    [subKinds]int
 		monitor bool
-		user    *aclEntry // Conn.user, for other loops
+		user    *acl.User // Conn.user, for other loops
 	}
 
 	cmds   []pending
@@ -188,8 +189,8 @@ func newConn(srv *Server, gc gnet.Conn) *Conn {
 	c.ID = srv.nextConnID.Add(1)
 	c.parser = resp.NewParser(srv.cfg.ProtoMaxBulk, int(srv.cfg.QueryBufMax))
 	c.parser.SetAssembly(true) // a big command leaves gnet's buffer as it arrives
-	c.user, c.info.user = srv.acl.def, srv.acl.def
-	c.authed = srv.acl.open()
+	c.user, c.info.user = srv.acl.Default(), srv.acl.Default()
+	c.authed = srv.acl.Open()
 	c.parser.SetAuthenticated(c.authed)
 	now := time.Now()
 	c.info.created, c.info.proto = now, 2
@@ -803,14 +804,14 @@ func (c *Conn) prepare(p *pending) bool {
 		w.Error("NOAUTH Authentication required.")
 		return false
 	}
-	if u := c.user.cur.Load(); !u.unrestricted && p.cmd.Flags&command.FlagNoAuth == 0 {
-		if reason, object := u.check(p.cmd, p.args); reason != "" {
+	if u := c.user.Rules(); !u.Unrestricted() && p.cmd.Flags&command.FlagNoAuth == 0 {
+		if reason, object := u.Check(p.cmd, p.args); reason != "" {
 			context := "toplevel"
 			if c.multi != nil {
 				context = "multi"
 			}
 			c.srv.logDenial(c, reason, context, object)
-			w.Error(aclDenied(reason, object))
+			w.Error(acl.DeniedError(reason, object))
 			return false
 		}
 	}

@@ -72,7 +72,7 @@ func connOf(x *command.Exec) *Conn {
 func (x *Coord) Server() command.Server { return x.Srv }
 
 // ReadsAnyKey is Runner.ReadsAnyKey.
-func (x *Coord) ReadsAnyKey() bool { return x.user().readsAnyKey() }
+func (x *Coord) ReadsAnyKey() bool { return x.user().ReadsAnyKey() }
 
 // TieredReads is Runner.TieredReads.
 func (x *Coord) TieredReads() (async bool, demote func() bool) {

@@ -25,7 +25,9 @@
 //     snapshot's cut), script_call.go (a script's redis.call: its checks,
 //     run inline or within the script's transaction). The interpreter, the
 //     script cache and the function libraries are package script.
-//   - Clients: acl.go, pubsub.go, tracking.go, monitor.go, slowlog.go,
+//   - Clients: acl.go (the ACL command, AUTH's and denials' effects on
+//     connections; users, rules and checks are package acl), pubsub.go,
+//     tracking.go, monitor.go, slowlog.go,
 //     latency.go, errorstats.go, clientbuf.go (client buffer limits).
 //   - Persistence's commands: cmd_persist.go (SAVE, BGSAVE, LASTSAVE,
 //     DEBUG RELOAD, persistHost: what package persist sees of the

@@ -123,7 +123,7 @@ func runScript(x *Coord, target scriptTarget, numKeys int, readonly bool) {
 	sc.begin(x, target.id, vm.Run(), readonly, numKeys > 0)
 	if c := x.Conn; c != nil {
 		c.info.Lock() // the script may run on a shard's goroutine
-		if u := c.info.user.cur.Load(); !u.unrestricted {
+		if u := c.info.user.Rules(); !u.Unrestricted() {
 			sc.user = u
 		}
 		c.info.Unlock()

@@ -3,6 +3,7 @@ package server
 import (
 	"strconv"
 
+	"github.com/dfly/dfly/acl"
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/family"
 	"github.com/dfly/dfly/resp"
@@ -21,7 +22,7 @@ type scriptCall struct {
 	t        *tx.Tx
 	id       []byte      // the script's SHA (as the request gave it) or function's run ID
 	run      *script.Run // the interpreter's
-	user     *aclUser    // the caller's ACL user; nil: unrestricted
+	user     *acl.Rules  // the caller's ACL user; nil: unrestricted
 	db       int
 	readonly bool
 	keyed    bool     // declared keys (keyless writes such as FLUSHALL are refused)
@@ -84,9 +85,9 @@ func (sc *scriptCall) Call(args [][]byte, w *resp.Writer) (refused string, kille
 		return "-" + errReadonlyReplica, false
 	}
 	if u := sc.user; u != nil {
-		if reason, object := u.check(cmd, args); reason != "" {
+		if reason, object := u.Check(cmd, args); reason != "" {
 			srv.logDenial(sc.x.Conn, reason, "lua", object)
-			return aclScriptDenied(reason), false
+			return acl.ScriptDeniedError(reason), false
 		}
 	}
 	sc.pos = cmd.Keys(sc.pos[:0], args)

@@ -16,6 +16,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/dfly/dfly/acl"
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/master"
@@ -64,7 +65,7 @@ type Server struct {
 	rejectedConns  atomic.Int64
 	blockedClients atomic.Int64
 	cmdStats       []shardCmdStats // per shard, owned by its goroutine
-	acl            *aclState       // users (acl.go)
+	acl            *acl.Users      // users (package acl)
 	errors         errorStats      // error replies (INFO errorstats)
 	traffic        trafficStats    // bytes and commands (traffic.go)
 	// evalCoords: per shard, the coordinator of the script running inline
@@ -133,7 +134,7 @@ func New(cfg *config.Config, log *Logger) *Server {
 	}
 	s := &Server{cfg: cfg, log: log, table: command.NewTable(), conns: make(map[int64]*Conn),
 		ready: make(chan struct{}), done: make(chan struct{}), start: time.Now(), pubsub: newPubsub()}
-	s.acl = newACL(s.table, cfg.Requirepass)
+	s.acl = acl.New(s.table, cfg.Requirepass)
 	var id [20]byte
 	_, _ = rand.Read(id[:])
 	s.runID = hex.EncodeToString(id[:])
