@@ -87,6 +87,29 @@ type Command struct {
 	// coordinator.
 	Rewrite     func(x *Exec, reply []byte, record func(args ...[]byte))
 	JournalArgs func(args [][]byte) [][]byte
+
+	// What COMMAND INFO and ACL say of the command beyond how it runs,
+	// written beside its handler; NewTable derives the rest (info.go,
+	// acl_cat.go).
+	//
+	// KeySpecs are its key specs in info.go's notation when its keys are
+	// not the one range FirstKey..LastKey by Step (or not only those dfly
+	// locks); KeyFlags the flags of that range's spec when not its kind's
+	// ("RO access" for a reader, "RW access update" for a writer).
+	KeySpecs, KeyFlags string
+	// InfoFlags are flags COMMAND INFO reports beyond Flags (Redis's, that
+	// dfly does not act on); InfoHides flags of Flags it does not report.
+	InfoFlags, InfoHides Flags
+	// ACLCats adjusts the ACL categories its group and flags give, where
+	// Redis files it otherwise: "name" adds a category, "-name" removes one.
+	ACLCats string
+	// Subcommands describe a container's subcommands (CONFIG GET ...);
+	// ACL judges a call by its subcommand's categories, unless
+	// SubcommandsInfoOnly: then only COMMAND INFO shows them, and ACL
+	// judges the command as one (COMMAND).
+	Subcommands         []SubcommandInfo
+	SubcommandsInfoOnly bool
+
 	// Group is the command's family (Register); Cats its ACL categories
 	// (ACLCategories bits, acl_cat.go).
 	Group string
@@ -94,11 +117,9 @@ type Command struct {
 	// Subs: a container's subcommands by name, for ACL (acl_cat.go).
 	Subs map[string]*Command
 
-	// What COMMAND INFO reports (info.go), apart from what runs:
-	// shown are flags reported beyond Flags, specs the key specifications
-	// (the reported first/last/step derive from them, as in Redis), and
-	// infoSubs the subcommands' own entries, sorted by name.
-	shown    Flags
+	// What COMMAND INFO reports (info.go), derived: specs the key
+	// specifications (the reported first/last/step derive from them, as
+	// in Redis), and infoSubs the subcommands' own entries, sorted by name.
 	specs    []keySpec
 	infoSubs []*Command
 
@@ -107,6 +128,24 @@ type Command struct {
 	// commandstats, errorstats).
 	Calls, Nsec, Failed, Rejected atomic.Uint64
 }
+
+// SubcommandInfo is one subcommand of a container command, as Redis 7.0
+// reports it: its arity (counting the container's name), flags, key specs
+// (Command.KeySpecs' notation), and its ACL categories beyond @slow.
+type SubcommandInfo struct {
+	Name     string
+	Arity    int
+	Flags    Flags
+	KeySpecs string
+	ACLCats  string
+}
+
+// Flag sets of subcommands, as Redis 7.0 reports them.
+const (
+	FlagsLoadingStale         = FlagLoading | FlagStale
+	FlagsLoadingStaleNoScript = FlagsLoadingStale | FlagNoScript
+	FlagsAdminSub             = FlagsLoadingStaleNoScript | FlagAdmin
+)
 
 // Client is the connection a Local command runs for (the server's).
 type Client interface {

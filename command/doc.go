@@ -17,7 +17,10 @@
 //   - record.go: what the journal records for a command (Exec.Run; a
 //     coordinator command's JournalCommit; RunPart; RecordServed).
 //   - info.go, reply.go, acl_cat.go: what COMMAND INFO/DOCS/GETKEYS/LIST
-//     report (key specs, flags) and the ACL categories of each command.
+//     report (key specs, flags) and the ACL categories of each command,
+//     derived from what its definition says beside its handler (KeySpecs,
+//     KeyFlags, InfoFlags, ACLCats, Subcommands): adding a command touches
+//     one place.
 //   - errors.go, subcommand.go, typed.go: Redis's error texts, container
 //     commands' subcommand checks and HELP, typed key lookups.
 //

@@ -6,7 +6,6 @@ package command
 var (
 	LegacyRange   = legacyRange
 	ParseKeySpecs = parseKeySpecs
-	KeySpecs      = keySpecs
 )
 
 func (c *Command) Specs() []keySpec                     { return c.specs }

@@ -107,230 +107,44 @@ func rangeSpec(c *Command, flags string) keySpec {
 	return keySpec{flags: strings.Fields(flags), index: c.FirstKey, lastKey: last, step: step}
 }
 
-// keySpecs of the commands whose keys are not one range, or not those of
-// the command's own FirstKey (spublish's channels, which dfly does not
-// lock as keys).
-var keySpecs = map[string]string{
-	"bitop":             "OW update @2; RO access @3 range:-1",
-	"blmove":            "RW access delete @1; RW insert @2",
-	"brpoplpush":        "RW access delete @1; RW insert @2",
-	"lmove":             "RW access delete @1; RW insert @2",
-	"rpoplpush":         "RW access delete @1; RW insert @2",
-	"smove":             "RW access delete @1; RW insert @2",
-	"blmpop":            "RW access delete @2 keynum:0:1:1",
-	"bzmpop":            "RW access delete @2 keynum:0:1:1",
-	"lmpop":             "RW access delete @1 keynum:0:1:1",
-	"zmpop":             "RW access delete @1 keynum:0:1:1",
-	"copy":              "RO access @1; OW update @2",
-	"eval":              "RW access update @2 keynum:0:1:1",
-	"evalsha":           "RW access update @2 keynum:0:1:1",
-	"fcall":             "RW access update @2 keynum:0:1:1",
-	"eval_ro":           "RO access @2 keynum:0:1:1",
-	"evalsha_ro":        "RO access @2 keynum:0:1:1",
-	"fcall_ro":          "RO access @2 keynum:0:1:1",
-	"georadius":         "RO access @1; OW update kw:STORE:6; OW update kw:STOREDIST:6",
-	"georadiusbymember": "RO access @1; OW update kw:STORE:5; OW update kw:STOREDIST:5",
-	"geosearch":         "RO access @1",
-	"geosearchstore":    "OW update @1; RO access @2",
-	"migrate":           "RW access delete @3; RW access delete incomplete kw:KEYS:-2 range:-1",
-	"pfmerge":           "RW access insert @1; RO access @2 range:-1",
-	"rename":            "RW access delete @1; OW update @2",
-	"renamenx":          "RW access delete @1; OW insert @2",
-	"sdiffstore":        "OW update @1; RO access @2 range:-1",
-	"sunionstore":       "OW update @1; RO access @2 range:-1",
-	"sinterstore":       "RW update @1; RO access @2 range:-1",
-	"sintercard":        "RO access @1 keynum:0:1:1",
-	"zdiff":             "RO access @1 keynum:0:1:1",
-	"zinter":            "RO access @1 keynum:0:1:1",
-	"zintercard":        "RO access @1 keynum:0:1:1",
-	"zunion":            "RO access @1 keynum:0:1:1",
-	"zdiffstore":        "OW update @1; RO access @2 keynum:0:1:1",
-	"zinterstore":       "OW update @1; RO access @2 keynum:0:1:1",
-	"zunionstore":       "OW update @1; RO access @2 keynum:0:1:1",
-	"zrangestore":       "OW update @1; RO access @2",
-	// SORT's BY/GET patterns name keys by the sorted values, and STORE
-	// may come anywhere: both unknown.
-	"sort":    "RO access @1; RO access ?; OW update ?",
-	"sort_ro": "RO access @1; RO access ?",
-	// Shard channels: Redis routes them as keys; they are not keys.
-	"spublish":     "not_key @1",
-	"ssubscribe":   "not_key @1 range:-1",
-	"sunsubscribe": "not_key @1 range:-1",
-	"xread":        "RO access kw:STREAMS:1 range:-1:1:2",
-	"xreadgroup":   "RO access kw:STREAMS:4 range:-1:1:2",
+// replicationInfoFlags: the InfoFlags of replication's commands, until
+// their definitions, moving to packages master and replica, carry them.
+var replicationInfoFlags = map[string]Flags{
+	"replconf": FlagAllowBusy, "replicaof": FlagNoAsyncLoading, "slaveof": FlagNoAsyncLoading,
+	"sync": FlagNoAsyncLoading, "psync": FlagNoAsyncLoading,
 }
-
-// keyAccess are the key spec flags of commands with one range of keys
-// whose flags are not their kind's default: "RO access" for readers,
-// "RW access update" for writers.
-var keyAccess = map[string][]string{
-	"RO": {"exists", "hexists", "hlen", "hstrlen", "llen", "scard", "sismember", "strlen", "touch",
-		"type", "watch", "xlen", "zcard"},
-	"RW update": {"expire", "expireat", "geoadd", "hmset", "hset", "lset", "persist", "pexpire",
-		"pexpireat", "setrange", "xack", "xadd", "xclaim", "xsetid", "zadd"},
-	"RW delete": {"hdel", "lrem", "ltrim", "srem", "xautoclaim", "xdel", "xtrim", "zrem",
-		"zremrangebylex", "zremrangebyrank", "zremrangebyscore"},
-	"RW access delete": {"blpop", "brpop", "bzpopmax", "bzpopmin", "getdel", "lpop", "rpop", "spop",
-		"zpopmax", "zpopmin"},
-	"RW insert": {"append", "hsetnx", "linsert", "lpush", "lpushx", "pfadd", "rpush", "rpushx", "sadd"},
-	"OW update": {"mset", "psetex", "restore", "restore-asking", "setex"},
-	"OW insert": {"msetnx", "setnx"},
-	"RM delete": {"del", "unlink"},
-	"RW access": {"pfcount", "pfdebug"},
-	// The flags depend on the arguments (GETKEYSANDFLAGS, reportedKeyFlags).
-	"RW access update variable_flags": {"set", "bitfield"},
-}
-
-// shownFlags are flags Redis 7 reports that dfly's table does not carry
-// (display only: FlagNoMulti on SHUTDOWN would refuse it inside MULTI).
-var shownFlags = map[string]Flags{
-	"auth": FlagAllowBusy, "hello": FlagAllowBusy, "discard": FlagAllowBusy, "multi": FlagAllowBusy,
-	"reset": FlagAllowBusy, "unwatch": FlagAllowBusy, "watch": FlagAllowBusy, "quit": FlagAllowBusy,
-	"replconf": FlagAllowBusy, "shutdown": FlagAllowBusy | FlagNoMulti,
-	"bgsave": FlagNoAsyncLoading, "replicaof": FlagNoAsyncLoading, "slaveof": FlagNoAsyncLoading,
-	"save": FlagNoAsyncLoading, "sync": FlagNoAsyncLoading, "psync": FlagNoAsyncLoading,
-	"exec": FlagSkipSlowlog,
-	"eval": FlagSkipMonitor | FlagNoMandatoryKeys, "evalsha": FlagSkipMonitor | FlagNoMandatoryKeys,
-	"eval_ro": FlagSkipMonitor | FlagNoMandatoryKeys, "evalsha_ro": FlagSkipMonitor | FlagNoMandatoryKeys,
-	"fcall": FlagSkipMonitor | FlagNoMandatoryKeys, "fcall_ro": FlagSkipMonitor | FlagNoMandatoryKeys,
-}
-
-// hiddenFlags are flags of dfly's table that Redis does not report: a
-// script's own write flag (its calls are judged one by one; Redis lets
-// the script's flags decide).
-var hiddenFlags = map[string]Flags{
-	"eval": FlagWrite, "evalsha": FlagWrite, "fcall": FlagWrite,
-}
-
-// subcommandInfo: each subcommand's arity (counting the container's
-// name), flags and key specs, as Redis 7.0 reports them; COMMAND's own
-// subcommands too (command|info ...), which ACL does not tell apart.
-var subcommandInfo = []struct {
-	name  string
-	arity int
-	flags Flags
-	keys  string
-}{
-	{"acl|cat", -2, lns, ""}, {"acl|deluser", -3, admin, ""}, {"acl|dryrun", -4, admin, ""},
-	{"acl|genpass", -2, lns, ""}, {"acl|getuser", 3, admin, ""}, {"acl|help", 2, ls, ""},
-	{"acl|list", 2, admin, ""}, {"acl|load", 2, admin, ""}, {"acl|log", -2, admin, ""},
-	{"acl|save", 2, admin, ""}, {"acl|setuser", -3, admin, ""}, {"acl|users", 2, admin, ""},
-	{"acl|whoami", 2, lns, ""},
-
-	{"client|caching", 3, lns, ""}, {"client|getname", 2, lns, ""}, {"client|getredir", 2, lns, ""},
-	{"client|help", 2, ls, ""}, {"client|id", 2, lns, ""}, {"client|info", 2, lns, ""},
-	{"client|kill", -3, admin, ""}, {"client|list", -2, admin, ""}, {"client|no-evict", 3, admin, ""},
-	{"client|no-touch", 3, lns, ""}, {"client|pause", -3, admin, ""}, {"client|reply", 3, lns, ""},
-	{"client|setinfo", 4, lns, ""}, {"client|setname", 3, lns, ""}, {"client|tracking", -3, lns, ""},
-	{"client|trackinginfo", 2, lns, ""}, {"client|unblock", -3, admin, ""},
-	{"client|unpause", 2, admin, ""},
-
-	{"cluster|countkeysinslot", 3, FlagStale, ""}, {"cluster|getkeysinslot", 4, FlagStale, ""},
-	{"cluster|help", 2, ls, ""}, {"cluster|info", 2, FlagStale, ""}, {"cluster|keyslot", 3, FlagStale, ""},
-	{"cluster|links", 2, FlagStale, ""}, {"cluster|myid", 2, FlagStale, ""},
-	{"cluster|nodes", 2, FlagStale, ""}, {"cluster|shards", 2, FlagStale, ""},
-	{"cluster|slots", 2, FlagStale, ""},
-
-	{"command|count", 2, ls, ""}, {"command|docs", -2, ls, ""}, {"command|getkeys", -4, ls, ""},
-	{"command|getkeysandflags", -4, ls, ""}, {"command|help", 2, ls, ""}, {"command|info", -2, ls, ""},
-	{"command|list", -2, ls, ""},
-
-	{"config|get", -3, admin, ""}, {"config|help", 2, ls, ""}, {"config|resetstat", 2, admin, ""},
-	{"config|rewrite", 2, admin, ""}, {"config|set", -4, admin, ""},
-
-	{"function|delete", 3, FlagNoScript | FlagWrite, ""}, {"function|dump", 2, FlagNoScript, ""},
-	{"function|flush", -2, FlagNoScript | FlagWrite, ""}, {"function|help", 2, ls, ""},
-	{"function|kill", 2, FlagNoScript | FlagAllowBusy, ""}, {"function|list", -2, FlagNoScript, ""},
-	{"function|load", -3, FlagNoScript | FlagWrite | FlagDenyOOM, ""},
-	{"function|restore", -3, FlagNoScript | FlagWrite | FlagDenyOOM, ""},
-	{"function|stats", 2, FlagNoScript | FlagAllowBusy, ""},
-
-	{"latency|doctor", 2, admin, ""}, {"latency|graph", 3, admin, ""}, {"latency|help", 2, ls, ""},
-	{"latency|histogram", -2, admin, ""}, {"latency|history", 3, admin, ""},
-	{"latency|latest", 2, admin, ""}, {"latency|reset", -2, admin, ""},
-
-	{"memory|doctor", 2, 0, ""}, {"memory|help", 2, ls, ""}, {"memory|malloc-stats", 2, 0, ""},
-	{"memory|purge", 2, 0, ""}, {"memory|stats", 2, 0, ""}, {"memory|usage", -3, FlagReadonly, "RO @2"},
-
-	{"module|help", 2, ls, ""}, {"module|list", 2, FlagAdmin | FlagNoScript, ""},
-	{"module|load", -3, FlagAdmin | FlagNoScript | FlagNoAsyncLoading, ""},
-	{"module|loadex", -3, FlagAdmin | FlagNoScript | FlagNoAsyncLoading, ""},
-	{"module|unload", 3, FlagAdmin | FlagNoScript | FlagNoAsyncLoading, ""},
-
-	{"object|encoding", 3, FlagReadonly, "RO @2"}, {"object|freq", 3, FlagReadonly, "RO @2"},
-	{"object|help", 2, ls, ""}, {"object|idletime", 3, FlagReadonly, "RO @2"},
-	{"object|refcount", 3, FlagReadonly, "RO @2"},
-
-	{"pubsub|channels", -2, ls | FlagPubSub, ""}, {"pubsub|help", 2, ls, ""},
-	{"pubsub|numpat", 2, ls | FlagPubSub, ""}, {"pubsub|numsub", -2, ls | FlagPubSub, ""},
-	{"pubsub|shardchannels", -2, ls | FlagPubSub, ""}, {"pubsub|shardnumsub", -2, ls | FlagPubSub, ""},
-
-	{"script|debug", 3, FlagNoScript, ""}, {"script|exists", -3, FlagNoScript, ""},
-	{"script|flush", -2, FlagNoScript, ""}, {"script|help", 2, ls, ""},
-	{"script|kill", 2, FlagNoScript | FlagAllowBusy, ""}, {"script|load", 3, FlagNoScript | FlagStale, ""},
-
-	{"slowlog|get", -2, FlagAdmin | ls, ""}, {"slowlog|help", 2, ls, ""},
-	{"slowlog|len", 2, FlagAdmin | ls, ""}, {"slowlog|reset", 2, FlagAdmin | ls, ""},
-
-	{"xgroup|create", -5, FlagWrite | FlagDenyOOM, "RW insert @2"},
-	{"xgroup|createconsumer", 5, FlagWrite | FlagDenyOOM, "RW insert @2"},
-	{"xgroup|delconsumer", 5, FlagWrite, "RW delete @2"}, {"xgroup|destroy", 4, FlagWrite, "RW delete @2"},
-	{"xgroup|help", 2, ls, ""}, {"xgroup|setid", -5, FlagWrite, "RW update @2"},
-
-	{"xinfo|consumers", 4, FlagReadonly, "RO access @2"}, {"xinfo|groups", 3, FlagReadonly, "RO access @2"},
-	{"xinfo|help", 2, ls, ""}, {"xinfo|stream", -3, FlagReadonly, "RO access @2"},
-}
-
-// Flag sets of subcommandInfo.
-const (
-	ls    = FlagLoading | FlagStale
-	lns   = ls | FlagNoScript
-	admin = lns | FlagAdmin
-)
 
 // describe fills in what COMMAND INFO reports of c beyond its table
-// entry: shown flags, key specs and the subcommands' entries.
+// entry: key specs and the subcommands' entries.
 func describe(c *Command) {
-	c.shown = shownFlags[c.Name]
+	c.InfoFlags |= replicationInfoFlags[c.Name]
 	c.specs = commandSpecs(c)
 	var subs []*Command
-	for _, s := range subcommandInfo {
-		container, sub, _ := strings.Cut(s.name, "|")
-		if container != c.Name {
-			continue
-		}
-		sc := c.Subs[sub]
+	for _, s := range c.Subcommands {
+		sc := c.Subs[s.Name]
 		if sc == nil {
-			if c.Subs != nil {
-				continue // a subcommand dfly does not have
-			}
 			// COMMAND's subcommands: ACL judges COMMAND as one command.
-			sc = &Command{Name: s.name, Group: c.Group, Cats: c.Cats}
+			sc = &Command{Name: c.Name + "|" + s.Name, Group: c.Group, Cats: c.Cats}
 		}
-		sc.Arity, sc.Flags = s.arity, s.flags
-		if s.keys != "" {
-			sc.specs = parseKeySpecs(s.keys)
+		sc.Arity, sc.Flags = s.Arity, s.Flags
+		if s.KeySpecs != "" {
+			sc.specs = parseKeySpecs(s.KeySpecs)
 		}
 		subs = append(subs, sc)
-	}
-	for _, s := range sortedSubs(c) {
-		if s.Arity == 0 {
-			panic("server: no COMMAND INFO for subcommand " + s.Name)
-		}
 	}
 	if len(subs) > 0 {
 		c.infoSubs = sortedCommands(subs)
 	}
 }
 
-// commandSpecs are c's key specs: its entry in keySpecs, else its one
-// range with keyAccess's flags or its kind's.
+// commandSpecs are c's key specs: its KeySpecs, else its one range with
+// its KeyFlags or its kind's.
 func commandSpecs(c *Command) []keySpec {
 	if c.Subs != nil {
 		return nil // each subcommand has its own
 	}
-	if s, ok := keySpecs[c.Name]; ok {
-		return parseKeySpecs(s)
+	if c.KeySpecs != "" {
+		return parseKeySpecs(c.KeySpecs)
 	}
 	if c.FirstKey == 0 {
 		if c.KeyPositions != nil {
@@ -342,12 +156,8 @@ func commandSpecs(c *Command) []keySpec {
 		}
 		return nil
 	}
-	for flags, names := range keyAccess {
-		for _, n := range names {
-			if n == c.Name {
-				return []keySpec{rangeSpec(c, flags)}
-			}
-		}
+	if c.KeyFlags != "" {
+		return []keySpec{rangeSpec(c, c.KeyFlags)}
 	}
 	if c.Flags&FlagWrite != 0 {
 		return []keySpec{rangeSpec(c, "RW access update")}
@@ -658,7 +468,7 @@ func writeCommandInfo(w *resp.Writer, cmd *Command) {
 	w.BulkString(cmd.Name)
 	w.Int(int64(cmd.Arity))
 	first, last, step, movable := legacyRange(cmd.specs)
-	shown := (cmd.Flags | cmd.shown) &^ hiddenFlags[cmd.Name]
+	shown := (cmd.Flags | cmd.InfoFlags) &^ cmd.InfoHides
 	if cmd.Subs != nil {
 		shown = 0 // a container only leads to its subcommands
 	}

@@ -10,7 +10,7 @@ import (
 
 func init() {
 	Register("connection", func() []*Command {
-		return []*Command{{Name: "command", Arity: -1, Flags: FlagLoading | FlagStale, Local: cmdCommand}}
+		return []*Command{{Name: "command", Arity: -1, Flags: FlagLoading | FlagStale, Subcommands: commandSubcommands, SubcommandsInfoOnly: true, Local: cmdCommand}}
 	})
 }
 
@@ -40,6 +40,17 @@ var commandHelp = []string{
 	"    Return the keys and the access flags from a full Redis command.",
 	"HELP",
 	"    Prints this help.",
+}
+
+// commandSubcommands: COMMAND's subcommands, for COMMAND INFO.
+var commandSubcommands = []SubcommandInfo{
+	{Name: "count", Arity: 2, Flags: FlagsLoadingStale},
+	{Name: "docs", Arity: -2, Flags: FlagsLoadingStale},
+	{Name: "getkeys", Arity: -4, Flags: FlagsLoadingStale},
+	{Name: "getkeysandflags", Arity: -4, Flags: FlagsLoadingStale},
+	{Name: "help", Arity: 2, Flags: FlagsLoadingStale},
+	{Name: "info", Arity: -2, Flags: FlagsLoadingStale},
+	{Name: "list", Arity: -2, Flags: FlagsLoadingStale},
 }
 
 func cmdCommand(c Client, a [][]byte, w *resp.Writer) {
@@ -140,7 +151,7 @@ func cmdCommand(c Client, a [][]byte, w *resp.Writer) {
 		if !complete {
 			pos = cmd.Keys(nil, args)
 		}
-		if len(pos) == 0 && (cmd.Flags|cmd.shown)&FlagNoMandatoryKeys == 0 {
+		if len(pos) == 0 && (cmd.Flags|cmd.InfoFlags)&FlagNoMandatoryKeys == 0 {
 			w.Error("ERR Invalid arguments specified for command")
 			return
 		}

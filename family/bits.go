@@ -20,13 +20,13 @@ func bitCommands() []*command.Command {
 		k1(&command.Command{Name: "getbit", Arity: 3, Flags: command.FlagReadonly | command.FlagFast, Shard: cmdGetBit}),
 		k1(&command.Command{Name: "bitcount", Arity: -2, Flags: command.FlagReadonly, Shard: cmdBitCount}),
 		k1(&command.Command{Name: "bitpos", Arity: -3, Flags: command.FlagReadonly, Shard: cmdBitPos}),
-		k1(&command.Command{Name: "bitfield", Arity: -2, Flags: command.FlagWrite | command.FlagDenyOOM, Shard: func(x *command.Exec) { cmdBitfield(x, false) }}),
+		k1(&command.Command{Name: "bitfield", Arity: -2, Flags: command.FlagWrite | command.FlagDenyOOM, KeyFlags: "RW access update variable_flags", Shard: func(x *command.Exec) { cmdBitfield(x, false) }}),
 		k1(&command.Command{Name: "bitfield_ro", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, Shard: func(x *command.Exec) { cmdBitfield(x, true) }}),
-		{Name: "bitop", Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM, FirstKey: 2, LastKey: -1, Step: 1, Shard: cmdBitOp, Multi: multiBitOp},
-		k1(&command.Command{Name: "getrange", Arity: 4, Flags: command.FlagReadonly, Shard: cmdGetRange}),
-		k1(&command.Command{Name: "substr", Arity: 4, Flags: command.FlagReadonly, Shard: cmdGetRange}),
-		k1(&command.Command{Name: "setrange", Arity: 4, Flags: command.FlagWrite | command.FlagDenyOOM, Shard: cmdSetRange}),
-		{Name: "lcs", Arity: -3, Flags: command.FlagReadonly, FirstKey: 1, LastKey: 2, Step: 1, Shard: cmdLCS, Multi: multiLCS},
+		{Name: "bitop", Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM, KeySpecs: "OW update @2; RO access @3 range:-1", FirstKey: 2, LastKey: -1, Step: 1, Shard: cmdBitOp, Multi: multiBitOp},
+		k1(&command.Command{Name: "getrange", Arity: 4, Flags: command.FlagReadonly, ACLCats: "-bitmap string", Shard: cmdGetRange}),
+		k1(&command.Command{Name: "substr", Arity: 4, Flags: command.FlagReadonly, ACLCats: "-bitmap string", Shard: cmdGetRange}),
+		k1(&command.Command{Name: "setrange", Arity: 4, Flags: command.FlagWrite | command.FlagDenyOOM, KeyFlags: "RW update", ACLCats: "-bitmap string", Shard: cmdSetRange}),
+		{Name: "lcs", Arity: -3, Flags: command.FlagReadonly, ACLCats: "-bitmap string", FirstKey: 1, LastKey: 2, Step: 1, Shard: cmdLCS, Multi: multiLCS},
 	}
 }
 

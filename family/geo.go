@@ -48,16 +48,16 @@ func geoCommands() []*command.Command {
 		return c
 	}
 	return []*command.Command{
-		one("geoadd", -5, rw, cmdGeoAdd),
+		withKeyFlags(one("geoadd", -5, rw, cmdGeoAdd), "RW update"),
 		one("geodist", -4, ro, cmdGeoDist),
 		one("geohash", -2, ro, cmdGeoHash),
 		one("geopos", -2, ro, cmdGeoPos),
-		search("georadius", -6, rw, geoCoords),
+		withKeySpecs(search("georadius", -6, rw, geoCoords), "RO access @1; OW update kw:STORE:6; OW update kw:STOREDIST:6"),
 		search("georadius_ro", -6, ro, geoCoords|geoNoStore),
-		search("georadiusbymember", -5, rw, geoMember),
+		withKeySpecs(search("georadiusbymember", -5, rw, geoMember), "RO access @1; OW update kw:STORE:5; OW update kw:STOREDIST:5"),
 		search("georadiusbymember_ro", -5, ro, geoMember|geoNoStore),
-		search("geosearch", -7, ro, geoSearchCmd),
-		search("geosearchstore", -8, rw, geoSearchCmd|geoStoreDst),
+		withKeySpecs(search("geosearch", -7, ro, geoSearchCmd), "RO access @1"),
+		withKeySpecs(search("geosearchstore", -8, rw, geoSearchCmd|geoStoreDst), "OW update @1; RO access @2"),
 	}
 }
 

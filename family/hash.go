@@ -24,15 +24,15 @@ func hashCommands() []*command.Command {
 	}
 	ro := command.FlagReadonly | command.FlagFast
 	return []*command.Command{
-		k1("hset", -4, rw|command.FlagFast, func(x *command.Exec) { hsetGeneric(x, false) }),
-		k1("hmset", -4, rw|command.FlagFast, func(x *command.Exec) { hsetGeneric(x, true) }),
-		k1("hsetnx", 4, rw|command.FlagFast, cmdHSetNX),
+		withKeyFlags(k1("hset", -4, rw|command.FlagFast, func(x *command.Exec) { hsetGeneric(x, false) }), "RW update"),
+		withKeyFlags(k1("hmset", -4, rw|command.FlagFast, func(x *command.Exec) { hsetGeneric(x, true) }), "RW update"),
+		withKeyFlags(k1("hsetnx", 4, rw|command.FlagFast, cmdHSetNX), "RW insert"),
 		k1("hget", 3, ro, cmdHGet),
 		k1("hmget", -3, ro, cmdHMGet),
-		k1("hdel", -3, command.FlagWrite|command.FlagFast, cmdHDel),
-		k1("hexists", 3, ro, cmdHExists),
-		k1("hlen", 2, ro, cmdHLen),
-		k1("hstrlen", 3, ro, cmdHStrlen),
+		withKeyFlags(k1("hdel", -3, command.FlagWrite|command.FlagFast, cmdHDel), "RW delete"),
+		withKeyFlags(k1("hexists", 3, ro, cmdHExists), "RO"),
+		withKeyFlags(k1("hlen", 2, ro, cmdHLen), "RO"),
+		withKeyFlags(k1("hstrlen", 3, ro, cmdHStrlen), "RO"),
 		k1("hkeys", 2, command.FlagReadonly, func(x *command.Exec) { hgetAllGeneric(x, true, false) }),
 		k1("hvals", 2, command.FlagReadonly, func(x *command.Exec) { hgetAllGeneric(x, false, true) }),
 		k1("hgetall", 2, command.FlagReadonly, func(x *command.Exec) { hgetAllGeneric(x, true, true) }),

@@ -17,12 +17,12 @@ func init() { command.Register("hyperloglog", hllCommands) }
 
 func hllCommands() []*command.Command {
 	return []*command.Command{
-		{Name: "pfadd", Arity: -2, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdPFAdd},
+		{Name: "pfadd", Arity: -2, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagFast, KeyFlags: "RW insert", FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdPFAdd},
 		// PFCOUNT may rewrite the cached cardinality of a single key, as in
 		// Redis ("readonly may-replicate").
-		{Name: "pfcount", Arity: -2, Flags: command.FlagReadonly, FirstKey: 1, LastKey: -1, Step: 1, Shard: cmdPFCount, Multi: multiPFCount},
-		{Name: "pfmerge", Arity: -2, Flags: command.FlagWrite | command.FlagDenyOOM, FirstKey: 1, LastKey: -1, Step: 1, Shard: cmdPFMerge, Multi: multiPFMerge},
-		{Name: "pfdebug", Arity: 3, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagAdmin, FirstKey: 2, LastKey: 2, Step: 1, Shard: cmdPFDebug},
+		{Name: "pfcount", Arity: -2, Flags: command.FlagReadonly, KeyFlags: "RW access", FirstKey: 1, LastKey: -1, Step: 1, Shard: cmdPFCount, Multi: multiPFCount},
+		{Name: "pfmerge", Arity: -2, Flags: command.FlagWrite | command.FlagDenyOOM, KeySpecs: "RW access insert @1; RO access @2 range:-1", FirstKey: 1, LastKey: -1, Step: 1, Shard: cmdPFMerge, Multi: multiPFMerge},
+		{Name: "pfdebug", Arity: 3, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagAdmin, KeyFlags: "RW access", FirstKey: 2, LastKey: 2, Step: 1, Shard: cmdPFDebug},
 		{Name: "pfselftest", Arity: 1, Flags: command.FlagAdmin, Local: cmdPFSelfTest},
 	}
 }

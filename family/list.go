@@ -21,23 +21,23 @@ func listCommands() []*command.Command {
 		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, Shard: fn}
 	}
 	return []*command.Command{
-		k1("lpush", -3, rw|command.FlagFast, func(x *command.Exec) { pushGeneric(x, true, false) }),
-		k1("rpush", -3, rw|command.FlagFast, func(x *command.Exec) { pushGeneric(x, false, false) }),
-		k1("lpushx", -3, rw|command.FlagFast, func(x *command.Exec) { pushGeneric(x, true, true) }),
-		k1("rpushx", -3, rw|command.FlagFast, func(x *command.Exec) { pushGeneric(x, false, true) }),
-		k1("lpop", -2, command.FlagWrite|command.FlagFast, func(x *command.Exec) { popGeneric(x, true) }),
-		k1("rpop", -2, command.FlagWrite|command.FlagFast, func(x *command.Exec) { popGeneric(x, false) }),
-		k1("llen", 2, command.FlagReadonly|command.FlagFast, cmdLLen),
+		withKeyFlags(k1("lpush", -3, rw|command.FlagFast, func(x *command.Exec) { pushGeneric(x, true, false) }), "RW insert"),
+		withKeyFlags(k1("rpush", -3, rw|command.FlagFast, func(x *command.Exec) { pushGeneric(x, false, false) }), "RW insert"),
+		withKeyFlags(k1("lpushx", -3, rw|command.FlagFast, func(x *command.Exec) { pushGeneric(x, true, true) }), "RW insert"),
+		withKeyFlags(k1("rpushx", -3, rw|command.FlagFast, func(x *command.Exec) { pushGeneric(x, false, true) }), "RW insert"),
+		withKeyFlags(k1("lpop", -2, command.FlagWrite|command.FlagFast, func(x *command.Exec) { popGeneric(x, true) }), "RW access delete"),
+		withKeyFlags(k1("rpop", -2, command.FlagWrite|command.FlagFast, func(x *command.Exec) { popGeneric(x, false) }), "RW access delete"),
+		withKeyFlags(k1("llen", 2, command.FlagReadonly|command.FlagFast, cmdLLen), "RO"),
 		k1("lrange", 4, command.FlagReadonly, cmdLRange),
 		k1("lindex", 3, command.FlagReadonly, cmdLIndex),
-		k1("lset", 4, rw, cmdLSet),
-		k1("linsert", 5, rw, cmdLInsert),
-		k1("lrem", 4, command.FlagWrite, cmdLRem),
-		k1("ltrim", 4, command.FlagWrite, cmdLTrim),
+		withKeyFlags(k1("lset", 4, rw, cmdLSet), "RW update"),
+		withKeyFlags(k1("linsert", 5, rw, cmdLInsert), "RW insert"),
+		withKeyFlags(k1("lrem", 4, command.FlagWrite, cmdLRem), "RW delete"),
+		withKeyFlags(k1("ltrim", 4, command.FlagWrite, cmdLTrim), "RW delete"),
 		k1("lpos", -3, command.FlagReadonly, cmdLPos),
-		{Name: "lmove", Arity: 5, Flags: rw, FirstKey: 1, LastKey: 2, Step: 1, Shard: cmdLMove, Multi: multiLMove},
-		{Name: "rpoplpush", Arity: 3, Flags: rw, FirstKey: 1, LastKey: 2, Step: 1, Shard: cmdLMove, Multi: multiLMove},
-		{Name: "lmpop", Arity: -4, Flags: command.FlagWrite, KeyPositions: numKeysPositions(1), Shard: cmdLMPop, Multi: multiLMPop},
+		{Name: "lmove", Arity: 5, Flags: rw, KeySpecs: "RW access delete @1; RW insert @2", FirstKey: 1, LastKey: 2, Step: 1, Shard: cmdLMove, Multi: multiLMove},
+		{Name: "rpoplpush", Arity: 3, Flags: rw, KeySpecs: "RW access delete @1; RW insert @2", FirstKey: 1, LastKey: 2, Step: 1, Shard: cmdLMove, Multi: multiLMove},
+		{Name: "lmpop", Arity: -4, Flags: command.FlagWrite, KeySpecs: "RW access delete @1 keynum:0:1:1", KeyPositions: numKeysPositions(1), Shard: cmdLMPop, Multi: multiLMPop},
 	}
 }
 

@@ -14,13 +14,13 @@ func init() { command.Register("list", listBlockingCommands) }
 func listBlockingCommands() []*command.Command {
 	f := command.FlagWrite | command.FlagBlocking | command.FlagNoScript
 	return []*command.Command{
-		{Name: "blpop", Arity: -3, Flags: f, FirstKey: 1, LastKey: -2, Step: 1, Multi: func(x *command.Coord) { cmdBPop(x, true) }},
-		{Name: "brpop", Arity: -3, Flags: f, FirstKey: 1, LastKey: -2, Step: 1, Multi: func(x *command.Coord) { cmdBPop(x, false) }},
-		{Name: "blmove", Arity: 6, Flags: f | command.FlagDenyOOM, FirstKey: 1, LastKey: 2, Step: 1, Multi: cmdBLMove},
-		{Name: "brpoplpush", Arity: 4, Flags: f | command.FlagDenyOOM, FirstKey: 1, LastKey: 2, Step: 1, Multi: cmdBRPopLPush},
+		{Name: "blpop", Arity: -3, Flags: f, KeyFlags: "RW access delete", FirstKey: 1, LastKey: -2, Step: 1, Multi: func(x *command.Coord) { cmdBPop(x, true) }},
+		{Name: "brpop", Arity: -3, Flags: f, KeyFlags: "RW access delete", FirstKey: 1, LastKey: -2, Step: 1, Multi: func(x *command.Coord) { cmdBPop(x, false) }},
+		{Name: "blmove", Arity: 6, Flags: f | command.FlagDenyOOM, KeySpecs: "RW access delete @1; RW insert @2", FirstKey: 1, LastKey: 2, Step: 1, Multi: cmdBLMove},
+		{Name: "brpoplpush", Arity: 4, Flags: f | command.FlagDenyOOM, KeySpecs: "RW access delete @1; RW insert @2", FirstKey: 1, LastKey: 2, Step: 1, Multi: cmdBRPopLPush},
 		// Redis 7.0 lets scripts call BLMPOP and BZMPOP (they do not wait
 		// there), not the older blocking commands.
-		{Name: "blmpop", Arity: -5, Flags: command.FlagWrite | command.FlagBlocking, KeyPositions: numKeysPositions(2), Multi: cmdBLMPop},
+		{Name: "blmpop", Arity: -5, Flags: command.FlagWrite | command.FlagBlocking, KeySpecs: "RW access delete @2 keynum:0:1:1", KeyPositions: numKeysPositions(2), Multi: cmdBLMPop},
 	}
 }
 

@@ -29,23 +29,23 @@ func setCommands() []*command.Command {
 			Shard: func(x *command.Exec) { setAlgebraOne(x, op, store) }, Multi: func(x *command.Coord) { setAlgebraMulti(x, op, store) }}
 	}
 	return []*command.Command{
-		k1("sadd", -3, rw|command.FlagFast, cmdSAdd),
-		k1("srem", -3, command.FlagWrite|command.FlagFast, cmdSRem),
-		k1("sismember", 3, ro, cmdSIsMember),
+		withKeyFlags(k1("sadd", -3, rw|command.FlagFast, cmdSAdd), "RW insert"),
+		withKeyFlags(k1("srem", -3, command.FlagWrite|command.FlagFast, cmdSRem), "RW delete"),
+		withKeyFlags(k1("sismember", 3, ro, cmdSIsMember), "RO"),
 		k1("smismember", -3, ro, cmdSMIsMember),
-		k1("scard", 2, ro, cmdSCard),
+		withKeyFlags(k1("scard", 2, ro, cmdSCard), "RO"),
 		k1("smembers", 2, command.FlagReadonly, cmdSMembers),
 		k1("srandmember", -2, command.FlagReadonly, cmdSRandMember),
-		rewritten(k1("spop", -2, command.FlagWrite|command.FlagFast, cmdSPop), rewriteSPop),
+		rewritten(withKeyFlags(k1("spop", -2, command.FlagWrite|command.FlagFast, cmdSPop), "RW access delete"), rewriteSPop),
 		k1("sscan", -3, command.FlagReadonly, cmdSScan),
-		{Name: "smove", Arity: 4, Flags: command.FlagWrite | command.FlagFast, FirstKey: 1, LastKey: 2, Step: 1, Shard: cmdSMove, Multi: multiSMove},
+		{Name: "smove", Arity: 4, Flags: command.FlagWrite | command.FlagFast, KeySpecs: "RW access delete @1; RW insert @2", FirstKey: 1, LastKey: 2, Step: 1, Shard: cmdSMove, Multi: multiSMove},
 		all("sinter", -2, command.FlagReadonly, opInter, false),
 		all("sunion", -2, command.FlagReadonly, opUnion, false),
 		all("sdiff", -2, command.FlagReadonly, opDiff, false),
-		all("sinterstore", -3, rw, opInter, true),
-		all("sunionstore", -3, rw, opUnion, true),
-		all("sdiffstore", -3, rw, opDiff, true),
-		{Name: "sintercard", Arity: -3, Flags: command.FlagReadonly, KeyPositions: numKeysPositions(1), Shard: cmdSInterCard, Multi: multiSInterCard},
+		withKeySpecs(all("sinterstore", -3, rw, opInter, true), "RW update @1; RO access @2 range:-1"),
+		withKeySpecs(all("sunionstore", -3, rw, opUnion, true), "OW update @1; RO access @2 range:-1"),
+		withKeySpecs(all("sdiffstore", -3, rw, opDiff, true), "OW update @1; RO access @2 range:-1"),
+		{Name: "sintercard", Arity: -3, Flags: command.FlagReadonly, KeySpecs: "RO access @1 keynum:0:1:1", KeyPositions: numKeysPositions(1), Shard: cmdSInterCard, Multi: multiSInterCard},
 	}
 }
 

@@ -86,9 +86,9 @@ const errSortDemoted = "ERR SORT: script moved to a coordinator"
 
 func sortCommands() []*command.Command {
 	return []*command.Command{
-		{Name: "sort", Arity: -2, Flags: command.FlagWrite | command.FlagDenyOOM, KeyPositions: sortKeys,
+		{Name: "sort", Arity: -2, Flags: command.FlagWrite | command.FlagDenyOOM, KeySpecs: "RO access @1; RO access ?; OW update ?", ACLCats: "-keyspace set sortedset list dangerous", KeyPositions: sortKeys,
 			Multi: func(x *command.Coord) { sortCommand(x, false) }},
-		{Name: "sort_ro", Arity: -2, Flags: command.FlagReadonly, FirstKey: 1, LastKey: 1, Step: 1,
+		{Name: "sort_ro", Arity: -2, Flags: command.FlagReadonly, KeySpecs: "RO access @1; RO access ?", ACLCats: "-keyspace set sortedset list dangerous", FirstKey: 1, LastKey: 1, Step: 1,
 			Multi: func(x *command.Coord) { sortCommand(x, true) }},
 	}
 }

@@ -23,22 +23,22 @@ func streamCommands() []*command.Command {
 		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: 2, LastKey: 2, Step: 1, Shard: fn}
 	}
 	return []*command.Command{
-		rewritten(k1("xadd", -5, rw|command.FlagFast, cmdXAdd), rewriteXAdd),
-		k1("xlen", 2, command.FlagReadonly|command.FlagFast, cmdXLen),
+		rewritten(withKeyFlags(k1("xadd", -5, rw|command.FlagFast, cmdXAdd), "RW update"), rewriteXAdd),
+		withKeyFlags(k1("xlen", 2, command.FlagReadonly|command.FlagFast, cmdXLen), "RO"),
 		k1("xrange", -4, command.FlagReadonly, func(x *command.Exec) { xrangeGeneric(x, false) }),
 		k1("xrevrange", -4, command.FlagReadonly, func(x *command.Exec) { xrangeGeneric(x, true) }),
-		k1("xdel", -3, command.FlagWrite|command.FlagFast, cmdXDel),
-		rewritten(k1("xtrim", -4, command.FlagWrite, cmdXTrim), rewriteXTrim),
-		k1("xsetid", -3, rw|command.FlagFast|command.FlagQuiet, cmdXSetID),
-		k1("xack", -4, command.FlagWrite|command.FlagFast|command.FlagQuiet, cmdXAck),
+		withKeyFlags(k1("xdel", -3, command.FlagWrite|command.FlagFast, cmdXDel), "RW delete"),
+		rewritten(withKeyFlags(k1("xtrim", -4, command.FlagWrite, cmdXTrim), "RW delete"), rewriteXTrim),
+		withKeyFlags(k1("xsetid", -3, rw|command.FlagFast|command.FlagQuiet, cmdXSetID), "RW update"),
+		withKeyFlags(k1("xack", -4, command.FlagWrite|command.FlagFast|command.FlagQuiet, cmdXAck), "RW update"),
 		k1("xpending", -3, command.FlagReadonly, cmdXPending),
-		k1("xclaim", -6, command.FlagWrite|command.FlagFast|command.FlagQuiet, cmdXClaim),
-		k1("xautoclaim", -6, command.FlagWrite|command.FlagFast|command.FlagQuiet, cmdXAutoClaim),
-		k2("xgroup", -2, rw|command.FlagQuiet, cmdXGroup),
-		k2("xinfo", -2, command.FlagReadonly, cmdXInfo),
-		{Name: "xread", Arity: -4, Flags: command.FlagReadonly | command.FlagBlocking, KeyPositions: xreadKeyPositions, Coordinate: xreadBlocks,
+		withKeyFlags(k1("xclaim", -6, command.FlagWrite|command.FlagFast|command.FlagQuiet, cmdXClaim), "RW update"),
+		withKeyFlags(k1("xautoclaim", -6, command.FlagWrite|command.FlagFast|command.FlagQuiet, cmdXAutoClaim), "RW delete"),
+		withSubcommands(k2("xgroup", -2, rw|command.FlagQuiet, cmdXGroup), xgroupSubcommands),
+		withSubcommands(k2("xinfo", -2, command.FlagReadonly, cmdXInfo), xinfoSubcommands),
+		{Name: "xread", Arity: -4, Flags: command.FlagReadonly | command.FlagBlocking, KeySpecs: "RO access kw:STREAMS:1 range:-1:1:2", KeyPositions: xreadKeyPositions, Coordinate: xreadBlocks,
 			Shard: func(x *command.Exec) { xreadOne(x, false) }, Multi: func(x *command.Coord) { xreadMulti(x, false) }},
-		{Name: "xreadgroup", Arity: -7, Flags: command.FlagWrite | command.FlagBlocking, KeyPositions: xreadKeyPositions, Coordinate: xreadBlocks,
+		{Name: "xreadgroup", Arity: -7, Flags: command.FlagWrite | command.FlagBlocking, KeySpecs: "RO access kw:STREAMS:4 range:-1:1:2", KeyPositions: xreadKeyPositions, Coordinate: xreadBlocks,
 			Shard: func(x *command.Exec) { xreadOne(x, true) }, Multi: func(x *command.Coord) { xreadMulti(x, true) },
 			Rewrite: rewriteXReadGroup, JournalArgs: stripBlock},
 	}
@@ -545,6 +545,16 @@ var xgroupHelp = []string{
 	"    Set the current group ID and entries_read counter.",
 	"HELP",
 	"    Prints this help.",
+}
+
+// xgroupSubcommands: XGROUP's subcommands, for COMMAND INFO and ACL.
+var xgroupSubcommands = []command.SubcommandInfo{
+	{Name: "create", Arity: -5, Flags: command.FlagWrite | command.FlagDenyOOM, KeySpecs: "RW insert @2", ACLCats: "write stream"},
+	{Name: "createconsumer", Arity: 5, Flags: command.FlagWrite | command.FlagDenyOOM, KeySpecs: "RW insert @2", ACLCats: "write stream"},
+	{Name: "delconsumer", Arity: 5, Flags: command.FlagWrite, KeySpecs: "RW delete @2", ACLCats: "write stream"},
+	{Name: "destroy", Arity: 4, Flags: command.FlagWrite, KeySpecs: "RW delete @2", ACLCats: "write stream"},
+	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale, ACLCats: "stream"},
+	{Name: "setid", Arity: -5, Flags: command.FlagWrite, KeySpecs: "RW update @2", ACLCats: "write stream"},
 }
 
 func cmdXGroup(x *command.Exec) {
@@ -1076,6 +1086,14 @@ var xinfoHelp = []string{
 	"    Show information about the stream.",
 	"HELP",
 	"    Prints this help.",
+}
+
+// xinfoSubcommands: XINFO's subcommands, for COMMAND INFO and ACL.
+var xinfoSubcommands = []command.SubcommandInfo{
+	{Name: "consumers", Arity: 4, Flags: command.FlagReadonly, KeySpecs: "RO access @2", ACLCats: "read stream"},
+	{Name: "groups", Arity: 3, Flags: command.FlagReadonly, KeySpecs: "RO access @2", ACLCats: "read stream"},
+	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale, ACLCats: "stream"},
+	{Name: "stream", Arity: -3, Flags: command.FlagReadonly, KeySpecs: "RO access @2", ACLCats: "read stream"},
 }
 
 func cmdXInfo(x *command.Exec) {

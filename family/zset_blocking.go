@@ -11,9 +11,9 @@ func init() { command.Register("sortedset", zsetBlockingCommands) }
 func zsetBlockingCommands() []*command.Command {
 	f := command.FlagWrite | command.FlagBlocking | command.FlagNoScript | command.FlagFast
 	return []*command.Command{
-		{Name: "bzpopmin", Arity: -3, Flags: f, FirstKey: 1, LastKey: -2, Step: 1, Multi: func(x *command.Coord) { cmdBZPop(x, false) }},
-		{Name: "bzpopmax", Arity: -3, Flags: f, FirstKey: 1, LastKey: -2, Step: 1, Multi: func(x *command.Coord) { cmdBZPop(x, true) }},
-		{Name: "bzmpop", Arity: -5, Flags: command.FlagWrite | command.FlagBlocking, KeyPositions: zsetNumKeys(2, false), Multi: cmdBZMPop},
+		{Name: "bzpopmin", Arity: -3, Flags: f, KeyFlags: "RW access delete", FirstKey: 1, LastKey: -2, Step: 1, Multi: func(x *command.Coord) { cmdBZPop(x, false) }},
+		{Name: "bzpopmax", Arity: -3, Flags: f, KeyFlags: "RW access delete", FirstKey: 1, LastKey: -2, Step: 1, Multi: func(x *command.Coord) { cmdBZPop(x, true) }},
+		{Name: "bzmpop", Arity: -5, Flags: command.FlagWrite | command.FlagBlocking, KeySpecs: "RW access delete @2 keynum:0:1:1", KeyPositions: zsetNumKeys(2, false), Multi: cmdBZMPop},
 	}
 }
 

@@ -81,6 +81,16 @@ var scriptHelp = []string{
 	"    Prints this help.",
 }
 
+// ScriptSubcommands describe SCRIPT's subcommands: arity, flags, key specs, ACL categories.
+var ScriptSubcommands = []command.SubcommandInfo{
+	{Name: "debug", Arity: 3, Flags: command.FlagNoScript, ACLCats: "scripting"},
+	{Name: "exists", Arity: -3, Flags: command.FlagNoScript, ACLCats: "scripting"},
+	{Name: "flush", Arity: -2, Flags: command.FlagNoScript, ACLCats: "scripting"},
+	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale, ACLCats: "scripting"},
+	{Name: "kill", Arity: 2, Flags: command.FlagNoScript | command.FlagAllowBusy, ACLCats: "scripting"},
+	{Name: "load", Arity: 3, Flags: command.FlagNoScript | command.FlagStale, ACLCats: "scripting"},
+}
+
 // ScriptCommand answers SCRIPT (args).
 func (e *Engine) ScriptCommand(a [][]byte, w *resp.Writer) {
 	sub := strings.ToLower(string(a[1]))

@@ -303,6 +303,19 @@ var functionHelp = []string{
 	"    Prints this help.",
 }
 
+// FunctionSubcommands describe FUNCTION's subcommands: arity, flags, key specs, ACL categories.
+var FunctionSubcommands = []command.SubcommandInfo{
+	{Name: "delete", Arity: 3, Flags: command.FlagNoScript | command.FlagWrite, ACLCats: "write scripting"},
+	{Name: "dump", Arity: 2, Flags: command.FlagNoScript, ACLCats: "scripting"},
+	{Name: "flush", Arity: -2, Flags: command.FlagNoScript | command.FlagWrite, ACLCats: "write scripting"},
+	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale, ACLCats: "scripting"},
+	{Name: "kill", Arity: 2, Flags: command.FlagNoScript | command.FlagAllowBusy, ACLCats: "scripting"},
+	{Name: "list", Arity: -2, Flags: command.FlagNoScript, ACLCats: "scripting"},
+	{Name: "load", Arity: -3, Flags: command.FlagNoScript | command.FlagWrite | command.FlagDenyOOM, ACLCats: "write scripting"},
+	{Name: "restore", Arity: -3, Flags: command.FlagNoScript | command.FlagWrite | command.FlagDenyOOM, ACLCats: "write scripting"},
+	{Name: "stats", Arity: 2, Flags: command.FlagNoScript | command.FlagAllowBusy, ACLCats: "scripting"},
+}
+
 // FunctionCommand answers FUNCTION (args) when its subcommand reads (LIST,
 // STATS, DUMP, HELP), is KILL, or is wrong; it returns true, answering
 // nothing, for one that changes the libraries (LOAD, DELETE, FLUSH,

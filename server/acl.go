@@ -87,6 +87,23 @@ var aclHelp = []string{
 var aclArities = map[string]int{"cat": -2, "deluser": -3, "dryrun": -4, "getuser": 3, "genpass": -2,
 	"list": 2, "load": 2, "log": -2, "save": 2, "setuser": -3, "users": 2, "whoami": 2, "help": 2}
 
+// aclSubcommands: ACL's subcommands, for COMMAND INFO and ACL.
+var aclSubcommands = []command.SubcommandInfo{
+	{Name: "cat", Arity: -2, Flags: command.FlagsLoadingStaleNoScript},
+	{Name: "deluser", Arity: -3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "dryrun", Arity: -4, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "genpass", Arity: -2, Flags: command.FlagsLoadingStaleNoScript},
+	{Name: "getuser", Arity: 3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
+	{Name: "list", Arity: 2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "load", Arity: 2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "log", Arity: -2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "save", Arity: 2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "setuser", Arity: -3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "users", Arity: 2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "whoami", Arity: 2, Flags: command.FlagsLoadingStaleNoScript},
+}
+
 func cmdACL(c *Conn, a [][]byte, w *resp.Writer) {
 	s := c.srv
 	users := s.acl

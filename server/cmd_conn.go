@@ -18,17 +18,17 @@ func connCommands() []*command.Command {
 	return []*command.Command{
 		{Name: "ping", Arity: -1, Flags: command.FlagFast, Local: viaConn(cmdPing)},
 		{Name: "echo", Arity: 2, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) { w.Bulk(a[1]) })},
-		{Name: "quit", Arity: -1, Flags: command.FlagNoAuth | command.FlagFast | command.FlagLoading | command.FlagStale | command.FlagNoScript, Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) {
+		{Name: "quit", Arity: -1, Flags: command.FlagNoAuth | command.FlagFast | command.FlagLoading | command.FlagStale | command.FlagNoScript, InfoFlags: command.FlagAllowBusy, Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) {
 			w.SimpleString("OK")
 			c.closing = true
 		})},
 		{Name: "select", Arity: 2, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, Local: viaConn(cmdSelect)},
-		{Name: "auth", Arity: -2, Flags: command.FlagNoAuth | command.FlagFast | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdAuth)},
-		{Name: "hello", Arity: -1, Flags: command.FlagNoAuth | command.FlagFast | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdHello)},
-		{Name: "reset", Arity: 1, Flags: command.FlagNoAuth | command.FlagFast | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdReset)},
-		{Name: "monitor", Arity: 1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdMonitor)},
-		{Name: "client", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdClient)},
-		{Name: "time", Arity: 1, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) {
+		{Name: "auth", Arity: -2, Flags: command.FlagNoAuth | command.FlagFast | command.FlagNoScript | command.FlagLoading | command.FlagStale, InfoFlags: command.FlagAllowBusy, Local: viaConn(cmdAuth)},
+		{Name: "hello", Arity: -1, Flags: command.FlagNoAuth | command.FlagFast | command.FlagNoScript | command.FlagLoading | command.FlagStale, InfoFlags: command.FlagAllowBusy, Local: viaConn(cmdHello)},
+		{Name: "reset", Arity: 1, Flags: command.FlagNoAuth | command.FlagFast | command.FlagNoScript | command.FlagLoading | command.FlagStale, InfoFlags: command.FlagAllowBusy, Local: viaConn(cmdReset)},
+		{Name: "monitor", Arity: 1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, ACLCats: "-connection", Local: viaConn(cmdMonitor)},
+		{Name: "client", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Subcommands: clientSubcommands, ACLCats: "-connection dangerous", Local: viaConn(cmdClient)},
+		{Name: "time", Arity: 1, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, ACLCats: "-connection", Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) {
 			now := time.Now()
 			w.Array(2)
 			w.BulkString(strconv.FormatInt(now.Unix(), 10))
@@ -227,6 +227,28 @@ var clientArity = map[string]int{
 	"id": 2, "setname": 3, "getname": 2, "setinfo": 4, "list": -2, "info": 2, "kill": -3,
 	"no-evict": 3, "no-touch": 3, "reply": 3, "help": 2, "pause": -3, "unpause": 2, "unblock": -3,
 	"tracking": -3, "caching": 3, "getredir": 2, "trackinginfo": 2,
+}
+
+// clientSubcommands: CLIENT's subcommands, for COMMAND INFO and ACL.
+var clientSubcommands = []command.SubcommandInfo{
+	{Name: "caching", Arity: 3, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "connection"},
+	{Name: "getname", Arity: 2, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "connection"},
+	{Name: "getredir", Arity: 2, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "connection"},
+	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale, ACLCats: "connection"},
+	{Name: "id", Arity: 2, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "connection"},
+	{Name: "info", Arity: 2, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "connection"},
+	{Name: "kill", Arity: -3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous connection"},
+	{Name: "list", Arity: -2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous connection"},
+	{Name: "no-evict", Arity: 3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous connection"},
+	{Name: "no-touch", Arity: 3, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "admin dangerous connection"},
+	{Name: "pause", Arity: -3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous connection"},
+	{Name: "reply", Arity: 3, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "connection"},
+	{Name: "setinfo", Arity: 4, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "connection"},
+	{Name: "setname", Arity: 3, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "connection"},
+	{Name: "tracking", Arity: -3, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "connection"},
+	{Name: "trackinginfo", Arity: 2, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "connection"},
+	{Name: "unblock", Arity: -3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous connection"},
+	{Name: "unpause", Arity: 2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous connection"},
 }
 
 func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {

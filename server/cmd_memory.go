@@ -19,7 +19,7 @@ import (
 func init() { command.Register("server", memoryCommands) }
 
 func memoryCommands() []*command.Command {
-	return []*command.Command{{Name: "memory", Arity: -2, Flags: command.FlagReadonly,
+	return []*command.Command{{Name: "memory", Arity: -2, Flags: command.FlagReadonly, Subcommands: memorySubcommands,
 		KeyPositions: func(dst []int, args [][]byte) []int {
 			if len(args) >= 3 && strings.EqualFold(string(args[1]), "usage") {
 				dst = append(dst, 2)
@@ -58,6 +58,16 @@ func memoryArity(x *Coord, sub string, want int) bool {
 		return false
 	}
 	return true
+}
+
+// memorySubcommands: MEMORY's subcommands, for COMMAND INFO and ACL.
+var memorySubcommands = []command.SubcommandInfo{
+	{Name: "doctor", Arity: 2},
+	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
+	{Name: "malloc-stats", Arity: 2},
+	{Name: "purge", Arity: 2},
+	{Name: "stats", Arity: 2},
+	{Name: "usage", Arity: -3, Flags: command.FlagReadonly, KeySpecs: "RO @2", ACLCats: "read"},
 }
 
 func cmdMemory(x *Coord) {

@@ -21,17 +21,17 @@ func init() { command.Register("server", serverCommands) }
 
 func serverCommands() []*command.Command {
 	return []*command.Command{
-		{Name: "dbsize", Arity: 1, Flags: command.FlagReadonly | command.FlagFast, Multi: viaCoord(cmdDBSize)},
-		{Name: "flushdb", Arity: -1, Flags: command.FlagWrite, Multi: viaCoord(func(x *Coord) { flush(x, false) })},
-		{Name: "flushall", Arity: -1, Flags: command.FlagWrite, Multi: viaCoord(func(x *Coord) { flush(x, true) })},
-		{Name: "swapdb", Arity: 3, Flags: command.FlagWrite | command.FlagFast, Multi: viaCoord(cmdSwapDB)},
-		{Name: "acl", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdACL)},
-		{Name: "info", Arity: -1, Flags: command.FlagLoading | command.FlagStale, Multi: viaCoord(cmdInfo)},
-		{Name: "config", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdConfig)},
+		{Name: "dbsize", Arity: 1, Flags: command.FlagReadonly | command.FlagFast, ACLCats: "keyspace", Multi: viaCoord(cmdDBSize)},
+		{Name: "flushdb", Arity: -1, Flags: command.FlagWrite, ACLCats: "keyspace dangerous", Multi: viaCoord(func(x *Coord) { flush(x, false) })},
+		{Name: "flushall", Arity: -1, Flags: command.FlagWrite, ACLCats: "keyspace dangerous", Multi: viaCoord(func(x *Coord) { flush(x, true) })},
+		{Name: "swapdb", Arity: 3, Flags: command.FlagWrite | command.FlagFast, ACLCats: "keyspace dangerous", Multi: viaCoord(cmdSwapDB)},
+		{Name: "acl", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Subcommands: aclSubcommands, ACLCats: "dangerous", Local: viaConn(cmdACL)},
+		{Name: "info", Arity: -1, Flags: command.FlagLoading | command.FlagStale, ACLCats: "dangerous", Multi: viaCoord(cmdInfo)},
+		{Name: "config", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Subcommands: configSubcommands, ACLCats: "dangerous", Local: viaConn(cmdConfig)},
 		{Name: "debug", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Multi: viaCoord(cmdDebug)},
-		{Name: "slowlog", Arity: -2, Flags: command.FlagAdmin | command.FlagLoading | command.FlagStale, Local: viaConn(cmdSlowlog)},
-		{Name: "latency", Arity: -2, Flags: command.FlagAdmin | command.FlagLoading | command.FlagStale, Local: viaConn(cmdLatency)},
-		{Name: "shutdown", Arity: -1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdShutdown)},
+		{Name: "slowlog", Arity: -2, Flags: command.FlagAdmin | command.FlagLoading | command.FlagStale, Subcommands: slowlogSubcommands, ACLCats: "dangerous", Local: viaConn(cmdSlowlog)},
+		{Name: "latency", Arity: -2, Flags: command.FlagAdmin | command.FlagLoading | command.FlagStale, Subcommands: latencySubcommands, ACLCats: "dangerous", Local: viaConn(cmdLatency)},
+		{Name: "shutdown", Arity: -1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, InfoFlags: command.FlagAllowBusy | command.FlagNoMulti, Local: viaConn(cmdShutdown)},
 	}
 }
 
@@ -176,6 +176,15 @@ func cmdShutdown(c *Conn, a [][]byte, w *resp.Writer) {
 		}
 		go srv.Shutdown()
 	}
+}
+
+// configSubcommands: CONFIG's subcommands, for COMMAND INFO and ACL.
+var configSubcommands = []command.SubcommandInfo{
+	{Name: "get", Arity: -3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
+	{Name: "resetstat", Arity: 2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "rewrite", Arity: 2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "set", Arity: -4, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
 }
 
 func cmdConfig(c *Conn, a [][]byte, w *resp.Writer) {

@@ -8,6 +8,20 @@ import (
 	"github.com/dfly/dfly/resp"
 )
 
+// clusterSubcommands: CLUSTER's subcommands, for COMMAND INFO and ACL.
+var clusterSubcommands = []command.SubcommandInfo{
+	{Name: "countkeysinslot", Arity: 3, Flags: command.FlagStale},
+	{Name: "getkeysinslot", Arity: 4, Flags: command.FlagStale},
+	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
+	{Name: "info", Arity: 2, Flags: command.FlagStale},
+	{Name: "keyslot", Arity: 3, Flags: command.FlagStale},
+	{Name: "links", Arity: 2, Flags: command.FlagStale},
+	{Name: "myid", Arity: 2, Flags: command.FlagStale},
+	{Name: "nodes", Arity: 2, Flags: command.FlagStale},
+	{Name: "shards", Arity: 2, Flags: command.FlagStale},
+	{Name: "slots", Arity: 2, Flags: command.FlagStale},
+}
+
 // Commands of features dfly does not have, answered as a standalone
 // redis-server without them answers, so that clients and tools probing for
 // them (cluster discovery, module lists) take the same branch as against
@@ -23,11 +37,11 @@ func standaloneCommands() []*command.Command {
 		w.Error("ERR This instance has cluster support disabled")
 	}
 	return []*command.Command{
-		{Name: "cluster", Arity: -2, Flags: command.FlagLoading | command.FlagStale, Local: viaConn(noCluster)},
-		{Name: "readonly", Arity: 1, Flags: command.FlagLoading | command.FlagStale | command.FlagFast, Local: viaConn(noCluster)},
-		{Name: "readwrite", Arity: 1, Flags: command.FlagLoading | command.FlagStale | command.FlagFast, Local: viaConn(noCluster)},
-		{Name: "asking", Arity: 1, Flags: command.FlagFast, Local: viaConn(noCluster)},
-		{Name: "module", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript, Local: viaConn(cmdModule)},
+		{Name: "cluster", Arity: -2, Flags: command.FlagLoading | command.FlagStale, Subcommands: clusterSubcommands, ACLCats: "dangerous", Local: viaConn(noCluster)},
+		{Name: "readonly", Arity: 1, Flags: command.FlagLoading | command.FlagStale | command.FlagFast, ACLCats: "connection", Local: viaConn(noCluster)},
+		{Name: "readwrite", Arity: 1, Flags: command.FlagLoading | command.FlagStale | command.FlagFast, ACLCats: "connection", Local: viaConn(noCluster)},
+		{Name: "asking", Arity: 1, Flags: command.FlagFast, ACLCats: "connection", Local: viaConn(noCluster)},
+		{Name: "module", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript, Subcommands: moduleSubcommands, ACLCats: "dangerous", Local: viaConn(cmdModule)},
 		{Name: "lolwut", Arity: -1, Flags: command.FlagReadonly | command.FlagFast, Local: viaConn(cmdLolwut)},
 	}
 }
@@ -48,6 +62,15 @@ func cmdLolwut(c *Conn, a [][]byte, w *resp.Writer) {
 func init() { command.Register("server", standaloneCommands) }
 
 var moduleArities = map[string]int{"list": 2, "load": -3, "loadex": -3, "unload": 3, "help": 2}
+
+// moduleSubcommands: MODULE's subcommands, for COMMAND INFO and ACL.
+var moduleSubcommands = []command.SubcommandInfo{
+	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
+	{Name: "list", Arity: 2, Flags: command.FlagAdmin | command.FlagNoScript, ACLCats: "admin dangerous"},
+	{Name: "load", Arity: -3, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoAsyncLoading, ACLCats: "admin dangerous"},
+	{Name: "loadex", Arity: -3, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoAsyncLoading, ACLCats: "admin dangerous"},
+	{Name: "unload", Arity: 3, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoAsyncLoading, ACLCats: "admin dangerous"},
+}
 
 func cmdModule(c *Conn, a [][]byte, w *resp.Writer) {
 	switch command.Subcommand(w, a, "module", moduleArities) {

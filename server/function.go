@@ -22,13 +22,13 @@ import (
 func functionCommands() []*command.Command {
 	f := command.FlagNoScript | command.FlagStale
 	return []*command.Command{
-		{Name: "fcall", Arity: -3, Flags: f | command.FlagWrite, KeyPositions: script.KeyPositions,
+		{Name: "fcall", Arity: -3, Flags: f | command.FlagWrite, KeySpecs: "RW access update @2 keynum:0:1:1", InfoFlags: command.FlagSkipMonitor | command.FlagNoMandatoryKeys, InfoHides: command.FlagWrite, KeyPositions: script.KeyPositions,
 			Coordinate: viaServer(fcallCoordinate), Shard: func(x *command.Exec) { cmdEvalShard(x, func(c *Coord) { cmdFcall(c, false) }) },
 			Multi: viaCoord(func(x *Coord) { cmdFcall(x, false) })},
-		{Name: "fcall_ro", Arity: -3, Flags: f | command.FlagReadonly, KeyPositions: script.KeyPositions,
+		{Name: "fcall_ro", Arity: -3, Flags: f | command.FlagReadonly, KeySpecs: "RO access @2 keynum:0:1:1", InfoFlags: command.FlagSkipMonitor | command.FlagNoMandatoryKeys, KeyPositions: script.KeyPositions,
 			Coordinate: viaServer(fcallCoordinate), Shard: func(x *command.Exec) { cmdEvalShard(x, func(c *Coord) { cmdFcall(c, true) }) },
 			Multi: viaCoord(func(x *Coord) { cmdFcall(x, true) })},
-		{Name: "function", Arity: -2, Flags: command.FlagNoScript | command.FlagWrite, Multi: viaCoord(cmdFunction)},
+		{Name: "function", Arity: -2, Flags: command.FlagNoScript | command.FlagWrite, Subcommands: script.FunctionSubcommands, ACLCats: "dangerous", Multi: viaCoord(cmdFunction)},
 	}
 }
 

@@ -86,6 +86,17 @@ func (s *Server) latencyCheck(us int64) {
 
 var latencyArities = map[string]int{"latest": 2, "history": 3, "reset": -2, "graph": 3, "doctor": 2, "histogram": -2, "help": 2}
 
+// latencySubcommands: LATENCY's subcommands, for COMMAND INFO and ACL.
+var latencySubcommands = []command.SubcommandInfo{
+	{Name: "doctor", Arity: 2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "graph", Arity: 3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
+	{Name: "histogram", Arity: -2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "history", Arity: 3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "latest", Arity: 2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "reset", Arity: -2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+}
+
 func cmdLatency(c *Conn, a [][]byte, w *resp.Writer) {
 	m := &c.srv.latency
 	sub := command.Subcommand(w, a, "latency", latencyArities)

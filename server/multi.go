@@ -69,11 +69,11 @@ type watchedKey struct {
 func multiCommands() []*command.Command {
 	f := command.FlagNoScript | command.FlagLoading | command.FlagStale | command.FlagFast
 	return []*command.Command{
-		{Name: "multi", Arity: 1, Flags: f, Local: viaConn(cmdMulti)},
-		{Name: "discard", Arity: 1, Flags: f, Local: viaConn(cmdDiscard)},
-		{Name: "exec", Arity: 1, Flags: command.FlagNoScript | command.FlagLoading | command.FlagStale, Multi: viaCoord(cmdExec)},
-		{Name: "watch", Arity: -2, Flags: f, FirstKey: 1, LastKey: -1, Step: 1, Multi: viaCoord(cmdWatch)},
-		{Name: "unwatch", Arity: 1, Flags: f, Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) {
+		{Name: "multi", Arity: 1, Flags: f, InfoFlags: command.FlagAllowBusy, Local: viaConn(cmdMulti)},
+		{Name: "discard", Arity: 1, Flags: f, InfoFlags: command.FlagAllowBusy, Local: viaConn(cmdDiscard)},
+		{Name: "exec", Arity: 1, Flags: command.FlagNoScript | command.FlagLoading | command.FlagStale, InfoFlags: command.FlagSkipSlowlog, Multi: viaCoord(cmdExec)},
+		{Name: "watch", Arity: -2, Flags: f, KeyFlags: "RO", InfoFlags: command.FlagAllowBusy, FirstKey: 1, LastKey: -1, Step: 1, Multi: viaCoord(cmdWatch)},
+		{Name: "unwatch", Arity: 1, Flags: f, InfoFlags: command.FlagAllowBusy, Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) {
 			c.unwatch()
 			w.SimpleString("OK")
 		})},

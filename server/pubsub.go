@@ -95,7 +95,7 @@ func pubsubCommands() []*command.Command {
 	return []*command.Command{
 		{Name: "subscribe", Arity: -2, Flags: f, Local: viaConn(sub(subChannel))},
 		{Name: "psubscribe", Arity: -2, Flags: f, Local: viaConn(sub(subPattern))},
-		{Name: "ssubscribe", Arity: -2, Flags: f, Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) {
+		{Name: "ssubscribe", Arity: -2, Flags: f, KeySpecs: "not_key @1 range:-1", Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) {
 			if c.inExec {
 				w.Error("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")
 				return
@@ -104,10 +104,10 @@ func pubsubCommands() []*command.Command {
 		})},
 		{Name: "unsubscribe", Arity: -1, Flags: f, Local: viaConn(unsub(subChannel))},
 		{Name: "punsubscribe", Arity: -1, Flags: f, Local: viaConn(unsub(subPattern))},
-		{Name: "sunsubscribe", Arity: -1, Flags: f, Local: viaConn(unsub(subShard))},
+		{Name: "sunsubscribe", Arity: -1, Flags: f, KeySpecs: "not_key @1 range:-1", Local: viaConn(unsub(subShard))},
 		{Name: "publish", Arity: 3, Flags: pubFlags, Local: viaConn(publish(subChannel))},
-		{Name: "spublish", Arity: 3, Flags: pubFlags, Local: viaConn(publish(subShard))},
-		{Name: "pubsub", Arity: -2, Flags: command.FlagPubSub | command.FlagLoading | command.FlagStale, Local: viaConn(cmdPubsub)},
+		{Name: "spublish", Arity: 3, Flags: pubFlags, KeySpecs: "not_key @1", Local: viaConn(publish(subShard))},
+		{Name: "pubsub", Arity: -2, Flags: command.FlagPubSub | command.FlagLoading | command.FlagStale, Subcommands: pubsubSubcommands, Local: viaConn(cmdPubsub)},
 	}
 }
 
@@ -283,6 +283,16 @@ func (c *Conn) deliver(msg []byte) {
 }
 
 var pubsubArities = map[string]int{"channels": -2, "numsub": -2, "numpat": 2, "help": 2, "shardchannels": -2, "shardnumsub": -2}
+
+// pubsubSubcommands: PUBSUB's subcommands, for COMMAND INFO and ACL.
+var pubsubSubcommands = []command.SubcommandInfo{
+	{Name: "channels", Arity: -2, Flags: command.FlagsLoadingStale | command.FlagPubSub, ACLCats: "pubsub"},
+	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
+	{Name: "numpat", Arity: 2, Flags: command.FlagsLoadingStale | command.FlagPubSub, ACLCats: "pubsub"},
+	{Name: "numsub", Arity: -2, Flags: command.FlagsLoadingStale | command.FlagPubSub, ACLCats: "pubsub"},
+	{Name: "shardchannels", Arity: -2, Flags: command.FlagsLoadingStale | command.FlagPubSub, ACLCats: "pubsub"},
+	{Name: "shardnumsub", Arity: -2, Flags: command.FlagsLoadingStale | command.FlagPubSub, ACLCats: "pubsub"},
+}
 
 func cmdPubsub(c *Conn, a [][]byte, w *resp.Writer) {
 	ps := c.srv.pubsub

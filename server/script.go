@@ -56,19 +56,19 @@ func scriptCommands() []*command.Command {
 	// script's keys the way the script itself would.
 	f := command.FlagNoScript | command.FlagStale
 	return []*command.Command{
-		{Name: "eval", Arity: -3, Flags: f | command.FlagWrite, KeyPositions: script.KeyPositions,
+		{Name: "eval", Arity: -3, Flags: f | command.FlagWrite, KeySpecs: "RW access update @2 keynum:0:1:1", InfoFlags: command.FlagSkipMonitor | command.FlagNoMandatoryKeys, InfoHides: command.FlagWrite, KeyPositions: script.KeyPositions,
 			Coordinate: viaServer(evalCoordinate), Shard: func(x *command.Exec) { cmdEvalShard(x, func(c *Coord) { cmdEval(c, false, false) }) },
 			Multi: viaCoord(func(x *Coord) { cmdEval(x, false, false) })},
-		{Name: "evalsha", Arity: -3, Flags: f | command.FlagWrite, KeyPositions: script.KeyPositions,
+		{Name: "evalsha", Arity: -3, Flags: f | command.FlagWrite, KeySpecs: "RW access update @2 keynum:0:1:1", InfoFlags: command.FlagSkipMonitor | command.FlagNoMandatoryKeys, InfoHides: command.FlagWrite, KeyPositions: script.KeyPositions,
 			Coordinate: viaServer(evalCoordinate), Shard: func(x *command.Exec) { cmdEvalShard(x, func(c *Coord) { cmdEval(c, true, false) }) },
 			Multi: viaCoord(func(x *Coord) { cmdEval(x, true, false) })},
-		{Name: "eval_ro", Arity: -3, Flags: f | command.FlagReadonly, KeyPositions: script.KeyPositions,
+		{Name: "eval_ro", Arity: -3, Flags: f | command.FlagReadonly, KeySpecs: "RO access @2 keynum:0:1:1", InfoFlags: command.FlagSkipMonitor | command.FlagNoMandatoryKeys, KeyPositions: script.KeyPositions,
 			Coordinate: viaServer(evalCoordinate), Shard: func(x *command.Exec) { cmdEvalShard(x, func(c *Coord) { cmdEval(c, false, true) }) },
 			Multi: viaCoord(func(x *Coord) { cmdEval(x, false, true) })},
-		{Name: "evalsha_ro", Arity: -3, Flags: f | command.FlagReadonly, KeyPositions: script.KeyPositions,
+		{Name: "evalsha_ro", Arity: -3, Flags: f | command.FlagReadonly, KeySpecs: "RO access @2 keynum:0:1:1", InfoFlags: command.FlagSkipMonitor | command.FlagNoMandatoryKeys, KeyPositions: script.KeyPositions,
 			Coordinate: viaServer(evalCoordinate), Shard: func(x *command.Exec) { cmdEvalShard(x, func(c *Coord) { cmdEval(c, true, true) }) },
 			Multi: viaCoord(func(x *Coord) { cmdEval(x, true, true) })},
-		{Name: "script", Arity: -2, Flags: command.FlagNoScript, Local: viaConn(cmdScript)},
+		{Name: "script", Arity: -2, Flags: command.FlagNoScript, Subcommands: script.ScriptSubcommands, Local: viaConn(cmdScript)},
 	}
 }
 

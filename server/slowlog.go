@@ -97,6 +97,14 @@ func (s *Server) slowCheck(c *Conn, args [][]byte, start int64) (now int64) {
 
 var slowlogArities = map[string]int{"get": -2, "len": 2, "reset": 2, "help": 2}
 
+// slowlogSubcommands: SLOWLOG's subcommands, for COMMAND INFO and ACL.
+var slowlogSubcommands = []command.SubcommandInfo{
+	{Name: "get", Arity: -2, Flags: command.FlagAdmin | command.FlagsLoadingStale, ACLCats: "admin dangerous"},
+	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
+	{Name: "len", Arity: 2, Flags: command.FlagAdmin | command.FlagsLoadingStale, ACLCats: "admin dangerous"},
+	{Name: "reset", Arity: 2, Flags: command.FlagAdmin | command.FlagsLoadingStale, ACLCats: "admin dangerous"},
+}
+
 func cmdSlowlog(c *Conn, a [][]byte, w *resp.Writer) {
 	l := &c.srv.slow
 	switch command.Subcommand(w, a, "slowlog", slowlogArities) {
