@@ -14,10 +14,6 @@ func init() {
 	})
 }
 
-// cmdCommand: COMMAND, COMMAND COUNT | INFO [name...] | DOCS [name...] | LIST [FILTERBY ...].
-var commandArities = map[string]int{"count": 2, "list": -2, "info": -2, "docs": -2, "getkeys": -4,
-	"getkeysandflags": -4, "help": 2}
-
 var commandHelp = []string{
 	"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 	"(no subcommand)",
@@ -42,7 +38,8 @@ var commandHelp = []string{
 	"    Prints this help.",
 }
 
-// commandSubcommands: COMMAND's subcommands, for COMMAND INFO.
+// commandSubcommands describe COMMAND's subcommands (for COMMAND INFO: ACL
+// judges COMMAND as one command).
 var commandSubcommands = []SubcommandInfo{
 	{Name: "count", Arity: 2, Flags: FlagsLoadingStale},
 	{Name: "docs", Arity: -2, Flags: FlagsLoadingStale},
@@ -53,6 +50,7 @@ var commandSubcommands = []SubcommandInfo{
 	{Name: "list", Arity: -2, Flags: FlagsLoadingStale},
 }
 
+// cmdCommand: COMMAND, COMMAND COUNT | INFO [name...] | DOCS [name...] | LIST [FILTERBY ...].
 func cmdCommand(c Client, a [][]byte, w *resp.Writer) {
 	t := c.Table()
 	if len(a) == 1 {
@@ -63,7 +61,7 @@ func cmdCommand(c Client, a [][]byte, w *resp.Writer) {
 		}
 		return
 	}
-	switch Subcommand(w, a, "command", commandArities) {
+	switch Subcommand(w, a, "command", commandSubcommands) {
 	case "":
 		return
 	case "help":

@@ -7,20 +7,31 @@ import (
 )
 
 // Subcommand checks a container command's subcommand (XGROUP, XINFO) the
-// way Redis 7.0's command table does: known name, then its arity. It
-// writes the error and returns "" on failure.
-func Subcommand(w *resp.Writer, args [][]byte, container string, arities map[string]int) string {
+// way Redis 7.0's command table does: known name (one of subs), then its
+// arity. It writes the error and returns "" on failure.
+func Subcommand(w *resp.Writer, args [][]byte, container string, subs []SubcommandInfo) string {
 	sub := strings.ToLower(string(args[1]))
-	arity, known := arities[sub]
-	if !known {
+	s := FindSubcommand(subs, sub)
+	if s == nil {
 		w.Error("ERR unknown subcommand '" + TruncArg(args[1]) + "'. Try " + strings.ToUpper(container) + " HELP.")
 		return ""
 	}
-	if (arity >= 0 && len(args) != arity) || (arity < 0 && len(args) < -arity) {
+	if (s.Arity >= 0 && len(args) != s.Arity) || (s.Arity < 0 && len(args) < -s.Arity) {
 		w.Error(WrongArity(container + "|" + sub))
 		return ""
 	}
 	return sub
+}
+
+// FindSubcommand is the subcommand of subs named name (lower case), nil
+// when there is none.
+func FindSubcommand(subs []SubcommandInfo, name string) *SubcommandInfo {
+	for i := range subs {
+		if subs[i].Name == name {
+			return &subs[i]
+		}
+	}
+	return nil
 }
 
 // SubcommandSyntaxErr is the reply to an unknown subcommand or one with

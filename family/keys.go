@@ -434,9 +434,7 @@ func cmdMove(x *command.Exec) {
 	x.W.Int(1)
 }
 
-var objectArities = map[string]int{"encoding": 3, "freq": 3, "idletime": 3, "refcount": 3, "help": 2}
-
-// objectSubcommands: OBJECT's subcommands, for COMMAND INFO and ACL.
+// objectSubcommands describe OBJECT's subcommands: arity, flags, key specs, ACL categories.
 var objectSubcommands = []command.SubcommandInfo{
 	{Name: "encoding", Arity: 3, Flags: command.FlagReadonly, KeySpecs: "RO @2", ACLCats: "keyspace read"},
 	{Name: "freq", Arity: 3, Flags: command.FlagReadonly, KeySpecs: "RO @2", ACLCats: "keyspace read"},
@@ -446,7 +444,7 @@ var objectSubcommands = []command.SubcommandInfo{
 }
 
 func cmdObject(x *command.Exec) {
-	sub := command.Subcommand(x.W, x.Args, "object", objectArities)
+	sub := command.Subcommand(x.W, x.Args, "object", objectSubcommands)
 	switch sub {
 	case "":
 		return

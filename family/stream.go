@@ -525,8 +525,6 @@ func cmdXSetID(x *command.Exec) {
 
 // --- consumer groups -------------------------------------------------------
 
-var xgroupArities = map[string]int{"create": -5, "setid": -5, "destroy": 4, "createconsumer": 5, "delconsumer": 5, "help": 2}
-
 var xgroupHelp = []string{
 	"XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 	"CREATE <key> <groupname> <id|$> [option]",
@@ -547,7 +545,7 @@ var xgroupHelp = []string{
 	"    Prints this help.",
 }
 
-// xgroupSubcommands: XGROUP's subcommands, for COMMAND INFO and ACL.
+// xgroupSubcommands describe XGROUP's subcommands: arity, flags, key specs, ACL categories.
 var xgroupSubcommands = []command.SubcommandInfo{
 	{Name: "create", Arity: -5, Flags: command.FlagWrite | command.FlagDenyOOM, KeySpecs: "RW insert @2", ACLCats: "write stream"},
 	{Name: "createconsumer", Arity: 5, Flags: command.FlagWrite | command.FlagDenyOOM, KeySpecs: "RW insert @2", ACLCats: "write stream"},
@@ -558,7 +556,7 @@ var xgroupSubcommands = []command.SubcommandInfo{
 }
 
 func cmdXGroup(x *command.Exec) {
-	sub := command.Subcommand(x.W, x.Args, "xgroup", xgroupArities)
+	sub := command.Subcommand(x.W, x.Args, "xgroup", xgroupSubcommands)
 	switch sub {
 	case "":
 		return
@@ -1074,8 +1072,6 @@ func cmdXAutoClaim(x *command.Exec) {
 
 // --- XINFO ------------------------------------------------------------------
 
-var xinfoArities = map[string]int{"consumers": 4, "groups": 3, "stream": -3, "help": 2}
-
 var xinfoHelp = []string{
 	"XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 	"CONSUMERS <key> <groupname>",
@@ -1088,7 +1084,7 @@ var xinfoHelp = []string{
 	"    Prints this help.",
 }
 
-// xinfoSubcommands: XINFO's subcommands, for COMMAND INFO and ACL.
+// xinfoSubcommands describe XINFO's subcommands: arity, flags, key specs, ACL categories.
 var xinfoSubcommands = []command.SubcommandInfo{
 	{Name: "consumers", Arity: 4, Flags: command.FlagReadonly, KeySpecs: "RO access @2", ACLCats: "read stream"},
 	{Name: "groups", Arity: 3, Flags: command.FlagReadonly, KeySpecs: "RO access @2", ACLCats: "read stream"},
@@ -1097,7 +1093,7 @@ var xinfoSubcommands = []command.SubcommandInfo{
 }
 
 func cmdXInfo(x *command.Exec) {
-	sub := command.Subcommand(x.W, x.Args, "xinfo", xinfoArities)
+	sub := command.Subcommand(x.W, x.Args, "xinfo", xinfoSubcommands)
 	switch sub {
 	case "":
 		return

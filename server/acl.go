@@ -84,10 +84,7 @@ var aclHelp = []string{
 	"    Prints this help.",
 }
 
-var aclArities = map[string]int{"cat": -2, "deluser": -3, "dryrun": -4, "getuser": 3, "genpass": -2,
-	"list": 2, "load": 2, "log": -2, "save": 2, "setuser": -3, "users": 2, "whoami": 2, "help": 2}
-
-// aclSubcommands: ACL's subcommands, for COMMAND INFO and ACL.
+// aclSubcommands describe ACL's subcommands: arity, flags, key specs, ACL categories.
 var aclSubcommands = []command.SubcommandInfo{
 	{Name: "cat", Arity: -2, Flags: command.FlagsLoadingStaleNoScript},
 	{Name: "deluser", Arity: -3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
@@ -107,7 +104,7 @@ var aclSubcommands = []command.SubcommandInfo{
 func cmdACL(c *Conn, a [][]byte, w *resp.Writer) {
 	s := c.srv
 	users := s.acl
-	switch command.Subcommand(w, a, "acl", aclArities) {
+	switch command.Subcommand(w, a, "acl", aclSubcommands) {
 	case "":
 		return
 	case "help":

@@ -222,14 +222,7 @@ func (c *Conn) setInfo(fn func()) {
 	c.info.Unlock()
 }
 
-// clientArity is each CLIENT subcommand's arity, Redis style.
-var clientArity = map[string]int{
-	"id": 2, "setname": 3, "getname": 2, "setinfo": 4, "list": -2, "info": 2, "kill": -3,
-	"no-evict": 3, "no-touch": 3, "reply": 3, "help": 2, "pause": -3, "unpause": 2, "unblock": -3,
-	"tracking": -3, "caching": 3, "getredir": 2, "trackinginfo": 2,
-}
-
-// clientSubcommands: CLIENT's subcommands, for COMMAND INFO and ACL.
+// clientSubcommands describe CLIENT's subcommands: arity, flags, key specs, ACL categories.
 var clientSubcommands = []command.SubcommandInfo{
 	{Name: "caching", Arity: 3, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "connection"},
 	{Name: "getname", Arity: 2, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "connection"},
@@ -253,7 +246,7 @@ var clientSubcommands = []command.SubcommandInfo{
 
 func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
 	sub := strings.ToLower(string(a[1]))
-	if n, ok := clientArity[sub]; ok && !((n >= 0 && len(a) == n) || (n < 0 && len(a) >= -n)) {
+	if s := command.FindSubcommand(clientSubcommands, sub); s != nil && !((s.Arity >= 0 && len(a) == s.Arity) || (s.Arity < 0 && len(a) >= -s.Arity)) {
 		w.Error(command.WrongArity("client|" + sub))
 		return
 	}

@@ -60,7 +60,7 @@ func memoryArity(x *Coord, sub string, want int) bool {
 	return true
 }
 
-// memorySubcommands: MEMORY's subcommands, for COMMAND INFO and ACL.
+// memorySubcommands describe MEMORY's subcommands: arity, flags, key specs, ACL categories.
 var memorySubcommands = []command.SubcommandInfo{
 	{Name: "doctor", Arity: 2},
 	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},

@@ -178,7 +178,7 @@ func cmdShutdown(c *Conn, a [][]byte, w *resp.Writer) {
 	}
 }
 
-// configSubcommands: CONFIG's subcommands, for COMMAND INFO and ACL.
+// configSubcommands describe CONFIG's subcommands: arity, flags, key specs, ACL categories.
 var configSubcommands = []command.SubcommandInfo{
 	{Name: "get", Arity: -3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
 	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},

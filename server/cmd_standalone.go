@@ -8,7 +8,7 @@ import (
 	"github.com/dfly/dfly/resp"
 )
 
-// clusterSubcommands: CLUSTER's subcommands, for COMMAND INFO and ACL.
+// clusterSubcommands describe CLUSTER's subcommands: arity, flags, key specs, ACL categories.
 var clusterSubcommands = []command.SubcommandInfo{
 	{Name: "countkeysinslot", Arity: 3, Flags: command.FlagStale},
 	{Name: "getkeysinslot", Arity: 4, Flags: command.FlagStale},
@@ -61,9 +61,7 @@ func cmdLolwut(c *Conn, a [][]byte, w *resp.Writer) {
 
 func init() { command.Register("server", standaloneCommands) }
 
-var moduleArities = map[string]int{"list": 2, "load": -3, "loadex": -3, "unload": 3, "help": 2}
-
-// moduleSubcommands: MODULE's subcommands, for COMMAND INFO and ACL.
+// moduleSubcommands describe MODULE's subcommands: arity, flags, key specs, ACL categories.
 var moduleSubcommands = []command.SubcommandInfo{
 	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
 	{Name: "list", Arity: 2, Flags: command.FlagAdmin | command.FlagNoScript, ACLCats: "admin dangerous"},
@@ -73,7 +71,7 @@ var moduleSubcommands = []command.SubcommandInfo{
 }
 
 func cmdModule(c *Conn, a [][]byte, w *resp.Writer) {
-	switch command.Subcommand(w, a, "module", moduleArities) {
+	switch command.Subcommand(w, a, "module", moduleSubcommands) {
 	case "list":
 		w.Array(0)
 	case "load", "loadex":

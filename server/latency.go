@@ -84,9 +84,7 @@ func (s *Server) latencyCheck(us int64) {
 	}
 }
 
-var latencyArities = map[string]int{"latest": 2, "history": 3, "reset": -2, "graph": 3, "doctor": 2, "histogram": -2, "help": 2}
-
-// latencySubcommands: LATENCY's subcommands, for COMMAND INFO and ACL.
+// latencySubcommands describe LATENCY's subcommands: arity, flags, key specs, ACL categories.
 var latencySubcommands = []command.SubcommandInfo{
 	{Name: "doctor", Arity: 2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
 	{Name: "graph", Arity: 3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
@@ -99,7 +97,7 @@ var latencySubcommands = []command.SubcommandInfo{
 
 func cmdLatency(c *Conn, a [][]byte, w *resp.Writer) {
 	m := &c.srv.latency
-	sub := command.Subcommand(w, a, "latency", latencyArities)
+	sub := command.Subcommand(w, a, "latency", latencySubcommands)
 	if sub == "" || sub == "help" {
 		if sub == "help" {
 			command.WriteHelp(w, latencyHelp)

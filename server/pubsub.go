@@ -282,9 +282,7 @@ func (c *Conn) deliver(msg []byte) {
 	})
 }
 
-var pubsubArities = map[string]int{"channels": -2, "numsub": -2, "numpat": 2, "help": 2, "shardchannels": -2, "shardnumsub": -2}
-
-// pubsubSubcommands: PUBSUB's subcommands, for COMMAND INFO and ACL.
+// pubsubSubcommands describe PUBSUB's subcommands: arity, flags, key specs, ACL categories.
 var pubsubSubcommands = []command.SubcommandInfo{
 	{Name: "channels", Arity: -2, Flags: command.FlagsLoadingStale | command.FlagPubSub, ACLCats: "pubsub"},
 	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
@@ -296,7 +294,7 @@ var pubsubSubcommands = []command.SubcommandInfo{
 
 func cmdPubsub(c *Conn, a [][]byte, w *resp.Writer) {
 	ps := c.srv.pubsub
-	sub := command.Subcommand(w, a, "pubsub", pubsubArities)
+	sub := command.Subcommand(w, a, "pubsub", pubsubSubcommands)
 	if sub == "" {
 		return
 	}

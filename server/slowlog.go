@@ -95,9 +95,7 @@ func (s *Server) slowCheck(c *Conn, args [][]byte, start int64) (now int64) {
 	return now
 }
 
-var slowlogArities = map[string]int{"get": -2, "len": 2, "reset": 2, "help": 2}
-
-// slowlogSubcommands: SLOWLOG's subcommands, for COMMAND INFO and ACL.
+// slowlogSubcommands describe SLOWLOG's subcommands: arity, flags, key specs, ACL categories.
 var slowlogSubcommands = []command.SubcommandInfo{
 	{Name: "get", Arity: -2, Flags: command.FlagAdmin | command.FlagsLoadingStale, ACLCats: "admin dangerous"},
 	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
@@ -107,7 +105,7 @@ var slowlogSubcommands = []command.SubcommandInfo{
 
 func cmdSlowlog(c *Conn, a [][]byte, w *resp.Writer) {
 	l := &c.srv.slow
-	switch command.Subcommand(w, a, "slowlog", slowlogArities) {
+	switch command.Subcommand(w, a, "slowlog", slowlogSubcommands) {
 	case "get":
 		count := int64(10)
 		if len(a) > 3 {
