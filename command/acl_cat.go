@@ -36,10 +36,6 @@ var groupCategory = map[string]string{
 	"connection": "connection",
 }
 
-// replicationACLCats: the ACLCats of replication's commands, until their
-// definitions, moving to packages master and replica, carry them.
-var replicationACLCats = map[string]string{"role": "admin dangerous", "wait": "connection"}
-
 // subcommandsOf makes c's subcommands as commands of their own, named
 // "container|sub", for ACL rules: @slow and their own ACLCats; nil for a
 // command without them, or whose subcommands only COMMAND INFO shows.
@@ -83,11 +79,7 @@ func categoriesOf(c *Command) uint32 {
 	if c.Flags&FlagBlocking != 0 {
 		cats |= CategoryBit("blocking")
 	}
-	adjust := c.ACLCats
-	if a, ok := replicationACLCats[c.Name]; ok && adjust == "" {
-		adjust = a
-	}
-	return adjustCategories(cats, c.Name, adjust)
+	return adjustCategories(cats, c.Name, c.ACLCats)
 }
 
 // adjustCategories applies ACLCats' adjustments (of command name) to cats.

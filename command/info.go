@@ -107,17 +107,9 @@ func rangeSpec(c *Command, flags string) keySpec {
 	return keySpec{flags: strings.Fields(flags), index: c.FirstKey, lastKey: last, step: step}
 }
 
-// replicationInfoFlags: the InfoFlags of replication's commands, until
-// their definitions, moving to packages master and replica, carry them.
-var replicationInfoFlags = map[string]Flags{
-	"replconf": FlagAllowBusy, "replicaof": FlagNoAsyncLoading, "slaveof": FlagNoAsyncLoading,
-	"sync": FlagNoAsyncLoading, "psync": FlagNoAsyncLoading,
-}
-
 // describe fills in what COMMAND INFO reports of c beyond its table
 // entry: key specs and the subcommands' entries.
 func describe(c *Command) {
-	c.InfoFlags |= replicationInfoFlags[c.Name]
 	c.specs = commandSpecs(c)
 	var subs []*Command
 	for _, s := range c.Subcommands {

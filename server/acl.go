@@ -18,9 +18,6 @@ import (
 
 const errACLFile = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."
 
-// masterUser is the user a replica applies its master's stream as.
-var masterUser = acl.Master
-
 // user is the ACL rules x's command runs with: its connection's user's (a
 // script's calls and EXEC's commands run as the caller), or, without a
 // connection, every permission.

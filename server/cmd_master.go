@@ -24,10 +24,10 @@ import (
 
 func replMasterCommands() []*command.Command {
 	return []*command.Command{
-		{Name: "sync", Arity: 1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoMulti, Local: viaConn(cmdSync)},
-		{Name: "psync", Arity: -3, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoMulti, Local: viaConn(cmdSync)},
-		{Name: "replconf", Arity: -1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Local: viaConn(cmdReplconf)},
-		{Name: "wait", Arity: 3, Flags: command.FlagNoScript, Multi: viaCoord(cmdWait)},
+		{Name: "sync", Arity: 1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoMulti, InfoFlags: command.FlagNoAsyncLoading, Local: viaConn(cmdSync)},
+		{Name: "psync", Arity: -3, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoMulti, InfoFlags: command.FlagNoAsyncLoading, Local: viaConn(cmdSync)},
+		{Name: "replconf", Arity: -1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, InfoFlags: command.FlagAllowBusy, Local: viaConn(cmdReplconf)},
+		{Name: "wait", Arity: 3, Flags: command.FlagNoScript, ACLCats: "connection", Multi: viaCoord(cmdWait)},
 	}
 }
 

@@ -67,10 +67,10 @@ func init() { command.Register("server", replicaCommands) }
 func replicaCommands() []*command.Command {
 	f := command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale
 	return []*command.Command{
-		{Name: "replicaof", Arity: 3, Flags: f, Multi: viaCoord(cmdReplicaOf)},
-		{Name: "slaveof", Arity: 3, Flags: f, Multi: viaCoord(cmdReplicaOf)},
+		{Name: "replicaof", Arity: 3, Flags: f, InfoFlags: command.FlagNoAsyncLoading, Multi: viaCoord(cmdReplicaOf)},
+		{Name: "slaveof", Arity: 3, Flags: f, InfoFlags: command.FlagNoAsyncLoading, Multi: viaCoord(cmdReplicaOf)},
 		{Name: "failover", Arity: -1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagStale, Local: viaConn(cmdFailover)},
-		{Name: "role", Arity: 1, Flags: command.FlagNoScript | command.FlagLoading | command.FlagStale | command.FlagFast,
+		{Name: "role", Arity: 1, Flags: command.FlagNoScript | command.FlagLoading | command.FlagStale | command.FlagFast, ACLCats: "admin dangerous",
 			Local: viaConn(func(c *Conn, _ [][]byte, w *resp.Writer) { c.srv.writeRole(w) })},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dfly/dfly/acl"
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
@@ -52,8 +53,8 @@ const applyLoadInflight = 8
 
 func newReplApplier(s *Server) *replApplier {
 	a := &replApplier{s: s, batches: make([]*applyBatch, len(s.shards))}
-	a.conn = &Conn{srv: s, proto: 2, loop: -1, authed: true, gone: make(chan struct{}), user: masterUser}
-	a.conn.info.user = masterUser
+	a.conn = &Conn{srv: s, proto: 2, loop: -1, authed: true, gone: make(chan struct{}), user: acl.Master}
+	a.conn.info.user = acl.Master
 	a.conn.ID = s.nextConnID.Add(1)
 	a.conn.protoShared.Store(2)
 	for i := range a.batches {
