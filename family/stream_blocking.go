@@ -8,6 +8,7 @@ import (
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
 	"github.com/dfly/dfly/types/num"
+	"github.com/dfly/dfly/types/stream"
 )
 
 // xreadBlocks reports whether XREAD/XREADGROUP arguments carry BLOCK.
@@ -66,7 +67,18 @@ func xreadBlock(x *command.Coord, r *xreadRequest) {
 		},
 		Serve: func(s *shard.Shard, db *shard.DB, key string, claim func() bool, wrote *bool) bool {
 			for i := 0; i < r.n; i++ {
-				if string(x.Args[r.keys+i]) != key || !xreadReady(db, x.Args, r, i) {
+				if string(x.Args[r.keys+i]) != key {
+					continue
+				}
+				if e := xreadGroupGone(db, x.Args[r.keys+i], r); e != "" {
+					if !claim() {
+						return false
+					}
+					x.W.Error(e)
+					*wrote = true
+					return true
+				}
+				if !xreadReady(db, x.Args, r, i) {
 					continue
 				}
 				if !claim() {
@@ -84,4 +96,22 @@ func xreadBlock(x *command.Coord, r *xreadRequest) {
 		},
 		TimedOut: func() { x.W.NullArray() },
 	})
+}
+
+// xreadGroupGone is the error that ends an XREADGROUP's wait on key when
+// what it waits on went away, as Redis 7.0 answers: the stream (deleted,
+// expired, or replaced by another type) or the group (XGROUP DESTROY); ""
+// otherwise, and always for XREAD, which goes on waiting.
+func xreadGroupGone(db *shard.DB, key []byte, r *xreadRequest) string {
+	if r.group == nil {
+		return ""
+	}
+	_, v := db.FindMeta(key)
+	if v == nil || v.Type != shard.TypeStream {
+		return "UNBLOCKED the stream key no longer exists"
+	}
+	if v.Obj().(*stream.Stream).Group(r.group) == nil {
+		return "NOGROUP the consumer group this client was blocked on no longer exists"
+	}
+	return ""
 }

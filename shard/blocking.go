@@ -7,8 +7,9 @@ import (
 
 // Blocked clients (BLPOP, BZPOPMIN, XREAD BLOCK ...) wait on keys. A shard
 // keeps, per key it owns, the FIFO of clients blocked on it. Every
-// insertion or in-place update of such a key (any command: a push, a
-// RENAME into the key, a transaction's step) marks the key ready; after
+// insertion, in-place update or deletion of such a key (any command: a
+// push, a RENAME into the key, a transaction's step, a DEL or an expiry,
+// which ends an XREADGROUP's wait) marks the key ready; after
 // the message that changed it, and after a transaction releases its lock on
 // it, the shard offers the key to its blocked clients in arrival order
 // until one declines (the key ran dry or has the wrong type).

@@ -335,6 +335,7 @@ func (db *DB) Take(it dash.Iterator) Value {
 
 func (db *DB) erase(it dash.Iterator) {
 	db.shard.touched(db.Index, db.Table.Key(it))
+	db.shard.signal(db.Index, db.Table.Key(it)) // XREADGROUP's waiters learn the stream is gone
 	v := db.Table.Value(it)
 	if v.HasExpire {
 		db.Expire.Delete(db.Table.Key(it))

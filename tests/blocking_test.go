@@ -248,3 +248,44 @@ func TestBlockingTinyTimeouts(t *testing.T) {
 		c.Do("DEL", "a", "b", "z", "y")
 	}
 }
+
+// An XREADGROUP waiting on a stream ends when the stream goes (DEL,
+// expiry, another type stored over it) or its group does (XGROUP
+// DESTROY), with Redis 7.0's errors; an XREAD goes on waiting. Checked
+// against redis-server too.
+func TestBlockingXReadGroupStreamGone(t *testing.T) {
+	srv := StartServer(t, "--shards", "2")
+	c := srv.Raw(t)
+	cases := []struct {
+		end  []string
+		want string
+	}{
+		{[]string{"DEL", "s"}, "(error) UNBLOCKED the stream key no longer exists"},
+		{[]string{"SET", "s", "x"}, "(error) UNBLOCKED the stream key no longer exists"},
+		{[]string{"PEXPIRE", "s", "50"}, "(error) UNBLOCKED the stream key no longer exists"},
+		{[]string{"XGROUP", "DESTROY", "s", "g"}, "(error) NOGROUP the consumer group this client was blocked on no longer exists"},
+	}
+	for _, tc := range cases {
+		c.Do("DEL", "s")
+		expectReply(t, c.Do("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"), "OK")
+		w := srv.Raw(t)
+		w.Send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
+		time.Sleep(100 * time.Millisecond)
+		c.Do(tc.end...)
+		expectReply(t, readWithin(t, w, 3*time.Second), tc.want)
+		w.Close()
+	}
+	// XREAD waits on through a DEL, and an XADD then serves it.
+	c.Do("DEL", "s")
+	c.Do("XADD", "s", "1-1", "f", "v")
+	w := srv.Raw(t)
+	w.Send("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
+	time.Sleep(100 * time.Millisecond)
+	c.Do("DEL", "s")
+	time.Sleep(100 * time.Millisecond)
+	c.Do("XADD", "s", "2-1", "f", "w")
+	r := readWithin(t, w, 3*time.Second)
+	if r.Kind != KindArray || !strings.Contains(r.String(), "2-1") {
+		t.Fatalf("XREAD after DEL and XADD: %s", r.String())
+	}
+}
