@@ -335,6 +335,92 @@ func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
 	}
 }
 
+// clientFilter is CLIENT KILL's filters (Redis 7.0's, and 7.4's MAXAGE).
+type clientFilter struct {
+	id                int64 // 0: any
+	addr, laddr, user string
+	class             config.ClientClass
+	anyClass, skipMe  bool
+	// typeNone: TYPE master or replica, which no client connection of
+	// dfly's is (a replica's stream and the link to a master are not).
+	typeNone bool
+	maxAge   int64 // seconds; 0: any
+}
+
+// parseClientFilter reads CLIENT KILL's <filter> <value> pairs from a[2:];
+// the error reply on failure.
+func parseClientFilter(c *Conn, a [][]byte) (clientFilter, string) {
+	f := clientFilter{anyClass: true, skipMe: true}
+	for i := 2; i < len(a); i += 2 {
+		if i+1 >= len(a) {
+			return f, command.ErrSyntax
+		}
+		v := string(a[i+1])
+		switch strings.ToLower(string(a[i])) {
+		case "id":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 1 {
+				return f, "ERR client-id should be greater than 0"
+			}
+			f.id = n
+		case "type":
+			f.anyClass = false
+			switch strings.ToLower(v) {
+			case "normal":
+				f.class = config.ClassNormal
+			case "pubsub":
+				f.class = config.ClassPubsub
+			case "master", "replica", "slave":
+				f.typeNone = true
+			default:
+				return f, "ERR Unknown client type '" + v + "'"
+			}
+		case "addr":
+			f.addr = v
+		case "laddr":
+			f.laddr = v
+		case "user":
+			if c.srv.acl.Lookup(v) == nil {
+				return f, "ERR No such user '" + v + "'"
+			}
+			f.user = v
+		case "skipme":
+			switch strings.ToLower(v) {
+			case "yes":
+				f.skipMe = true
+			case "no":
+				f.skipMe = false
+			default:
+				return f, command.ErrSyntax
+			}
+		case "maxage":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return f, command.ErrSyntax
+			}
+			f.maxAge = n
+		default:
+			return f, command.ErrSyntax
+		}
+	}
+	return f, ""
+}
+
+// matches reports whether client o passes every filter, for c's kill.
+func (f *clientFilter) matches(c, o *Conn, now time.Time) bool {
+	if f.typeNone || (f.skipMe && o == c) || (f.id != 0 && o.ID != f.id) || (!f.anyClass && o.class() != f.class) {
+		return false
+	}
+	o.info.Lock()
+	addr, laddr, user, created := o.info.addr, o.info.laddr, o.info.user.Name(), o.info.created
+	o.info.Unlock()
+	return (f.addr == "" || addr == f.addr) && (f.laddr == "" || laddr == f.laddr) &&
+		(f.user == "" || user == f.user) && (f.maxAge == 0 || int64(now.Sub(created)/time.Second) >= f.maxAge)
+}
+
+// cmdClientKill is CLIENT KILL addr (OK, or an error when no client has
+// that address) or CLIENT KILL <filter> <value> ... (the number of clients
+// killed; every filter must match; SKIPME yes by default).
 func cmdClientKill(c *Conn, a [][]byte, w *resp.Writer) {
 	if len(a) == 3 { // old form: CLIENT KILL addr
 		for _, o := range c.srv.clientList() {
@@ -347,48 +433,17 @@ func cmdClientKill(c *Conn, a [][]byte, w *resp.Writer) {
 		w.Error("ERR No such client")
 		return
 	}
-	if len(a)%2 != 0 {
-		w.Error(command.ErrSyntax)
+	f, e := parseClientFilter(c, a)
+	if e != "" {
+		w.Error(e)
 		return
 	}
-	var id int64 = -1
-	var addr, laddr, user string
-	for i := 2; i+1 < len(a); i += 2 {
-		switch strings.ToLower(string(a[i])) {
-		case "id":
-			v, err := strconv.ParseInt(string(a[i+1]), 10, 64)
-			if err != nil {
-				w.Error("ERR client-id should be greater than 0")
-				return
-			}
-			id = v
-		case "addr":
-			addr = string(a[i+1])
-		case "laddr":
-			laddr = string(a[i+1])
-		case "user":
-			user = string(a[i+1])
-			if c.srv.acl.Lookup(user) == nil {
-				w.Error("ERR No such user '" + user + "'")
-				return
-			}
-		case "skipme", "type", "maxage":
-		default:
-			w.Error(command.ErrSyntax)
-			return
-		}
-	}
-	killed := 0
+	killed, now := 0, time.Now()
 	for _, o := range c.srv.clientList() {
-		o.info.Lock()
-		oaddr, oladdr, ouser := o.info.addr, o.info.laddr, o.info.user.Name()
-		o.info.Unlock()
-		if (id >= 0 && o.ID != id) || (addr != "" && oaddr != addr) || (laddr != "" && oladdr != laddr) ||
-			(user != "" && ouser != user) {
-			continue
+		if f.matches(c, o, now) {
+			o.kill(c)
+			killed++
 		}
-		o.kill(c)
-		killed++
 	}
 	w.Int(int64(killed))
 }
