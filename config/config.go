@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/glob"
-	"github.com/dfly/dfly/persist"
 )
 
 // Config is the server's configuration: flags at start, CONFIG SET later.
@@ -83,8 +82,14 @@ type Config struct {
 	// (clientbuf.go), read without mu.
 	Limits ClientLimits
 
+	// stored holds the parameters that mean nothing to dfly, by name (an
+	// alias's under its parameter's), once CONFIG SET changed them.
+	stored map[string]string
+
 	Mu sync.RWMutex
 }
+
+type atomic64 = atomic.Int64
 
 // SavePoints reports whether a save schedule is configured (save).
 func (c *Config) SavePoints() bool {
@@ -116,187 +121,153 @@ func Default() *Config {
 	return c
 }
 
-// Get is CONFIG GET's reply: each parameter matching one of patterns
-// (Redis's glob, case-insensitive), once, as name and value.
+// params is every CONFIG parameter: Redis 7.0's (params.txt), bound to
+// dfly's meaning where it has one (bound.go), then dfly's own (extras).
+var params, byName = func() ([]param, map[string]*param) {
+	ps, err := parseParams(paramsText)
+	if err != nil {
+		panic(err)
+	}
+	ps = append(ps, extras...)
+	m := make(map[string]*param, len(ps))
+	for i := range ps {
+		p := &ps[i]
+		if b, ok := bindings[p.key()]; ok {
+			p.check, p.get, p.set = b.check, b.get, b.set
+		}
+		m[p.name] = p
+	}
+	return ps, m
+}()
+
+// key is where a parameter's value is stored: an alias shares its
+// parameter's.
+func (p *param) key() string {
+	if p.alias != "" {
+		return p.alias
+	}
+	return p.name
+}
+
+// value is the parameter's value as CONFIG GET shows it; Mu held.
+func (c *Config) value(p *param) string {
+	if p.get != nil {
+		return p.get(c)
+	}
+	if v, ok := c.stored[p.key()]; ok {
+		return v
+	}
+	return p.def
+}
+
+// apply sets p to v, checked first; Mu held.
+func (c *Config) apply(p *param, v string) error {
+	v, err := p.normalize(v)
+	if err != nil {
+		return err
+	}
+	if p.set != nil {
+		return p.set(c, v)
+	}
+	if c.stored == nil {
+		c.stored = map[string]string{}
+	}
+	c.stored[p.key()] = v
+	return nil
+}
+
+// Get is CONFIG GET's reply: each parameter one of patterns names (Redis's
+// glob, case-insensitive), once, as name and value. A pattern without glob
+// characters is a name, echoed as given (as Redis).
 func (c *Config) Get(patterns [][]byte) []string {
 	c.Mu.RLock()
 	defer c.Mu.RUnlock()
 	var out []string
-	seen := map[string]bool{}
+	seen := map[*param]bool{}
 	for _, pat := range patterns {
-		for _, p := range params {
-			if !seen[p.name] && glob.Match(pat, []byte(p.name), true) {
-				seen[p.name] = true
-				out = append(out, p.name, p.get(c))
+		if !strings.ContainsAny(string(pat), "[*?") {
+			if p := byName[strings.ToLower(string(pat))]; p != nil && !seen[p] {
+				seen[p] = true
+				out = append(out, string(pat), c.value(p))
+			}
+			continue
+		}
+		for i := range params {
+			p := &params[i]
+			if !seen[p] && glob.Match(pat, []byte(p.name), true) {
+				seen[p] = true
+				out = append(out, p.name, c.value(p))
 			}
 		}
 	}
 	return out
 }
 
-// Set is CONFIG SET of one parameter, with the caller holding Mu: the
-// error reply, "" when it applied.
-func (c *Config) Set(given, value string) string {
-	name := strings.ToLower(given)
-	var p *param
-	for j := range params {
-		if params[j].name == name {
-			p = &params[j]
+// Set is CONFIG SET of name, value pairs: all apply or none (the values
+// before are put back when one fails), with Redis 7.0's checks in its
+// order (unknown names, immutable or protected ones, duplicates, then
+// each value) and its error texts. It returns the error reply, "" when
+// everything applied.
+func (c *Config) Set(pairs []string) string {
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	ps := make([]*param, len(pairs)/2)
+	for i := range ps {
+		given := pairs[2*i]
+		p := byName[strings.ToLower(given)]
+		if p == nil {
+			return "ERR Unknown option or number of arguments for CONFIG SET - '" + given + "'"
 		}
+		failed := func(why string) string {
+			return "ERR CONFIG SET failed (possibly related to argument '" + given + "') - " + why
+		}
+		switch {
+		case p.immutable:
+			return failed("can't set immutable config")
+		case p.protected && c.value(byName["enable-protected-configs"]) == "no":
+			return failed("can't set protected config")
+		}
+		for _, q := range ps[:i] {
+			if q == p {
+				return failed("duplicate parameter")
+			}
+		}
+		ps[i] = p
 	}
-	if p == nil {
-		return "ERR Unknown option or number of arguments for CONFIG SET - '" + given + "'"
+	old := make([]string, len(ps))
+	for i, p := range ps {
+		old[i] = c.value(p)
 	}
-	if p.set == nil {
-		return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config"
-	}
-	if err := p.set(c, value); err != nil {
-		return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error()
+	for i, p := range ps {
+		if err := c.apply(p, pairs[2*i+1]); err != nil {
+			for j := i; j >= 0; j-- {
+				c.apply(ps[j], old[j]) // a value shown is a value taken back
+			}
+			return "ERR CONFIG SET failed (possibly related to argument '" + p.name + "') - " + err.Error()
+		}
 	}
 	return ""
 }
 
-// param is one CONFIG GET/SET parameter.
-type param struct {
-	name string
-	get  func(c *Config) string
-	set  func(c *Config, v string) error // nil: read-only at run time
-}
-
-func intParam(name string, p func(c *Config) *int, min int) param {
-	return param{name,
-		func(c *Config) string { return strconv.Itoa(*p(c)) },
-		func(c *Config, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < min {
-				return fmt.Errorf("argument couldn't be parsed into an integer")
-			}
-			*p(c) = n
-			return nil
-		}}
-}
-
-func memParam(name string, p func(c *Config) *int64) param {
-	return param{name,
-		func(c *Config) string { return strconv.FormatInt(*p(c), 10) },
-		func(c *Config, v string) error {
-			n, err := ParseMemory(v)
-			if err != nil {
-				return err
-			}
-			*p(c) = n
-			return nil
-		}}
-}
-
-func strParam(name string, p func(c *Config) *string, settable bool) param {
-	pr := param{name: name, get: func(c *Config) string { return *p(c) }}
-	if settable {
-		pr.set = func(c *Config, v string) error { *p(c) = v; return nil }
+// SetAtStart applies a parameter given at start (a flag), immutable ones
+// included.
+func (c *Config) SetAtStart(name, value string) error {
+	p := byName[strings.ToLower(name)]
+	if p == nil {
+		return fmt.Errorf("unknown parameter %q", name)
 	}
-	return pr
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	return c.apply(p, value)
 }
 
-func fixed(name, value string) param {
-	return param{name: name, get: func(*Config) string { return value }}
-}
-
-var params = []param{
-	intParam("port", func(c *Config) *int { return &c.Port }, 0),
-	strParam("bind", func(c *Config) *string { return &c.Bind }, false),
-	strParam("requirepass", func(c *Config) *string { return &c.Requirepass }, true),
-	strParam("aclfile", func(c *Config) *string { return &c.ACLFile }, false),
-	intParam("maxclients", func(c *Config) *int { return &c.MaxClients }, 1),
-	strParam("dir", func(c *Config) *string { return &c.Dir }, true),
-	strParam("dbfilename", func(c *Config) *string { return &c.DBFilename }, true),
-	{name: "databases", get: func(c *Config) string { return strconv.Itoa(c.Databases) }},
-	memParam("maxmemory", func(c *Config) *int64 { return &c.MaxMemory }),
-	memParam("proto-max-bulk-len", func(c *Config) *int64 { return &c.ProtoMaxBulk }),
-	{name: "client-query-buffer-limit", get: func(c *Config) string { return strconv.FormatInt(c.Limits.Query.Load(), 10) },
-		set: (*Config).SetClientQueryBufferLimit},
-	{name: "client-output-buffer-limit", get: (*Config).clientOutputBufferLimit, set: (*Config).SetClientOutputBufferLimit},
-	strParam("logfile", func(c *Config) *string { return &c.LogFile }, false),
-	{name: "loglevel", get: func(c *Config) string { return c.LogLevel }, set: func(c *Config, v string) error {
-		switch v {
-		case "debug", "verbose", "notice", "warning", "nothing":
-			c.LogLevel = v
-			return nil
-		}
-		return fmt.Errorf("argument(s) must be one of the following: debug, verbose, notice, warning, nothing")
-	}},
-	{name: "protected-mode", get: func(c *Config) string { return YesNo(c.ProtectedMode) }, set: func(c *Config, v string) error {
-		b, err := ParseYesNo(v)
-		c.ProtectedMode = b
-		return err
-	}},
-	{name: "slowlog-log-slower-than", get: func(c *Config) string { return strconv.FormatInt(c.SlowlogSlowerThan.Load(), 10) },
-		set: func(c *Config, v string) error {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return fmt.Errorf("argument couldn't be parsed into an integer")
-			}
-			c.SlowlogSlowerThan.Store(n)
-			return nil
-		}},
-	{name: "latency-monitor-threshold", get: func(c *Config) string { return strconv.FormatInt(c.LatencyThreshold.Load(), 10) },
-		set: func(c *Config, v string) error {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return fmt.Errorf("argument couldn't be parsed into an integer")
-			}
-			if n < 0 {
-				return fmt.Errorf("argument must be between 0 and 9223372036854775807 inclusive")
-			}
-			c.LatencyThreshold.Store(n)
-			return nil
-		}},
-	fixed("latency-tracking", "no"), // per-command histograms: not kept (latency.go)
-	{name: "slowlog-max-len", get: func(c *Config) string { return strconv.FormatInt(c.SlowlogMaxLen.Load(), 10) },
-		set: func(c *Config, v string) error {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				return fmt.Errorf("argument couldn't be parsed into an integer")
-			}
-			c.SlowlogMaxLen.Store(n)
-			return nil
-		}},
-	{name: "shards", get: func(c *Config) string { return strconv.Itoa(c.Shards) }},
-	fixed("appendonly", "no"),
-	{name: "save", get: func(c *Config) string { return c.Save }, set: func(c *Config, v string) error {
-		if _, err := persist.ParseSave(v); err != nil {
-			return err
-		}
-		c.Save = strings.Join(strings.Fields(v), " ")
-		return nil
-	}},
-	{name: "dbformat", get: func(c *Config) string { return c.DBFormat }, set: func(c *Config, v string) error {
-		if v != "rdb" && v != "dfly" {
-			return fmt.Errorf("argument must be 'rdb' or 'dfly'")
-		}
-		c.DBFormat = v
-		return nil
-	}},
-	{name: "serialization_max_chunk_size", get: func(c *Config) string { return strconv.FormatInt(c.SerializationMaxChunk, 10) },
-		set: func(c *Config, v string) error {
-			n, err := ParseMemory(v)
-			if err != nil || n < 1024 || n > 64<<20 {
-				return fmt.Errorf("argument must be a size from 1kb to 64mb")
-			}
-			c.SerializationMaxChunk = n
-			return nil
-		}},
-	fixed("maxmemory-policy", "noeviction"),
-	strParam("tiered_prefix", func(c *Config) *string { return &c.TieredPrefix }, false),
-	{name: "tiered_min_value_size", get: func(c *Config) string { return strconv.Itoa(c.TieredMinValueSize) }},
-	{name: "tiered_offload_threshold", get: func(c *Config) string {
-		return strconv.FormatFloat(c.TieredOffloadThreshold, 'f', -1, 64)
-	}},
-	fixed("replica-read-only", "yes"), // issue 8: replicas always refuse client writes
-	strParam("masterauth", func(c *Config) *string { return &c.MasterAuth }, true),
-	strParam("masteruser", func(c *Config) *string { return &c.MasterUser }, true),
-	fixed("slave-read-only", "yes"),
-	intParam("repl-timeout", func(c *Config) *int { return &c.ReplTimeout }, 1),
-	fixed("timeout", "0"),
+// Names lists every parameter CONFIG GET knows, aliases included.
+func Names() []string {
+	out := make([]string, len(params))
+	for i := range params {
+		out[i] = params[i].name
+	}
+	return out
 }
 
 // YesNo is how CONFIG GET shows a boolean.

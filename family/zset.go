@@ -682,7 +682,7 @@ func zrangeCollect(z *zset.Set, sp *zrangeSpec) *zset.Set {
 	// skiplist past the listpack limit, so every score keeps its sign
 	// (a listpack's -0 reads back 0).
 	out := zset.New()
-	if wd.n > zset.MaxListpackEntries {
+	if int64(wd.n) > zset.MaxListpackEntries() {
 		out = zset.NewSkiplist()
 	}
 	wd.each(z, func(m string, s float64) { out.Add([]byte(m), s) })

@@ -197,16 +197,20 @@ func cmdConfig(c *Conn, a [][]byte, w *resp.Writer) {
 		for _, s := range out {
 			w.BulkString(s)
 		}
-	case sub == "set" && len(a) >= 4 && len(a)%2 == 0:
-		cfg.Mu.Lock()
-		defer cfg.Mu.Unlock()
-		for i := 2; i < len(a); i += 2 {
-			if e := cfg.Set(string(a[i]), string(a[i+1])); e != "" {
-				w.Error(e)
-				return
-			}
-			if strings.EqualFold(string(a[i]), "requirepass") {
-				c.srv.acl.SetRequirepass(string(a[i+1])) // the default user's password
+	case sub == "set" && len(a) >= 4 && len(a)%2 == 1:
+		w.Error(command.ErrSyntax)
+	case sub == "set" && len(a) >= 4:
+		pairs := make([]string, len(a)-2)
+		for i := range pairs {
+			pairs[i] = string(a[2+i])
+		}
+		if e := cfg.Set(pairs); e != "" {
+			w.Error(e)
+			return
+		}
+		for i := 0; i < len(pairs); i += 2 {
+			if strings.EqualFold(pairs[i], "requirepass") {
+				c.srv.acl.SetRequirepass(pairs[i+1]) // the default user's password
 			}
 		}
 		w.SimpleString("OK")

@@ -133,7 +133,8 @@ func TestFunctionsFromRedisFile(t *testing.T) {
 	mustLoad(t, rc, libGreet)
 	want := functionLibs(t, rc)
 	mustOK(t, rc.Do("SAVE"), "SAVE")
-	d := StartServer(t, "--dir", dir, "--shards", "2")
+	// dir is a protected parameter, as in Redis: CONFIG SET below needs this.
+	d := StartServer(t, "--dir", dir, "--shards", "2", "--enable-protected-configs", "yes")
 	c := d.Raw(t)
 	wantLibs(t, c, want, "dfly loading redis-server's file")
 	if r := c.Do("FCALL", "hello", "0", "dfly"); r.Str != "hello dfly" {

@@ -215,6 +215,13 @@ func parseFlags(args []string, stderr io.Writer) (*config.Config, error) {
 	})
 	fs.Func("client-output-buffer-limit", `"<class> <hard> <soft> <seconds> ...": limits of unsent output per client class, normal, replica or pubsub, as Redis (default "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60")`, cfg.SetClientOutputBufferLimit)
 	fs.Func("client-query-buffer-limit", "largest query buffer of a client (default 1gb; at least 1mb)", cfg.SetClientQueryBufferLimit)
+	// Every other parameter of CONFIG GET/SET is a flag too, as Redis takes
+	// them on its command line.
+	for _, name := range config.Names() {
+		if fs.Lookup(name) == nil {
+			fs.Func(name, "CONFIG parameter "+name, func(v string) error { return cfg.SetAtStart(name, v) })
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

@@ -10,7 +10,8 @@
 // Invariants:
 //   - A Hash converts listpack -> hashtable once it passes MaxListpackEntries
 //     or holds a field or value longer than MaxListpackValue, and never back
-//     (as Redis).
+//     (as Redis). Both are CONFIG SET's, process-wide atomics read on every
+//     write: lowering them converts a hash at its next write, not before.
 //   - Map keeps pointers few: its slots are plain uint64s and its entries are
 //     packed into pages of at most pageSize bytes, so a 1M-field hash is a
 //     few hundred heap objects, not millions.

@@ -3,14 +3,32 @@ package hash
 import (
 	"bytes"
 	"encoding/binary"
+	"sync/atomic"
 )
 
-// Conversion thresholds, as redis-server 7.0 has them built in (its
-// shipped redis.conf lowers hash-max-listpack-entries to 128).
-var (
-	MaxListpackEntries = 512
-	MaxListpackValue   = 64
-)
+// The conversion thresholds, hash-max-listpack-entries and
+// hash-max-listpack-value (CONFIG SET), read on every write; redis-server
+// 7.0's built-in defaults (its shipped redis.conf lowers the entries to
+// 128).
+var maxListpackEntries, maxListpackValue = newLimit(512), newLimit(64)
+
+func newLimit(n int64) *atomic.Int64 {
+	var a atomic.Int64
+	a.Store(n)
+	return &a
+}
+
+// MaxListpackEntries is the most fields a listpack hash holds.
+func MaxListpackEntries() int64 { return maxListpackEntries.Load() }
+
+// MaxListpackValue is the longest field or value a listpack hash holds.
+func MaxListpackValue() int64 { return maxListpackValue.Load() }
+
+// SetMaxListpackEntries changes MaxListpackEntries for later writes.
+func SetMaxListpackEntries(n int64) { maxListpackEntries.Store(n) }
+
+// SetMaxListpackValue changes MaxListpackValue for later writes.
+func SetMaxListpackValue(n int64) { maxListpackValue.Store(n) }
 
 // Hash is a Redis hash: a packed listpack while small, a Map beyond.
 type Hash struct {
@@ -98,33 +116,32 @@ func (h *Hash) Contains(f []byte) bool {
 }
 
 // Set stores v under f and reports whether f is new. A field or value
-// longer than MaxListpackValue, or one entry more than MaxListpackEntries,
-// converts a listpack hash.
+// longer than MaxListpackValue, or more entries than MaxListpackEntries
+// after the write, converts a listpack hash.
 func (h *Hash) Set(f, v []byte) bool {
-	if h.m == nil && (len(f) > MaxListpackValue || len(v) > MaxListpackValue) {
+	if h.m == nil && int64(max(len(f), len(v))) > maxListpackValue.Load() {
 		h.convert()
 	}
 	if h.m != nil {
 		return h.m.Set(f, v)
 	}
 	start, end := h.lpFind(f)
-	if start >= 0 {
-		_, ov, _ := lpEntry(h.lp, start)
-		if len(ov) == len(v) {
-			copy(ov, v)
-			return false
-		}
+	added := start < 0
+	if added {
+		h.lp = appendEntry(h.lp, f, v)
+		h.n++
+	} else if _, ov, _ := lpEntry(h.lp, start); len(ov) == len(v) {
+		copy(ov, v)
+	} else {
 		var buf [128]byte
 		e := appendEntry(buf[:0], f, v)
 		h.lp = replace(h.lp, start, end, e)
-		return false
 	}
-	h.lp = appendEntry(h.lp, f, v)
-	h.n++
-	if h.n > MaxListpackEntries {
+	// An update converts too when the limit was lowered since (as Redis).
+	if int64(h.n) > maxListpackEntries.Load() {
 		h.convert()
 	}
-	return true
+	return added
 }
 
 // replace swaps b[start:end] for e.

@@ -98,27 +98,27 @@ func TestHashModel(t *testing.T) {
 
 func TestHashEncodingBoundaries(t *testing.T) {
 	h := New()
-	for i := 0; i < MaxListpackEntries; i++ {
+	for i := 0; i < int(MaxListpackEntries()); i++ {
 		h.Set([]byte(strconv.Itoa(i)), []byte("v"))
 	}
 	if h.Encoding() != "listpack" {
-		t.Fatalf("%d entries: %s", MaxListpackEntries, h.Encoding())
+		t.Fatalf("%d entries: %s", MaxListpackEntries(), h.Encoding())
 	}
 	h.Set([]byte("one more"), []byte("v"))
 	if h.Encoding() != "hashtable" {
-		t.Fatalf("%d entries: %s", MaxListpackEntries+1, h.Encoding())
+		t.Fatalf("%d entries: %s", MaxListpackEntries()+1, h.Encoding())
 	}
 	h2 := New()
-	h2.Set([]byte("f"), bytes.Repeat([]byte("x"), MaxListpackValue))
+	h2.Set([]byte("f"), bytes.Repeat([]byte("x"), int(MaxListpackValue())))
 	if h2.Encoding() != "listpack" {
 		t.Fatal("value of exactly MaxListpackValue converted")
 	}
-	h2.Set(bytes.Repeat([]byte("x"), MaxListpackValue+1), nil)
+	h2.Set(bytes.Repeat([]byte("x"), int(MaxListpackValue())+1), nil)
 	if h2.Encoding() != "hashtable" {
 		t.Fatal("long field did not convert")
 	}
 	// Deleting never converts back.
-	h2.Delete(bytes.Repeat([]byte("x"), MaxListpackValue+1))
+	h2.Delete(bytes.Repeat([]byte("x"), int(MaxListpackValue())+1))
 	if h2.Encoding() != "hashtable" || h2.Len() != 1 {
 		t.Fatal("converted back")
 	}

@@ -4,10 +4,33 @@ import (
 	"bytes"
 	"encoding/binary"
 	"slices"
+	"sync/atomic"
 )
 
-// NodeSize is the most bytes a node packs before a new one starts.
-var NodeSize = 8 << 10
+// fill is list-max-listpack-size (CONFIG SET), read on every push: -1..-5
+// cap a node at 4..64 KiB, a positive n at n entries (and 8 KiB, Redis's
+// safety limit). Lists stay "quicklist" whatever it is, as in Redis 7.0.
+var fill = func() *atomic.Int64 {
+	var a atomic.Int64
+	a.Store(-2)
+	return &a
+}()
+
+// Fill is list-max-listpack-size.
+func Fill() int64 { return fill.Load() }
+
+// SetFill changes list-max-listpack-size for later pushes.
+func SetFill(n int64) { fill.Store(n) }
+
+// nodeLimits are the most bytes and entries a node packs before a new one
+// starts.
+func nodeLimits() (size, count int) {
+	f := fill.Load()
+	if f < 0 {
+		return 4096 << min(-f-1, 4), 1<<63 - 1
+	}
+	return 8 << 10, int(max(f, 1))
+}
 
 // node is one packed run of entries: buf[s:] holds them; buf[:s] is
 // headroom so pushes at the head rarely copy.
@@ -105,13 +128,14 @@ func prev(b []byte, end int) ([]byte, int) {
 // PushLeft inserts v at the head.
 func (l *List) PushLeft(v []byte) {
 	size := entrySize(len(v))
-	if len(l.nodes) == 0 || len(l.nodes[0].data())+size > NodeSize {
+	nodeSize, count := nodeLimits()
+	if len(l.nodes) == 0 || len(l.nodes[0].data())+size > nodeSize || l.nodes[0].n >= count {
 		l.nodes = slices.Insert(l.nodes, 0, node{})
 	}
 	nd := &l.nodes[0]
 	if nd.s < size {
 		d := nd.data()
-		c := min(max(64, 2*len(d)+size), max(NodeSize, len(d)+size))
+		c := min(max(64, 2*len(d)+size), max(nodeSize, len(d)+size))
 		buf := make([]byte, c)
 		copy(buf[c-len(d):], d)
 		nd.buf, nd.s = buf, c-len(d)
@@ -126,14 +150,15 @@ func (l *List) PushLeft(v []byte) {
 func (l *List) PushRight(v []byte) {
 	size := entrySize(len(v))
 	last := len(l.nodes) - 1
-	if last < 0 || len(l.nodes[last].data())+size > NodeSize {
-		l.nodes = append(l.nodes, node{buf: make([]byte, 0, min(NodeSize, max(64, size)))})
+	nodeSize, count := nodeLimits()
+	if last < 0 || len(l.nodes[last].data())+size > nodeSize || l.nodes[last].n >= count {
+		l.nodes = append(l.nodes, node{buf: make([]byte, 0, min(nodeSize, max(64, size)))})
 		last++
 	}
 	nd := &l.nodes[last]
 	if len(nd.buf)+size > cap(nd.buf) {
 		d := nd.data()
-		buf := make([]byte, len(d), min(max(2*len(d), len(d)+size), max(NodeSize, len(d)+size)))
+		buf := make([]byte, len(d), min(max(2*len(d), len(d)+size), max(nodeSize, len(d)+size)))
 		copy(buf, d)
 		nd.set(buf)
 	}
@@ -284,7 +309,7 @@ func (l *List) Range(start, stop int, fn func(v []byte) bool) {
 }
 
 // splice replaces the entry at off of node ni (whose size is old bytes)
-// with e (possibly empty), splitting the node if it grew past NodeSize.
+// with e (possibly empty), splitting the node if it grew past the node limits.
 func (l *List) splice(ni, off, old int, e []byte, dn int) {
 	nd := &l.nodes[ni]
 	d := nd.data()
@@ -299,7 +324,7 @@ func (l *List) splice(ni, off, old int, e []byte, dn int) {
 		l.nodes = slices.Delete(l.nodes, ni, ni+1)
 		return
 	}
-	if len(b) > NodeSize && nd.n > 1 {
+	if size, count := nodeLimits(); (len(b) > size || nd.n > count) && nd.n > 1 {
 		l.split(ni)
 	}
 }

@@ -25,7 +25,7 @@ func randElem(r *rand.Rand) []byte {
 	case 0:
 		n = 200 + r.IntN(300)
 	case 1:
-		n = NodeSize + r.IntN(100) // a node of its own
+		n = 8<<10 + r.IntN(100) // a node of its own
 	}
 	b := make([]byte, n)
 	for i := range b {

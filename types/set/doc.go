@@ -6,6 +6,9 @@
 //
 // Never: I/O, locking, knowledge of keys and commands.
 //
+// MaxIntsetEntries is set-max-intset-entries, a process-wide atomic CONFIG
+// SET changes; a set converts at its next insertion past it.
+//
 // Invariants: the intset is sorted and duplicate-free; a set never
 // converts back from hashtable to intset (as Redis); byte slices handed out
 // alias the set (or a scratch buffer) and are valid only until the next

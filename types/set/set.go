@@ -3,13 +3,25 @@ package set
 import (
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/dfly/dfly/types/hash"
 	"github.com/dfly/dfly/types/num"
 )
 
-// MaxIntsetEntries is Redis's set-max-intset-entries default.
-var MaxIntsetEntries = 512
+// maxIntsetEntries is set-max-intset-entries (CONFIG SET), read on every
+// insertion; Redis's default.
+var maxIntsetEntries = func() *atomic.Int64 {
+	var a atomic.Int64
+	a.Store(512)
+	return &a
+}()
+
+// MaxIntsetEntries is the most members an intset holds.
+func MaxIntsetEntries() int64 { return maxIntsetEntries.Load() }
+
+// SetMaxIntsetEntries changes MaxIntsetEntries for later insertions.
+func SetMaxIntsetEntries(n int64) { maxIntsetEntries.Store(n) }
 
 // Set is a Redis set.
 type Set struct {
@@ -57,7 +69,7 @@ func (s *Set) Add(member []byte) bool {
 				return false
 			}
 			s.ints = slices.Insert(s.ints, i, v)
-			if len(s.ints) > MaxIntsetEntries {
+			if int64(len(s.ints)) > maxIntsetEntries.Load() {
 				s.convert()
 			}
 			return true

@@ -92,19 +92,19 @@ func TestSetModel(t *testing.T) {
 
 func TestSetEncodingBoundaries(t *testing.T) {
 	s := New()
-	for i := 0; i < MaxIntsetEntries; i++ {
+	for i := 0; i < int(MaxIntsetEntries()); i++ {
 		s.Add([]byte(strconv.Itoa(i * 7)))
 	}
 	if s.Encoding() != "intset" {
-		t.Fatalf("%d ints: %s", MaxIntsetEntries, s.Encoding())
+		t.Fatalf("%d ints: %s", MaxIntsetEntries(), s.Encoding())
 	}
 	s.Add([]byte("7")) // present: no growth
 	if s.Encoding() != "intset" {
 		t.Fatal("duplicate converted")
 	}
 	s.Add([]byte("1"))
-	if s.Encoding() != "hashtable" || s.Len() != MaxIntsetEntries+1 {
-		t.Fatalf("%d ints: %s", MaxIntsetEntries+1, s.Encoding())
+	if s.Encoding() != "hashtable" || int64(s.Len()) != MaxIntsetEntries()+1 {
+		t.Fatalf("%d ints: %s", MaxIntsetEntries()+1, s.Encoding())
 	}
 	for _, m := range []string{"01", "+1", " 1", "1.0", "9223372036854775808", "-0", ""} {
 		s := New()

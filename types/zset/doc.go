@@ -11,7 +11,8 @@
 //     member's bytes, so a member costs one allocation; leaves hold up to 64
 //     entries inline, so the tree adds about one pointer per 40 members.
 //
-// Like Redis 7.0, a set starts as a listpack and is converted for good once
+// Both limits are CONFIG SET's (zset-max-listpack-*), process-wide atomics
+// read on every insertion. Like Redis 7.0, a set starts as a listpack and is converted for good once
 // it grows past either limit; only the STORE commands build a fresh result
 // in the compact form when it fits (Shrink).
 //

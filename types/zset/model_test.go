@@ -276,7 +276,7 @@ func TestModel(t *testing.T) {
 
 func TestEncodingLimits(t *testing.T) {
 	s := New()
-	for i := 0; i < MaxListpackEntries; i++ {
+	for i := 0; i < int(MaxListpackEntries()); i++ {
 		s.Add([]byte(strconv.Itoa(i)), float64(i))
 	}
 	if s.Encoding() != "listpack" {
@@ -288,15 +288,15 @@ func TestEncodingLimits(t *testing.T) {
 	}
 	s.RemoveRange(0, 10)
 	s.Shrink()
-	if s.Encoding() != "listpack" || s.Len() != MaxListpackEntries-10 {
+	if s.Encoding() != "listpack" || s.Len() != int(MaxListpackEntries())-10 {
 		t.Fatalf("after Shrink: %s %d", s.Encoding(), s.Len())
 	}
 	l := New()
-	l.Add(make([]byte, MaxListpackValue), 1)
+	l.Add(make([]byte, MaxListpackValue()), 1)
 	if l.Encoding() != "listpack" {
 		t.Fatal("64-byte member converted")
 	}
-	l.Add(make([]byte, MaxListpackValue+1), 1)
+	l.Add(make([]byte, MaxListpackValue()+1), 1)
 	if l.Encoding() != "skiplist" {
 		t.Fatal("65-byte member kept listpack")
 	}

@@ -2,15 +2,32 @@ package zset
 
 import (
 	"sort"
+	"sync/atomic"
 	"unsafe"
 )
 
-// The listpack limits, Redis's zset-max-listpack-entries and
-// zset-max-listpack-value defaults.
-var (
-	MaxListpackEntries = 128
-	MaxListpackValue   = 64
-)
+// The listpack limits, zset-max-listpack-entries and
+// zset-max-listpack-value (CONFIG SET), read on every insertion; Redis's
+// defaults.
+var maxListpackEntries, maxListpackValue = newLimit(128), newLimit(64)
+
+func newLimit(n int64) *atomic.Int64 {
+	var a atomic.Int64
+	a.Store(n)
+	return &a
+}
+
+// MaxListpackEntries is the most members a listpack set holds.
+func MaxListpackEntries() int64 { return maxListpackEntries.Load() }
+
+// MaxListpackValue is the longest member a listpack set holds.
+func MaxListpackValue() int64 { return maxListpackValue.Load() }
+
+// SetMaxListpackEntries changes MaxListpackEntries for later insertions.
+func SetMaxListpackEntries(n int64) { maxListpackEntries.Store(n) }
+
+// SetMaxListpackValue changes MaxListpackValue for later insertions.
+func SetMaxListpackValue(n int64) { maxListpackValue.Store(n) }
 
 // Set is a sorted set. The zero value is not usable; see New.
 type Set struct {
@@ -135,7 +152,7 @@ func (s *Set) Add(member []byte, score float64) (added bool) {
 		}
 		return false
 	}
-	if len(s.small)+1 > MaxListpackEntries || len(member) > MaxListpackValue {
+	if int64(len(s.small)+1) > maxListpackEntries.Load() || int64(len(member)) > maxListpackValue.Load() {
 		s.convert()
 		return s.Add(member, score)
 	}
@@ -296,13 +313,13 @@ func (s *Set) RemoveRange(start, end int) int {
 // Shrink switches a skiplist set back to the listpack form when it fits
 // (Redis's zsetConvertToListpackIfNeeded, used by the STORE commands).
 func (s *Set) Shrink() {
-	if s.tree == nil || s.Len() > MaxListpackEntries {
+	if s.tree == nil || int64(s.Len()) > maxListpackEntries.Load() {
 		return
 	}
 	small := make([]entry, 0, s.Len())
 	fits := true
 	s.tree.root.ascend(0, func(e *entry) bool {
-		if len(e.member) > MaxListpackValue {
+		if int64(len(e.member)) > maxListpackValue.Load() {
 			fits = false
 			return false
 		}
