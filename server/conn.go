@@ -50,6 +50,10 @@ type pending struct {
 	// those of resp.BigArg bytes or more each a buffer of its own, which
 	// the command may keep (Exec.OwnArgs).
 	assembled bool
+	// msgMark: the Pub/Sub messages delivered to the connection before
+	// the command was dispatched (subState.enq), which go out before its
+	// reply (collectReplies).
+	msgMark uint64
 }
 
 // Conn is one client connection. Its fields are owned by the event loop
@@ -282,6 +286,7 @@ func (c *Conn) step() gnet.Action {
 }
 
 func (c *Conn) writeOut() {
+	c.drainMessages(c.sub.enq.Load()) // after the replies: delivered since they were dispatched
 	if len(c.out) == 0 {
 		return
 	}
@@ -299,6 +304,7 @@ func (c *Conn) writeOut() {
 func (c *Conn) collectReplies(upTo int) {
 	for c.flushed < upTo {
 		p := &c.cmds[c.flushed]
+		c.drainMessages(p.msgMark)
 		c.srv.countReply(p.cmd, p.rejected, &p.reply, 0)
 		c.out = append(c.out, p.reply.Buf...)
 		if cap(p.reply.Buf) > replyKeepCap {
@@ -426,6 +432,7 @@ gather:
 		}
 		p.reply.Proto = c.proto
 		p.rejected = false
+		p.msgMark = c.sub.enq.Load()
 		if !c.prepare(p) {
 			p.rejected = true
 			if c.multi != nil {

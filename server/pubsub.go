@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/panjf2000/gnet/v2"
-
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/glob"
 	"github.com/dfly/dfly/resp"
@@ -14,9 +12,14 @@ import (
 
 // Pub/Sub is not keyspace data: no shard owns it. The registry maps
 // channels and patterns to subscribed connections under one RWMutex
-// (PUBLISH takes it shared). A message reaches a subscriber through
-// gnet's AsyncWrite, which runs on the subscriber's own loop between
-// whole replies, so a push never lands inside another reply.
+// (PUBLISH takes it shared). A message is queued on the subscriber (in
+// order, before PUBLISH returns) and its loop woken; the loop writes the
+// queue between whole replies, in the order Redis's output buffer would
+// hold them: a message queued before a command of the subscriber was
+// dispatched goes out before that command's reply (pending.msgMark), so
+// a subscriber's UNSUBSCRIBE or PING reply never overtakes a message
+// published before it sent them, and the messages queued after a
+// SUBSCRIBE was dispatched follow its confirmation.
 
 type pubsub struct {
 	mu sync.RWMutex
@@ -55,8 +58,17 @@ func newPubsub() *pubsub {
 // subState is a connection's own view of its subscriptions, owned by its loop.
 type subState struct {
 	own [subKinds]map[string]struct{}
-	// queued counts bytes handed to AsyncWrite and not yet written.
+	// queued counts bytes of messages delivered and not yet written.
 	queued atomic.Int64
+	// msgs are the messages delivered and not yet taken by the loop
+	// (drainMessages), under mu; enq counts every message delivered,
+	// taken the ones the loop took (loop-owned); woken: a wake is on its
+	// way (under mu).
+	mu    sync.Mutex
+	msgs  [][]byte
+	enq   atomic.Uint64
+	taken uint64
+	woken bool
 	// subscribed: the connection has subscriptions (its output class is
 	// pubsub), for publishers on other goroutines.
 	subscribed atomic.Bool
@@ -273,13 +285,39 @@ func (c *Conn) deliver(msg []byte) {
 		c.closeForOutput(true)
 		return
 	}
-	_ = c.gc.AsyncWrite(msg, func(_ gnet.Conn, err error) error {
-		c.sub.queued.Add(-size)
-		if err == nil {
-			c.checkOutput()
-		}
-		return nil
-	})
+	c.sub.mu.Lock()
+	c.sub.msgs = append(c.sub.msgs, msg)
+	c.sub.enq.Add(1)
+	wake := !c.sub.woken
+	c.sub.woken = true
+	c.sub.mu.Unlock()
+	if wake {
+		_ = c.gc.Wake(nil) // serve writes the queue (writeOut)
+	}
+}
+
+// drainMessages moves the messages delivered, up to the upTo-th ever,
+// to the output buffer; on the connection's loop.
+func (c *Conn) drainMessages(upTo uint64) {
+	if c.sub.taken >= upTo {
+		return
+	}
+	c.sub.mu.Lock()
+	n := min(int(upTo-c.sub.taken), len(c.sub.msgs))
+	size := 0
+	for _, m := range c.sub.msgs[:n] {
+		c.out = append(c.out, m...)
+		size += len(m)
+	}
+	clear(c.sub.msgs[:n])
+	c.sub.msgs = c.sub.msgs[n:]
+	if len(c.sub.msgs) == 0 {
+		c.sub.msgs = nil
+		c.sub.woken = false
+	}
+	c.sub.taken += uint64(n)
+	c.sub.mu.Unlock()
+	c.sub.queued.Add(-int64(size))
 }
 
 // pubsubSubcommands describe PUBSUB's subcommands: arity, flags, key specs, ACL categories.

@@ -138,3 +138,55 @@ func TestShardedPubSub(t *testing.T) {
 	expectReply(t, pub.Do("SPUBLISH", "c", "m"), "(integer) 1")
 	expectReply(t, p3.MustRead(), "(push)\n  \"smessage\"\n  \"c\"\n  \"m\"")
 }
+
+// Pub/Sub order under concurrency, 1,000 tries each, publisher and
+// subscriber on different event loops: a message published (PUBLISH
+// returned) before the subscriber sends PING or UNSUBSCRIBE reaches it
+// before that reply; a PUBLISH after the SUBSCRIBE confirmation arrived
+// reaches the subscriber (PUBLISH counts it) after the confirmation.
+// Checked against redis-server too.
+func TestPubSubOrderStress(t *testing.T) {
+	srv := StartServer(t, "--proactor_threads", "4")
+	const tries = 1000
+	pub := srv.Raw(t)
+	var subs []*RawConn
+	for len(subs) < 3 { // connections land on loops round robin: use several
+		subs = append(subs, srv.Raw(t))
+	}
+	reorders, missed := 0, 0
+	for i := 0; i < tries; i++ {
+		s := subs[i%len(subs)]
+		ch := fmt.Sprintf("ch%d", i)
+		// A PUBLISH right after the confirmation: counted and delivered.
+		expectReply(t, s.Do("SUBSCRIBE", ch), "(array)\n  \"subscribe\"\n  \""+ch+"\"\n  (integer) 1")
+		if n := pub.Do("PUBLISH", ch, "m1").Int; n != 1 {
+			missed++
+		}
+		// m1 is on its way: a PING sent now is answered after it. Then
+		// another PUBLISH returns before an UNSUBSCRIBE is sent: m2 first.
+		for _, step := range []struct {
+			cmd   []string
+			reply string
+		}{{[]string{"PING"}, "pong"}, {[]string{"UNSUBSCRIBE", ch}, "unsubscribe"}} {
+			if step.reply == "unsubscribe" {
+				pub.Do("PUBLISH", ch, "m2")
+			}
+			s.Send(step.cmd...)
+			r, err := s.Read()
+			if err != nil {
+				t.Fatalf("try %d: %v", i, err)
+			}
+			if len(r.Elems) == 0 || r.Elems[0].Str != "message" {
+				reorders++
+			}
+			for len(r.Elems) == 0 || r.Elems[0].Str != step.reply { // on to the reply, in step
+				if r, err = s.Read(); err != nil {
+					t.Fatalf("try %d: %v", i, err)
+				}
+			}
+		}
+	}
+	if reorders != 0 || missed != 0 {
+		t.Fatalf("%d tries: %d replies overtook a message, %d publishes after SUBSCRIBE missed it", tries, reorders, missed)
+	}
+}
