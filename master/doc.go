@@ -25,7 +25,7 @@
 // package. FAILOVER, which pauses the server's writes and makes it a
 // replica, is the server's too (server/failover.go). What the journal
 // records of each command is decided where commands run
-// (server/repl_master_record.go); docs/DESIGN.md §6 is the overview.
+// (command/record.go); docs/DESIGN.md §6 is the overview.
 //
 // Never: make a shard wait for a replica. Shards only append to the feed's
 // queues and a flow's queue; a replica's output is bounded

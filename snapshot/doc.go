@@ -65,7 +65,7 @@
 //     they are taken: a connection's batch (single-shard commands, EXEC
 //     and scripts: server/conn.go), a transaction's lock step on each
 //     shard (package tx, so every coordinator command, EXEC and script),
-//     and BLMOVE served on wake (server/cmd_list_blocking.go); EXEC's hop
+//     and BLMOVE served on wake (family/list_blocking.go); EXEC's hop
 //     path never runs while a journal records. Capture writes each
 //     bucket of those keys whose baseline is still due (PIT: below the
 //     snapshot version, then stamped; non-PIT: not passed by the walk,

@@ -6,7 +6,7 @@
 // same data gives the same scores, cells, distances and result order.
 //
 // Never: I/O, key look-ups, argument parsing or replies; the server
-// (server/cmd_geo.go) stores the scores in a zset and reads the
+// (family/geo.go) stores the scores in a zset and reads the
 // ranges Cells and ScoreRange give.
 //
 // Invariants: a stored point's score is its 52-bit cell (StepMax);
