@@ -24,21 +24,36 @@ type binding struct {
 // bindings are the parameters of params.txt that mean something to dfly,
 // and the special syntaxes; an alias follows its parameter's.
 var bindings = map[string]binding{
-	"port":               intField(func(c *Config) *int { return &c.Port }),
-	"bind":               strField(func(c *Config) *string { return &c.Bind }),
-	"requirepass":        strField(func(c *Config) *string { return &c.Requirepass }), // the server applies it to the default user
-	"aclfile":            strField(func(c *Config) *string { return &c.ACLFile }),
-	"maxclients":         intField(func(c *Config) *int { return &c.MaxClients }),
-	"dir":                strField(func(c *Config) *string { return &c.Dir }),
-	"dbfilename":         strField(func(c *Config) *string { return &c.DBFilename }),
-	"databases":          intField(func(c *Config) *int { return &c.Databases }),
-	"logfile":            strField(func(c *Config) *string { return &c.LogFile }),
-	"loglevel":           strField(func(c *Config) *string { return &c.LogLevel }),
-	"masterauth":         strField(func(c *Config) *string { return &c.MasterAuth }),
-	"masteruser":         strField(func(c *Config) *string { return &c.MasterUser }),
-	"repl-timeout":       intField(func(c *Config) *int { return &c.ReplTimeout }),
-	"replicaof":          {get: func(c *Config) string { return c.ReplicaOf }, set: func(c *Config, v string) error { c.ReplicaOf = v; return nil }},
-	"maxmemory":          int64Field(func(c *Config) *int64 { return &c.MaxMemory }),
+	"port":         intField(func(c *Config) *int { return &c.Port }),
+	"bind":         strField(func(c *Config) *string { return &c.Bind }),
+	"requirepass":  strField(func(c *Config) *string { return &c.Requirepass }), // the server applies it to the default user
+	"aclfile":      strField(func(c *Config) *string { return &c.ACLFile }),
+	"maxclients":   intField(func(c *Config) *int { return &c.MaxClients }),
+	"dir":          strField(func(c *Config) *string { return &c.Dir }),
+	"dbfilename":   strField(func(c *Config) *string { return &c.DBFilename }),
+	"databases":    intField(func(c *Config) *int { return &c.Databases }),
+	"logfile":      strField(func(c *Config) *string { return &c.LogFile }),
+	"loglevel":     strField(func(c *Config) *string { return &c.LogLevel }),
+	"masterauth":   strField(func(c *Config) *string { return &c.MasterAuth }),
+	"masteruser":   strField(func(c *Config) *string { return &c.MasterUser }),
+	"repl-timeout": intField(func(c *Config) *int { return &c.ReplTimeout }),
+	"replicaof":    {get: func(c *Config) string { return c.ReplicaOf }, set: func(c *Config, v string) error { c.ReplicaOf = v; return nil }},
+	"maxmemory": {
+		// Shown as given (up to 2^64-1, as Redis), applied up to 2^63-1.
+		get: func(c *Config) string {
+			if v, ok := c.stored["maxmemory"]; ok {
+				if n, _ := strconv.ParseUint(v, 10, 64); int64(min(n, math.MaxInt64)) == c.MaxMemory {
+					return v
+				}
+			}
+			return strconv.FormatInt(c.MaxMemory, 10)
+		},
+		set: func(c *Config, v string) error {
+			n, err := strconv.ParseUint(v, 10, 64)
+			c.MaxMemory = int64(min(n, math.MaxInt64))
+			c.store("maxmemory", v)
+			return err
+		}},
 	"proto-max-bulk-len": int64Field(func(c *Config) *int64 { return &c.ProtoMaxBulk }),
 	"protected-mode": {get: func(c *Config) string { return YesNo(c.ProtectedMode) },
 		set: func(c *Config, v string) error { c.ProtectedMode = v == "yes"; return nil }},

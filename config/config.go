@@ -169,11 +169,15 @@ func (c *Config) apply(p *param, v string) error {
 	if p.set != nil {
 		return p.set(c, v)
 	}
+	c.store(p.key(), v)
+	return nil
+}
+
+func (c *Config) store(name, v string) {
 	if c.stored == nil {
 		c.stored = map[string]string{}
 	}
-	c.stored[p.key()] = v
-	return nil
+	c.stored[name] = v
 }
 
 // Get is CONFIG GET's reply: each parameter one of patterns names (Redis's
