@@ -12,6 +12,7 @@ import (
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/master"
+	"github.com/dfly/dfly/offload"
 	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
@@ -326,7 +327,7 @@ func (h *masterHost) FunctionsAtCut(sh *shard.Shard, out chan<- snapshot.Chunk, 
 	(*Server)(h).functionsAtCut(sh, out, tagged)
 }
 
-func (h *masterHost) TierLoader(sh *shard.Shard) snapshot.Loader { return tierLoader(sh) }
+func (h *masterHost) TierLoader(sh *shard.Shard) snapshot.Loader { return offload.Loader(sh) }
 
 func (h *masterHost) WriteRDB(w io.Writer, outs []chan snapshot.Chunk, free chan<- []byte) error {
 	return h.persist.WriteRDB(w, outs, free)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/offload"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/shard"
@@ -114,7 +115,7 @@ func (h *persistHost) LoadFunctions(code []byte) error { return (*Server)(h).loa
 func (h *persistHost) Tiered() bool { return h.tiered != nil }
 
 func (h *persistHost) TierView(sh *shard.Shard, e *rdb.Encoder, v *shard.Value) *shard.Value {
-	return tierView(sh, e, v)
+	return offload.View(sh, e, v)
 }
 
-func (h *persistHost) TierLoader(sh *shard.Shard) snapshot.Loader { return tierLoader(sh) }
+func (h *persistHost) TierLoader(sh *shard.Shard) snapshot.Loader { return offload.Loader(sh) }

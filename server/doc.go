@@ -2,8 +2,8 @@
 // event loops, client connections and their dispatch, the server's own
 // command families, and the machinery that spans shards — coordinators,
 // MULTI/EXEC, scripts and functions, blocking commands, persistence's and
-// replication's commands, applying a master's stream, failover, tiered
-// storage's policy — plus ACL, Pub/Sub, client tracking, MONITOR,
+// replication's commands, applying a master's stream, failover, loading
+// offloaded values ahead of commands — plus ACL, Pub/Sub, client tracking, MONITOR,
 // SLOWLOG, LATENCY and INFO. docs/DESIGN.md §1–2 is the map; the files, by
 // subject:
 //
@@ -39,7 +39,10 @@
 //     life, replicaHost: what package replica's links see of the server),
 //     repl_replica_apply.go (replApplier: applying a master's ops);
 //     repl.go (INFO replication, ROLE); failover.go (FAILOVER).
-//   - Tiered storage: tiered.go (offloading, loading ahead of commands).
+//   - Tiered storage: tiered.go (the wiring of package offload, which
+//     offloads values and reads them back), tiered_batch.go (a batch's
+//     loads ahead), tiered_coord.go (a coordinator's or a replica's
+//     preloads and pins, INFO tiered), tiered_save.go (DEBUG RELOAD).
 //
 // How a command travels: a connection parses every complete command in a
 // read, then dispatches them in order: connection commands run inline on

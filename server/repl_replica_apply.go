@@ -9,6 +9,7 @@ import (
 
 	"github.com/dfly/dfly/acl"
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/offload"
 	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
@@ -406,8 +407,8 @@ func (b *applyBatch) exec(s *shard.Shard, resumed bool) {
 			}
 		}
 		resumed = false
-		if t, ok := s.Tier().(*tierShard); ok && !b.loaded &&
-			t.applyLoad(s, op.cmd, op.db, op.args, func(failed bool) { b.loadDone(s, failed) }) {
+		if t, ok := s.Tier().(*offload.Shard); ok && !b.loaded &&
+			tierApplyLoad(t, s, op.cmd, op.db, op.args, func(failed bool) { b.loadDone(s, failed) }) {
 			// tiered.go: resumed (from this command, the locks checked
 			// again) once the offloaded values it reads are in memory.
 			b.loaded = true
@@ -445,7 +446,7 @@ func (b *applyBatch) loadDone(s *shard.Shard, failed bool) {
 	}
 	b.loaded = false
 	b.retries++
-	time.AfterFunc(tierRetry(b.retries), func() { s.Send(tierFunc(func() { b.exec(s, false) })) })
+	time.AfterFunc(tierRetry(b.retries), func() { s.Send(shard.Func(func(s *shard.Shard) { b.exec(s, false) })) })
 }
 
 func (b *applyBatch) LockKeys() ([]shard.KeyLock, bool) { return b.keys, false }

@@ -20,6 +20,7 @@ import (
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/master"
+	"github.com/dfly/dfly/offload"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/reclaim"
 	"github.com/dfly/dfly/script"
@@ -74,10 +75,10 @@ type Server struct {
 	pubsub     *pubsub
 	monitors   monitors
 	tracking   trackingRegistry
-	persist    *persist.Engine // SAVE, BGSAVE, loading (cmd_persist.go)
-	tiered     *tieredState    // tiered storage, nil when off (tiered.go)
-	master     *master.Master  // master side of replication (cmd_master.go)
-	replica    replicaState    // replica side of replication (repl_replica.go)
+	persist    *persist.Engine  // SAVE, BGSAVE, loading (cmd_persist.go)
+	tiered     *offload.Tiering // tiered storage, nil when off (tiered.go)
+	master     *master.Master   // master side of replication (cmd_master.go)
+	replica    replicaState     // replica side of replication (repl_replica.go)
 
 	// loops are the engine's event loops; shardLoop[i] is the loop that
 	// owns shard i. Both are set once, before any command is served.

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/offload"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tiered"
 )
@@ -130,8 +131,8 @@ func (b *shardBatch) tierKeys(s *shard.Shard, p *pending) []tierKeyRef {
 // issues their reads and parks the batch (parked=true). failed: a read
 // failed, the command's error reply is written and it must not run.
 func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool) {
-	t := s.Tier().(*tierShard)
-	if t.entries == 0 {
+	t := s.Tier().(*offload.Shard)
+	if t.Entries() == 0 {
 		return false, false
 	}
 	ext := false
@@ -157,25 +158,23 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 		if v == nil || !v.IsExternal() {
 			continue
 		}
-		seg := segOf(v)
-		if !readOnly && seg.Len > tierBigValue {
+		seg := offload.SegmentOf(v)
+		if !readOnly && seg.Len > offload.BigValue {
 			// Loaded without a copy: only bytes of a private read of this
 			// batch (mine) may become the value.
 			if data := b.takeMine(seg); data != nil {
-				t.loads++
-				t.Free(v) // deferred: the batch retains seg until it is done
-				v.SetStr(data)
+				t.Loaded(v, data) // freed after: the batch retains seg until it is done
 				continue
 			}
-			if t.failed[seg.Off] {
+			if t.Failed(seg) {
 				failed = true
 			}
 			missing = true
 			continue
 		}
-		data, ok := t.ready[seg.Off]
-		if !ok || len(data) != int(seg.Len) {
-			if t.failed[seg.Off] {
+		data, ok := t.Ready(seg)
+		if !ok {
+			if t.Failed(seg) {
 				failed = true
 			}
 			missing = true
@@ -184,12 +183,10 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 		if readOnly {
 			b.tier.temps = append(b.tier.temps, tierTemp{db: k.db, key: k.key, seg: seg, data: data})
 			v.SetStr(data) // not stored: made external again after the command
-			t.readServes++
+			t.Served()
 			continue
 		}
-		t.loads++
-		t.Free(v) // deferred: the batch retains seg until it is done
-		v.SetStr(bytes.Clone(data))
+		t.Loaded(v, bytes.Clone(data)) // freed after: the batch retains seg until it is done
 	}
 	if failed {
 		b.tierAfter(s) // undo the in-place values of this command
@@ -210,8 +207,8 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 		ro := readsOnly(q)
 		for _, k := range b.tierKeys(s, q) {
 			if v := k.db.Peek(k.key); v != nil && v.IsExternal() {
-				seg := segOf(v)
-				b.tierRead(s, t, seg, !ro && seg.Len > tierBigValue)
+				seg := offload.SegmentOf(v)
+				b.tierRead(s, t, seg, !ro && seg.Len > offload.BigValue)
 			}
 		}
 	}
@@ -222,7 +219,7 @@ func (b *shardBatch) tierBefore(s *shard.Shard, p *pending) (parked, failed bool
 // readsOnly: p is a read-only command (not EXEC), which runs on the bytes
 // read in place. PFCOUNT is flagged read-only but writes its cache into
 // the value's bytes (after DB.Mutate): it loads the value instead, so the
-// bytes of a shared read are never modified (see tierLoader).
+// bytes of a shared read are never modified (see offload.Loader).
 func readsOnly(p *pending) bool {
 	return p.multi == nil && p.cmd.Flags&command.FlagReadonly != 0 && p.cmd.Name != "pfcount"
 }
@@ -230,7 +227,7 @@ func readsOnly(p *pending) bool {
 // tierRead reads seg for the parked batch, once per segment and kind:
 // private (a big value a command loads into memory, which takes the bytes
 // over: tiered.Store.ReadPrivate) or shared with other readers.
-func (b *shardBatch) tierRead(s *shard.Shard, t *tierShard, seg tiered.Segment, private bool) {
+func (b *shardBatch) tierRead(s *shard.Shard, t *offload.Shard, seg tiered.Segment, private bool) {
 	for _, g := range b.tier.segs {
 		if g.seg.Off == seg.Off && g.private == private {
 			return
@@ -238,15 +235,14 @@ func (b *shardBatch) tierRead(s *shard.Shard, t *tierShard, seg tiered.Segment, 
 	}
 	b.tier.segs = append(b.tier.segs, tierSegRead{seg, private})
 	b.tier.waiting++
-	t.store.Retain(seg)
+	t.Store().Retain(seg)
 	done := func(data []byte, shared bool, err error) {
 		if err != nil {
-			t.logErr(err)
-			t.failed[seg.Off] = true
+			t.ReadFailed(seg, err)
 		} else if private {
 			b.tier.mine = append(b.tier.mine, tierMine{seg.Off, data})
 		} else {
-			t.ready[seg.Off] = data
+			t.SetReady(seg, data)
 			if !shared {
 				b.tier.owned = append(b.tier.owned, data)
 			}
@@ -261,20 +257,18 @@ func (b *shardBatch) tierRead(s *shard.Shard, t *tierShard, seg tiered.Segment, 
 		// connection at once: only locals are used after it.
 		b.exec(s, false)
 		for _, g := range segs {
-			delete(t.ready, g.seg.Off) // a batch that still waits for g reads it again
-			delete(t.failed, g.seg.Off)
-			t.store.Release(g.seg)
+			t.Forget(g.seg) // a batch that still waits for g reads it again
 		}
 		// Nothing holds the bytes only this batch was given: temporary
 		// values were made external again, loaded ones and replies copied.
 		for _, data := range owned {
-			t.store.Recycle(data)
+			t.Store().Recycle(data)
 		}
 	}
 	if private {
-		t.store.ReadPrivate(seg, func(data []byte, err error) { done(data, false, err) })
+		t.Store().ReadPrivate(seg, func(data []byte, err error) { done(data, false, err) })
 	} else {
-		t.store.ReadOwned(seg, done)
+		t.Store().ReadOwned(seg, done)
 	}
 }
 
@@ -312,18 +306,9 @@ func (b *shardBatch) tierAfter(s *shard.Shard) {
 	if len(b.tier.temps) == 0 {
 		return
 	}
-	t := s.Tier().(*tierShard)
+	t := s.Tier().(*offload.Shard)
 	for i, tm := range b.tier.temps {
-		v := tm.db.Peek(tm.key)
-		if v != nil && v.Type == shard.TypeString && !v.IsExternal() && v.StrLen() == len(tm.data) &&
-			unsafe.SliceData(v.Str()) == unsafe.SliceData(tm.data) {
-			tm.db.Offloaded(v, tm.seg.Off, tm.seg.Len)
-		} else {
-			// Gone meanwhile (a lazy expiry inside the command).
-			t.entries--
-			t.bytes -= int64(tm.seg.Len)
-			t.store.Free(tm.seg)
-		}
+		t.Restore(tm.db, tm.key, tm.seg, tm.data)
 		b.tier.temps[i] = tierTemp{}
 	}
 	b.tier.temps = b.tier.temps[:0]

@@ -1,6 +1,6 @@
 package shard
 
-// Tiered storage (docs/DESIGN.md §7, package tiered, server/tiered.go): a string
+// Tiered storage (docs/DESIGN.md §7, packages tiered and offload): a string
 // value may be offloaded to the shard's backing file, leaving an external
 // Value (IsExternal) that records where its bytes are. The DB keeps such
 // values consistent through the Tier: it frees their space when they are

@@ -167,7 +167,7 @@ func (v *Value) SetStr(b []byte) {
 
 // IsExternal reports whether v is a string offloaded to the shard's
 // backing file. Its Str() is nil: the server loads it before a command
-// reads it (server/tiered.go), and DB.Find loads it as a fallback.
+// reads it (server/tiered_batch.go), and DB.Find loads it as a fallback.
 func (v *Value) IsExternal() bool { return v.ext }
 
 // External is an offloaded string's place in the backing file.

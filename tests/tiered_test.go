@@ -1,6 +1,6 @@
 package tests
 
-// Tiered storage end to end (server/tiered.go): with --tiered_prefix and no
+// Tiered storage end to end (package offload, server/tiered.go): with --tiered_prefix and no
 // maxmemory every string of at least --tiered_min_value_size bytes is
 // offloaded, so every command below meets offloaded values.
 

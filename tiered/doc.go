@@ -9,7 +9,8 @@
 // posted back to the owner (the post function, shard.Send in the server)
 // so callbacks run on the owner too. ReadSync is the one blocking read, for
 // callers that cannot wait (--debug_snapshot_reference, the fallback of
-// the few paths that were not loaded ahead: see server/tiered.go).
+// the few paths that were not loaded ahead: see server/tiered.go). Which
+// values go to the file, and when, is package offload's.
 //
 // Invariants:
 //   - A segment's space is reused only after it is freed and no read of it

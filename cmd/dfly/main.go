@@ -92,7 +92,7 @@ func tuneGC(cfg *config.Config) {
 	if os.Getenv("GOGC") == "" {
 		if cfg.TieredPrefix != "" && cfg.MaxMemory > 0 {
 			// Tiered storage keeps the live heap near half of maxmemory
-			// (server/tiered.go): a heap goal of twice that fits it.
+			// (package offload): a heap goal of twice that fits it.
 			debug.SetGCPercent(100)
 		} else {
 			debug.SetGCPercent(200)
