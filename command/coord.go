@@ -20,6 +20,29 @@ type Server interface {
 	Tiered() bool
 }
 
+// SingleShard is the one shard owning all of cmd's keys in args, or -1
+// when the command must be coordinated (keys on several shards, or no
+// Shard handler). Keyless shard commands go to shard 0. scratch keeps
+// the key positions (none when -1 for want of a Shard handler).
+func SingleShard(s Server, cmd *Command, args [][]byte, scratch *[]int) int {
+	if cmd.Shard == nil || (cmd.Coordinate != nil && cmd.Coordinate(s, args)) {
+		*scratch = (*scratch)[:0] // no keys to run inline: see server's Conn.runBorrowed
+		return -1
+	}
+	pos := cmd.Keys((*scratch)[:0], args)
+	*scratch = pos
+	if len(pos) == 0 {
+		return 0
+	}
+	sid := s.ShardOf(args[pos[0]])
+	for _, i := range pos[1:] {
+		if s.ShardOf(args[i]) != sid {
+			return -1
+		}
+	}
+	return sid
+}
+
 // Coord is a command running on a coordinator goroutine: one whose keys
 // span shards, or that works on every shard (DBSIZE, FLUSHALL, KEYS). The
 // server drives it (Run): transactions, work on shards, blocking.

@@ -12,11 +12,21 @@
 //   - client.go, wire.go: Client, the link to a Redis-protocol master (real
 //     redis-server, or anything speaking its PSYNC protocol), described
 //     below.
+//   - apply.go: ShardApplier, the Applier of both: it applies ops like a
+//     connection's pipeline, without a socket — single-shard commands
+//     batched per shard, MULTI/EXEC blocks and multi-shard commands as
+//     transactions (package tx) over every shard they touch — through the
+//     command context (command.Table, command.Exec, command.Coord), with
+//     shard.MasterApply set so the master's writes see keys the replica
+//     hides from clients as expired. A full sync's RDB payload loads
+//     through Host's loader.
 //
 // The master side is package master. What the server gives a link: Host
-// (loading, flushing, following another master) and Applier (applying
-// ops: server/repl_replica_apply.go); REPLICAOF and the link's life are
-// the server's (server/repl_replica.go).
+// (loading, flushing, following another master, an Applier per flow) and
+// ApplyHost (what only the server has: a client for the master's commands
+// to run as, coordinators, connection commands, statistics, tiered
+// storage's loads); REPLICAOF and the link's life are the server's
+// (server/repl_replica.go).
 //
 // A Client's link runs: PING, AUTH when a password is configured (masterauth,
 // masteruser), REPLCONF listening-port, REPLCONF capa eof capa
@@ -42,6 +52,13 @@
 //     after a disconnect inside a block replays the block from its MULTI.
 //   - Ops reach the Applier in stream order; a MULTI/EXEC block reaches it
 //     as one Op and is applied whole or not at all.
+//   - A ShardApplier runs one shard's commands in stream order (one batch
+//     per shard in flight, parking as a whole behind client locks); blocks
+//     and multi-shard commands are barriers. A batch leaves MasterApply as
+//     it found it: it may park between the steps of another flow's
+//     transaction that holds the shard with it set. A command reading an
+//     offloaded value runs only once the value is in memory, however many
+//     reads fail first.
 //   - An ACK is sent only for ops the Applier has applied (Apply returned).
 //   - A flow's baseline records are in the shards before the transaction
 //     parts after them apply, and a multi-shard transaction applies only

@@ -2,8 +2,8 @@
 // event loops, client connections and their dispatch, the server's own
 // command families, and the machinery that spans shards — coordinators,
 // MULTI/EXEC, scripts and functions, blocking commands, persistence's and
-// replication's commands, applying a master's stream, failover, loading
-// offloaded values ahead of commands — plus ACL, Pub/Sub, client tracking, MONITOR,
+// replication's commands, REPLICAOF and the link's life, failover,
+// loading offloaded values ahead of commands — plus ACL, Pub/Sub, client tracking, MONITOR,
 // SLOWLOG, LATENCY and INFO. docs/DESIGN.md §1–2 is the map; the files, by
 // subject:
 //
@@ -36,9 +36,10 @@
 //   - Replication, master side: cmd_master.go (SYNC, PSYNC, REPLCONF,
 //     WAIT, DFLY over package master, which streams and keeps the
 //     backlogs); replica side: repl_replica.go (REPLICAOF, the link's
-//     life, replicaHost: what package replica's links see of the server),
-//     repl_replica_apply.go (replApplier: applying a master's ops);
-//     repl.go (INFO replication, ROLE); failover.go (FAILOVER).
+//     life, replicaHost: what package replica's links and appliers see
+//     of the server); repl.go (INFO replication, ROLE); failover.go
+//     (FAILOVER). Applying a master's ops is package replica's
+//     (replica.ShardApplier).
 //   - Tiered storage: tiered.go (the wiring of package offload, which
 //     offloads values and reads them back), tiered_batch.go (a batch's
 //     loads ahead), tiered_coord.go (a coordinator's or a replica's
@@ -64,12 +65,11 @@
 // request order once the commands before them are done, in one write per
 // dispatch step unless the work in flight may block.
 //
-// A replica applies its master's stream (package replica's links hand it
-// over) the same way, without a socket:
-// replApplier batches the stream's single-shard commands per shard and
-// runs MULTI/EXEC blocks and multi-shard commands as transactions, with
-// shard.MasterApply set so the master's writes see keys the replica hides
-// from clients as expired.
+// A replica applies its master's stream the same way, without a socket
+// (package replica's ShardApplier, through replicaHost): the stream's
+// single-shard commands batched per shard, MULTI/EXEC blocks and
+// multi-shard commands as transactions, with shard.MasterApply set so the
+// master's writes see keys the replica hides from clients as expired.
 //
 // What it never does: touch a shard's data outside a message running on
 // that shard's goroutine (or on its borrower's, while the shard is lent

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -11,8 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dfly/dfly/acl"
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/master"
+	"github.com/dfly/dfly/offload"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/resp"
@@ -23,7 +26,7 @@ import (
 // Replica side of replication (issue 8): REPLICAOF/SLAVEOF, ROLE and INFO
 // for a replica, refusing client writes (replica-read-only yes), and the
 // link to the master (package replica) applying its stream into the shards
-// through replApplier (repl_replica_apply.go).
+// through replica.ShardApplier, which sees the server as replicaHost.
 //
 // While a replica, every shard is in shard.ReplicaMode: no active expiry,
 // and lazy expiry hides logically expired keys from clients without
@@ -186,7 +189,7 @@ func (s *Server) replicaOfLocked(host string, port int, replid string, offset in
 	client := replica.StartLink((*replicaHost)(s), replica.Config{
 		Addr:        net.JoinHostPort(host, strconv.Itoa(port)),
 		ListenPort:  s.cfg.Port,
-		Applier:     newReplApplier(s),
+		Applier:     replica.NewShardApplier((*replicaHost)(s)),
 		Logf:        s.log.Noticef,
 		MaxBulkLen:  s.cfg.ProtoMaxBulk,
 		MaxQueryBuf: int(s.cfg.QueryBufMax),
@@ -275,10 +278,53 @@ type replLink interface {
 	Status() replica.Status
 }
 
-// replicaHost is the Server as a replica.Link sees it.
+// replicaHost is the Server as a replica.Link and its appliers see it
+// (replica.Host, replica.ApplyHost).
 type replicaHost Server
 
-func (h *replicaHost) NewApplier() replica.Applier { return newReplApplier((*Server)(h)) }
+func (h *replicaHost) NewApplier() replica.Applier { return replica.NewShardApplier(h) }
+
+func (h *replicaHost) Server() command.Server { return (*Server)(h) }
+
+// NewClient is the connection an applier's commands run for: the master's
+// user, no socket.
+func (h *replicaHost) NewClient() command.Client {
+	s := (*Server)(h)
+	c := &Conn{srv: s, proto: 2, loop: -1, authed: true, gone: make(chan struct{}), user: acl.Master}
+	c.info.user = acl.Master
+	c.ID = s.nextConnID.Add(1)
+	c.protoShared.Store(2)
+	return c
+}
+
+func (h *replicaHost) Coord(c command.Client, x command.Coord) *command.Coord {
+	inner := &Coord{Coord: x, Srv: (*Server)(h), Conn: c.(*Conn)}
+	return inner.bind()
+}
+
+func (h *replicaHost) RunLocal(c command.Client, cmd *command.Command, args [][]byte, w *resp.Writer) {
+	runLocal(cmd, c.(*Conn), args, w)
+}
+
+func (h *replicaHost) CountCall(sid int, cmd *command.Command) {
+	(*Server)(h).countShardCall(sid, cmd, 0)
+}
+
+func (h *replicaHost) BeginLoad(r io.Reader, size int64) (io.Reader, func()) {
+	end := h.persist.BeginLoad(size, 0)
+	return h.persist.Progress(r), end
+}
+
+func (h *replicaHost) Tier() replica.Tier {
+	if h.tiered == nil {
+		return nil
+	}
+	return (*replicaTier)(h)
+}
+
+func (h *replicaHost) Noticef(format string, args ...any) { h.log.Noticef(format, args...) }
+
+func (h *replicaHost) Warnf(format string, args ...any) { h.log.Warnf(format, args...) }
 
 func (h *replicaHost) NewLoader(pending *sync.WaitGroup) *rdbvalue.Loader {
 	return (*Server)(h).replicaLoader(pending)
@@ -291,6 +337,9 @@ func (h *replicaHost) SetLoading(loading bool) { h.replica.loading.Store(loading
 func (h *replicaHost) Follow(link *replica.Link, host string, port int) {
 	(*Server)(h).followMaster(link, host, port)
 }
+
+// applyLoadInflight bounds the decoded RDB batches queued per shard.
+const applyLoadInflight = 8
 
 // replicaLoader is a Loader of a master's baseline: its batches go to the
 // shards asynchronously, at most applyLoadInflight per shard at a time
@@ -317,6 +366,41 @@ func (s *Server) replicaLoader(pending *sync.WaitGroup) *rdbvalue.Loader {
 	l.KeepExpired()
 	return l
 }
+
+// replicaTier is tiered storage as an applier sees it (tiered_coord.go).
+type replicaTier Server
+
+// Preload: the offloaded values that the commands of a multi-shard step
+// read are loaded into memory first and pinned until unpin (tierPins), the
+// applier's goroutine waiting, so the shards find them in memory under the
+// step's locks. A failed read is tried again (tierRetry) until it
+// succeeds, as in an apply batch (replica/apply.go).
+func (t *replicaTier) Preload(cmds []replica.Cmd) (unpin func()) {
+	p := &tierPins{srv: (*Server)(t)}
+	for _, c := range cmds {
+		if c.Cmd.Local == nil {
+			p.add(c.DB, c.Cmd, c.Args)
+		}
+	}
+	if p.keys == nil {
+		return nil
+	}
+	for retries := 1; !p.load(); retries++ {
+		time.Sleep(tierRetry(retries))
+	}
+	return p.unpin
+}
+
+func (t *replicaTier) Load(s *shard.Shard, c *replica.Cmd, done func(failed bool)) bool {
+	ts, ok := s.Tier().(*offload.Shard)
+	return ok && tierApplyLoad(ts, s, c.Cmd, c.DB, c.Args, done)
+}
+
+func (t *replicaTier) NoLoad(s *shard.Shard, c *replica.Cmd) bool {
+	return tierNoLoad(s, c.Cmd, c.Args)
+}
+
+func (t *replicaTier) Retry(retries int) time.Duration { return tierRetry(retries) }
 
 // replicaStatus is the link's state, ok=false when not a replica.
 func (s *Server) replicaStatus() (st replica.Status, host string, port int, ok bool) {

@@ -196,26 +196,9 @@ func hashTag(key []byte) []byte {
 	return key
 }
 
-// singleShard is the one shard owning all of the command's keys, or -1 when
-// the command must be coordinated (keys on several shards, or no Shard
-// handler). Keyless shard commands go to shard 0.
+// singleShard is command.SingleShard on this server.
 func (s *Server) singleShard(cmd *command.Command, args [][]byte, scratch *[]int) int {
-	if cmd.Shard == nil || (cmd.Coordinate != nil && cmd.Coordinate(s, args)) {
-		*scratch = (*scratch)[:0] // no keys to run inline: see Conn.runBorrowed
-		return -1
-	}
-	pos := cmd.Keys((*scratch)[:0], args)
-	*scratch = pos
-	if len(pos) == 0 {
-		return 0
-	}
-	sid := s.ShardOf(args[pos[0]])
-	for _, i := range pos[1:] {
-		if s.ShardOf(args[i]) != sid {
-			return -1
-		}
-	}
-	return sid
+	return command.SingleShard(s, cmd, args, scratch)
 }
 
 // OnShard runs fn on shard sid and waits.

@@ -58,7 +58,7 @@ package server
 //     values a command reads first, parking its apply batch
 //     (tierApplyLoad); its multi-shard commands and transactions are
 //     preloaded and pinned like a coordinator's, the applier's goroutine
-//     waiting (replApplier.tierPreload). A failed read is tried again
+//     waiting (replicaTier.Preload). A failed read is tried again
 //     later (tierRetry), the apply waiting: the master's command cannot
 //     fail. Commands that read no bytes run with Find's loading off.
 //   - DB.Find's blocking load (tiered_sync_loads) is left to no command

@@ -107,7 +107,7 @@ func TestTieredPreloadReadError(t *testing.T) {
 func TestTieredReplicaRetriesFailedRead(t *testing.T) {
 	srv, ts, f := tierServer(t)
 	want := bytes.Repeat([]byte("r"), 900)
-	a := newReplApplier(srv)
+	a := (*replicaHost)(srv).NewApplier()
 	op := func(args ...string) replica.Op {
 		o := replica.Op{DB: 0}
 		for _, x := range args {

@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"bytes"
@@ -7,22 +7,75 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dfly/dfly/acl"
 	"github.com/dfly/dfly/command"
-	"github.com/dfly/dfly/offload"
-	"github.com/dfly/dfly/replica"
+	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
 )
 
-// replApplier applies a master's stream to the shards; it implements
-// replica.Applier and is the internal apply API a dfly-native replication
-// flow can reuse (see Apply and FullSync).
+// ApplyHost is what a ShardApplier needs of the server whose shards it
+// applies to, beyond the command context (package command).
+type ApplyHost interface {
+	// Server is the server as its commands see it: its shards, ShardOf,
+	// --databases.
+	Server() command.Server
+	// NewClient is a client that the master's commands run for, in
+	// handlers that expect one (command.Exec.Conn, a Local command): the
+	// master's user, no socket. Its Table is the server's command table.
+	NewClient() command.Client
+	// Coord is x, a command of c's, as a coordinator command of the
+	// server (x.Run set): for the master's commands that span shards.
+	Coord(c command.Client, x command.Coord) *command.Coord
+	// RunLocal runs a connection command of c's (PUBLISH, SPUBLISH,
+	// SCRIPT), recovering from a panic in it.
+	RunLocal(c command.Client, cmd *command.Command, args [][]byte, w *resp.Writer)
+	// CountCall counts a call of cmd on shard sid, on its goroutine
+	// (INFO commandstats).
+	CountCall(sid int, cmd *command.Command)
+	// FlushForSync, SetLoading and NewLoader as in Host.
+	FlushForSync()
+	SetLoading(loading bool)
+	NewLoader(pending *sync.WaitGroup) *rdbvalue.Loader
+	// BeginLoad reports a load of size bytes (unknown when not positive)
+	// as the server's loading progress until end; progress is r, counted.
+	BeginLoad(r io.Reader, size int64) (progress io.Reader, end func())
+	// Tier is the server's tiered storage; nil when values are never
+	// offloaded.
+	Tier() Tier
+	Noticef(format string, args ...any)
+	Warnf(format string, args ...any)
+}
+
+// Tier is what a ShardApplier needs of tiered storage: the master's
+// commands read offloaded values in memory, never without their bytes.
+type Tier interface {
+	// Preload loads the offloaded values whose bytes the commands of a
+	// multi-shard step read into memory and pins them until unpin, the
+	// caller waiting, so the shards find them in memory under the step's
+	// locks. A failed read is tried again until it succeeds. nil when
+	// there is nothing to load.
+	Preload(cmds []Cmd) (unpin func())
+	// Load, on s's goroutine, issues the reads of the offloaded values
+	// whose bytes c reads and reports whether it did; done then runs on
+	// s's goroutine once they are in memory, failed when one is not.
+	Load(s *shard.Shard, c *Cmd, done func(failed bool)) bool
+	// NoLoad turns DB.Find's loading off on s for a command that reads
+	// no string bytes (SET, DEL ... leave offloaded values so); true: the
+	// caller turns it on again after the command.
+	NoLoad(s *shard.Shard, c *Cmd) bool
+	// Retry is how long to wait before loading again values whose read
+	// failed, the retries-th time.
+	Retry(retries int) time.Duration
+}
+
+// ShardApplier applies a master's stream to a server's shards; it is the
+// Applier of a Redis-protocol link and of each dfly flow
+// (Host.NewApplier).
 //
 // Apply takes the ops of one read and runs them like a connection's
-// pipeline (conn.go): runs of single-shard commands go to their shards as
-// one batch per shard, all shards at once; a command spanning shards and a
+// pipeline: runs of single-shard commands go to their shards as one batch
+// per shard, all shards at once; a command spanning shards and a
 // MULTI/EXEC block wait for the batches before them and run as a tx.Tx.
 // Every shard step of the master's commands runs with shard.MasterApply
 // set, so the master's writes see keys the replica's clock already
@@ -33,11 +86,15 @@ import (
 // commands on different shards between two barriers are independent by
 // construction (different keys), so running them in parallel is the same
 // history. Blocks and multi-shard commands are barriers.
-type replApplier struct {
-	s *Server
-	// conn stands in for a client in handlers that expect one; it never
-	// has a socket.
-	conn    *Conn
+type ShardApplier struct {
+	h      ApplyHost
+	srv    command.Server
+	shards []*shard.Shard
+	table  *command.Table
+	tier   Tier
+	// client stands in for a client in handlers that expect one; it
+	// never has a socket.
+	client  command.Client
 	batches []*applyBatch
 	used    []int
 	scratch []int
@@ -49,15 +106,12 @@ type replApplier struct {
 	lastFailure atomic.Pointer[string]
 }
 
-// applyLoadInflight bounds the decoded RDB batches queued per shard.
-const applyLoadInflight = 8
-
-func newReplApplier(s *Server) *replApplier {
-	a := &replApplier{s: s, batches: make([]*applyBatch, len(s.shards))}
-	a.conn = &Conn{srv: s, proto: 2, loop: -1, authed: true, gone: make(chan struct{}), user: acl.Master}
-	a.conn.info.user = acl.Master
-	a.conn.ID = s.nextConnID.Add(1)
-	a.conn.protoShared.Store(2)
+// NewShardApplier is an applier into h's shards.
+func NewShardApplier(h ApplyHost) *ShardApplier {
+	srv := h.Server()
+	a := &ShardApplier{h: h, srv: srv, shards: srv.Shards(), tier: h.Tier(), client: h.NewClient()}
+	a.table = a.client.Table()
+	a.batches = make([]*applyBatch, len(a.shards))
 	for i := range a.batches {
 		a.batches[i] = &applyBatch{a: a, sid: i}
 		a.batches[i].w.Proto = 2
@@ -65,44 +119,44 @@ func newReplApplier(s *Server) *replApplier {
 	return a
 }
 
-var _ replica.Applier = (*replApplier)(nil)
+var _ Applier = (*ShardApplier)(nil)
 
 // FullSync empties every database and loads the RDB payload into the
-// shards, keys routed by this server's ShardOf. Clients get LOADING
+// shards, keys routed by the server's ShardOf. Clients get LOADING
 // meanwhile, and still after a failed load, until a full sync succeeds
 // (or REPLICAOF NO ONE): a partial dataset is never served as the
 // master's.
-func (a *replApplier) FullSync(r io.Reader, size int64) (err error) {
-	s := a.s
-	s.replica.loading.Store(true)
+func (a *ShardApplier) FullSync(r io.Reader, size int64) (err error) {
+	a.h.SetLoading(true)
 	defer func() {
 		if err == nil {
-			s.replica.loading.Store(false)
+			a.h.SetLoading(false)
 		}
 	}()
 	start := time.Now()
-	s.flushForSync() // the master's data comes in its RDB
-	defer s.persist.BeginLoad(size, 0)()
-	l := s.replicaLoader(&a.wg)
+	a.h.FlushForSync() // the master's data comes in its RDB
+	r, end := a.h.BeginLoad(r, size)
+	defer end()
+	l := a.h.NewLoader(&a.wg)
 	l.LimitReserve(size) // unknown (diskless, EOF-marked) when not positive
-	err = l.Load(s.persist.Progress(r))
+	err = l.Load(r)
 	a.wg.Wait()
 	if err != nil {
 		return err
 	}
-	s.log.Noticef("MASTER <-> REPLICA sync: loaded %d keys in %.3f seconds", l.Keys(), time.Since(start).Seconds())
+	a.h.Noticef("MASTER <-> REPLICA sync: loaded %d keys in %.3f seconds", l.Keys(), time.Since(start).Seconds())
 	return nil
 }
 
-// applyOp is a command on its way to a shard.
-type applyOp struct {
-	cmd  *command.Command
-	db   int
-	args [][]byte
+// Cmd is one of the master's commands on its way to a shard.
+type Cmd struct {
+	Cmd  *command.Command
+	DB   int
+	Args [][]byte
 }
 
 // Apply runs ops in order and returns when all are applied.
-func (a *replApplier) Apply(ops []replica.Op) error {
+func (a *ShardApplier) Apply(ops []Op) error {
 	for i := range ops {
 		op := &ops[i]
 		if op.Tx != nil {
@@ -119,7 +173,7 @@ func (a *replApplier) Apply(ops []replica.Op) error {
 			a.applyLocal(op, cmd)
 			continue
 		}
-		sid := a.s.singleShard(cmd, op.Args, &a.scratch)
+		sid := command.SingleShard(a.srv, cmd, op.Args, &a.scratch)
 		if sid < 0 {
 			a.barrier()
 			a.applyCoord(op, cmd)
@@ -129,7 +183,7 @@ func (a *replApplier) Apply(ops []replica.Op) error {
 		if len(b.ops) == 0 {
 			a.used = append(a.used, sid)
 		}
-		b.ops = append(b.ops, applyOp{cmd: cmd, db: op.DB, args: op.Args})
+		b.ops = append(b.ops, Cmd{Cmd: cmd, DB: op.DB, Args: op.Args})
 	}
 	a.barrier()
 	a.report()
@@ -137,11 +191,11 @@ func (a *replApplier) Apply(ops []replica.Op) error {
 }
 
 // command looks up an op's command; nil (logged) when it cannot run here.
-func (a *replApplier) command(op *replica.Op) *command.Command {
+func (a *ShardApplier) command(op *Op) *command.Command {
 	if len(op.Args) == 0 {
 		return nil
 	}
-	cmd := a.s.table.Lookup(op.Args[0])
+	cmd := a.table.Lookup(op.Args[0])
 	switch {
 	case cmd == nil:
 		a.logf("replica: unknown command from master: %s", command.TruncArg(op.Args[0]))
@@ -149,7 +203,7 @@ func (a *replApplier) command(op *replica.Op) *command.Command {
 	case !cmd.ArityOK(len(op.Args)):
 		a.logf("replica: wrong number of arguments from master for '%s'", cmd.Name)
 		return nil
-	case op.DB >= a.s.cfg.Databases:
+	case op.DB >= a.srv.Databases():
 		a.logf("replica: master selected DB %d, out of range", op.DB)
 		return nil
 	}
@@ -158,20 +212,20 @@ func (a *replApplier) command(op *replica.Op) *command.Command {
 
 // logf logs apply problems, at most a few per second: a master sending
 // what this server cannot apply must not flood the log.
-func (a *replApplier) logf(format string, args ...any) {
+func (a *ShardApplier) logf(format string, args ...any) {
 	a.errs.Add(1)
 	now := time.Now().UnixNano()
 	last := a.lastLog.Load()
 	if now-last < int64(200*time.Millisecond) || !a.lastLog.CompareAndSwap(last, now) {
 		return
 	}
-	a.s.log.Warnf(format, args...)
+	a.h.Warnf(format, args...)
 }
 
 // checkReply notes an error reply to a master's command (Redis's replica
 // logs those: the datasets may have diverged) and resets w. It runs on
 // shard goroutines, which do no I/O: report logs later.
-func (a *replApplier) checkReply(w *resp.Writer, cmd *command.Command) {
+func (a *ShardApplier) checkReply(w *resp.Writer, cmd *command.Command) {
 	if len(w.Buf) > 0 && w.Buf[0] == '-' {
 		msg := w.Buf[1:]
 		if len(msg) > 200 {
@@ -185,20 +239,20 @@ func (a *replApplier) checkReply(w *resp.Writer, cmd *command.Command) {
 }
 
 // report logs the failures checkReply noted; on the applier's goroutine.
-func (a *replApplier) report() {
+func (a *ShardApplier) report() {
 	if n := a.failed.Swap(0); n > 0 {
 		a.logf("replica: %d of the master's commands failed on the replica, the last: %s", n, *a.lastFailure.Load())
 	}
 }
 
 // barrier sends the gathered batches and waits until all are applied.
-func (a *replApplier) barrier() {
+func (a *ShardApplier) barrier() {
 	if len(a.used) == 0 {
 		return
 	}
 	a.wg.Add(len(a.used))
 	for _, sid := range a.used {
-		a.s.shards[sid].Send(a.batches[sid])
+		a.shards[sid].Send(a.batches[sid])
 	}
 	a.wg.Wait()
 	a.used = a.used[:0]
@@ -211,70 +265,58 @@ func setMasterApply(on bool) func(*shard.Shard) {
 
 // applyCoord runs a command whose keys span shards (or that works on all
 // of them) with every shard locked, as one step of the history.
-func (a *replApplier) applyCoord(op *replica.Op, cmd *command.Command) {
-	pins := a.tierPreload(applyOp{cmd: cmd, db: op.DB, args: op.Args})
-	t := tx.New(a.s.shards)
+func (a *ShardApplier) applyCoord(op *Op, cmd *command.Command) {
+	unpin := a.preload(Cmd{Cmd: cmd, DB: op.DB, Args: op.Args})
+	t := tx.New(a.shards)
 	t.AddAllShards()
 	t.Lock()
 	t.RunAll(setMasterApply(true))
 	a.runCoord(t, op.DB, op.Args, cmd)
 	t.Finish(setMasterApply(false))
-	if pins != nil {
-		pins.unpin()
+	if unpin != nil {
+		unpin()
 	}
 }
 
-// tierPreload (tiered.go): the offloaded values that the commands of a
-// multi-shard step read are loaded into memory first and pinned until
-// unpin (tierPins), the applier's goroutine waiting, so the shards find
-// them in memory under the step's locks. A failed read is tried again
-// (tierRetry) until it succeeds, as in loadDone. nil when there is
-// nothing to load.
-func (a *replApplier) tierPreload(cmds ...applyOp) *tierPins {
-	if a.s.tiered == nil {
+// preload is Tier.Preload, nil without tiered storage.
+func (a *ShardApplier) preload(cmds ...Cmd) (unpin func()) {
+	if a.tier == nil {
 		return nil
 	}
-	p := &tierPins{srv: a.s}
-	for _, c := range cmds {
-		if c.cmd.Local == nil {
-			p.add(c.db, c.cmd, c.args)
-		}
-	}
-	if p.keys == nil {
-		return nil
-	}
-	for retries := 1; !p.load(); retries++ {
-		time.Sleep(tierRetry(retries))
-	}
-	return p
+	return a.tier.Preload(cmds)
+}
+
+// noLoad is Tier.NoLoad, false without tiered storage.
+func (a *ShardApplier) noLoad(s *shard.Shard, c *Cmd) bool {
+	return a.tier != nil && a.tier.NoLoad(s, c)
 }
 
 // runCoord runs one command inside t, which holds every shard.
-func (a *replApplier) runCoord(t *tx.Tx, db int, args [][]byte, cmd *command.Command) {
+func (a *ShardApplier) runCoord(t *tx.Tx, db int, args [][]byte, cmd *command.Command) {
 	var w resp.Writer
 	w.Proto = 2
 	cmd.Calls.Add(1)
 	sid := -1
 	if cmd.Local == nil {
 		var pos []int
-		sid = a.s.singleShard(cmd, args, &pos)
+		sid = command.SingleShard(a.srv, cmd, args, &pos)
 	}
-	// As EXEC (execQueued): a command of one shard runs its shard handler,
-	// as on the master; the cross-shard form differs at the edges (LMOVE
-	// of a one-element list to itself deleted it, TTL and all).
+	// As EXEC (the server's execQueued): a command of one shard runs its
+	// shard handler, as on the master; the cross-shard form differs at
+	// the edges (LMOVE of a one-element list to itself deleted it, TTL
+	// and all).
 	switch {
 	case cmd.Local != nil:
-		a.applyLocal(&replica.Op{DB: db, Args: args}, cmd)
+		a.applyLocal(&Op{DB: db, Args: args}, cmd)
 		return
 	case sid < 0 && cmd.Multi != nil:
-		inner := &Coord{Coord: command.Coord{DB: db, Args: args, W: &w, Cmd: cmd, InTx: true}, Srv: a.s, Conn: a.conn}
-		cmd.Multi(inner.bind())
+		cmd.Multi(a.h.Coord(a.client, command.Coord{DB: db, Args: args, W: &w, Cmd: cmd, InTx: true}))
 	case sid < 0:
 		w.Error("CROSSSLOT Keys in request don't hash to the same slot")
 	default:
 		t.Run(sid, func(sh *shard.Shard) {
-			e := command.Exec{S: sh, DB: sh.DBs[db], Args: args, W: &w, Srv: a.s, Conn: a.conn}
-			if tierNoLoad(sh, cmd, args) { // tiered.go: SET, DEL ... leave offloaded values so
+			e := command.Exec{S: sh, DB: sh.DBs[db], Args: args, W: &w, Srv: a.srv, Conn: a.client}
+			if a.noLoad(sh, &Cmd{Cmd: cmd, DB: db, Args: args}) {
 				defer sh.SetNoLoad(false)
 			}
 			cmd.Shard(&e)
@@ -285,13 +327,13 @@ func (a *replApplier) runCoord(t *tx.Tx, db int, args [][]byte, cmd *command.Com
 
 // applyLocal runs the connection-level commands a master propagates
 // (PUBLISH, SPUBLISH); others (SELECT is the link's) are ignored.
-func (a *replApplier) applyLocal(op *replica.Op, cmd *command.Command) {
+func (a *ShardApplier) applyLocal(op *Op, cmd *command.Command) {
 	switch cmd.Name {
 	case "publish", "spublish", "script":
 		var w resp.Writer
 		w.Proto = 2
 		cmd.Calls.Add(1)
-		runLocal(cmd, a.conn, op.Args, &w)
+		a.h.RunLocal(a.client, cmd, op.Args, &w)
 		a.checkReply(&w, cmd)
 	}
 }
@@ -301,8 +343,8 @@ func (a *replApplier) applyLocal(op *replica.Op, cmd *command.Command) {
 // released after all ran, as EXEC does. A block whose commands each live
 // on one shard runs as one message per shard; otherwise the block locks
 // every shard and runs command by command.
-func (a *replApplier) applyTx(ops []replica.Op) {
-	cmds := make([]applyOp, 0, len(ops))
+func (a *ShardApplier) applyTx(ops []Op) {
+	cmds := make([]Cmd, 0, len(ops))
 	sids := make([]int, 0, len(ops))
 	parallel := true
 	for i := range ops {
@@ -312,27 +354,27 @@ func (a *replApplier) applyTx(ops []replica.Op) {
 		}
 		sid := -1
 		if cmd.Local == nil {
-			sid = a.s.singleShard(cmd, ops[i].Args, &a.scratch)
+			sid = command.SingleShard(a.srv, cmd, ops[i].Args, &a.scratch)
 		}
 		if sid < 0 {
 			parallel = false
 		}
-		cmds = append(cmds, applyOp{cmd: cmd, db: ops[i].DB, args: ops[i].Args})
+		cmds = append(cmds, Cmd{Cmd: cmd, DB: ops[i].DB, Args: ops[i].Args})
 		sids = append(sids, sid)
 	}
 	if len(cmds) == 0 {
 		return
 	}
-	if pins := a.tierPreload(cmds...); pins != nil {
-		defer pins.unpin()
+	if unpin := a.preload(cmds...); unpin != nil {
+		defer unpin()
 	}
-	t := tx.New(a.s.shards)
+	t := tx.New(a.shards)
 	if parallel {
 		var pos []int
 		for i, c := range cmds {
-			pos = c.cmd.Keys(pos[:0], c.args)
+			pos = c.Cmd.Keys(pos[:0], c.Args)
 			for _, k := range pos {
-				t.Add(sids[i], c.db, string(c.args[k]), true)
+				t.Add(sids[i], c.DB, string(c.Args[k]), true)
 			}
 			if len(pos) == 0 {
 				t.AddShard(sids[i])
@@ -343,18 +385,19 @@ func (a *replApplier) applyTx(ops []replica.Op) {
 			sh.MasterApply = true
 			var w resp.Writer
 			w.Proto = 2
-			for i, c := range cmds {
+			for i := range cmds {
+				c := &cmds[i]
 				if sids[i] != sh.ID {
 					continue
 				}
-				c.cmd.Calls.Add(1)
-				e := command.Exec{S: sh, DB: sh.DBs[c.db], Args: c.args, W: &w, Srv: a.s, Conn: a.conn}
-				set := tierNoLoad(sh, c.cmd, c.args) // tiered.go
-				c.cmd.Shard(&e)
+				c.Cmd.Calls.Add(1)
+				e := command.Exec{S: sh, DB: sh.DBs[c.DB], Args: c.Args, W: &w, Srv: a.srv, Conn: a.client}
+				set := a.noLoad(sh, c)
+				c.Cmd.Shard(&e)
 				if set {
 					sh.SetNoLoad(false)
 				}
-				a.checkReply(&w, c.cmd)
+				a.checkReply(&w, c.Cmd)
 			}
 			sh.MasterApply = false
 		})
@@ -364,20 +407,20 @@ func (a *replApplier) applyTx(ops []replica.Op) {
 	t.Lock()
 	t.RunAll(setMasterApply(true))
 	for _, c := range cmds {
-		a.runCoord(t, c.db, c.args, c.cmd)
+		a.runCoord(t, c.DB, c.Args, c.Cmd)
 	}
 	t.Finish(setMasterApply(false))
 }
 
 // applyBatch is one shard's run of the master's single-shard commands.
 type applyBatch struct {
-	a    *replApplier
+	a    *ShardApplier
 	sid  int
-	ops  []applyOp
+	ops  []Cmd
 	pos  int
 	w    resp.Writer
 	keys []shard.KeyLock
-	// loaded: the values of the command at pos were loaded (tiered.go);
+	// loaded: the values of the command at pos were loaded (Tier.Load);
 	// retries: failed loads of them so far (loadDone).
 	loaded  bool
 	retries int
@@ -390,15 +433,16 @@ func (b *applyBatch) Run(s *shard.Shard) { b.exec(s, false) }
 // MasterApply as it found it: it may run, and park, between the steps of
 // another flow's transaction that holds the shard with it set.
 func (b *applyBatch) exec(s *shard.Shard, resumed bool) {
+	a := b.a
 	was := s.MasterApply
 	s.MasterApply = true
 	for b.pos < len(b.ops) {
 		op := &b.ops[b.pos]
 		if !resumed && !s.Locks.Idle() {
 			b.keys = b.keys[:0]
-			excl := op.cmd.Flags&command.FlagWrite != 0
-			for _, i := range op.cmd.Keys(nil, op.args) {
-				b.keys = append(b.keys, shard.KeyLock{DB: op.db, Key: string(op.args[i]), Excl: excl})
+			excl := op.Cmd.Flags&command.FlagWrite != 0
+			for _, i := range op.Cmd.Keys(nil, op.Args) {
+				b.keys = append(b.keys, shard.KeyLock{DB: op.DB, Key: string(op.Args[i]), Excl: excl})
 			}
 			if !s.Available(b.keys) {
 				s.MasterApply = was
@@ -407,34 +451,33 @@ func (b *applyBatch) exec(s *shard.Shard, resumed bool) {
 			}
 		}
 		resumed = false
-		if t, ok := s.Tier().(*offload.Shard); ok && !b.loaded &&
-			tierApplyLoad(t, s, op.cmd, op.db, op.args, func(failed bool) { b.loadDone(s, failed) }) {
-			// tiered.go: resumed (from this command, the locks checked
-			// again) once the offloaded values it reads are in memory.
+		if a.tier != nil && !b.loaded && a.tier.Load(s, op, func(failed bool) { b.loadDone(s, failed) }) {
+			// Resumed (from this command, the locks checked again) once
+			// the offloaded values it reads are in memory.
 			b.loaded = true
 			s.MasterApply = was
 			return
 		}
 		b.loaded, b.retries = false, 0
-		e := command.Exec{S: s, DB: s.DBs[op.db], Args: op.args, W: &b.w, Srv: b.a.s, Conn: b.a.conn}
-		set := tierNoLoad(s, op.cmd, op.args) // tiered.go: SET, DEL ... leave offloaded values so
-		op.cmd.Shard(&e)
+		e := command.Exec{S: s, DB: s.DBs[op.DB], Args: op.Args, W: &b.w, Srv: a.srv, Conn: a.client}
+		set := a.noLoad(s, op)
+		op.Cmd.Shard(&e)
 		if set {
 			s.SetNoLoad(false)
 		}
-		b.a.checkReply(&b.w, op.cmd)
+		a.checkReply(&b.w, op.Cmd)
 		s.Stats.Commands++
-		b.a.s.countShardCall(s.ID, op.cmd, 0)
+		a.h.CountCall(s.ID, op.Cmd)
 		b.pos++
 	}
 	s.MasterApply = was
 	clear(b.ops)
 	b.ops, b.pos = b.ops[:0], 0
-	b.a.wg.Done()
+	a.wg.Done()
 }
 
 // loadDone resumes the batch once the values of the command at pos are
-// loaded. When a read failed it loads them again later (tierRetry)
+// loaded. When a read failed it loads them again later (Tier.Retry)
 // instead: the master's command must be applied, and on the value's bytes
 // (DB.Find's blocking load would leave a value it fails to read offloaded,
 // and the command would run on no bytes). The batch, and the applier
@@ -446,7 +489,7 @@ func (b *applyBatch) loadDone(s *shard.Shard, failed bool) {
 	}
 	b.loaded = false
 	b.retries++
-	time.AfterFunc(tierRetry(b.retries), func() { s.Send(shard.Func(func(s *shard.Shard) { b.exec(s, false) })) })
+	time.AfterFunc(b.a.tier.Retry(b.retries), func() { s.Send(shard.Func(func(*shard.Shard) { b.exec(s, false) })) })
 }
 
 func (b *applyBatch) LockKeys() ([]shard.KeyLock, bool) { return b.keys, false }
