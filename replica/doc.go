@@ -20,6 +20,8 @@
 //     shard.MasterApply set so the master's writes see keys the replica
 //     hides from clients as expired. A full sync's RDB payload loads
 //     through Host's loader.
+//   - info.go: what a replica reports of its link (Status.Info for INFO
+//     replication, Status.Role for ROLE).
 //
 // The master side is package master. What the server gives a link: Host
 // (loading, flushing, following another master, an Applier per flow) and

@@ -37,9 +37,10 @@
 //     WAIT, DFLY over package master, which streams and keeps the
 //     backlogs); replica side: repl_replica.go (REPLICAOF, the link's
 //     life, replicaHost: what package replica's links and appliers see
-//     of the server); repl.go (INFO replication, ROLE); failover.go
-//     (FAILOVER). Applying a master's ops is package replica's
-//     (replica.ShardApplier).
+//     of the server); repl.go (INFO replication, ROLE: the replica
+//     side's report is replica.Status's, the master side's package
+//     master's); failover.go (FAILOVER). Applying a master's ops is
+//     package replica's (replica.ShardApplier).
 //   - Tiered storage: tiered.go (the wiring of package offload, which
 //     offloads values and reads them back), tiered_batch.go (a batch's
 //     loads ahead), tiered_coord.go (a coordinator's or a replica's

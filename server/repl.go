@@ -4,13 +4,15 @@ import "github.com/dfly/dfly/resp"
 
 // Replication glue (docs/DESIGN.md §6). The master side (package master:
 // journal streaming, the backlog, dfly flows; its commands in
-// cmd_master.go) and the replica side (repl_replica.go: REPLICAOF,
-// applying a master's stream) meet here: INFO replication, ROLE and HELLO
-// ask the replica side first and fall back to the master side.
+// cmd_master.go) and the replica side (package replica: the links,
+// applying a master's stream, what a replica reports; REPLICAOF in
+// repl_replica.go) meet here: INFO replication, ROLE and HELLO ask the
+// replica side first and fall back to the master side.
 
 // replicationInfo writes the fields of INFO's Replication section.
 func (s *Server) replicationInfo(field func(k string, v any)) {
-	if s.replicaInfo(field) {
+	if st, host, port, ok := s.replicaStatus(); ok {
+		st.Info(host, port, s.runID, field)
 		return
 	}
 	s.master.Info(field, s.failoverStateName())
@@ -27,15 +29,9 @@ func (s *Server) roleName() string {
 
 // writeRole answers ROLE.
 func (s *Server) writeRole(w *resp.Writer) {
-	if s.replicaRole(w) {
+	if st, host, port, ok := s.replicaStatus(); ok {
+		st.Role(host, port, w)
 		return
 	}
 	s.master.Role(w)
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
