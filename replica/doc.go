@@ -1,6 +1,6 @@
-// Package replica is the replica side of replication's links: it follows
-// a master and hands what it receives to the server, which owns the
-// dataset.
+// Package replica is the replica side of replication: it follows a master
+// and applies what it receives to the server's shards, reaching the server
+// only through Host and ApplyHost.
 //
 //   - flows.go: Link, a dfly replica's link (docs/DESIGN.md §6): DFLY HELLO,
 //     one connection per master shard (DFLY FLOW), each flow's baseline
@@ -42,10 +42,13 @@
 // repl-timeout of silence, and after a disconnect it reconnects with
 // backoff and asks for a partial resync.
 //
-// What it never does: touch the dataset itself (only through Host and
-// Applier), reply to the master's commands (only ACKs go back), or trust
-// a length the master declares before the bytes arrive (allocation is
-// bounded by the bytes read and by the protocol limits of package resp).
+// What it never does: touch the dataset but through an Applier (a
+// ShardApplier runs the master's commands on the shards' goroutines, as a
+// connection's would) and Host's loader; reply to the master's commands
+// (only ACKs go back); import the server, persistence or scripting
+// (deps_test.go); or trust a length the master declares before the bytes
+// arrive (allocation is bounded by the bytes read and by the protocol
+// limits of package resp).
 //
 // Invariants:
 //   - The offset is Redis's: the master's offset at FULLRESYNC plus every
