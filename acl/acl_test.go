@@ -1,7 +1,6 @@
 package acl
 
 import (
-	"go/build"
 	"strings"
 	"testing"
 
@@ -70,29 +69,4 @@ func TestParseFile(t *testing.T) {
 	if _, err := parseFile(table(), "f.acl", "user a\nuser a\n"); err == nil {
 		t.Fatal("a duplicate user loads")
 	}
-}
-
-// The package knows no connection: it imports no server-side package.
-func TestImports(t *testing.T) {
-	seen := map[string]bool{}
-	var walk func(path string)
-	walk = func(path string) {
-		if seen[path] || !strings.HasPrefix(path, "github.com/dfly/dfly") {
-			return
-		}
-		seen[path] = true
-		for _, bad := range []string{"/server", "/persist", "/master", "/replica"} {
-			if strings.HasSuffix(path, bad) {
-				t.Errorf("acl imports %s", path)
-			}
-		}
-		p, err := build.Import(path, ".", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range p.Imports {
-			walk(imp)
-		}
-	}
-	walk("github.com/dfly/dfly/acl")
 }

@@ -46,7 +46,7 @@
 // ShardApplier runs the master's commands on the shards' goroutines, as a
 // connection's would) and Host's loader; reply to the master's commands
 // (only ACKs go back); import the server, persistence or scripting
-// (deps_test.go); or trust a length the master declares before the bytes
+// (tests/layout_test.go); or trust a length the master declares before the bytes
 // arrive (allocation is bounded by the bytes read and by the protocol
 // limits of package resp).
 //

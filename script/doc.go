@@ -49,6 +49,6 @@
 //     buffer, the KEYS and ARGV tables and a script's function are
 //     reused run after run (BenchmarkEvalShard in server/ measures it).
 //   - It imports no server-side package (server, persist, master,
-//     replica), even through another (deps_test.go); of package command
+//     replica), even through another (tests/layout_test.go); of package command
 //     it uses only Redis's error texts and HELP.
 package script
