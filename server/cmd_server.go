@@ -11,6 +11,7 @@ import (
 
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/family"
+	"github.com/dfly/dfly/latency"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
@@ -30,7 +31,7 @@ func serverCommands() []*command.Command {
 		{Name: "config", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Subcommands: configSubcommands, ACLCats: "dangerous", Local: viaConn(cmdConfig)},
 		{Name: "debug", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Multi: viaCoord(cmdDebug)},
 		{Name: "slowlog", Arity: -2, Flags: command.FlagAdmin | command.FlagLoading | command.FlagStale, Subcommands: slowlogSubcommands, ACLCats: "dangerous", Local: viaConn(cmdSlowlog)},
-		{Name: "latency", Arity: -2, Flags: command.FlagAdmin | command.FlagLoading | command.FlagStale, Subcommands: latencySubcommands, ACLCats: "dangerous", Local: viaConn(cmdLatency)},
+		{Name: "latency", Arity: -2, Flags: command.FlagAdmin | command.FlagLoading | command.FlagStale, Subcommands: latency.Subcommands, ACLCats: "dangerous", Local: viaConn(cmdLatency)},
 		{Name: "shutdown", Arity: -1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, InfoFlags: command.FlagAllowBusy | command.FlagNoMulti, Local: viaConn(cmdShutdown)},
 	}
 }

@@ -28,7 +28,7 @@
 //   - Clients: acl.go (the ACL command, AUTH's and denials' effects on
 //     connections; users, rules and checks are package acl), pubsub.go,
 //     tracking.go, monitor.go, slowlog.go,
-//     latency.go, errorstats.go, clientbuf.go (client buffer limits).
+//     latency.go (LATENCY; the monitor is package latency), errorstats.go, clientbuf.go (client buffer limits).
 //   - Persistence's commands: cmd_persist.go (SAVE, BGSAVE, LASTSAVE,
 //     DEBUG RELOAD, persistHost: what package persist sees of the
 //     server). Saving and loading are package persist's; DUMP/RESTORE

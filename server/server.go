@@ -19,6 +19,7 @@ import (
 	"github.com/dfly/dfly/acl"
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/config"
+	"github.com/dfly/dfly/latency"
 	"github.com/dfly/dfly/master"
 	"github.com/dfly/dfly/offload"
 	"github.com/dfly/dfly/persist"
@@ -43,7 +44,7 @@ type Server struct {
 
 	cfg       *config.Config
 	slow      slowlog
-	latency   latencyMonitor                // latency.go
+	latency   latency.Monitor               // latency.go
 	pause     pauseState                    // CLIENT PAUSE (pause.go)
 	failover  failoverState                 // FAILOVER (failover.go)
 	scriptEng atomic.Pointer[script.Engine] // scripts()

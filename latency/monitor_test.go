@@ -1,4 +1,4 @@
-package server
+package latency
 
 import (
 	"strings"
@@ -6,23 +6,23 @@ import (
 )
 
 // A second's samples merge into one that keeps the largest; an event keeps
-// its last latencySamples seconds and its all-time maximum.
+// its last Samples seconds and its all-time maximum.
 func TestLatencyMonitorSamples(t *testing.T) {
-	var m latencyMonitor
-	m.add("command", 20)
-	m.add("command", 50)
-	m.add("command", 30)
+	var m Monitor
+	m.Add("command", 20)
+	m.Add("command", 50)
+	m.Add("command", 30)
 	ev := m.events["command"]
 	if len(ev.samples) != 1 || ev.samples[0].ms != 50 || ev.max != 50 {
 		t.Fatalf("one second's samples: %+v max %d, want one of 50", ev.samples, ev.max)
 	}
 	// Older seconds, as add would have made them.
 	ev.samples = ev.samples[:0]
-	for i := range latencySamples {
-		ev.samples = append(ev.samples, latencySample{at: int64(i), ms: int64(i % 7)})
+	for i := range Samples {
+		ev.samples = append(ev.samples, sample{at: int64(i), ms: int64(i % 7)})
 	}
-	m.add("command", 10)
-	if n := len(ev.samples); n != latencySamples || ev.samples[0].at != 1 || ev.samples[n-1].ms != 10 {
+	m.Add("command", 10)
+	if n := len(ev.samples); n != Samples || ev.samples[0].at != 1 || ev.samples[n-1].ms != 10 {
 		t.Fatalf("kept %d samples from %d, last %d ms", n, ev.samples[0].at, ev.samples[n-1].ms)
 	}
 	if ev.max != 50 {
@@ -33,8 +33,8 @@ func TestLatencyMonitorSamples(t *testing.T) {
 // The graph has a column per sample, as tall as its latency in the
 // event's range, and each sample's age under it.
 func TestLatencyGraph(t *testing.T) {
-	ev := &latencySeries{samples: []latencySample{{at: 100, ms: 10}, {at: 130, ms: 40}, {at: 159, ms: 20}}, max: 90}
-	g := latencyGraph("command", ev, 160)
+	ev := &series{samples: []sample{{at: 100, ms: 10}, {at: 130, ms: 40}, {at: 159, ms: 20}}, max: 90}
+	g := graph("command", ev, 160)
 	lines := strings.Split(strings.TrimRight(g, "\n"), "\n")
 	want := []string{
 		"command - high 40 ms, low 10 ms (all time high 90 ms)",
