@@ -17,7 +17,8 @@
 //     life (Begin, RunScript or RunFunction, End), Caller (how redis.call
 //     reaches the server).
 //   - redis.go: the redis library (call, pcall, log, setresp ...);
-//     libs.go: cjson, bit and struct; convert.go: a script's result to
+//     libs.go: cjson, bit and struct; cmsgpack.go: cmsgpack, byte for
+//     byte lua-cmsgpack's; convert.go: a script's result to
 //     its reply, a call's reply to Lua, errors both ways, as Redis 7.0.
 //   - names.go: which commands a script can call, read from its syntax
 //     tree when it is compiled (Script.MaySort, Script.LeavesShard).

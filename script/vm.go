@@ -13,7 +13,7 @@ import (
 )
 
 // The interpreter: a sandbox shaped like Redis 7.0's (read-only globals
-// and libraries, the redis, cjson, bit and struct libraries, no
+// and libraries, the redis, cjson, bit, struct and cmsgpack libraries, no
 // os/io/loadfile/dofile/print), and a run's life in it.
 
 // scriptSource is the chunk name: runtime errors read "user_script:1: ...",
@@ -48,10 +48,10 @@ type VM struct {
 	eng       *Engine
 	caller    Caller
 	L         *lua.LState
-	env       *lua.LTable   // the scripts' globals
-	guarded   []*lua.LTable // read-only proxies, emptied after each run
-	resetKeys []lua.LValue  // scratch for reset
-	isGuard   map[*lua.LTable]bool
+	env       *lua.LTable                 // the scripts' globals
+	guarded   []*lua.LTable               // read-only proxies, emptied after each run
+	resetKeys []lua.LValue                // scratch for reset
+	under     map[*lua.LTable]*lua.LTable // a read-only proxy's table
 	handler   *lua.LFunction
 	null      *lua.LUserData // cjson.null
 
@@ -84,6 +84,8 @@ type VM struct {
 	loading *libLoad
 	libFns  map[*Library]map[string]*lua.LFunction
 	libGen  uint64
+
+	guardedMeta map[*lua.LTable]*lua.LTable // getmetatable's read-only metatables
 }
 
 // Caller is the interpreter's Caller (Host.NewCaller's).
@@ -158,7 +160,7 @@ const errReadonlyTable = lua.LString("Attempt to modify a readonly table")
 func newVM(e *Engine) *VM {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 8192, MinimizeStackMemory: true,
 		RegistrySize: 1024, RegistryMaxSize: 1 << 20, RegistryGrowStep: 256})
-	vm := &VM{eng: e, L: L, isGuard: map[*lua.LTable]bool{}, fns: map[*lua.FunctionProto]*lua.LFunction{}}
+	vm := &VM{eng: e, L: L, under: map[*lua.LTable]*lua.LTable{}, fns: map[*lua.FunctionProto]*lua.LFunction{}}
 	vm.runCtx, vm.run.cancel = context.WithCancel(context.Background())
 	vm.run.eng = e
 	vm.caller = e.host.NewCaller()
@@ -181,38 +183,17 @@ func newVM(e *Engine) *VM {
 	lib.RawSetString("cjson", vm.cjsonLib())
 	lib.RawSetString("bit", bitLib(L))
 	lib.RawSetString("struct", structLib(L))
-	// table.insert writes raw, past a proxy's __newindex: on a read-only
-	// table it fails, as in Redis 7.0 (remove and sort of a proxy's empty
-	// array write nothing, and pass there too).
-	tbl := lib.RawGetString("table").(*lua.LTable)
-	insert := tbl.RawGetString("insert").(*lua.LFunction)
-	tbl.RawSetString("insert", L.NewFunction(func(L *lua.LState) int {
-		if t, ok := L.Get(1).(*lua.LTable); ok && vm.isGuard[t] {
-			L.Error(errReadonlyTable, 0) // a C function's error: no position
-		}
-		top := L.GetTop()
-		L.Insert(insert, 1)
-		L.Call(top, lua.MultRet)
-		return L.GetTop()
-	}))
-	for _, name := range []string{"string", "math", "table", "coroutine", "redis", "cjson", "bit", "struct"} {
+	lib.RawSetString("cmsgpack", cmsgpackLib(L))
+	vm.refuseProxy(lib.RawGetString("table").(*lua.LTable), "insert")
+	for _, name := range []string{"string", "math", "table", "coroutine", "redis", "cjson", "bit", "struct", "cmsgpack"} {
 		lib.RawSetString(name, vm.guard(lib.RawGetString(name).(*lua.LTable)))
 	}
 	if mt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
+		mt.RawSetString("__index", lib.RawGetString("string"))
 		mt.RawSetString("__metatable", vm.guard(mt))
 	}
-	rawset := lib.RawGetString("rawset").(*lua.LFunction)
-	lib.RawSetString("rawset", L.NewFunction(func(L *lua.LState) int {
-		if t, ok := L.Get(1).(*lua.LTable); ok && vm.isGuard[t] {
-			L.Error(errReadonlyTable, 0)
-		}
-		L.Push(rawset)
-		L.Push(L.Get(1))
-		L.Push(L.Get(2))
-		L.Push(L.Get(3))
-		L.Call(3, 1)
-		return 1
-	}))
+	vm.seeThroughGuards(lib)
+	vm.refuseProxy(lib, "rawset")
 	// Redis 7.0's pcall hands back an error table's text (redis.call
 	// raises tables).
 	pcall := lib.RawGetString("pcall").(*lua.LFunction)
@@ -243,6 +224,108 @@ func newVM(e *Engine) *VM {
 	return vm
 }
 
+// seeThroughGuards makes the functions that look into a table without
+// its metamethods (next, pairs, rawget, getmetatable, setmetatable) treat
+// a read-only proxy as the table it guards, as Redis 7.0's read-only
+// tables are plain tables to them: a script can list cjson's functions or
+// _G's globals, and gets "Attempt to modify a readonly table" from
+// setmetatable.
+func (vm *VM) seeThroughGuards(lib *lua.LTable) {
+	L := vm.L
+	next := L.NewFunction(func(L *lua.LState) int {
+		t := L.CheckTable(1)
+		k, v := vm.next(t, L.Get(2))
+		if k == lua.LNil {
+			L.Push(lua.LNil)
+			return 1
+		}
+		L.Push(k)
+		L.Push(v)
+		return 2
+	})
+	lib.RawSetString("next", next)
+	lib.RawSetString("pairs", L.NewFunction(func(L *lua.LState) int {
+		L.Push(next)
+		L.Push(L.CheckTable(1))
+		L.Push(lua.LNil)
+		return 3
+	}))
+	lib.RawSetString("rawget", L.NewFunction(func(L *lua.LState) int {
+		t := L.CheckTable(1)
+		v := t.RawGet(L.Get(2))
+		if u := vm.under[t]; u != nil && v == lua.LNil {
+			v = u.RawGet(L.Get(2))
+		}
+		L.Push(v)
+		return 1
+	}))
+	getmetatable := lib.RawGetString("getmetatable").(*lua.LFunction)
+	lib.RawSetString("getmetatable", L.NewFunction(func(L *lua.LState) int {
+		if t, ok := L.Get(1).(*lua.LTable); ok && vm.under[t] != nil {
+			mt, ok := vm.under[t].Metatable.(*lua.LTable)
+			if !ok {
+				L.Push(lua.LNil)
+				return 1
+			}
+			if vm.under[mt] == nil {
+				if vm.guardedMeta == nil {
+					vm.guardedMeta = map[*lua.LTable]*lua.LTable{}
+				}
+				if vm.guardedMeta[mt] == nil {
+					vm.guardedMeta[mt] = vm.guard(mt)
+				}
+				mt = vm.guardedMeta[mt]
+			}
+			L.Push(mt)
+			return 1
+		}
+		L.Push(getmetatable)
+		L.Push(L.Get(1))
+		L.Call(1, 1)
+		return 1
+	}))
+	vm.refuseProxy(lib, "setmetatable")
+}
+
+// refuseProxy makes lib's function name fail as on a read-only table when
+// its first argument is a read-only proxy: rawset, setmetatable and
+// table.insert write past a proxy's __newindex. Its error, a C
+// function's, has no position, as in Redis 7.0 (table.remove and
+// table.sort of a proxy's empty array write nothing, and pass there too).
+func (vm *VM) refuseProxy(lib *lua.LTable, name string) {
+	orig := lib.RawGetString(name).(*lua.LFunction)
+	lib.RawSetString(name, vm.L.NewFunction(func(L *lua.LState) int {
+		if t, ok := L.Get(1).(*lua.LTable); ok && vm.under[t] != nil {
+			L.Error(errReadonlyTable, 0)
+		}
+		top := L.GetTop()
+		L.Insert(orig, 1)
+		L.Call(top, lua.MultRet)
+		return L.GetTop()
+	}))
+}
+
+// next is Lua's next, over a proxy's own entries (KEYS and ARGV in the
+// globals') and then its table's.
+func (vm *VM) next(t *lua.LTable, k lua.LValue) (lua.LValue, lua.LValue) {
+	u := vm.under[t]
+	if u == nil {
+		return t.Next(k)
+	}
+	if k == lua.LNil || t.RawGet(k) != lua.LNil {
+		if k, v := t.Next(k); k != lua.LNil {
+			return k, v
+		}
+		k = lua.LNil
+	}
+	for {
+		var v lua.LValue
+		if k, v = u.Next(k); k == lua.LNil || t.RawGet(k) == lua.LNil {
+			return k, v
+		}
+	}
+}
+
 // guard returns a read-only proxy of t.
 func (vm *VM) guard(t *lua.LTable) *lua.LTable {
 	L := vm.L
@@ -256,7 +339,7 @@ func (vm *VM) guard(t *lua.LTable) *lua.LTable {
 	mt.RawSetString("__metatable", lua.LFalse)
 	L.SetMetatable(p, mt)
 	vm.guarded = append(vm.guarded, p)
-	vm.isGuard[p] = true
+	vm.under[p] = t
 	return p
 }
 
