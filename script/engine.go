@@ -95,7 +95,15 @@ type Script struct {
 	// LeavesShard: it may call a command that reaches shards other than
 	// its keys' (Host.LeavesShard), or one whose name is not a literal.
 	LeavesShard bool
+	// Declared: its text starts with a "#!lua" shebang, whose flags (bits
+	// of funcFlagNames) it runs with (Refusal, NoWrites).
+	Declared bool
+	Flags    int
 }
+
+// NoWrites reports whether the script declared no-writes: it runs as
+// EVAL_RO.
+func (s *Script) NoWrites() bool { return s.Declared && s.Flags&flagNoWrites != 0 }
 
 type loaded struct {
 	body, sha string
@@ -118,11 +126,16 @@ func (e *Engine) Load(body []byte) (sha string, _ *Script, errText string) {
 		slot.Store(&loaded{body: string(body), sha: sha, p: p, gen: gen})
 		return sha, p, ""
 	}
-	proto, literal, names, err := compileScript(body)
+	flags, n, err := parseShebang(body)
 	if err != "" {
 		return sha, nil, err
 	}
-	p = &Script{proto: proto, MaySort: MentionsSort(body) || !literal, LeavesShard: !literal}
+	proto, literal, names, err := compileScript(body[n:])
+	if err != "" {
+		return sha, nil, err
+	}
+	p = &Script{proto: proto, MaySort: MentionsSort(body) || !literal, LeavesShard: !literal,
+		Declared: n > 0, Flags: flags}
 	for _, n := range names {
 		p.LeavesShard = p.LeavesShard || e.host.LeavesShard(n)
 	}

@@ -61,6 +61,9 @@ type Function struct {
 // NoWrites reports the function's no-writes flag: it runs as FCALL_RO.
 func (f *Function) NoWrites() bool { return f.flags&flagNoWrites != 0 }
 
+// Refusal is why the function may not start (Refusal).
+func (f *Function) Refusal(ro, replica bool) string { return Refusal(true, f.flags, ro, replica) }
+
 // RunID names the function's runs (MarkCoordinated, SCRIPT KILL's
 // registry) apart from any script's SHA.
 func (f *Function) RunID() string { return "f:" + strings.ToLower(f.Name) }

@@ -68,16 +68,11 @@ func cmdFcall(x *Coord, readonly bool) {
 		x.W.Error(script.ErrFunctionNotFound)
 		return
 	}
-	noWrites := f.NoWrites()
-	if readonly && !noWrites {
-		x.W.Error(script.ErrWriteFunctionRO)
+	if r := f.Refusal(readonly, x.Srv.replica.active.Load()); r != "" {
+		x.W.Error(r)
 		return
 	}
-	if !noWrites && x.Srv.replica.active.Load() {
-		x.W.Error(errReadonlyReplica)
-		return
-	}
-	runScript(x, scriptTarget{fn: f, id: []byte(f.RunID())}, numKeys, readonly || noWrites)
+	runScript(x, scriptTarget{fn: f, id: []byte(f.RunID())}, numKeys, readonly || f.NoWrites())
 }
 
 // cmdFunction is FUNCTION. The subcommands that read (LIST, STATS, DUMP,

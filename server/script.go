@@ -99,7 +99,11 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 		}
 		sha = []byte(id)
 	}
-	runScript(x, scriptTarget{script: s, id: sha}, numKeys, readonly)
+	if r := script.Refusal(s.Declared, s.Flags, readonly, x.Srv.replica.active.Load()); r != "" {
+		x.W.Error(r)
+		return
+	}
+	runScript(x, scriptTarget{script: s, id: sha}, numKeys, readonly || s.NoWrites())
 }
 
 // scriptTarget is what a script run executes: a script (EVAL, EVALSHA) or
