@@ -462,14 +462,13 @@ func (p *Engine) loadDflyOnStart() error {
 	return nil
 }
 
-// lockedApply returns a dispatch for loading before the server serves
-// that applies a batch on the caller's goroutine, holding the shard's
-// lock: the batch is applied when it returns.
+// lockedApply returns a dispatch that applies a batch (apply) holding the
+// shard's lock: the batch is applied when it returns.
 func (p *Engine) lockedApply() func(sid int, items []rdbvalue.Item) {
 	locks := make([]sync.Mutex, len(p.shards))
 	return func(sid int, items []rdbvalue.Item) {
 		locks[sid].Lock()
-		p.shards[sid].Exec(shard.Func(func(sh *shard.Shard) { rdbvalue.Apply(sh, items) }))
+		p.apply(p.shards[sid], items)
 		locks[sid].Unlock()
 	}
 }

@@ -35,4 +35,9 @@
 //     error, so no shard is left waiting for a consumer that gave up.
 //   - A load routes every key by shardOf, so the shard count of the
 //     loading server may differ from the saving one's.
+//   - The start-up load runs once the server listens (LoadWhenServing),
+//     each batch applied on its shard's loop; until it has applied every
+//     key, Loading holds and clients get LOADING, the save schedule and a
+//     shutdown's save write nothing (a failed load stays loading until the
+//     server exits).
 package persist

@@ -73,6 +73,11 @@ type Engine struct {
 	lastSave   atomic.Int64 // unix seconds of the last successful save
 	lastFailed atomic.Bool
 	loading    atomic.Bool
+	// startup: the start-up load has not finished (LoadWhenServing).
+	startup atomic.Bool
+	// onLoop: loads apply their batches on the shards' loops (the server
+	// serves: LoadWhenServing), not on the loader's goroutine.
+	onLoop bool
 	// writesAtSave is the shards' write count at the last save, for
 	// rdb_changes_since_last_save (approximate: CONFIG RESETSTAT resets it).
 	writesAtSave atomic.Uint64

@@ -62,6 +62,11 @@ func (p *Engine) saveAtCut() error {
 // and SIGTERM with save points configured), after a BGSAVE running now,
 // as Redis does, and logs what happened.
 func (p *Engine) SaveBeforeShutdown() error {
+	if p.Loading() {
+		// As Redis: a half-loaded dataset must not replace the file.
+		p.log.Warnf("Shutting down while loading: the dataset is not saved.")
+		return nil
+	}
 	p.log.Noticef("Saving the final RDB snapshot before exiting.")
 	if err := p.saveAtCut(); err != nil {
 		p.log.Warnf("Error trying to save the DB, can't exit: %v", err)
@@ -326,10 +331,10 @@ func (p *Engine) writeSnapshotFile(path string, snap []ShardRecords) (writes uin
 	return writes, nil
 }
 
-// LoadOnStart loads the RDB file, when there is one, before the server
-// serves: nothing else touches the shards yet, so one worker goroutine per
-// shard applies the decoded batches. A file that does not load completely
-// is an error (the caller exits rather than serve part of the data).
+// LoadOnStart loads the RDB file, when there is one: one worker goroutine
+// per shard applies the decoded batches (apply). A file that does not load
+// completely is an error (the caller exits rather than serve part of the
+// data).
 func (p *Engine) LoadOnStart() error {
 	p.lastSave.Store(time.Now().Unix())
 	defer pauseGC()()
@@ -380,8 +385,50 @@ func pauseGC() (restore func()) {
 	return func() { debug.SetGCPercent(old) }
 }
 
+// LoadWhenServing is the start-up load as Redis's: the server listens
+// first and loads after. The dataset counts as loading from now on, so
+// every command but those flagged loading gets LOADING (Loading), and the
+// file(s) are loaded once ready is closed (the loops serve), each batch
+// applied on its shard's loop; end gets the result (not called when done
+// closes first).
+func (p *Engine) LoadWhenServing(ready, done <-chan struct{}, end func(error)) {
+	p.prog.start.Store(time.Now().Unix())
+	p.startup.Store(true)
+	p.onLoop = true
+	go func() {
+		select {
+		case <-ready:
+		case <-done:
+			return
+		}
+		p.mu.Lock() // no DEBUG RELOAD meanwhile
+		err := p.LoadOnStart()
+		if err == nil { // a failed load stays loading until the server exits
+			p.startup.Store(false)
+		}
+		p.mu.Unlock()
+		end(err)
+	}()
+}
+
+// Loading reports whether a load replaces the dataset now (start-up,
+// DEBUG RELOAD, a replica's full sync): clients get LOADING.
+func (p *Engine) Loading() bool { return p.loading.Load() || p.startup.Load() }
+
+// apply applies a decoded batch to sh: once the server serves (onLoop), on
+// sh's loop, waited for; before, on the caller's goroutine.
+func (p *Engine) apply(sh *shard.Shard, items []rdbvalue.Item) {
+	if !p.onLoop {
+		sh.Exec(shard.Func(func(sh *shard.Shard) { rdbvalue.Apply(sh, items) }))
+		return
+	}
+	applied := make(chan struct{})
+	sh.Send(shard.Func(func(sh *shard.Shard) { rdbvalue.Apply(sh, items); close(applied) }))
+	<-applied
+}
+
 // startLoadWorkers starts one goroutine per shard applying decoded
-// batches before the server serves; dispatch may be called from several
+// batches (apply); dispatch may be called from several
 // goroutines, wait closes the queues and waits for the workers. Applied
 // batches are offered back on free, emptied, for a loader to reuse.
 func (p *Engine) startLoadWorkers() (dispatch func(sid int, items []rdbvalue.Item), wait func(), free chan []rdbvalue.Item) {
@@ -395,7 +442,7 @@ func (p *Engine) startLoadWorkers() (dispatch func(sid int, items []rdbvalue.Ite
 		go func() {
 			defer wg.Done()
 			for items := range q {
-				sh.Exec(shard.Func(func(sh *shard.Shard) { rdbvalue.Apply(sh, items) }))
+				p.apply(sh, items)
 				rdbvalue.Recycle(free, items)
 			}
 		}()
@@ -412,11 +459,15 @@ func (p *Engine) startLoadWorkers() (dispatch func(sid int, items []rdbvalue.Ite
 
 // loadDone records a finished start-up load of keys keys.
 func (p *Engine) loadDone(keys int, start time.Time) {
-	var writes uint64
-	for _, sh := range p.shards { // idle until Serve; the workers are done
-		writes += sh.Stats.Writes
+	var writes atomic.Uint64
+	if p.onLoop {
+		p.onEachShard(func(sh *shard.Shard) { writes.Add(sh.Stats.Writes) })
+	} else {
+		for _, sh := range p.shards { // idle until Serve; the workers are done
+			writes.Add(sh.Stats.Writes)
+		}
 	}
-	p.writesAtSave.Store(writes)
+	p.writesAtSave.Store(writes.Load())
 	p.log.Noticef("DB loaded from disk: %d keys in %.3f seconds", keys, time.Since(start).Seconds())
 }
 

@@ -65,7 +65,7 @@ func (p *Engine) StartSaveSchedule(ready, done <-chan struct{}, stopping func() 
 			case <-tick.C:
 			}
 			pts, _ := ParseSave(p.settings().Save)
-			if len(pts) == 0 || stopping() || p.bgsaving.Load() {
+			if len(pts) == 0 || stopping() || p.bgsaving.Load() || p.Loading() {
 				continue
 			}
 			if p.lastFailed.Load() && time.Since(lastTry) < saveRetryDelay {
@@ -149,7 +149,7 @@ func (p *Engine) loadETA() int64 {
 
 // loadingInfo writes INFO persistence's loading fields.
 func (p *Engine) loadingInfo(field func(k string, v any)) {
-	if !p.loading.Load() {
+	if !p.Loading() {
 		field("loading", 0)
 		return
 	}

@@ -77,10 +77,10 @@ func debugReload(x *Coord) {
 	}
 }
 
-// LoadOnStart loads the dataset's file(s), when there are any, before
-// the server serves; a file that does not load completely is an error
-// (the caller exits rather than serve part of the data).
-func (s *Server) LoadOnStart() error { return s.persist.LoadOnStart() }
+// LoadOnStart loads the dataset's file(s), when there are any, once the
+// server serves, clients getting LOADING until then; end gets a file that
+// does not load completely (the caller exits rather than serve part).
+func (s *Server) LoadOnStart(end func(error)) { s.persist.LoadWhenServing(s.ready, s.done, end) }
 
 // SaveBeforeShutdown writes the final snapshot (SHUTDOWN SAVE, or SHUTDOWN
 // and SIGTERM with save points configured).

@@ -81,17 +81,17 @@ func replicaCommands() []*command.Command {
 // isReplica reports whether this server replicates from a master.
 func (s *Server) isReplica() bool { return s.replica.active.Load() }
 
-// replicaRefusal is the error a client command gets on a replica: LOADING
-// during a full sync, READONLY for writes; "" when it may run. Called for
-// every command (Conn.prepare), so the master case is one atomic load.
+// replicaRefusal is the error a client command gets: LOADING while a load
+// (start-up, a full sync) replaces the dataset, READONLY for writes on a
+// replica; "" when it may run. Called for every command (Conn.prepare).
 // EVAL and EVALSHA run, as on Redis 7 (where they are not write
 // commands): a script's writes fail instead (luaVM.call).
 func (s *Server) replicaRefusal(cmd *command.Command, args [][]byte) string {
+	if cmd.Flags&command.FlagLoading == 0 && (s.persist.Loading() || s.replica.loading.Load()) {
+		return errLoading
+	}
 	if !s.replica.active.Load() {
 		return ""
-	}
-	if s.replica.loading.Load() && cmd.Flags&command.FlagLoading == 0 {
-		return errLoading
 	}
 	if cmd.Flags&command.FlagWrite != 0 && cmd.Name != "eval" && cmd.Name != "evalsha" && cmd.Name != "fcall" &&
 		(cmd.Name != "function" || len(args) < 2 || functionWrites(args[1])) {

@@ -64,6 +64,18 @@ func (s *Server) Terminate(timeout time.Duration) error {
 // --save ” --appendonly no and the flags that redis understands.
 func StartServer(t testing.TB, flags ...string) *Server {
 	t.Helper()
+	return startServer(t, true, flags)
+}
+
+// StartServerNoWait is StartServer without waiting for PING: the test
+// polls the port itself (a server loading its dataset answers LOADING).
+func StartServerNoWait(t testing.TB, flags ...string) *Server {
+	t.Helper()
+	return startServer(t, false, flags)
+}
+
+func startServer(t testing.TB, wait bool, flags []string) *Server {
+	t.Helper()
 	var binary string
 	var args []string
 	switch target {
@@ -93,7 +105,7 @@ func StartServer(t testing.TB, flags ...string) *Server {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		port := freePort(t)
-		s, err := launch(t, binary, append([]string{"--port", strconv.Itoa(port)}, args...), port)
+		s, err := launchWith(t, binary, append([]string{"--port", strconv.Itoa(port)}, args...), port, wait)
 		if err == nil {
 			return s
 		}
@@ -109,6 +121,12 @@ func StartServer(t testing.TB, flags ...string) *Server {
 }
 
 func launch(t testing.TB, binary string, args []string, port int) (*Server, error) {
+	return launchWith(t, binary, args, port, true)
+}
+
+// launchWith starts binary; with wait it returns once the server answers
+// PING.
+func launchWith(t testing.TB, binary string, args []string, port int, wait bool) (*Server, error) {
 	statOnce.Do(statSources) // deps_test.go
 	s := &Server{
 		Addr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
@@ -129,6 +147,10 @@ func launch(t testing.TB, binary string, args []string, port int) (*Server, erro
 		s.waitErr = s.cmd.Wait()
 		close(s.exited)
 	}()
+	if !wait {
+		t.Cleanup(s.stop)
+		return s, nil
+	}
 	if err := s.waitReady(); err != nil {
 		s.kill()
 		return nil, fmt.Errorf("%s %s: %w\n--- server output ---\n%s", binary, strings.Join(args, " "), err, s.output.tail(logTail))

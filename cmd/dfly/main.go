@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/dfly/dfly/config"
@@ -63,11 +64,15 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dfly: %v\n", err)
 		return 1
 	}
-	if err := srv.LoadOnStart(); err != nil {
-		log.Warnf("Fatal error loading the DB: %v. Exiting.", err)
-		fmt.Fprintf(stderr, "dfly: %v\n", err)
-		return 1
-	}
+	var loadFailed atomic.Bool
+	srv.LoadOnStart(func(err error) { // listen first, load after, as Redis
+		if err != nil {
+			log.Warnf("Fatal error loading the DB: %v. Exiting.", err)
+			fmt.Fprintf(stderr, "dfly: %v\n", err)
+			loadFailed.Store(true)
+			srv.Shutdown()
+		}
+	})
 	srv.StartSaveSchedule()
 	srv.StartReplicaOf() // --replicaof: follow a master once serving
 
@@ -80,6 +85,9 @@ func run(args []string, stderr io.Writer) int {
 	}()
 	if err := srv.Serve(); err != nil {
 		log.Warnf("%v", err)
+		return 1
+	}
+	if loadFailed.Load() {
 		return 1
 	}
 	log.Warnf("dfly is now ready to exit, bye bye...")

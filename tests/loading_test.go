@@ -1,0 +1,109 @@
+package tests
+
+import (
+	"bufio"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+const errLoading = "LOADING Redis is loading the dataset in memory"
+
+// infoFields parses an INFO reply's "name:value" lines.
+func infoFields(r Reply) map[string]string {
+	fields := map[string]string{}
+	for _, line := range strings.Split(r.Str, "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			fields[k] = v
+		}
+	}
+	return fields
+}
+
+// dialWhenOpen connects to addr as soon as it accepts connections.
+func dialWhenOpen(t *testing.T, addr string) *RawConn {
+	t.Helper()
+	deadline := time.Now().Add(startTimeout)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			t.Cleanup(func() { conn.Close() })
+			return &RawConn{t: t, conn: conn, reader: bufio.NewReader(conn), Timeout: time.Minute}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dial %s: %v", addr, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestLoadingReplies: a server started on a large dump listens first and
+// loads after, as Redis: from the first accepted connection, commands not
+// flagged loading (DBSIZE, GET, SET) get LOADING until the whole dataset
+// is in, then the whole dataset, never part of it; INFO (flagged loading)
+// answers meanwhile with loading:1 and the progress fields.
+func TestLoadingReplies(t *testing.T) {
+	keys := 1_000_000
+	if raceBuild() {
+		keys = 200_000
+	}
+	dir := t.TempDir()
+	srv := StartServer(t, "--dir", dir)
+	c := srv.Raw(t)
+	c.Timeout = 2 * time.Minute
+	mustOK(t, c.Do("DEBUG", "POPULATE", strconv.Itoa(keys), "key", "100"), "DEBUG POPULATE")
+	mustOK(t, c.Do("SET", "marker", "m"), "SET")
+	mustOK(t, c.Do("SAVE"), "SAVE")
+	if err := srv.Terminate(time.Minute); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+
+	srv = StartServerNoWait(t, "--dir", dir)
+	c = dialWhenOpen(t, srv.Addr)
+	want := int64(keys + 1)
+	var refused, infoLoading int
+	for {
+		r := c.Do("DBSIZE")
+		if r.Kind != KindError {
+			if r.Kind != KindInt || r.Int != want {
+				t.Fatalf("DBSIZE answered %s while %d keys load: a partly loaded dataset", r, want)
+			}
+			break
+		}
+		if r.Str != errLoading {
+			t.Fatalf("DBSIZE while loading: %q, want %q", r.Str, errLoading)
+		}
+		refused++
+		if r := c.Do("SET", "marker", "changed"); r.Kind == KindError && r.Str != errLoading {
+			t.Fatalf("SET while loading: %s", r)
+		}
+		info := infoFields(c.Do("INFO", "persistence"))
+		if info["loading"] != "1" {
+			continue // it has just finished
+		}
+		infoLoading++
+		for _, f := range []string{"loading_start_time", "loading_total_bytes", "loading_loaded_bytes", "loading_loaded_perc", "loading_eta_seconds"} {
+			if _, ok := info[f]; !ok {
+				t.Fatalf("INFO persistence while loading has no %s:\n%v", f, info)
+			}
+		}
+		if info["async_loading"] != "0" {
+			t.Fatalf("INFO persistence while loading: async_loading:%s", info["async_loading"])
+		}
+		if n, _ := strconv.ParseInt(info["loading_total_bytes"], 10, 64); n <= 0 && infoLoading > 10 {
+			t.Fatalf("INFO persistence while loading: loading_total_bytes:%s", info["loading_total_bytes"])
+		}
+	}
+	t.Logf("%d commands refused with LOADING, %d INFO replies with loading:1", refused, infoLoading)
+	if refused == 0 || infoLoading == 0 {
+		t.Fatalf("the first connection saw no loading (refused %d, INFO loading:1 %d): the server listened only after loading", refused, infoLoading)
+	}
+	if r := c.Do("GET", "marker"); r.Str != "m" {
+		t.Fatalf("GET marker after loading: %s (a write got in while loading?)", r)
+	}
+	if info := infoFields(c.Do("INFO", "persistence")); info["loading"] != "0" {
+		t.Fatalf("INFO persistence after loading: loading:%s", info["loading"])
+	}
+}
