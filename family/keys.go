@@ -457,7 +457,7 @@ func cmdObject(x *command.Exec) {
 		}
 		return
 	}
-	_, v := x.DB.Find(x.Args[2])
+	_, v := x.DB.FindNoTouch(x.Args[2])
 	if v == nil {
 		x.W.Null()
 		return

@@ -64,6 +64,21 @@ func (db *DB) Find(key []byte) (dash.Iterator, *Value) {
 	return db.find(key, true)
 }
 
+// FindNoTouch is Find that leaves the key's access time as it was (OBJECT, as
+// Redis's LOOKUP_NOTOUCH).
+func (db *DB) FindNoTouch(key []byte) (dash.Iterator, *Value) {
+	it := db.Table.Find(view(key))
+	if !it.Valid() {
+		return it, nil
+	}
+	access := db.Table.Value(it).Access
+	it, v := db.Find(key)
+	if v != nil {
+		v.Access = access
+	}
+	return it, v
+}
+
 // find is Find; load=false leaves an offloaded value offloaded (tier.go).
 func (db *DB) find(key []byte, load bool) (dash.Iterator, *Value) {
 	it := db.Table.Find(view(key))

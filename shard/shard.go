@@ -88,7 +88,7 @@ type Shard struct {
 	gates       []Gate
 	version     uint64
 	now         int64 // unix ms, refreshed per message
-	epoch       int64
+	epoch       int64 // of the access clock: IdleHorizon before New
 	quit        chan struct{}
 	done        chan struct{}
 	started     bool // Start ran (Stop waits for the goroutine only then)
@@ -136,8 +136,8 @@ const InboxSize = 4096
 // New makes a shard with ndb databases; Start launches its goroutine.
 func New(id, ndb int) *Shard {
 	s := &Shard{ID: id, inbox: make(chan Runnable, InboxSize), quit: make(chan struct{}), done: make(chan struct{})}
-	s.epoch = time.Now().UnixMilli()
-	s.now = s.epoch
+	s.now = time.Now().UnixMilli()
+	s.epoch = s.now - IdleHorizon*1000
 	s.DBs = make([]*DB, ndb)
 	for i := range s.DBs {
 		s.DBs[i] = newDB(s, i)
@@ -210,6 +210,11 @@ func (s *Shard) payDefrag() {
 // Now is the shard's clock in unix ms, fixed for the duration of a message
 // so that one command sees one time.
 func (s *Shard) Now() int64 { return s.now }
+
+// IdleHorizon is how far back, in seconds, the access clock reaches before
+// the shard started: RESTORE ... IDLETIME sets idle times up to it (about
+// 194 days, Redis's 24-bit LRU clock).
+const IdleHorizon = 1 << 24
 
 func (s *Shard) clockSeconds() uint32 { return uint32((s.now - s.epoch) / 1000) }
 
