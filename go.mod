@@ -3,6 +3,7 @@ module github.com/dfly/dfly
 go 1.26.8
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/klauspost/compress v1.20.3
 	github.com/panjf2000/gnet/v2 v2.10.0

@@ -543,3 +543,44 @@ func writeSpecPart(w *resp.Writer, typ string, pairs ...any) {
 		}
 	}
 }
+
+// Called is what a call of c with args counts as in latency tracking: the
+// subcommand's entry ("config|get") for a container, c for any other
+// command, nil for an unknown subcommand (Redis refuses it before running
+// it). It does not allocate.
+func (c *Command) Called(args [][]byte) *Command {
+	if c.infoSubs == nil {
+		return c
+	}
+	if len(args) < 2 {
+		return nil
+	}
+	for _, s := range c.infoSubs {
+		n := s.Name[len(c.Name)+1:]
+		if len(n) == len(args[1]) && asciiEqualFold(n, args[1]) {
+			return s
+		}
+	}
+	return nil
+}
+
+func asciiEqualFold(s string, b []byte) bool {
+	for i := range len(s) {
+		x, y := s[i], b[i]
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// LookupInfo finds a command, or a subcommand as "container|sub", by name
+// (in any case).
+func (t *Table) LookupInfo(name []byte) *Command { return t.lookupInfo(name) }
+
+// InfoSubs are a container's subcommands' entries, sorted by name (nil for
+// any other command).
+func (c *Command) InfoSubs() []*Command { return c.infoSubs }

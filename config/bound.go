@@ -63,6 +63,8 @@ var bindings = map[string]binding{
 	"slowlog-log-slower-than":    atomicField(func(c *Config) *atomic64 { return &c.SlowlogSlowerThan }),
 	"slowlog-max-len":            atomicField(func(c *Config) *atomic64 { return &c.SlowlogMaxLen }),
 	"latency-monitor-threshold":  atomicField(func(c *Config) *atomic64 { return &c.LatencyThreshold }),
+	"latency-tracking": {get: func(c *Config) string { return YesNo(c.LatencyTracking.Load()) },
+		set: func(c *Config, v string) error { c.LatencyTracking.Store(v == "yes"); return nil }},
 	"save": {
 		check: func(v string) (string, error) {
 			if _, err := persist.ParseSave(v); err != nil {

@@ -78,6 +78,9 @@ type Config struct {
 	// and the latency monitor's threshold in ms (latency.go; 0: off).
 	SlowlogSlowerThan, SlowlogMaxLen atomic.Int64
 	LatencyThreshold                 atomic.Int64
+	// LatencyTracking: per-command latency histograms are recorded
+	// (latency-tracking, package latency), read on every command.
+	LatencyTracking atomic.Bool
 	// Limits: client-output-buffer-limit, client-query-buffer-limit
 	// (clientbuf.go), read without mu.
 	Limits ClientLimits
@@ -98,10 +101,24 @@ func (c *Config) SavePoints() bool {
 	return c.Save != ""
 }
 
-// Timing reports whether commands are timed: SLOWLOG or the latency
-// monitor is on.
+// Timing reports whether commands are timed: SLOWLOG, the latency
+// monitor or latency tracking is on.
 func (c *Config) Timing() bool {
-	return c.SlowlogSlowerThan.Load() >= 0 || c.LatencyThreshold.Load() > 0
+	return c.SlowlogSlowerThan.Load() >= 0 || c.LatencyThreshold.Load() > 0 || c.LatencyTracking.Load()
+}
+
+// Percentiles are latency-tracking-info-percentiles' numbers.
+func (c *Config) Percentiles() []float64 {
+	c.Mu.RLock()
+	v := c.value(byName["latency-tracking-info-percentiles"])
+	c.Mu.RUnlock()
+	var out []float64
+	for _, f := range strings.Fields(v) {
+		if x, err := strconv.ParseFloat(f, 64); err == nil {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // Default has Redis's defaults where Redis has one.
@@ -118,6 +135,7 @@ func Default() *Config {
 	c.Limits.setDefaults()
 	c.SlowlogSlowerThan.Store(10000)
 	c.SlowlogMaxLen.Store(128)
+	c.LatencyTracking.Store(true)
 	return c
 }
 

@@ -14,15 +14,14 @@ import (
 
 // Monitor is the latency monitor, as Redis's: with latency-monitor-threshold
 // at N > 0 milliseconds, every command that ran for at least N ms (timed as
-// for SLOWLOG: its own execution) adds a sample to the "command" event. An event keeps its last Samples samples, one per
-// second (a second's later samples keep the largest), and its all-time
-// maximum; LATENCY reads them. Only commands over the threshold touch the
-// monitor (a mutex), so it costs the others one atomic load.
+// for SLOWLOG: its own execution) adds a sample to the "command" event.
+// An event keeps its last Samples samples, one per second (a second's
+// later samples keep the largest), and its all-time maximum; LATENCY reads
+// them. Only commands over the threshold touch the monitor (a mutex), so
+// it costs the others one atomic load.
 //
-// Not done: the other events Redis records (expire-cycle,
-// eviction-cycle, fork, aof-*: dfly has no fork or AOF; its expiry runs in
-// bounded steps) and per-command latency histograms (latency-tracking
-// is "no": LATENCY HISTOGRAM answers an empty map, as Redis does then).
+// Not done: the events dfly has no cause for (eviction-cycle, fork, aof-*:
+// dfly has no fork or AOF).
 type Monitor struct {
 	mu     sync.Mutex
 	events map[string]*series
@@ -87,13 +86,18 @@ var Subcommands = []command.SubcommandInfo{
 }
 
 // Reply answers LATENCY with arguments a (the command's name first);
-// threshold is latency-monitor-threshold.
-func (m *Monitor) Reply(w *resp.Writer, a [][]byte, threshold int64) {
+// threshold is latency-monitor-threshold; histogram writes LATENCY
+// HISTOGRAM's reply for the commands named.
+func (m *Monitor) Reply(w *resp.Writer, a [][]byte, threshold int64, histogram func(w *resp.Writer, names [][]byte)) {
 	sub := command.Subcommand(w, a, "latency", Subcommands)
 	if sub == "" || sub == "help" {
 		if sub == "help" {
 			command.WriteHelp(w, help)
 		}
+		return
+	}
+	if sub == "histogram" {
+		histogram(w, a[2:])
 		return
 	}
 	m.mu.Lock()
@@ -146,8 +150,6 @@ func (m *Monitor) Reply(w *resp.Writer, a [][]byte, threshold int64) {
 		w.Verbatim("txt", []byte(graph(string(a[2]), ev, time.Now().Unix())))
 	case "doctor":
 		w.Verbatim("txt", []byte(m.doctor(threshold)))
-	case "histogram":
-		w.Map(0) // latency-tracking is off (see Monitor)
 	}
 }
 

@@ -831,6 +831,7 @@ func (n *borrowNest) run() {
 	x.Cmd.Calls.Add(1)
 	if end := x.Srv.slowCheck(x.Conn, x.Args, start); end != 0 {
 		x.Cmd.Nsec.Add(uint64(end - start))
+		x.Srv.trackLatency(x.Srv.loopRecorder(-1), x.Cmd, x.Args, end-start)
 	}
 }
 

@@ -243,6 +243,7 @@ func (s *Server) resetStats() {
 		cmd.Failed.Store(0)
 		cmd.Rejected.Store(0)
 	}
+	s.tracker.Reset()
 	// CONFIG runs on a connection's event loop, which may own a shard:
 	// waiting for the shards here would wait for itself. The resets are
 	// posted; each shard runs its reset before any later message.

@@ -562,6 +562,7 @@ func (c *Conn) runConnCommand(p *pending, g *hopGroup) dispatchStep {
 	c.mayDefer = false
 	if end := c.srv.slowCheck(c, p.args, start); end != 0 {
 		cmd.Nsec.Add(uint64(end - start))
+		c.srv.trackLatency(c.srv.loopRecorder(c.loop), cmd, p.args, end-start)
 	}
 	if c.srv.monitors.active() {
 		// After it ran, as Redis feeds: SELECT shows the new
@@ -983,7 +984,7 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 			}
 		}
 		s.Stats.Commands++
-		b.c.srv.countShardCall(s.ID, p.cmd, ns)
+		b.c.srv.countShardCall(s.ID, p.cmd, p.args, ns)
 		b.pos++
 	}
 	if g != nil {
@@ -1019,7 +1020,7 @@ func (b *shardBatch) runOne(s *shard.Shard, p *pending) {
 		}
 	}
 	s.Stats.Commands++
-	b.c.srv.countShardCall(s.ID, p.cmd, ns)
+	b.c.srv.countShardCall(s.ID, p.cmd, p.args, ns)
 }
 
 func (b *shardBatch) lockKeys(p *pending, dst []shard.KeyLock) []shard.KeyLock {

@@ -104,6 +104,7 @@ func (x *Coord) run(c *Conn) {
 		x.runGuarded()
 		if end := x.Srv.slowCheck(c, x.Args, start); end != 0 {
 			x.Cmd.Nsec.Add(uint64(end - start))
+			x.Srv.trackLatency(x.Srv.loopRecorder(-1), x.Cmd, x.Args, end-start)
 		}
 	}
 	c.complete(false)

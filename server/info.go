@@ -36,11 +36,17 @@ type infoWriter struct {
 	uptime time.Duration
 }
 
+// section starts section name's lines with its title, as Redis's
+// ("# Server", "# CPU"), after a blank line.
 func (i *infoWriter) section(name string) {
 	if i.b.Len() > 0 {
 		i.b.WriteString("\r\n")
 	}
-	i.b.WriteString("# " + name + "\r\n")
+	title := strings.ToUpper(name[:1]) + name[1:]
+	if name == "cpu" {
+		title = "CPU"
+	}
+	i.b.WriteString("# " + title + "\r\n")
 }
 
 func (i *infoWriter) field(k string, v any) { fmt.Fprintf(&i.b, "%s:%v\r\n", k, v) }
@@ -61,6 +67,7 @@ var infoSections = []struct {
 	{"cpu", func(*Server) bool { return true }, (*infoWriter).infoCPU},
 	{"commandstats", func(*Server) bool { return false }, (*infoWriter).infoCommandstats},
 	{"errorstats", func(*Server) bool { return true }, (*infoWriter).infoErrorstats},
+	{"latencystats", func(*Server) bool { return false }, (*infoWriter).infoLatencystats},
 	{"tiered", func(s *Server) bool { return s.tiered != nil }, (*infoWriter).infoTiered},
 	{"keyspace", func(*Server) bool { return true }, (*infoWriter).infoKeyspace},
 }
@@ -76,6 +83,7 @@ func cmdInfo(x *Coord) {
 	i.gather(x)
 	for _, sec := range infoSections {
 		if all || sections[sec.name] || sections["default"] && sec.dflt(x.Srv) {
+			i.section(sec.name)
 			sec.write(i)
 		}
 	}

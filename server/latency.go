@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/latency"
 	"github.com/dfly/dfly/resp"
 )
 
@@ -12,6 +14,35 @@ func (s *Server) latencyCheck(us int64) {
 	}
 }
 
+// trackLatency adds a call of cmd with args that took ns to recorder i's
+// histograms when latency-tracking is on. Recorders: one per shard (its
+// id), one per loop, one the coordinators share (loopRecorder).
+func (s *Server) trackLatency(i int, cmd *command.Command, args [][]byte, ns int64) {
+	if ns <= 0 || !s.cfg.LatencyTracking.Load() {
+		return
+	}
+	if cmd = cmd.Called(args); cmd != nil {
+		s.tracker.Recorder(i).Record(cmd, ns)
+	}
+}
+
+// loopRecorder is loop's recorder; the coordinators' for -1 (or a loop
+// not yet known).
+func (s *Server) loopRecorder(loop int) int {
+	if loop < 0 || loop >= s.cfg.Loops {
+		return len(s.shards) + s.cfg.Loops
+	}
+	return len(s.shards) + loop
+}
+
 func cmdLatency(c *Conn, a [][]byte, w *resp.Writer) {
-	c.srv.latency.Reply(w, a, c.srv.cfg.LatencyThreshold.Load())
+	c.srv.latency.Reply(w, a, c.srv.cfg.LatencyThreshold.Load(), func(w *resp.Writer, names [][]byte) {
+		latency.WriteHistogram(w, c.srv.table, c.srv.tracker.Merged(), names)
+	})
+}
+
+func (i *infoWriter) infoLatencystats() {
+	if i.srv.cfg.LatencyTracking.Load() {
+		latency.WritePercentiles(&i.b, i.srv.tracker.Merged(), i.srv.cfg.Percentiles())
+	}
 }

@@ -307,7 +307,7 @@ func (h *replicaHost) RunLocal(c command.Client, cmd *command.Command, args [][]
 }
 
 func (h *replicaHost) CountCall(sid int, cmd *command.Command) {
-	(*Server)(h).countShardCall(sid, cmd, 0)
+	(*Server)(h).countShardCall(sid, cmd, nil, 0)
 }
 
 func (h *replicaHost) BeginLoad(r io.Reader, size int64) (io.Reader, func()) {

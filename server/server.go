@@ -45,6 +45,7 @@ type Server struct {
 	cfg       *config.Config
 	slow      slowlog
 	latency   latency.Monitor               // latency.go
+	tracker   *latency.Tracker              // latency.go: shards', loops', coordinators' recorders
 	pause     pauseState                    // CLIENT PAUSE (pause.go)
 	failover  failoverState                 // FAILOVER (failover.go)
 	scriptEng atomic.Pointer[script.Engine] // scripts()
@@ -142,6 +143,7 @@ func New(cfg *config.Config, log *Logger) *Server {
 	s.runID = hex.EncodeToString(id[:])
 	s.shards = make([]*shard.Shard, cfg.Shards)
 	s.cmdStats = make([]shardCmdStats, cfg.Shards)
+	s.tracker = latency.NewTracker(cfg.Shards + cfg.Loops + 1)
 	s.evalCoords = make([]Coord, cfg.Shards)
 	for i := range s.shards {
 		s.shards[i] = shard.New(i, cfg.Databases)
@@ -157,9 +159,10 @@ func New(cfg *config.Config, log *Logger) *Server {
 	return s
 }
 
-// countShardCall counts a call of cmd that ran ns nanoseconds on shard
-// sid, on its goroutine.
-func (s *Server) countShardCall(sid int, cmd *command.Command, ns int64) {
+// countShardCall counts a call of cmd with args that ran ns nanoseconds on
+// shard sid, on its goroutine.
+func (s *Server) countShardCall(sid int, cmd *command.Command, args [][]byte, ns int64) {
+	s.trackLatency(sid, cmd, args, ns)
 	m := s.cmdStats[sid].calls
 	c := m[cmd]
 	if c == nil {
