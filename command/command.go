@@ -103,6 +103,11 @@ type Command struct {
 	// ACLCats adjusts the ACL categories its group and flags give, where
 	// Redis files it otherwise: "name" adds a category, "-name" removes one.
 	ACLCats string
+	// Tips are Redis 7's command tips COMMAND INFO reports, space
+	// separated ("request_policy:all_shards response_policy:agg_sum",
+	// "nondeterministic_output"): what a cluster client should know of the
+	// reply, in Redis's order.
+	Tips string
 	// Subcommands describe a container's subcommands (CONFIG GET ...);
 	// ACL judges a call by its subcommand's categories, unless
 	// SubcommandsInfoOnly: then only COMMAND INFO shows them, and ACL
@@ -131,13 +136,15 @@ type Command struct {
 
 // SubcommandInfo is one subcommand of a container command, as Redis 7.0
 // reports it: its arity (counting the container's name), flags, key specs
-// (Command.KeySpecs' notation), and its ACL categories beyond @slow.
+// (Command.KeySpecs' notation), its ACL categories beyond @slow and its
+// tips.
 type SubcommandInfo struct {
 	Name     string
 	Arity    int
 	Flags    Flags
 	KeySpecs string
 	ACLCats  string
+	Tips     string // as Command.Tips
 }
 
 // Flag sets of subcommands, as Redis 7.0 reports them.

@@ -118,7 +118,7 @@ func describe(c *Command) {
 			// COMMAND's subcommands: ACL judges COMMAND as one command.
 			sc = &Command{Name: c.Name + "|" + s.Name, Group: c.Group, Cats: c.Cats}
 		}
-		sc.Arity, sc.Flags = s.Arity, s.Flags
+		sc.Arity, sc.Flags, sc.Tips = s.Arity, s.Flags, s.Tips
 		if s.KeySpecs != "" {
 			sc.specs = parseKeySpecs(s.KeySpecs)
 		}
@@ -485,7 +485,11 @@ func writeCommandInfo(w *resp.Writer, cmd *Command) {
 	for _, c := range cats {
 		w.SimpleString("@" + c)
 	}
-	w.Set(0)
+	tips := strings.Fields(cmd.Tips)
+	w.Set(len(tips))
+	for _, t := range tips {
+		w.BulkString(t)
+	}
 	w.Array(len(cmd.specs))
 	for _, s := range cmd.specs {
 		writeKeySpec(w, s)

@@ -10,7 +10,7 @@ import (
 
 func init() {
 	Register("connection", func() []*Command {
-		return []*Command{{Name: "command", Arity: -1, Flags: FlagLoading | FlagStale, Subcommands: commandSubcommands, SubcommandsInfoOnly: true, Local: cmdCommand}}
+		return []*Command{{Name: "command", Tips: "nondeterministic_output_order", Arity: -1, Flags: FlagLoading | FlagStale, Subcommands: commandSubcommands, SubcommandsInfoOnly: true, Local: cmdCommand}}
 	})
 }
 
@@ -42,12 +42,12 @@ var commandHelp = []string{
 // judges COMMAND as one command).
 var commandSubcommands = []SubcommandInfo{
 	{Name: "count", Arity: 2, Flags: FlagsLoadingStale},
-	{Name: "docs", Arity: -2, Flags: FlagsLoadingStale},
+	{Name: "docs", Tips: "nondeterministic_output_order", Arity: -2, Flags: FlagsLoadingStale},
 	{Name: "getkeys", Arity: -4, Flags: FlagsLoadingStale},
 	{Name: "getkeysandflags", Arity: -4, Flags: FlagsLoadingStale},
 	{Name: "help", Arity: 2, Flags: FlagsLoadingStale},
-	{Name: "info", Arity: -2, Flags: FlagsLoadingStale},
-	{Name: "list", Arity: -2, Flags: FlagsLoadingStale},
+	{Name: "info", Tips: "nondeterministic_output_order", Arity: -2, Flags: FlagsLoadingStale},
+	{Name: "list", Tips: "nondeterministic_output_order", Arity: -2, Flags: FlagsLoadingStale},
 }
 
 // cmdCommand: COMMAND, COMMAND COUNT | INFO [name...] | DOCS [name...] | LIST [FILTERBY ...].

@@ -17,12 +17,12 @@ func init() { command.Register("server", dumpCommands) }
 
 func dumpCommands() []*command.Command {
 	return []*command.Command{
-		{Name: "dump", Arity: 2, Flags: command.FlagReadonly, ACLCats: "keyspace", FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdDump},
+		{Name: "dump", Tips: "nondeterministic_output", Arity: 2, Flags: command.FlagReadonly, ACLCats: "keyspace", FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdDump},
 		{Name: "restore", Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM, KeyFlags: "OW update", ACLCats: "keyspace dangerous", FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdRestore, Rewrite: rewriteRestore},
 		// RESTORE-ASKING is RESTORE that a cluster's MIGRATE sends.
 		{Name: "restore-asking", Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagAsking, KeyFlags: "OW update", ACLCats: "keyspace dangerous", FirstKey: 1, LastKey: 1, Step: 1,
 			Shard: cmdRestore, Rewrite: rewriteRestore},
-		{Name: "migrate", Arity: -6, Flags: command.FlagWrite | command.FlagNoScript, KeySpecs: "RW access delete @3; RW access delete incomplete kw:KEYS:-2 range:-1", ACLCats: "keyspace dangerous", FirstKey: 3, LastKey: 3, Step: 1,
+		{Name: "migrate", Tips: "nondeterministic_output", Arity: -6, Flags: command.FlagWrite | command.FlagNoScript, KeySpecs: "RW access delete @3; RW access delete incomplete kw:KEYS:-2 range:-1", ACLCats: "keyspace dangerous", FirstKey: 3, LastKey: 3, Step: 1,
 			KeyPositions: migrateKeyPositions, Multi: cmdMigrate},
 	}
 }

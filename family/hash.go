@@ -33,13 +33,13 @@ func hashCommands() []*command.Command {
 		withKeyFlags(k1("hexists", 3, ro, cmdHExists), "RO"),
 		withKeyFlags(k1("hlen", 2, ro, cmdHLen), "RO"),
 		withKeyFlags(k1("hstrlen", 3, ro, cmdHStrlen), "RO"),
-		k1("hkeys", 2, command.FlagReadonly, func(x *command.Exec) { hgetAllGeneric(x, true, false) }),
-		k1("hvals", 2, command.FlagReadonly, func(x *command.Exec) { hgetAllGeneric(x, false, true) }),
-		k1("hgetall", 2, command.FlagReadonly, func(x *command.Exec) { hgetAllGeneric(x, true, true) }),
+		withTips(k1("hkeys", 2, command.FlagReadonly, func(x *command.Exec) { hgetAllGeneric(x, true, false) }), "nondeterministic_output_order"),
+		withTips(k1("hvals", 2, command.FlagReadonly, func(x *command.Exec) { hgetAllGeneric(x, false, true) }), "nondeterministic_output_order"),
+		withTips(k1("hgetall", 2, command.FlagReadonly, func(x *command.Exec) { hgetAllGeneric(x, true, true) }), "nondeterministic_output_order"),
 		k1("hincrby", 4, rw|command.FlagFast, cmdHIncrBy),
 		rewritten(k1("hincrbyfloat", 4, rw|command.FlagFast, cmdHIncrByFloat), rewriteHIncrByFloat),
-		k1("hrandfield", -2, command.FlagReadonly, cmdHRandField),
-		k1("hscan", -3, command.FlagReadonly, cmdHScan),
+		withTips(k1("hrandfield", -2, command.FlagReadonly, cmdHRandField), "nondeterministic_output"),
+		withTips(k1("hscan", -3, command.FlagReadonly, cmdHScan), "nondeterministic_output"),
 	}
 }
 

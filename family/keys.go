@@ -20,14 +20,14 @@ func keyCommands() []*command.Command {
 	kAll := func(c *command.Command) *command.Command { c.FirstKey, c.LastKey, c.Step = 1, -1, 1; return c }
 	k12 := func(c *command.Command) *command.Command { c.FirstKey, c.LastKey, c.Step = 1, 2, 1; return c }
 	return []*command.Command{
-		kAll(&command.Command{Name: "del", Arity: -2, Flags: command.FlagWrite, KeyFlags: "RM delete", Shard: func(x *command.Exec) { countKeys(x, delOn) }, Multi: func(x *command.Coord) { multiCount(x, true, delOn) }}),
-		kAll(&command.Command{Name: "unlink", Arity: -2, Flags: command.FlagWrite | command.FlagFast, KeyFlags: "RM delete", Shard: func(x *command.Exec) { countKeys(x, delOn) }, Multi: func(x *command.Coord) { multiCount(x, true, delOn) }}),
-		kAll(&command.Command{Name: "exists", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, KeyFlags: "RO", Shard: func(x *command.Exec) { countKeys(x, existsOn) }, Multi: func(x *command.Coord) { multiCount(x, false, existsOn) }}),
-		kAll(&command.Command{Name: "touch", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, KeyFlags: "RO", Shard: func(x *command.Exec) { countKeys(x, existsOn) }, Multi: func(x *command.Coord) { multiCount(x, false, existsOn) }}),
+		kAll(&command.Command{Name: "del", Tips: "request_policy:multi_shard response_policy:agg_sum", Arity: -2, Flags: command.FlagWrite, KeyFlags: "RM delete", Shard: func(x *command.Exec) { countKeys(x, delOn) }, Multi: func(x *command.Coord) { multiCount(x, true, delOn) }}),
+		kAll(&command.Command{Name: "unlink", Tips: "request_policy:multi_shard response_policy:agg_sum", Arity: -2, Flags: command.FlagWrite | command.FlagFast, KeyFlags: "RM delete", Shard: func(x *command.Exec) { countKeys(x, delOn) }, Multi: func(x *command.Coord) { multiCount(x, true, delOn) }}),
+		kAll(&command.Command{Name: "exists", Tips: "request_policy:multi_shard response_policy:agg_sum", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, KeyFlags: "RO", Shard: func(x *command.Exec) { countKeys(x, existsOn) }, Multi: func(x *command.Coord) { multiCount(x, false, existsOn) }}),
+		kAll(&command.Command{Name: "touch", Tips: "request_policy:multi_shard response_policy:agg_sum", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, KeyFlags: "RO", Shard: func(x *command.Exec) { countKeys(x, existsOn) }, Multi: func(x *command.Coord) { multiCount(x, false, existsOn) }}),
 		k1(&command.Command{Name: "type", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, KeyFlags: "RO", Shard: cmdType}),
-		{Name: "keys", Arity: 2, Flags: command.FlagReadonly, ACLCats: "dangerous", Multi: cmdKeys},
-		{Name: "scan", Arity: -2, Flags: command.FlagReadonly, Multi: cmdScan},
-		{Name: "randomkey", Arity: 1, Flags: command.FlagReadonly, Multi: cmdRandomKey},
+		{Name: "keys", Tips: "request_policy:all_shards nondeterministic_output_order", Arity: 2, Flags: command.FlagReadonly, ACLCats: "dangerous", Multi: cmdKeys},
+		{Name: "scan", Tips: "nondeterministic_output request_policy:special", Arity: -2, Flags: command.FlagReadonly, Multi: cmdScan},
+		{Name: "randomkey", Tips: "request_policy:all_shards nondeterministic_output", Arity: 1, Flags: command.FlagReadonly, Multi: cmdRandomKey},
 		k12(&command.Command{Name: "rename", Arity: 3, Flags: command.FlagWrite, KeySpecs: "RW access delete @1; OW update @2", Shard: func(x *command.Exec) { renameOne(x, false) }, Multi: func(x *command.Coord) { renameMulti(x, false) }}),
 		k12(&command.Command{Name: "renamenx", Arity: 3, Flags: command.FlagWrite | command.FlagFast, KeySpecs: "RW access delete @1; OW insert @2", Shard: func(x *command.Exec) { renameOne(x, true) }, Multi: func(x *command.Coord) { renameMulti(x, true) }}),
 		k12(&command.Command{Name: "copy", Arity: -3, Flags: command.FlagWrite | command.FlagDenyOOM, KeySpecs: "RO access @1; OW update @2", Shard: cmdCopyOne, Multi: cmdCopyMulti}),
@@ -37,8 +37,8 @@ func keyCommands() []*command.Command {
 		rewritten(k1(&command.Command{Name: "pexpire", Arity: -3, Flags: command.FlagWrite | command.FlagFast, KeyFlags: "RW update", Shard: func(x *command.Exec) { expireGeneric(x, 1, false, "pexpire") }}), rewriteExpire),
 		rewritten(k1(&command.Command{Name: "expireat", Arity: -3, Flags: command.FlagWrite | command.FlagFast, KeyFlags: "RW update", Shard: func(x *command.Exec) { expireGeneric(x, 1000, true, "expireat") }}), rewriteExpire),
 		rewritten(k1(&command.Command{Name: "pexpireat", Arity: -3, Flags: command.FlagWrite | command.FlagFast, KeyFlags: "RW update", Shard: func(x *command.Exec) { expireGeneric(x, 1, true, "pexpireat") }}), rewriteExpire),
-		k1(&command.Command{Name: "ttl", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, Shard: func(x *command.Exec) { ttlGeneric(x, 1000, false) }}),
-		k1(&command.Command{Name: "pttl", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, Shard: func(x *command.Exec) { ttlGeneric(x, 1, false) }}),
+		k1(&command.Command{Name: "ttl", Tips: "nondeterministic_output", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, Shard: func(x *command.Exec) { ttlGeneric(x, 1000, false) }}),
+		k1(&command.Command{Name: "pttl", Tips: "nondeterministic_output", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, Shard: func(x *command.Exec) { ttlGeneric(x, 1, false) }}),
 		k1(&command.Command{Name: "expiretime", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, Shard: func(x *command.Exec) { ttlGeneric(x, 1000, true) }}),
 		k1(&command.Command{Name: "pexpiretime", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, Shard: func(x *command.Exec) { ttlGeneric(x, 1, true) }}),
 		k1(&command.Command{Name: "persist", Arity: 2, Flags: command.FlagWrite | command.FlagFast, KeyFlags: "RW update", Shard: cmdPersist}),
@@ -436,11 +436,11 @@ func cmdMove(x *command.Exec) {
 
 // objectSubcommands describe OBJECT's subcommands: arity, flags, key specs, ACL categories.
 var objectSubcommands = []command.SubcommandInfo{
-	{Name: "encoding", Arity: 3, Flags: command.FlagReadonly, KeySpecs: "RO @2", ACLCats: "keyspace read"},
-	{Name: "freq", Arity: 3, Flags: command.FlagReadonly, KeySpecs: "RO @2", ACLCats: "keyspace read"},
+	{Name: "encoding", Tips: "nondeterministic_output", Arity: 3, Flags: command.FlagReadonly, KeySpecs: "RO @2", ACLCats: "keyspace read"},
+	{Name: "freq", Tips: "nondeterministic_output", Arity: 3, Flags: command.FlagReadonly, KeySpecs: "RO @2", ACLCats: "keyspace read"},
 	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale, ACLCats: "keyspace"},
-	{Name: "idletime", Arity: 3, Flags: command.FlagReadonly, KeySpecs: "RO @2", ACLCats: "keyspace read"},
-	{Name: "refcount", Arity: 3, Flags: command.FlagReadonly, KeySpecs: "RO @2", ACLCats: "keyspace read"},
+	{Name: "idletime", Tips: "nondeterministic_output", Arity: 3, Flags: command.FlagReadonly, KeySpecs: "RO @2", ACLCats: "keyspace read"},
+	{Name: "refcount", Tips: "nondeterministic_output", Arity: 3, Flags: command.FlagReadonly, KeySpecs: "RO @2", ACLCats: "keyspace read"},
 }
 
 func cmdObject(x *command.Exec) {

@@ -23,17 +23,17 @@ func streamCommands() []*command.Command {
 		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: 2, LastKey: 2, Step: 1, Shard: fn}
 	}
 	return []*command.Command{
-		rewritten(withKeyFlags(k1("xadd", -5, rw|command.FlagFast, cmdXAdd), "RW update"), rewriteXAdd),
+		withTips(rewritten(withKeyFlags(k1("xadd", -5, rw|command.FlagFast, cmdXAdd), "RW update"), rewriteXAdd), "nondeterministic_output"),
 		withKeyFlags(k1("xlen", 2, command.FlagReadonly|command.FlagFast, cmdXLen), "RO"),
 		k1("xrange", -4, command.FlagReadonly, func(x *command.Exec) { xrangeGeneric(x, false) }),
 		k1("xrevrange", -4, command.FlagReadonly, func(x *command.Exec) { xrangeGeneric(x, true) }),
 		withKeyFlags(k1("xdel", -3, command.FlagWrite|command.FlagFast, cmdXDel), "RW delete"),
-		rewritten(withKeyFlags(k1("xtrim", -4, command.FlagWrite, cmdXTrim), "RW delete"), rewriteXTrim),
+		withTips(rewritten(withKeyFlags(k1("xtrim", -4, command.FlagWrite, cmdXTrim), "RW delete"), rewriteXTrim), "nondeterministic_output"),
 		withKeyFlags(k1("xsetid", -3, rw|command.FlagFast|command.FlagQuiet, cmdXSetID), "RW update"),
 		withKeyFlags(k1("xack", -4, command.FlagWrite|command.FlagFast|command.FlagQuiet, cmdXAck), "RW update"),
-		k1("xpending", -3, command.FlagReadonly, cmdXPending),
-		withKeyFlags(k1("xclaim", -6, command.FlagWrite|command.FlagFast|command.FlagQuiet, cmdXClaim), "RW update"),
-		withKeyFlags(k1("xautoclaim", -6, command.FlagWrite|command.FlagFast|command.FlagQuiet, cmdXAutoClaim), "RW delete"),
+		withTips(k1("xpending", -3, command.FlagReadonly, cmdXPending), "nondeterministic_output"),
+		withTips(withKeyFlags(k1("xclaim", -6, command.FlagWrite|command.FlagFast|command.FlagQuiet, cmdXClaim), "RW update"), "nondeterministic_output"),
+		withTips(withKeyFlags(k1("xautoclaim", -6, command.FlagWrite|command.FlagFast|command.FlagQuiet, cmdXAutoClaim), "RW delete"), "nondeterministic_output"),
 		withSubcommands(k2("xgroup", -2, rw|command.FlagQuiet, cmdXGroup), xgroupSubcommands),
 		withSubcommands(k2("xinfo", -2, command.FlagReadonly, cmdXInfo), xinfoSubcommands),
 		{Name: "xread", Arity: -4, Flags: command.FlagReadonly | command.FlagBlocking, KeySpecs: "RO access kw:STREAMS:1 range:-1:1:2", KeyPositions: xreadKeyPositions, Coordinate: xreadBlocks,
@@ -1086,7 +1086,7 @@ var xinfoHelp = []string{
 
 // xinfoSubcommands describe XINFO's subcommands: arity, flags, key specs, ACL categories.
 var xinfoSubcommands = []command.SubcommandInfo{
-	{Name: "consumers", Arity: 4, Flags: command.FlagReadonly, KeySpecs: "RO access @2", ACLCats: "read stream"},
+	{Name: "consumers", Tips: "nondeterministic_output", Arity: 4, Flags: command.FlagReadonly, KeySpecs: "RO access @2", ACLCats: "read stream"},
 	{Name: "groups", Arity: 3, Flags: command.FlagReadonly, KeySpecs: "RO access @2", ACLCats: "read stream"},
 	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale, ACLCats: "stream"},
 	{Name: "stream", Arity: -3, Flags: command.FlagReadonly, KeySpecs: "RO access @2", ACLCats: "read stream"},

@@ -28,6 +28,12 @@ func withKeyFlags(c *command.Command, flags string) *command.Command {
 	return c
 }
 
+// withTips gives c Redis 7's command tips (command.Command.Tips).
+func withTips(c *command.Command, tips string) *command.Command {
+	c.Tips = tips
+	return c
+}
+
 // withSubcommands describes container c's subcommands.
 func withSubcommands(c *command.Command, subs []command.SubcommandInfo) *command.Command {
 	c.Subcommands = subs

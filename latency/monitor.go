@@ -76,13 +76,13 @@ func (m *Monitor) names() []string {
 
 // Subcommands describe LATENCY's subcommands: arity, flags, key specs, ACL categories.
 var Subcommands = []command.SubcommandInfo{
-	{Name: "doctor", Arity: 2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
-	{Name: "graph", Arity: 3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "doctor", Tips: "nondeterministic_output request_policy:all_nodes response_policy:special", Arity: 2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "graph", Tips: "nondeterministic_output request_policy:all_nodes response_policy:special", Arity: 3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
 	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
-	{Name: "histogram", Arity: -2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
-	{Name: "history", Arity: 3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
-	{Name: "latest", Arity: 2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
-	{Name: "reset", Arity: -2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "histogram", Tips: "nondeterministic_output request_policy:all_nodes response_policy:special", Arity: -2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "history", Tips: "nondeterministic_output request_policy:all_nodes response_policy:special", Arity: 3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "latest", Tips: "nondeterministic_output request_policy:all_nodes response_policy:special", Arity: 2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "reset", Tips: "request_policy:all_nodes response_policy:all_succeeded", Arity: -2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
 }
 
 // Reply answers LATENCY with arguments a (the command's name first);

@@ -84,11 +84,11 @@ var scriptHelp = []string{
 // ScriptSubcommands describe SCRIPT's subcommands: arity, flags, key specs, ACL categories.
 var ScriptSubcommands = []command.SubcommandInfo{
 	{Name: "debug", Arity: 3, Flags: command.FlagNoScript, ACLCats: "scripting"},
-	{Name: "exists", Arity: -3, Flags: command.FlagNoScript, ACLCats: "scripting"},
-	{Name: "flush", Arity: -2, Flags: command.FlagNoScript, ACLCats: "scripting"},
+	{Name: "exists", Tips: "request_policy:all_shards response_policy:agg_logical_and", Arity: -3, Flags: command.FlagNoScript, ACLCats: "scripting"},
+	{Name: "flush", Tips: "request_policy:all_nodes response_policy:all_succeeded", Arity: -2, Flags: command.FlagNoScript, ACLCats: "scripting"},
 	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale, ACLCats: "scripting"},
-	{Name: "kill", Arity: 2, Flags: command.FlagNoScript | command.FlagAllowBusy, ACLCats: "scripting"},
-	{Name: "load", Arity: 3, Flags: command.FlagNoScript | command.FlagStale, ACLCats: "scripting"},
+	{Name: "kill", Tips: "request_policy:all_shards response_policy:one_succeeded", Arity: 2, Flags: command.FlagNoScript | command.FlagAllowBusy, ACLCats: "scripting"},
+	{Name: "load", Tips: "request_policy:all_nodes response_policy:all_succeeded", Arity: 3, Flags: command.FlagNoScript | command.FlagStale, ACLCats: "scripting"},
 }
 
 // ScriptCommand answers SCRIPT (args).

@@ -308,15 +308,15 @@ var functionHelp = []string{
 
 // FunctionSubcommands describe FUNCTION's subcommands: arity, flags, key specs, ACL categories.
 var FunctionSubcommands = []command.SubcommandInfo{
-	{Name: "delete", Arity: 3, Flags: command.FlagNoScript | command.FlagWrite, ACLCats: "write scripting"},
+	{Name: "delete", Tips: "request_policy:all_shards response_policy:all_succeeded", Arity: 3, Flags: command.FlagNoScript | command.FlagWrite, ACLCats: "write scripting"},
 	{Name: "dump", Arity: 2, Flags: command.FlagNoScript, ACLCats: "scripting"},
-	{Name: "flush", Arity: -2, Flags: command.FlagNoScript | command.FlagWrite, ACLCats: "write scripting"},
+	{Name: "flush", Tips: "request_policy:all_shards response_policy:all_succeeded", Arity: -2, Flags: command.FlagNoScript | command.FlagWrite, ACLCats: "write scripting"},
 	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale, ACLCats: "scripting"},
-	{Name: "kill", Arity: 2, Flags: command.FlagNoScript | command.FlagAllowBusy, ACLCats: "scripting"},
-	{Name: "list", Arity: -2, Flags: command.FlagNoScript, ACLCats: "scripting"},
-	{Name: "load", Arity: -3, Flags: command.FlagNoScript | command.FlagWrite | command.FlagDenyOOM, ACLCats: "write scripting"},
-	{Name: "restore", Arity: -3, Flags: command.FlagNoScript | command.FlagWrite | command.FlagDenyOOM, ACLCats: "write scripting"},
-	{Name: "stats", Arity: 2, Flags: command.FlagNoScript | command.FlagAllowBusy, ACLCats: "scripting"},
+	{Name: "kill", Tips: "request_policy:all_shards response_policy:one_succeeded", Arity: 2, Flags: command.FlagNoScript | command.FlagAllowBusy, ACLCats: "scripting"},
+	{Name: "list", Tips: "nondeterministic_output_order", Arity: -2, Flags: command.FlagNoScript, ACLCats: "scripting"},
+	{Name: "load", Tips: "request_policy:all_shards response_policy:all_succeeded", Arity: -3, Flags: command.FlagNoScript | command.FlagWrite | command.FlagDenyOOM, ACLCats: "write scripting"},
+	{Name: "restore", Tips: "request_policy:all_shards response_policy:all_succeeded", Arity: -3, Flags: command.FlagNoScript | command.FlagWrite | command.FlagDenyOOM, ACLCats: "write scripting"},
+	{Name: "stats", Tips: "nondeterministic_output request_policy:all_shards response_policy:special", Arity: 2, Flags: command.FlagNoScript | command.FlagAllowBusy, ACLCats: "scripting"},
 }
 
 // FunctionCommand answers FUNCTION (args) when its subcommand reads (LIST,

@@ -16,7 +16,7 @@ func init() { command.Register("connection", connCommands) }
 
 func connCommands() []*command.Command {
 	return []*command.Command{
-		{Name: "ping", Arity: -1, Flags: command.FlagFast, Local: viaConn(cmdPing)},
+		{Name: "ping", Tips: "request_policy:all_shards response_policy:all_succeeded", Arity: -1, Flags: command.FlagFast, Local: viaConn(cmdPing)},
 		{Name: "echo", Arity: 2, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) { w.Bulk(a[1]) })},
 		{Name: "quit", Arity: -1, Flags: command.FlagNoAuth | command.FlagFast | command.FlagLoading | command.FlagStale | command.FlagNoScript, InfoFlags: command.FlagAllowBusy, Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) {
 			w.SimpleString("OK")
@@ -28,7 +28,7 @@ func connCommands() []*command.Command {
 		{Name: "reset", Arity: 1, Flags: command.FlagNoAuth | command.FlagFast | command.FlagNoScript | command.FlagLoading | command.FlagStale, InfoFlags: command.FlagAllowBusy, Local: viaConn(cmdReset)},
 		{Name: "monitor", Arity: 1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, ACLCats: "-connection", Local: viaConn(cmdMonitor)},
 		{Name: "client", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Subcommands: clientSubcommands, ACLCats: "-connection dangerous", Local: viaConn(cmdClient)},
-		{Name: "time", Arity: 1, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, ACLCats: "-connection", Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) {
+		{Name: "time", Tips: "nondeterministic_output", Arity: 1, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, ACLCats: "-connection", Local: viaConn(func(c *Conn, a [][]byte, w *resp.Writer) {
 			now := time.Now()
 			w.Array(2)
 			w.BulkString(strconv.FormatInt(now.Unix(), 10))
@@ -229,9 +229,9 @@ var clientSubcommands = []command.SubcommandInfo{
 	{Name: "getredir", Arity: 2, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "connection"},
 	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale, ACLCats: "connection"},
 	{Name: "id", Arity: 2, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "connection"},
-	{Name: "info", Arity: 2, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "connection"},
+	{Name: "info", Tips: "nondeterministic_output", Arity: 2, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "connection"},
 	{Name: "kill", Arity: -3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous connection"},
-	{Name: "list", Arity: -2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous connection"},
+	{Name: "list", Tips: "nondeterministic_output", Arity: -2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous connection"},
 	{Name: "no-evict", Arity: 3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous connection"},
 	{Name: "no-touch", Arity: 3, Flags: command.FlagsLoadingStaleNoScript, ACLCats: "admin dangerous connection"},
 	{Name: "pause", Arity: -3, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous connection"},

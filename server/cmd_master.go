@@ -28,7 +28,7 @@ func replMasterCommands() []*command.Command {
 		{Name: "sync", Arity: 1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoMulti, InfoFlags: command.FlagNoAsyncLoading, Local: viaConn(cmdSync)},
 		{Name: "psync", Arity: -3, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoMulti, InfoFlags: command.FlagNoAsyncLoading, Local: viaConn(cmdSync)},
 		{Name: "replconf", Arity: -1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, InfoFlags: command.FlagAllowBusy, Local: viaConn(cmdReplconf)},
-		{Name: "wait", Arity: 3, Flags: command.FlagNoScript, ACLCats: "connection", Multi: viaCoord(cmdWait)},
+		{Name: "wait", Tips: "request_policy:all_shards response_policy:agg_min", Arity: 3, Flags: command.FlagNoScript, ACLCats: "connection", Multi: viaCoord(cmdWait)},
 	}
 }
 

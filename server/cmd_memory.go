@@ -62,11 +62,11 @@ func memoryArity(x *Coord, sub string, want int) bool {
 
 // memorySubcommands describe MEMORY's subcommands: arity, flags, key specs, ACL categories.
 var memorySubcommands = []command.SubcommandInfo{
-	{Name: "doctor", Arity: 2},
+	{Name: "doctor", Tips: "nondeterministic_output request_policy:all_shards response_policy:special", Arity: 2},
 	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
-	{Name: "malloc-stats", Arity: 2},
-	{Name: "purge", Arity: 2},
-	{Name: "stats", Arity: 2},
+	{Name: "malloc-stats", Tips: "nondeterministic_output request_policy:all_shards response_policy:special", Arity: 2},
+	{Name: "purge", Tips: "request_policy:all_shards response_policy:all_succeeded", Arity: 2},
+	{Name: "stats", Tips: "nondeterministic_output request_policy:all_shards response_policy:special", Arity: 2},
 	{Name: "usage", Arity: -3, Flags: command.FlagReadonly, KeySpecs: "RO @2", ACLCats: "read"},
 }
 

@@ -22,12 +22,12 @@ func init() { command.Register("server", serverCommands) }
 
 func serverCommands() []*command.Command {
 	return []*command.Command{
-		{Name: "dbsize", Arity: 1, Flags: command.FlagReadonly | command.FlagFast, ACLCats: "keyspace", Multi: viaCoord(cmdDBSize)},
-		{Name: "flushdb", Arity: -1, Flags: command.FlagWrite, ACLCats: "keyspace dangerous", Multi: viaCoord(func(x *Coord) { flush(x, false) })},
-		{Name: "flushall", Arity: -1, Flags: command.FlagWrite, ACLCats: "keyspace dangerous", Multi: viaCoord(func(x *Coord) { flush(x, true) })},
+		{Name: "dbsize", Tips: "request_policy:all_shards response_policy:agg_sum", Arity: 1, Flags: command.FlagReadonly | command.FlagFast, ACLCats: "keyspace", Multi: viaCoord(cmdDBSize)},
+		{Name: "flushdb", Tips: "request_policy:all_shards response_policy:all_succeeded", Arity: -1, Flags: command.FlagWrite, ACLCats: "keyspace dangerous", Multi: viaCoord(func(x *Coord) { flush(x, false) })},
+		{Name: "flushall", Tips: "request_policy:all_shards response_policy:all_succeeded", Arity: -1, Flags: command.FlagWrite, ACLCats: "keyspace dangerous", Multi: viaCoord(func(x *Coord) { flush(x, true) })},
 		{Name: "swapdb", Arity: 3, Flags: command.FlagWrite | command.FlagFast, ACLCats: "keyspace dangerous", Multi: viaCoord(cmdSwapDB)},
 		{Name: "acl", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Subcommands: aclSubcommands, ACLCats: "dangerous", Local: viaConn(cmdACL)},
-		{Name: "info", Arity: -1, Flags: command.FlagLoading | command.FlagStale, ACLCats: "dangerous", Multi: viaCoord(cmdInfo)},
+		{Name: "info", Tips: "nondeterministic_output request_policy:all_shards response_policy:special", Arity: -1, Flags: command.FlagLoading | command.FlagStale, ACLCats: "dangerous", Multi: viaCoord(cmdInfo)},
 		{Name: "config", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Subcommands: configSubcommands, ACLCats: "dangerous", Local: viaConn(cmdConfig)},
 		{Name: "debug", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Multi: viaCoord(cmdDebug)},
 		{Name: "slowlog", Arity: -2, Flags: command.FlagAdmin | command.FlagLoading | command.FlagStale, Subcommands: slowlogSubcommands, ACLCats: "dangerous", Local: viaConn(cmdSlowlog)},
@@ -185,7 +185,7 @@ var configSubcommands = []command.SubcommandInfo{
 	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
 	{Name: "resetstat", Arity: 2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
 	{Name: "rewrite", Arity: 2, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
-	{Name: "set", Arity: -4, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
+	{Name: "set", Tips: "request_policy:all_nodes response_policy:all_succeeded", Arity: -4, Flags: command.FlagsAdminSub, ACLCats: "admin dangerous"},
 }
 
 func cmdConfig(c *Conn, a [][]byte, w *resp.Writer) {

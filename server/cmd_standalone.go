@@ -11,15 +11,15 @@ import (
 // clusterSubcommands describe CLUSTER's subcommands: arity, flags, key specs, ACL categories.
 var clusterSubcommands = []command.SubcommandInfo{
 	{Name: "countkeysinslot", Arity: 3, Flags: command.FlagStale},
-	{Name: "getkeysinslot", Arity: 4, Flags: command.FlagStale},
+	{Name: "getkeysinslot", Tips: "nondeterministic_output", Arity: 4, Flags: command.FlagStale},
 	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
-	{Name: "info", Arity: 2, Flags: command.FlagStale},
+	{Name: "info", Tips: "nondeterministic_output", Arity: 2, Flags: command.FlagStale},
 	{Name: "keyslot", Arity: 3, Flags: command.FlagStale},
-	{Name: "links", Arity: 2, Flags: command.FlagStale},
+	{Name: "links", Tips: "nondeterministic_output", Arity: 2, Flags: command.FlagStale},
 	{Name: "myid", Arity: 2, Flags: command.FlagStale},
-	{Name: "nodes", Arity: 2, Flags: command.FlagStale},
-	{Name: "shards", Arity: 2, Flags: command.FlagStale},
-	{Name: "slots", Arity: 2, Flags: command.FlagStale},
+	{Name: "nodes", Tips: "nondeterministic_output", Arity: 2, Flags: command.FlagStale},
+	{Name: "shards", Tips: "nondeterministic_output", Arity: 2, Flags: command.FlagStale},
+	{Name: "slots", Tips: "nondeterministic_output", Arity: 2, Flags: command.FlagStale},
 }
 
 // Commands of features dfly does not have, answered as a standalone
@@ -64,7 +64,7 @@ func init() { command.Register("server", standaloneCommands) }
 // moduleSubcommands describe MODULE's subcommands: arity, flags, key specs, ACL categories.
 var moduleSubcommands = []command.SubcommandInfo{
 	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
-	{Name: "list", Arity: 2, Flags: command.FlagAdmin | command.FlagNoScript, ACLCats: "admin dangerous"},
+	{Name: "list", Tips: "nondeterministic_output_order", Arity: 2, Flags: command.FlagAdmin | command.FlagNoScript, ACLCats: "admin dangerous"},
 	{Name: "load", Arity: -3, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoAsyncLoading, ACLCats: "admin dangerous"},
 	{Name: "loadex", Arity: -3, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoAsyncLoading, ACLCats: "admin dangerous"},
 	{Name: "unload", Arity: 3, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoAsyncLoading, ACLCats: "admin dangerous"},

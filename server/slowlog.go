@@ -97,10 +97,10 @@ func (s *Server) slowCheck(c *Conn, args [][]byte, start int64) (now int64) {
 
 // slowlogSubcommands describe SLOWLOG's subcommands: arity, flags, key specs, ACL categories.
 var slowlogSubcommands = []command.SubcommandInfo{
-	{Name: "get", Arity: -2, Flags: command.FlagAdmin | command.FlagsLoadingStale, ACLCats: "admin dangerous"},
+	{Name: "get", Tips: "request_policy:all_nodes nondeterministic_output", Arity: -2, Flags: command.FlagAdmin | command.FlagsLoadingStale, ACLCats: "admin dangerous"},
 	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
-	{Name: "len", Arity: 2, Flags: command.FlagAdmin | command.FlagsLoadingStale, ACLCats: "admin dangerous"},
-	{Name: "reset", Arity: 2, Flags: command.FlagAdmin | command.FlagsLoadingStale, ACLCats: "admin dangerous"},
+	{Name: "len", Tips: "request_policy:all_nodes response_policy:agg_sum nondeterministic_output", Arity: 2, Flags: command.FlagAdmin | command.FlagsLoadingStale, ACLCats: "admin dangerous"},
+	{Name: "reset", Tips: "request_policy:all_nodes response_policy:all_succeeded", Arity: 2, Flags: command.FlagAdmin | command.FlagsLoadingStale, ACLCats: "admin dangerous"},
 }
 
 func cmdSlowlog(c *Conn, a [][]byte, w *resp.Writer) {

@@ -21,6 +21,7 @@ type commandEntry struct {
 	flags, cats       []string // sorted
 	first, last, step int64
 	specs             []string // keySpecShape of each
+	tips              []string // in order
 	subs              map[string]commandEntry
 }
 
@@ -33,6 +34,9 @@ func parseCommandEntry(t *testing.T, r Reply) commandEntry {
 	c := commandEntry{name: e[0].Str, arity: e[1].Int, flags: sortedStrings(e[2]),
 		first: e[3].Int, last: e[4].Int, step: e[5].Int, cats: sortedStrings(e[6]),
 		subs: map[string]commandEntry{}}
+	for _, s := range e[7].Elems {
+		c.tips = append(c.tips, s.Str)
+	}
 	for _, s := range e[8].Elems {
 		c.specs = append(c.specs, keySpecShape(t, s))
 	}
@@ -233,7 +237,7 @@ var (
 )
 
 // COMMAND INFO, for every command both have, is Redis's: arity, flags,
-// key positions, ACL categories, key specs and subcommands, apart from
+// key positions, ACL categories, tips, key specs and subcommands, apart from
 // commandInfoExceptions; so are GETKEYS and GETKEYSANDFLAGS.
 func TestCommandInfoMatchesRedis(t *testing.T) {
 	if IsRedis() {
@@ -320,6 +324,7 @@ func compareCommandEntry(t *testing.T, got, want commandEntry) {
 	check("keys", []int64{got.first, got.last, got.step}, []int64{want.first, want.last, want.step})
 	check("categories", got.cats, want.cats)
 	check("key specs", got.specs, want.specs)
+	check("tips", got.tips, want.tips)
 	for name, w := range want.subs {
 		if g, ok := got.subs[name]; ok {
 			compareCommandEntry(t, g, w)
