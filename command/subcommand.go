@@ -55,3 +55,26 @@ func TruncArg(a []byte) string {
 	}
 	return string(a)
 }
+
+// SubcommandOf is the subcommand of container cmd that args name, nil
+// when cmd is no container or args name none of its subcommands.
+func SubcommandOf(cmd *Command, args [][]byte) *SubcommandInfo {
+	if len(cmd.Subcommands) == 0 || len(args) < 2 {
+		return nil
+	}
+	for i := range cmd.Subcommands {
+		if strings.EqualFold(cmd.Subcommands[i].Name, string(args[1])) {
+			return &cmd.Subcommands[i]
+		}
+	}
+	return nil
+}
+
+// FullName is the name Redis 7.0's texts give a command: "config|get" for
+// a container's subcommand, the command's name otherwise.
+func FullName(cmd *Command, sub *SubcommandInfo) string {
+	if sub == nil {
+		return cmd.Name
+	}
+	return cmd.Name + "|" + sub.Name
+}

@@ -1,12 +1,13 @@
 package server
 
 import (
-	"strconv"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
+	"github.com/dfly/dfly/client"
 	"github.com/dfly/dfly/config"
+	"github.com/dfly/dfly/shard"
 )
 
 // Client buffer limits, Redis's client-output-buffer-limit and
@@ -186,6 +187,8 @@ func (c *Conn) queryOverLimit() bool {
 type connStats struct {
 	qbuf, qbufFree, argvMem, multiMem, held atomic.Int64
 	multi                                   atomic.Int64 // queued commands, -1 outside MULTI
+	outCap, outPeak                         atomic.Int64
+	watch                                   atomic.Pointer[shard.Watch]
 }
 
 // publishStats records the connection's buffers for CLIENT LIST on other
@@ -197,7 +200,11 @@ func (c *Conn) publishStats() {
 	got, free := c.parser.Receiving()
 	c.stats.qbuf.Store(int64(c.gc.InboundBuffered()) + got)
 	c.stats.qbufFree.Store(free)
-	c.stats.argvMem.Store(c.parser.Holding())
+	argv := c.parser.Holding()
+	for _, p := range c.cmds[c.flushed:c.next] { // in flight: a blocked command's
+		argv += argvLen(p.args)
+	}
+	c.stats.argvMem.Store(argv)
 	if c.inflight.Load() != 0 {
 		return
 	}
@@ -208,6 +215,12 @@ func (c *Conn) publishStats() {
 	c.stats.multi.Store(multi)
 	c.stats.multiMem.Store(multiMem)
 	c.stats.held.Store(int64(cap(c.arena) + cap(c.out)))
+	c.stats.outCap.Store(int64(cap(c.out)))
+	var w *shard.Watch
+	if c.watch != nil {
+		w = c.watch.w
+	}
+	c.stats.watch.Store(w)
 }
 
 // maxClientBuffers are the largest query buffer and unsent output of the
@@ -222,28 +235,24 @@ func (s *Server) maxClientBuffers() (in, out int64) {
 	return in, out
 }
 
-// appendBufferFields appends CLIENT LIST's buffer fields, multi= to
-// tot-mem=, Redis's names and order. Any goroutine.
-func (c *Conn) appendBufferFields(b []byte) []byte {
+// bufferFields sets CLIENT LIST's buffer fields, multi= to tot-mem=, in
+// i. Any goroutine.
+func (c *Conn) bufferFields(i *client.Info) {
 	static, nodes, total := 0, 0, 0
 	if o, ok := c.gc.(outboundStats); ok {
 		static, nodes, total = o.OutboundStats()
 	}
-	omem := int64(total) + c.sub.queued.Load()
-	qbuf, free, argv, multiMem := c.stats.qbuf.Load(), c.stats.qbufFree.Load(), c.stats.argvMem.Load(), c.stats.multiMem.Load()
-	tot := qbuf + free + argv + multiMem + omem + c.stats.held.Load() + int64(unsafe.Sizeof(*c))
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{
-		{"multi", c.stats.multi.Load()}, {"qbuf", qbuf}, {"qbuf-free", free}, {"argv-mem", argv},
-		{"multi-mem", multiMem}, {"rbs", 0}, {"rbp", 0}, {"obl", int64(static)}, {"oll", int64(nodes)},
-		{"omem", omem}, {"tot-mem", tot},
-	} {
-		b = append(b, ' ')
-		b = append(b, f.name...)
-		b = append(b, '=')
-		b = strconv.AppendInt(b, f.v, 10)
+	// qbuf-free: the room left for the big command being received; the
+	// room of gnet's inbound buffer is not known (0 between commands).
+	i.Multi, i.QBuf, i.QBufFree = c.stats.multi.Load(), c.stats.qbuf.Load(), c.stats.qbufFree.Load()
+	i.ArgvMem, i.MultiMem = c.stats.argvMem.Load(), c.stats.multiMem.Load()
+	// rbs, rbp: the reply buffer kept between writes and the most it held
+	// in one (dfly's c.out, where Redis has its 16 KB static buffer).
+	i.RBS, i.RBP = max(c.stats.outCap.Load(), 1024), c.stats.outPeak.Load()
+	i.OBL, i.OLL, i.OMem = int64(static), int64(nodes), int64(total)+c.sub.queued.Load()
+	i.TotMem = i.QBuf + i.QBufFree + i.ArgvMem + i.MultiMem + i.OMem + c.stats.held.Load() + int64(unsafe.Sizeof(*c))
+	i.Flags.InMulti = i.Multi >= 0
+	if w := c.stats.watch.Load(); w != nil && w.Dirty() {
+		i.Flags.DirtyCAS = true
 	}
-	return b
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/acl"
+	"github.com/dfly/dfly/client"
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/resp"
@@ -150,8 +151,8 @@ func cmdHello(c *Conn, a [][]byte, w *resp.Writer) {
 		return
 	}
 	if setName {
-		if !validClientName(name) {
-			w.Error(errClientName)
+		if !client.ValidName(name) {
+			w.Error(client.ErrName)
 			return
 		}
 		n := string(name)
@@ -196,17 +197,6 @@ func cmdReset(c *Conn, a [][]byte, w *resp.Writer) {
 	c.parser.SetAuthenticated(c.authed)
 	c.setInfo(func() { c.info.name, c.info.db, c.info.proto = "", 0, 2 })
 	w.SimpleString("RESET")
-}
-
-const errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
-
-func validClientName(b []byte) bool {
-	for _, ch := range b {
-		if ch < '!' || ch > '~' {
-			return false
-		}
-	}
-	return true
 }
 
 // setInfo edits the fields CLIENT LIST reads, under their lock.
@@ -254,8 +244,8 @@ func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
 	case sub == "id" && len(a) == 2:
 		w.Int(c.ID)
 	case sub == "setname" && len(a) == 3:
-		if !validClientName(a[2]) {
-			w.Error(errClientName)
+		if !client.ValidName(a[2]) {
+			w.Error(client.ErrName)
 			return
 		}
 		n := string(a[2])
@@ -272,7 +262,7 @@ func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
 		}
 	case sub == "setinfo" && len(a) == 4:
 		attr, val := strings.ToLower(string(a[2])), string(a[3])
-		if !validClientName(a[3]) && val != "" {
+		if !client.ValidName(a[3]) && val != "" {
 			w.Error("ERR " + attr + " cannot contain spaces, newlines or special characters.")
 			return
 		}
@@ -287,20 +277,22 @@ func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
 		}
 		w.SimpleString("OK")
 	case sub == "list":
-		var sb strings.Builder
-		for _, o := range c.srv.clientList() {
-			sb.WriteString(o.describe())
-			sb.WriteByte('\n')
-		}
-		w.Verbatim("txt", []byte(sb.String()))
+		clientList(c, a, w)
 	case sub == "info" && len(a) == 2:
-		w.Verbatim("txt", []byte(c.describe()+"\n"))
+		now := time.Now()
+		info := c.snapshot(now)
+		info.ArgvMem = argvLen(a)
+		w.Verbatim("txt", append(info.Append(nil, now), '\n'))
 	case sub == "kill" && len(a) >= 3:
 		cmdClientKill(c, a, w)
 	case (sub == "no-evict" || sub == "no-touch") && len(a) == 3:
-		if _, err := config.ParseYesNo(strings.Replace(strings.Replace(strings.ToLower(string(a[2])), "on", "yes", 1), "off", "no", 1)); err != nil {
+		on, err := config.ParseYesNo(strings.Replace(strings.Replace(strings.ToLower(string(a[2])), "on", "yes", 1), "off", "no", 1))
+		if err != nil {
 			w.Error(command.ErrSyntax)
 			return
+		}
+		if sub == "no-evict" {
+			c.setInfo(func() { c.info.noEvict = on })
 		}
 		w.SimpleString("OK")
 	case sub == "pause":
@@ -311,7 +303,15 @@ func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
 		c.srv.unpause()
 		w.SimpleString("OK")
 	case sub == "reply" && len(a) == 3:
-		w.SimpleString("OK")
+		// The mode applies as the reply is gated (collectReplies, the
+		// client package's Gate); only ON answers.
+		switch strings.ToLower(string(a[2])) {
+		case "on":
+			w.SimpleString("OK")
+		case "off", "skip":
+		default:
+			w.Error(command.ErrSyntax)
+		}
 	case sub == "tracking":
 		clientTracking(c, a, w)
 	case sub == "caching":
@@ -335,89 +335,6 @@ func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
 	}
 }
 
-// clientFilter is CLIENT KILL's filters (Redis 7.0's, and 7.4's MAXAGE).
-type clientFilter struct {
-	id                int64 // 0: any
-	addr, laddr, user string
-	class             config.ClientClass
-	anyClass, skipMe  bool
-	// typeNone: TYPE master or replica, which no client connection of
-	// dfly's is (a replica's stream and the link to a master are not).
-	typeNone bool
-	maxAge   int64 // seconds; 0: any
-}
-
-// parseClientFilter reads CLIENT KILL's <filter> <value> pairs from a[2:];
-// the error reply on failure.
-func parseClientFilter(c *Conn, a [][]byte) (clientFilter, string) {
-	f := clientFilter{anyClass: true, skipMe: true}
-	for i := 2; i < len(a); i += 2 {
-		if i+1 >= len(a) {
-			return f, command.ErrSyntax
-		}
-		v := string(a[i+1])
-		switch strings.ToLower(string(a[i])) {
-		case "id":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 1 {
-				return f, "ERR client-id should be greater than 0"
-			}
-			f.id = n
-		case "type":
-			f.anyClass = false
-			switch strings.ToLower(v) {
-			case "normal":
-				f.class = config.ClassNormal
-			case "pubsub":
-				f.class = config.ClassPubsub
-			case "master", "replica", "slave":
-				f.typeNone = true
-			default:
-				return f, "ERR Unknown client type '" + v + "'"
-			}
-		case "addr":
-			f.addr = v
-		case "laddr":
-			f.laddr = v
-		case "user":
-			if c.srv.acl.Lookup(v) == nil {
-				return f, "ERR No such user '" + v + "'"
-			}
-			f.user = v
-		case "skipme":
-			switch strings.ToLower(v) {
-			case "yes":
-				f.skipMe = true
-			case "no":
-				f.skipMe = false
-			default:
-				return f, command.ErrSyntax
-			}
-		case "maxage":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				return f, command.ErrSyntax
-			}
-			f.maxAge = n
-		default:
-			return f, command.ErrSyntax
-		}
-	}
-	return f, ""
-}
-
-// matches reports whether client o passes every filter, for c's kill.
-func (f *clientFilter) matches(c, o *Conn, now time.Time) bool {
-	if f.typeNone || (f.skipMe && o == c) || (f.id != 0 && o.ID != f.id) || (!f.anyClass && o.class() != f.class) {
-		return false
-	}
-	o.info.Lock()
-	addr, laddr, user, created := o.info.addr, o.info.laddr, o.info.user.Name(), o.info.created
-	o.info.Unlock()
-	return (f.addr == "" || addr == f.addr) && (f.laddr == "" || laddr == f.laddr) &&
-		(f.user == "" || user == f.user) && (f.maxAge == 0 || int64(now.Sub(created)/time.Second) >= f.maxAge)
-}
-
 // cmdClientKill is CLIENT KILL addr (OK, or an error when no client has
 // that address) or CLIENT KILL <filter> <value> ... (the number of clients
 // killed; every filter must match; SKIPME yes by default).
@@ -433,19 +350,50 @@ func cmdClientKill(c *Conn, a [][]byte, w *resp.Writer) {
 		w.Error("ERR No such client")
 		return
 	}
-	f, e := parseClientFilter(c, a)
+	f, e := client.ParseKill(a[2:], func(u string) bool { return c.srv.acl.Lookup(u) != nil })
 	if e != "" {
 		w.Error(e)
 		return
 	}
 	killed, now := 0, time.Now()
 	for _, o := range c.srv.clientList() {
-		if f.matches(c, o, now) {
+		if info := o.snapshot(now); (len(f.IDs) == 0 || o.ID == f.IDs[0]) && f.Match(&info, o == c, now) {
 			o.kill(c)
 			killed++
 		}
 	}
 	w.Int(int64(killed))
+}
+
+// clientList is CLIENT LIST [TYPE type | ID id ...].
+func clientList(c *Conn, a [][]byte, w *resp.Writer) {
+	f, e := client.ParseList(a[2:])
+	if e != "" {
+		w.Error(e)
+		return
+	}
+	var out []byte
+	now := time.Now()
+	add := func(o *Conn) {
+		if info := o.snapshot(now); f.Match(&info, o == c, now) {
+			if o == c {
+				info.ArgvMem = argvLen(a) // the command running, as Redis
+			}
+			out = append(info.Append(out, now), '\n')
+		}
+	}
+	if f.IDs != nil {
+		for _, id := range f.IDs {
+			if o := c.srv.connByID(id); o != nil {
+				add(o)
+			}
+		}
+	} else {
+		for _, o := range c.srv.clientList() {
+			add(o)
+		}
+	}
+	w.Verbatim("txt", out)
 }
 
 // kill closes o; a client killing itself closes after this reply.
@@ -483,41 +431,55 @@ func (s *Server) clientList() []*Conn {
 
 // describe renders the client as a CLIENT LIST line.
 func (c *Conn) describe() string {
-	lastName := "NULL"
+	now := time.Now()
+	info := c.snapshot(now)
+	return string(info.Append(nil, now))
+}
+
+// snapshot is the client as CLIENT LIST shows it; any goroutine.
+func (c *Conn) snapshot(now time.Time) client.Info {
+	i := client.Info{ID: c.ID, FD: c.gc.Fd(), Cmd: "NULL", Redir: -1}
 	if cmd := c.lastCmd.Load(); cmd != nil {
-		lastName = cmd.Name
+		i.Cmd = command.FullName(cmd, c.lastSub.Load())
 	}
+	i.Flags.Blocked = c.waiting.Load()
+	if st := c.track.Load(); st != nil && st.on {
+		i.Flags.Tracking, i.Flags.Bcast, i.Redir = true, st.bcast, st.redirect
+	}
+	i.Idle = time.Duration(nanotime() - c.lastActive.Load())
+	c.bufferFields(&i)
 	c.info.Lock()
 	defer c.info.Unlock()
-	// command.Flags in Redis's order: O monitor, P subscribed, t tracking, B
-	// broadcasting; N none.
-	flags := ""
-	if c.info.monitor {
-		flags += "O"
+	i.Addr, i.LAddr, i.Name, i.Created, i.DB = c.info.addr, c.info.laddr, c.info.name, c.info.created, c.info.db
+	i.Sub, i.PSub, i.SSub = c.info.subs[subChannel], c.info.subs[subPattern], c.info.subs[subShard]
+	i.Flags.Monitor, i.Flags.Subscribed = c.info.monitor, i.Sub+i.PSub+i.SSub > 0
+	i.Flags.NoEvict = c.info.noEvict
+	i.User, i.Resp, i.LibName, i.LibVer = c.info.user.Name(), c.info.proto, c.info.lib, c.info.libver
+	return i
+}
+
+// gateCmd is p as CLIENT REPLY's gate sees it (collectReplies).
+func (c *Conn) gateCmd(p *pending) client.Cmd {
+	if p.cmd == nil || p.rejected || p.queued {
+		return client.Cmd{}
 	}
-	if c.info.subs[subChannel]+c.info.subs[subPattern]+c.info.subs[subShard] > 0 {
-		flags += "P"
+	g := client.CmdOf(p.cmd.Name, p.args)
+	g.Exec = p.gateExec
+	return g
+}
+
+// execGate is m's commands as the gate sees them (nil: EXEC's reply is
+// gated whole).
+func execGate(m *multiState) []client.Cmd {
+	if m == nil || m.dirty {
+		return nil
 	}
-	redir := int64(-1)
-	if st := c.track.Load(); st != nil && st.on {
-		flags += "t"
-		if st.bcast {
-			flags += "B"
-		}
-		redir = st.redirect
+	return client.ExecCmds(len(m.cmds), func(i int) (string, [][]byte) { return m.cmds[i].cmd.Name, m.cmds[i].args })
+}
+
+func argvLen(args [][]byte) (n int64) {
+	for _, a := range args {
+		n += int64(len(a))
 	}
-	if flags == "" {
-		flags = "N"
-	}
-	now := time.Now()
-	return "id=" + strconv.FormatInt(c.ID, 10) + " addr=" + c.info.addr + " laddr=" + c.info.laddr +
-		" fd=0 name=" + c.info.name +
-		" age=" + strconv.Itoa(int(now.Sub(c.info.created).Seconds())) +
-		" idle=" + strconv.Itoa(int(now.Sub(time.Unix(0, c.lastActive.Load())).Seconds())) +
-		" flags=" + flags + " db=" + strconv.Itoa(c.info.db) +
-		" sub=" + strconv.Itoa(c.info.subs[subChannel]) + " psub=" + strconv.Itoa(c.info.subs[subPattern]) +
-		" ssub=" + strconv.Itoa(c.info.subs[subShard]) +
-		string(c.appendBufferFields(nil)) + " events=r cmd=" +
-		lastName + " user=" + c.info.user.Name() + " redir=" + strconv.FormatInt(redir, 10) + " resp=" + strconv.Itoa(c.info.proto) +
-		" lib-name=" + c.info.lib + " lib-ver=" + c.info.libver
+	return n
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/dfly/dfly/acl"
+	"github.com/dfly/dfly/client"
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/master"
 	"github.com/dfly/dfly/resp"
@@ -54,6 +55,10 @@ type pending struct {
 	// the command was dispatched (subState.enq), which go out before its
 	// reply (collectReplies).
 	msgMark uint64
+	// queued: answered QUEUED (MULTI); gateExec: an EXEC's commands as
+	// CLIENT REPLY's gate sees them, when one matters (execGate).
+	queued   bool
+	gateExec []client.Cmd
 }
 
 // Conn is one client connection. Its fields are owned by the event loop
@@ -81,6 +86,7 @@ type Conn struct {
 		// the loop's own state as CLIENT LIST on another loop shows it.
 		subs    [subKinds]int
 		monitor bool
+		noEvict bool      // CLIENT NO-EVICT (no eviction here: shown only)
 		user    *acl.User // Conn.user, for other loops
 	}
 
@@ -120,6 +126,7 @@ type Conn struct {
 	holdReplies bool
 
 	sub   subState
+	gate  client.Gate // CLIENT REPLY (collectReplies)
 	multi *multiState // open MULTI, nil otherwise
 	// monitor: the connection asked for MONITOR (monitor.go).
 	monitor bool
@@ -162,13 +169,14 @@ type Conn struct {
 	// false for TIMEOUT (blocking.go).
 	waiting atomic.Bool
 	unblock chan bool
-	// lastActive (unix ns) and lastCmd are what CLIENT LIST shows as idle
+	// lastActive (a nanotime) and lastCmd are what CLIENT LIST shows as idle
 	// and cmd; they are atomics so the loop pays no lock per read.
 	lastActive atomic.Int64
 	// busy is set from parsing a batch until its last reply is written;
 	// graceful shutdown waits for it.
 	busy    atomic.Bool
 	lastCmd atomic.Pointer[command.Command]
+	lastSub atomic.Pointer[command.SubcommandInfo]
 	// batchesDone counts the batches served to their last reply; parked
 	// is set while a pause holds the connection (pause.go). A failover
 	// reads both (drainWrites).
@@ -198,7 +206,7 @@ func newConn(srv *Server, gc gnet.Conn) *Conn {
 	c.parser.SetAuthenticated(c.authed)
 	now := time.Now()
 	c.info.created, c.info.proto = now, 2
-	c.lastActive.Store(now.UnixNano())
+	c.lastActive.Store(nanotime())
 	if a := gc.RemoteAddr(); a != nil {
 		c.info.addr = a.String()
 	}
@@ -261,7 +269,7 @@ func (c *Conn) step() gnet.Action {
 		}
 		// The batch is done.
 		c.releaseHeld()
-		if c.protoErr != "" {
+		if c.protoErr != "" && !c.gate.Muted() {
 			c.out = append(c.out, "-ERR "...)
 			c.out = append(c.out, c.protoErr...)
 			c.out = append(c.out, "\r\n"...)
@@ -291,6 +299,7 @@ func (c *Conn) writeOut() {
 		return
 	}
 	_, _ = c.gc.Write(c.out)
+	c.stats.outPeak.Store(max(c.stats.outPeak.Load(), int64(len(c.out))))
 	c.srv.traffic.slot(c.loop).out.Add(uint64(len(c.out)))
 	if cap(c.out) > 4*replyKeepCap {
 		c.out = nil
@@ -306,7 +315,11 @@ func (c *Conn) collectReplies(upTo int) {
 		p := &c.cmds[c.flushed]
 		c.drainMessages(p.msgMark)
 		c.srv.countReply(p.cmd, p.rejected, &p.reply, 0)
-		c.out = append(c.out, p.reply.Buf...)
+		if c.gate.Active() || p.gateExec != nil || p.cmd != nil && client.Gated(p.cmd.Name) {
+			c.out = c.gate.Append(c.out, p.reply.Buf, c.gateCmd(p))
+		} else {
+			c.out = append(c.out, p.reply.Buf...)
+		}
 		if cap(p.reply.Buf) > replyKeepCap {
 			p.reply.Buf = nil
 		} else {
@@ -385,7 +398,7 @@ func (c *Conn) parse() bool {
 		slot.cmds.Add(uint64(len(c.cmds) - before))
 	}
 	if len(c.cmds) > 0 {
-		c.lastActive.Store(time.Now().UnixNano())
+		c.lastActive.Store(nanotime())
 	}
 	if c.protoErr == "" && c.queryOverLimit() {
 		// Redis closes such a client without a reply, and runs none of
@@ -431,7 +444,7 @@ gather:
 			continue
 		}
 		p.reply.Proto = c.proto
-		p.rejected = false
+		p.rejected, p.queued, p.gateExec = false, false, nil
 		p.msgMark = c.sub.enq.Load()
 		if !c.prepare(p) {
 			p.rejected = true
@@ -464,7 +477,6 @@ gather:
 			c.doneGathering()
 			continue
 		}
-		c.lastCmd.Store(cmd)
 		p.track = c.track.Load() != nil && c.tracksNext(cmd)
 		if cmd.Local != nil {
 			switch c.runConnCommand(p, g) {
@@ -479,6 +491,7 @@ gather:
 		p.sid = c.srv.singleShard(cmd, p.args, &c.keyPos)
 		hasKeys := len(c.keyPos) > 0
 		if cmd.Name == "exec" {
+			p.gateExec = execGate(c.multi)
 			c.recheckQueued() // acl.go
 			// A transaction confined to one shard runs there as one
 			// message (see execShard); the rest take the coordinator.
@@ -796,10 +809,12 @@ func (c *Conn) prepare(p *pending) bool {
 	name := p.args[0]
 	p.cmd = c.srv.table.Lookup(name)
 	w := &p.reply
+	c.lastCmd.Store(p.cmd) // nil: CLIENT LIST's cmd=NULL, as Redis
 	if p.cmd == nil {
 		w.Error(unknownCommand(p.args))
 		return false
 	}
+	c.lastSub.Store(command.SubcommandOf(p.cmd, p.args))
 	if !p.cmd.ArityOK(len(p.args)) {
 		w.Error(command.WrongArity(p.cmd.Name))
 		return false
@@ -830,7 +845,7 @@ func (c *Conn) prepare(p *pending) bool {
 		return false
 	}
 	if c.proto == 2 && c.subscriptions() > 0 && !subscribedAllowed[p.cmd.Name] {
-		w.Error("ERR Can't execute '" + p.cmd.Name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+		w.Error("ERR Can't execute '" + command.FullName(p.cmd, c.lastSub.Load()) + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		return false
 	}
 	return true

@@ -25,7 +25,8 @@
 //     snapshot's cut), script_call.go (a script's redis.call: its checks,
 //     run inline or within the script's transaction). The interpreter, the
 //     script cache and the function libraries are package script.
-//   - Clients: acl.go (the ACL command, AUTH's and denials' effects on
+//   - Clients: cmd_conn.go (CLIENT; its gate, line and filters are package
+//     client), acl.go (the ACL command, AUTH's and denials' effects on
 //     connections; users, rules and checks are package acl), pubsub.go,
 //     tracking.go, monitor.go, slowlog.go,
 //     latency.go (LATENCY; the monitor is package latency), errorstats.go, clientbuf.go (client buffer limits).

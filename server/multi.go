@@ -117,6 +117,7 @@ func (c *Conn) queue(p *pending) {
 	args := m.argv[start:len(m.argv):len(m.argv)]
 	m.cmds = append(m.cmds, queued{args: args, cmd: p.cmd, db: c.multiDB()})
 	p.reply.SimpleString("QUEUED")
+	p.queued = true
 }
 
 // multiDB is the database the next queued command will run in, following
