@@ -1150,45 +1150,22 @@ func cmdZScan(x *command.Exec) {
 	if !ok {
 		return
 	}
-	count, pat := int64(o.count), o.match
+	o.cursor = cursor
 	if z == nil {
-		x.W.Array(2)
-		x.W.BulkString("0")
-		x.W.Array(0)
+		writeScan(x.W, 0, nil)
 		return
 	}
-	// The cursor is a rank. A listpack set is returned whole, as Redis does.
-	from, n := 0, z.Len()
-	if z.Encoding() != "listpack" {
-		from = int(min(cursor, uint64(z.Len())))
-		n = int(min(int64(z.Len()-from), count))
-	}
-	var items []ZItem
-	z.Ascend(from, func(m string, s float64) bool {
-		if len(items) >= n {
-			return false
-		}
-		items = append(items, ZItem{m, s})
-		return true
-	})
-	next := from + n
-	if next >= z.Len() {
-		next = 0
-	}
-	kept := items[:0]
-	for _, it := range items {
-		if pat == nil || glob.MatchString(string(pat), it.Member, false) {
-			kept = append(kept, it)
+	// Redis's reply holds member and score pairs; MATCH filters members.
+	var items [][]byte
+	n := 0
+	emit := func(m []byte, score float64) {
+		n++
+		if o.match == nil || glob.Match(o.match, m, false) {
+			items = append(items, m, num.AppendFloatReply(nil, score))
 		}
 	}
-	x.W.Array(2)
-	x.W.BulkString(strconv.Itoa(next))
-	x.W.Array(2 * len(kept))
-	var buf [32]byte
-	for _, it := range kept {
-		x.W.BulkString(it.Member)
-		x.W.Bulk(num.AppendFloatReply(buf[:0], it.Score))
-	}
+	next := runScan(o, func(c uint64) uint64 { return z.Scan(c, emit) }, func() int { return n })
+	writeScan(x.W, next, items)
 }
 
 // ---- ZUNION / ZINTER / ZDIFF and their STORE forms, ZINTERCARD ----

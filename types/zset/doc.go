@@ -7,9 +7,10 @@
 //   - "listpack": a sorted slice of at most MaxListpackEntries entries whose
 //     members are at most MaxListpackValue bytes; look-up by member scans it.
 //   - "skiplist": an order-statistic B+tree (every node counts the entries
-//     below it) plus a member→score map. The tree and the map share each
-//     member's bytes, so a member costs one allocation; leaves hold up to 64
-//     entries inline, so the tree adds about one pointer per 40 members.
+//     below it) plus a member→score map (a hash.Map: its pages hold a copy
+//     of each member, and its Scan is Redis's dictScan, so ZSCAN never
+//     misses a member present throughout); leaves hold up to 64 entries
+//     inline, so the tree adds about one pointer per 40 members.
 //
 // Both limits are CONFIG SET's (zset-max-listpack-*), process-wide atomics
 // read on every insertion. Like Redis 7.0, a set starts as a listpack and is converted for good once

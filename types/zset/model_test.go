@@ -69,8 +69,8 @@ func check(t *testing.T, s *Set, m model) {
 		t.Fatalf("ascend saw %d of %d", i, len(m))
 	}
 	if s.tree != nil {
-		if len(s.dict) != len(m) {
-			t.Fatalf("dict has %d, model %d", len(s.dict), len(m))
+		if s.dict.Len() != len(m) {
+			t.Fatalf("dict has %d, model %d", s.dict.Len(), len(m))
 		}
 		checkNode(t, s.tree.root, nil, nil, true)
 	}

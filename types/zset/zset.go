@@ -1,9 +1,13 @@
 package zset
 
 import (
+	"encoding/binary"
+	"math"
 	"sort"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/dfly/dfly/types/hash"
 )
 
 // The listpack limits, zset-max-listpack-entries and
@@ -33,7 +37,9 @@ func SetMaxListpackValue(n int64) { maxListpackValue.Store(n) }
 type Set struct {
 	small []entry // listpack form, sorted; unused when tree != nil
 	tree  *tree
-	dict  map[string]float64
+	// dict maps a member to its score (8 bytes, dictScore): a hash.Map,
+	// whose Scan cursor is Redis's dictScan one (ZSCAN).
+	dict *hash.Map
 }
 
 // New makes an empty set in the listpack form.
@@ -41,7 +47,7 @@ func New() *Set { return &Set{} }
 
 // NewSkiplist makes an empty set in the skiplist form.
 func NewSkiplist() *Set {
-	return &Set{tree: newTree(), dict: make(map[string]float64)}
+	return &Set{tree: newTree(), dict: &hash.Map{}}
 }
 
 // Bytes estimates the memory the set holds. The listpack form is counted
@@ -50,7 +56,7 @@ func NewSkiplist() *Set {
 // of them when samples <= 0, as Redis's MEMORY USAGE samples.
 func (s *Set) Bytes(samples int) int {
 	const entryBytes = 24     // member header and score
-	const dictEntryBytes = 40 // a map slot: key header, value, control
+	const dictEntryBytes = 21 // a hash.Map slot (at 3/4 load), lengths, score
 	if s.tree == nil {
 		n := entryBytes*cap(s.small) + 24
 		for _, e := range s.small {
@@ -70,7 +76,7 @@ func (s *Set) Bytes(samples int) int {
 		m, _ := s.At(i * n / samples)
 		sum += len(m)
 	}
-	return n*(entryBytes+dictEntryBytes) + sum*n/samples + 64
+	return n*(entryBytes+dictEntryBytes) + 2*sum*n/samples + 64 // the tree's members and the dict's
 }
 
 // Len is the number of members.
@@ -97,10 +103,7 @@ func (s *Set) Clone() any {
 		return c
 	}
 	c.tree = &tree{root: s.tree.root.clone()}
-	c.dict = make(map[string]float64, len(s.dict))
-	for k, v := range s.dict {
-		c.dict[k] = v
-	}
+	c.dict = s.dict.Clone()
 	return c
 }
 
@@ -116,8 +119,7 @@ func (s *Set) smallIndex(member []byte) int {
 // Score is member's score; ok=false when it is not in the set.
 func (s *Set) Score(member []byte) (score float64, ok bool) {
 	if s.tree != nil {
-		score, ok = s.dict[string(member)]
-		return score, ok
+		return s.dictScore(member)
 	}
 	if i := s.smallIndex(member); i >= 0 {
 		return s.small[i].score, true
@@ -129,18 +131,17 @@ func (s *Set) Score(member []byte) (score float64, ok bool) {
 // the member is new.
 func (s *Set) Add(member []byte, score float64) (added bool) {
 	if s.tree != nil {
-		if old, ok := s.dict[string(member)]; ok {
+		if old, ok := s.dictScore(member); ok {
 			if old != score {
 				m := s.memberString(member)
 				s.tree.remove(&entry{m, old})
 				s.tree.insert(entry{m, score})
-				s.dict[m] = score
+				s.dictSet(member, score)
 			}
 			return false
 		}
-		m := string(member)
-		s.dict[m] = score
-		s.tree.insert(entry{m, score})
+		s.dictSet(member, score)
+		s.tree.insert(entry{string(member), score})
 		return true
 	}
 	if i := s.smallIndex(member); i >= 0 {
@@ -163,11 +164,29 @@ func (s *Set) Add(member []byte, score float64) (added bool) {
 // memberString returns the set's own copy of member (present in dict), so
 // re-inserting it does not allocate.
 func (s *Set) memberString(member []byte) string {
-	// The map cannot hand back its key; find it through the tree instead.
-	score := s.dict[string(member)]
+	// The map's copy moves as its pages are compacted: find the tree's.
+	score, _ := s.dictScore(member)
 	r := s.tree.countBelow(func(e *entry) bool { return less(e, &entry{unsafeString(member), score}) })
 	return s.tree.at(r).member
 }
+
+// dictScore is member's score in the skiplist form's dict.
+func (s *Set) dictScore(member []byte) (float64, bool) {
+	v, ok := s.dict.Get(member)
+	if !ok {
+		return 0, false
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(v)), true
+}
+
+// dictSet sets member's score in the dict (in place when present).
+func (s *Set) dictSet(member []byte, score float64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], math.Float64bits(score))
+	s.dict.Set(member, b[:])
+}
+
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 func unsafeString(b []byte) string {
 	if len(b) == 0 {
@@ -198,24 +217,23 @@ func (s *Set) ToSkiplist() {
 
 // convert switches to the skiplist form.
 func (s *Set) convert() {
-	t := newTree()
-	d := make(map[string]float64, len(s.small))
-	for _, e := range s.small {
-		t.insert(e)
-		d[e.member] = e.score
+	small := s.small
+	s.small, s.tree, s.dict = nil, newTree(), &hash.Map{}
+	for _, e := range small {
+		s.tree.insert(e)
+		s.dictSet(unsafeBytes(e.member), e.score)
 	}
-	s.small, s.tree, s.dict = nil, t, d
 }
 
 // Remove deletes member; it reports whether it was present.
 func (s *Set) Remove(member []byte) bool {
 	if s.tree != nil {
-		score, ok := s.dict[string(member)]
+		score, ok := s.dictScore(member)
 		if !ok {
 			return false
 		}
 		s.tree.remove(&entry{unsafeString(member), score})
-		delete(s.dict, string(member))
+		s.dict.Delete(member)
 		return true
 	}
 	i := s.smallIndex(member)
@@ -305,7 +323,7 @@ func (s *Set) RemoveRange(start, end int) int {
 	for i := 0; i < n; i++ {
 		e := *s.tree.at(start)
 		s.tree.remove(&e)
-		delete(s.dict, e.member)
+		s.dict.Delete(unsafeBytes(e.member))
 	}
 	return n
 }
@@ -463,6 +481,23 @@ func (s *Set) LexSpan(r LexRange, rev bool) (start, end int) {
 		return true
 	})
 	return start, end
+}
+
+// Scan is one ZSCAN step: the skiplist form visits one bucket of its dict
+// from cursor and returns the next (hash.Map.Scan: Redis's dictScan
+// cursor, so a member present from the first call to the last is visited
+// at least once however the set changes in between); the listpack form
+// visits every member and returns 0, as Redis. fn must not mutate the set.
+func (s *Set) Scan(cursor uint64, fn func(member []byte, score float64)) uint64 {
+	if s.tree == nil {
+		for _, e := range s.small {
+			fn(unsafeBytes(e.member), e.score)
+		}
+		return 0
+	}
+	return s.dict.Scan(cursor, func(f, v []byte) {
+		fn(f, math.Float64frombits(binary.LittleEndian.Uint64(v)))
+	})
 }
 
 // Cursor is a position for Walk: after the member with this score.
