@@ -440,7 +440,7 @@ func (c *Conn) borrowAhead(p *pending) {
 // when p cannot run borrowed now.
 func (c *Conn) borrowFor(p *pending, ahead bool) *loopLend {
 	srv := c.srv
-	if c.loop < 0 || srv.lends == nil || srv.tiered != nil || p.track || c.tracker != nil {
+	if c.loop < 0 || srv.lends == nil || srv.tiered != nil || p.track || c.tracker.Options() != nil {
 		return nil
 	}
 	return c.borrowOn(srv.lends[c.loop], p, c.keyPos, ahead)

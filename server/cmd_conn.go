@@ -11,6 +11,7 @@ import (
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/tracking"
 )
 
 func init() { command.Register("connection", connCommands) }
@@ -182,9 +183,7 @@ func cmdHello(c *Conn, a [][]byte, w *resp.Writer) {
 func cmdReset(c *Conn, a [][]byte, w *resp.Writer) {
 	c.dropSubscriptions()
 	c.stopMonitor()
-	if c.track.Load() != nil {
-		c.srv.tracking.set(c, nil)
-	}
+	c.stopTracking(false)
 	c.caching = false
 	c.multi = nil
 	c.unwatch()
@@ -319,7 +318,7 @@ func cmdClient(c *Conn, a [][]byte, w *resp.Writer) {
 	case sub == "getredir":
 		clientGetRedir(c, w)
 	case sub == "trackinginfo":
-		clientTrackingInfo(c, w)
+		tracking.WriteInfo(w, c.tracker, c.caching)
 	case sub == "help":
 		lines := []string{"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"ID", "GETNAME", "SETNAME <name>", "SETINFO <LIB-NAME|LIB-VER> <value>", "LIST", "INFO",
@@ -443,8 +442,8 @@ func (c *Conn) snapshot(now time.Time) client.Info {
 		i.Cmd = command.FullName(cmd, c.lastSub.Load())
 	}
 	i.Flags.Blocked = c.waiting.Load()
-	if st := c.track.Load(); st != nil && st.on {
-		i.Flags.Tracking, i.Flags.Bcast, i.Redir = true, st.bcast, st.redirect
+	if o := c.tracker.Options(); o != nil {
+		i.Flags.Tracking, i.Flags.Bcast, i.Redir = true, o.BCAST, o.Redirect
 	}
 	i.Idle = time.Duration(nanotime() - c.lastActive.Load())
 	c.bufferFields(&i)

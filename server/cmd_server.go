@@ -94,7 +94,6 @@ func cmdSwapDB(x *Coord) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	x.Srv.trackingFlushed()
 	x.W.SimpleString("OK")
 }
 
@@ -125,7 +124,7 @@ func flush(x *Coord, all bool) {
 			s.DBs[x.DB].Flush()
 		}
 	})
-	x.Srv.trackingFlushed()
+	x.Srv.tracking.Flushed()
 	x.Srv.reclaim.Flushed() // the last GC's live heap is garbage now
 	x.W.SimpleString("OK")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/dfly/dfly/master"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tracking"
 )
 
 // Limits of one dispatch step, so a flood of pipelined input is taken a
@@ -130,11 +131,10 @@ type Conn struct {
 	multi *multiState // open MULTI, nil otherwise
 	// monitor: the connection asked for MONITOR (monitor.go).
 	monitor bool
-	// track is the CLIENT TRACKING configuration (tracking.go), nil when
-	// never enabled; tracker is the connection as shards know it; caching
-	// is CLIENT CACHING's flag for the next command.
-	track   atomic.Pointer[trackState]
-	tracker *connTracker
+	// tracker is the connection's CLIENT TRACKING state (tracking.go), nil
+	// until first enabled; caching is CLIENT CACHING's flag for the next
+	// command.
+	tracker *tracking.Client
 	caching bool
 	// inExec is set while EXEC runs the queued commands (SSUBSCRIBE
 	// refuses to run there, as in Redis).
@@ -193,6 +193,7 @@ type Conn struct {
 
 func newConn(srv *Server, gc gnet.Conn) *Conn {
 	c := &Conn{srv: srv, gc: gc, proto: 2, loop: -2}
+	c.tracker = srv.tracking.NewClient((*trackConn)(c)) // CLIENT LIST reads it from other loops
 	c.protoShared.Store(2)
 	c.stats.multi.Store(-1)
 	srv.startClientsCron() // clientbuf.go
@@ -294,7 +295,7 @@ func (c *Conn) step() gnet.Action {
 }
 
 func (c *Conn) writeOut() {
-	c.drainMessages(c.sub.enq.Load()) // after the replies: delivered since they were dispatched
+	c.drainMessages(c.messagesDue()) // after the replies: delivered since they were dispatched
 	if len(c.out) == 0 {
 		return
 	}
@@ -477,7 +478,7 @@ gather:
 			c.doneGathering()
 			continue
 		}
-		p.track = c.track.Load() != nil && c.tracksNext(cmd)
+		p.track = c.tracker != nil && c.tracksNext(cmd)
 		if cmd.Local != nil {
 			switch c.runConnCommand(p, g) {
 			case stepStop:

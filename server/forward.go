@@ -69,7 +69,7 @@ type forwardRun struct {
 func (c *Conn) forwardLoop(p *pending) int {
 	srv := c.srv
 	if c.loop <= 0 || len(c.keyPos) == 0 || !borrowable(p.cmd) || srv.lends == nil ||
-		srv.tiered != nil || p.track || c.tracker != nil {
+		srv.tiered != nil || p.track || c.tracker.Options() != nil {
 		return -1
 	}
 	low := c.loop

@@ -151,9 +151,8 @@ func (i *infoWriter) infoClients() {
 	i.field("client_recent_max_input_buffer", in)
 	i.field("client_recent_max_output_buffer", out)
 	i.field("blocked_clients", i.srv.blockedClients.Load())
-	i.srv.tracking.mu.RLock()
-	i.field("tracking_clients", len(i.srv.tracking.conns))
-	i.srv.tracking.mu.RUnlock()
+	clients, _, _, _ := i.srv.tracking.Stats()
+	i.field("tracking_clients", clients)
 }
 
 func (i *infoWriter) infoMemory() {
@@ -222,6 +221,10 @@ func (i *infoWriter) infoStats() {
 	i.field("pubsub_channels", channels)
 	i.field("pubsub_patterns", patterns)
 	i.field("pubsubshard_channels", shardChannels)
+	_, keys, items, prefixes := i.srv.tracking.Stats()
+	i.field("tracking_total_keys", keys)
+	i.field("tracking_total_items", items)
+	i.field("tracking_total_prefixes", prefixes)
 	i.field("command_panics", commandPanics.Load()) // recover.go
 	i.field("unexpected_error_replies", 0)          // replies of a master a replica could not apply are logged
 	i.field("total_error_replies", i.srv.errors.total.Load())

@@ -27,6 +27,7 @@ import (
 	"github.com/dfly/dfly/script"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
+	"github.com/dfly/dfly/tracking"
 )
 
 // Version is what INFO and HELLO report; redis_version stays 7.x so
@@ -76,7 +77,7 @@ type Server struct {
 	evalCoords []Coord
 	pubsub     *pubsub
 	monitors   monitors
-	tracking   trackingRegistry
+	tracking   *tracking.Registry
 	persist    *persist.Engine  // SAVE, BGSAVE, loading (cmd_persist.go)
 	tiered     *offload.Tiering // tiered storage, nil when off (tiered.go)
 	master     *master.Master   // master side of replication (cmd_master.go)
@@ -418,9 +419,7 @@ func (s *Server) OnClose(gc gnet.Conn, _ error) gnet.Action {
 		close(c.gone)
 		c.dropSubscriptions()
 		c.stopMonitor()
-		if c.track.Load() != nil {
-			s.tracking.set(c, nil)
-		}
+		c.stopTracking(true)
 		if c.inflight.Load() == 0 {
 			c.unwatch() // else the EXEC or WATCH in flight owns c.watch
 		}

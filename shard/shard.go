@@ -5,6 +5,7 @@ import (
 
 	"github.com/dfly/dfly/dash"
 	"github.com/dfly/dfly/journal"
+	"github.com/dfly/dfly/tracking"
 )
 
 // Runnable is a message for a shard: it runs on the shard goroutine.
@@ -95,7 +96,7 @@ type Shard struct {
 	waking      bool // wakeWaiters is resuming waiters (Release defers to it)
 	block       blockState
 	watch       watchState
-	tracking    trackingState
+	tracking    tracking.Keys
 	quiet       int // Quiet's depth
 	// tier and noLoad: tiered storage, nil when off (tier.go).
 	tier   Tier
@@ -191,8 +192,11 @@ func (s *Shard) exec(r Runnable) {
 	r.Run(s)
 	s.depth--
 	s.serveReady()
-	if s.defragDue && s.depth == 0 {
-		s.payDefrag()
+	if s.depth == 0 {
+		s.tracking.EndStep() // the step's BCAST invalidations
+		if s.defragDue {
+			s.payDefrag()
+		}
 	}
 }
 
@@ -358,8 +362,11 @@ func (s *Shard) loop() {
 			r.Run(s)
 			s.depth--
 			s.serveReady()
-			if s.defragDue && s.depth == 0 {
-				s.payDefrag()
+			if s.depth == 0 {
+				s.tracking.EndStep()
+				if s.defragDue {
+					s.payDefrag()
+				}
 			}
 		case <-s.quit:
 			// Drain what was queued before Stop.

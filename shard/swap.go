@@ -13,7 +13,8 @@ package shard
 // for deferred records (cowHook) goes by value, not by index, and stays.
 //
 // As in Redis: a watched key that exists in either database is dirty, and
-// clients blocked on a key that now exists are offered it.
+// clients blocked on a key that now exists are offered it; client tracking's
+// registrations stay, and nobody is told (Redis 7.0 sends no invalidation).
 func (s *Shard) SwapDBs(a, b int) {
 	if a == b {
 		return
@@ -22,7 +23,6 @@ func (s *Shard) SwapDBs(a, b int) {
 		panic("shard: SwapDBs while a snapshot walks the shard")
 	}
 	da, db := s.DBs[a], s.DBs[b]
-	s.trackingFlushed()
 	s.swapWatched(da, db)
 	if da.Len() > 0 || db.Len() > 0 {
 		s.Stats.Writes++ // journal, dirty count

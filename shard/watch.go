@@ -58,7 +58,7 @@ func (s *Shard) touched(db int, key string) {
 	if s.quiet > 0 {
 		return
 	}
-	s.trackingChanged(key) // CLIENT TRACKING (tracking.go)
+	s.tracking.Changed(key) // CLIENT TRACKING (tracking.go)
 	if len(s.watch.keys) == 0 {
 		return
 	}
@@ -86,7 +86,7 @@ func (s *Shard) Quiet(on bool) {
 // a flush changes nothing for a key watched while absent, and EXEC then
 // runs.
 func (s *Shard) flushed(db *DB) {
-	s.trackingFlushed()
+	s.tracking.Flushed()
 	if s.watch.dbs[db.Index] == 0 {
 		return
 	}

@@ -12,14 +12,7 @@ import (
 func expectInvalidate(t *testing.T, c *RawConn, keys ...string) {
 	t.Helper()
 	r := c.MustRead()
-	want := "(push)\n  \"invalidate\"\n  (nil)"
-	if len(keys) > 0 {
-		want = "(push)\n  \"invalidate\"\n  (array)"
-		for _, k := range keys {
-			want += "\n    \"" + k + "\""
-		}
-	}
-	if r.String() != want {
+	if want := invalidation(keys...); r.String() != want {
 		t.Fatalf("got %s, want %s", r, want)
 	}
 }
