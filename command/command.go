@@ -318,3 +318,21 @@ type family struct {
 func Register(group string, commands func() []*Command) {
 	families = append(families, family{group, commands})
 }
+
+// LeavesShard reports whether the command name, called by a script that
+// runs on the shard owning its keys, may have to run on other shards too:
+// a keyless one that is not a connection command (DBSIZE, KEYS, SCAN,
+// RANDOMKEY; keyless writes such as FLUSHALL are refused in a keyed
+// script before they run) and SORT, whose BY and GET patterns name keys
+// anywhere. Unknown names and commands scripts may not call fail before
+// they run.
+func (t *Table) LeavesShard(name string) bool {
+	cmd := t.Lookup([]byte(name))
+	if cmd == nil || cmd.Local != nil || cmd.Flags&FlagNoScript != 0 {
+		return false
+	}
+	if cmd.Name == "sort" || cmd.Name == "sort_ro" {
+		return true
+	}
+	return cmd.FirstKey == 0 && cmd.KeyPositions == nil
+}

@@ -45,7 +45,7 @@ func (s *Server) scripts() *script.Engine {
 // scriptHost is what package script sees of the server (script.Host).
 type scriptHost Server
 
-func (h *scriptHost) LeavesShard(name string) bool { return (*Server)(h).leavesShard(name) }
+func (h *scriptHost) LeavesShard(name string) bool { return h.table.LeavesShard(name) }
 func (h *scriptHost) CountError(reply []byte)      { (*Server)(h).countErrorCode(reply) }
 func (h *scriptHost) NewCaller() script.Caller {
 	return &scriptCall{srv: (*Server)(h)}
@@ -187,7 +187,7 @@ func runScript(x *Coord, target scriptTarget, numKeys int, readonly bool) {
 //   - it has no keys: it may call keyless commands (FLUSHALL, DBSIZE) that
 //     take locks of their own;
 //   - it may call a command that reaches other shards (DBSIZE, KEYS,
-//     SCAN, SORT's patterns: Server.leavesShard), or one not named by a
+//     SCAN, SORT's patterns: command.Table.LeavesShard), or one not named by a
 //     literal, and the shards are owned by more than one goroutine. Inline,
 //     the shard's goroutine would wait for another shard's, which may at
 //     that moment wait for it in a script of its own: two event loops
@@ -271,24 +271,6 @@ func cmdEvalShard(e *command.Exec, run func(x *Coord)) {
 		e.Retry = retry.bind()
 	}
 	*x = Coord{step: x.step}
-}
-
-// leavesShard reports whether the command name, called by a script that
-// runs on the shard owning its keys, may have to run on other shards too:
-// a keyless one that is not a connection command (DBSIZE, KEYS, SCAN,
-// RANDOMKEY; keyless writes such as FLUSHALL are refused in a keyed
-// script before they run) and SORT, whose BY and GET patterns name keys
-// anywhere. Unknown names and commands scripts may not call fail before
-// they run.
-func (s *Server) leavesShard(name string) bool {
-	cmd := s.table.Lookup([]byte(name))
-	if cmd == nil || cmd.Local != nil || cmd.Flags&command.FlagNoScript != 0 {
-		return false
-	}
-	if cmd.Name == "sort" || cmd.Name == "sort_ro" {
-		return true
-	}
-	return cmd.FirstKey == 0 && cmd.KeyPositions == nil
 }
 
 // shardsApart reports whether shards are owned by more than one goroutine

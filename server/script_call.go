@@ -155,7 +155,7 @@ func (sc *scriptCall) exec(cmd *command.Command, args [][]byte, w *resp.Writer) 
 			e.Args, e.W, e.Conn = nil, nil, nil
 			return
 		}
-		if srv := sc.srv; srv.shardsApart() && srv.leavesShard(cmd.Name) {
+		if srv := sc.srv; srv.shardsApart() && srv.table.LeavesShard(cmd.Name) {
 			// It may reach another loop's shard, and this goroutine must
 			// not wait for one (evalCoordinate keeps such scripts off
 			// shards; this one escaped it, say loaded between that check
