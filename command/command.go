@@ -336,3 +336,17 @@ func (t *Table) LeavesShard(name string) bool {
 	}
 	return cmd.FirstKey == 0 && cmd.KeyPositions == nil
 }
+
+// AllowsBusy reports whether the call args of c runs while a script is
+// busy (Redis's allow_busy: AUTH, HELLO, MULTI, SHUTDOWN, SCRIPT KILL ...),
+// a container's by its subcommand's flags.
+func (c *Command) AllowsBusy(args [][]byte) bool {
+	if (c.Flags|c.InfoFlags)&FlagAllowBusy != 0 {
+		return true
+	}
+	if len(c.Subcommands) == 0 || len(args) < 2 {
+		return false
+	}
+	sub := FindSubcommand(c.Subcommands, strings.ToLower(string(args[1])))
+	return sub != nil && sub.Flags&FlagAllowBusy != 0
+}

@@ -65,6 +65,7 @@ var bindings = map[string]binding{
 	"latency-monitor-threshold":  atomicField(func(c *Config) *atomic64 { return &c.LatencyThreshold }),
 	"latency-tracking": {get: func(c *Config) string { return YesNo(c.LatencyTracking.Load()) },
 		set: func(c *Config, v string) error { c.LatencyTracking.Store(v == "yes"); return nil }},
+	"busy-reply-threshold": atomicField(func(c *Config) *atomic64 { return &c.BusyReplyThreshold }),
 	"save": {
 		check: func(v string) (string, error) {
 			if _, err := persist.ParseSave(v); err != nil {

@@ -81,6 +81,9 @@ type Config struct {
 	// LatencyTracking: per-command latency histograms are recorded
 	// (latency-tracking, package latency), read on every command.
 	LatencyTracking atomic.Bool
+	// BusyReplyThreshold (lua-time-limit), in ms: past it a running
+	// script is busy (BUSY replies, SCRIPT KILL); read without mu.
+	BusyReplyThreshold atomic.Int64
 	// Limits: client-output-buffer-limit, client-query-buffer-limit
 	// (clientbuf.go), read without mu.
 	Limits ClientLimits
@@ -136,6 +139,7 @@ func Default() *Config {
 	c.SlowlogSlowerThan.Store(10000)
 	c.SlowlogMaxLen.Store(128)
 	c.LatencyTracking.Store(true)
+	c.BusyReplyThreshold.Store(5000)
 	return c
 }
 

@@ -23,11 +23,13 @@ const (
 	ErrKeylessCall  = "this command can not run from a script that declared keys"
 	ErrReadonlyCall = "Write commands are not allowed from read-only scripts."
 
-	errNotBusy     = "NOTBUSY No scripts in execution right now."
-	errUnkillable  = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
-	msgScriptKill  = "ERR Script killed by user with SCRIPT KILL..."
-	errLibNotFound = "ERR Library not found"
-	errNameChars   = "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"
+	errNotBusy      = "NOTBUSY No scripts in execution right now."
+	errBusyScript   = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	errBusyFunction = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+	errUnkillable   = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
+	msgScriptKill   = "ERR Script killed by user with SCRIPT KILL..."
+	errLibNotFound  = "ERR Library not found"
+	errNameChars    = "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"
 )
 
 // KeyPositions are EVAL's and FCALL's keys: numkeys arguments after

@@ -10,8 +10,9 @@
 //   - engine.go: Engine (one per server: the cache by SHA1, the idle
 //     interpreters, the running scripts, the scripts marked to run on a
 //     coordinator), Host (what it needs of the server), Script.
-//   - run.go: Run, a running script as SCRIPT KILL, FUNCTION STATS and
-//     the inline budget (InlineBudget, Run.Demote) see it.
+//   - run.go: Run, a running script as SCRIPT KILL, FUNCTION STATS,
+//     the BUSY replies past busy-reply-threshold (Engine.Busy) and the
+//     inline budget (InlineBudget, Run.Demote) see it.
 //   - vm.go: VM, a pooled interpreter: the sandbox shaped like Redis
 //     7.0's (read-only globals and libraries, no os/io/loadfile), a run's
 //     life (Begin, RunScript or RunFunction, End), Caller (how redis.call

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -24,6 +25,9 @@ type Host interface {
 	// NewCaller makes the Caller of a new interpreter, which keeps it for
 	// its life: state a call reuses lives there.
 	NewCaller() Caller
+	// BusyThreshold is busy-reply-threshold: a script running longer is
+	// busy (Engine.Busy, Engine.Kill).
+	BusyThreshold() time.Duration
 }
 
 // Logger is where redis.log writes and the engine reports, at Redis's
@@ -61,8 +65,9 @@ type Engine struct {
 	fn     registry
 	libGen atomic.Uint64
 
-	runMu   sync.Mutex
-	running map[*Run]struct{}
+	runMu    sync.Mutex
+	running  map[*Run]struct{}
+	nrunning atomic.Int32 // len(running), read without runMu (Busy)
 
 	// coordinated holds the IDs (lower case) of scripts that run on a
 	// coordinator from now on, where they hold only their keys, never an

@@ -1,6 +1,8 @@
 package script
 
 import (
+	"time"
+
 	"io"
 	"log"
 	"strings"
@@ -19,6 +21,7 @@ type fakeHost struct {
 func (h *fakeHost) LeavesShard(name string) bool { return strings.EqualFold(name, "dbsize") }
 func (h *fakeHost) CountError([]byte)            { h.errors++ }
 func (h *fakeHost) NewCaller() Caller            { return fakeCaller{h} }
+func (h *fakeHost) BusyThreshold() time.Duration { return 5 * time.Second }
 
 type fakeCaller struct{ h *fakeHost }
 

@@ -341,6 +341,10 @@ func (e *Engine) FunctionCommand(args [][]byte, w *resp.Writer) (changes bool) {
 		if len(a) != 2 {
 			break
 		}
+		if e.Busy() == errBusyScript {
+			w.Error(errBusyScript) // as Redis: a busy EVAL is not a function to show
+			return false
+		}
 		e.stats(w)
 		return false
 	case "kill":

@@ -8,10 +8,6 @@ import (
 	"time"
 )
 
-// busyThreshold is Redis's busy-reply-threshold (lua-time-limit): only a
-// script running at least this long can be killed.
-const busyThreshold = 5 * time.Second
-
 // InlineBudget bounds how long a run inline on a shard's event loop
 // (budgeted: see VM.Begin) may go without writing: past it the run is
 // stopped, having changed nothing, and the script runs on a coordinator
@@ -131,12 +127,13 @@ func (r *Run) BeginWrite() bool {
 // Kill stops the busy scripts (functions: FUNCTION KILL) that have not
 // written: the error reply for SCRIPT KILL (FUNCTION KILL), "" for OK.
 func (e *Engine) Kill(functions bool) string {
+	limit := e.host.BusyThreshold()
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
 	busy, killed, other := 0, 0, 0
 	for r := range e.running {
 		r.mu.Lock()
-		if time.Since(r.start) < busyThreshold || r.killed.Load() {
+		if time.Since(r.start) < limit || r.killed.Load() {
 			r.mu.Unlock()
 			continue
 		}
@@ -160,11 +157,36 @@ func (e *Engine) Kill(functions bool) string {
 	case busy > 0:
 		return errUnkillable
 	case other > 0 && functions:
-		return "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+		return errBusyScript
 	case other > 0:
-		return "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+		return errBusyFunction
 	}
 	return errNotBusy
+}
+
+// Busy is the reply to a command while a script has run past the
+// busy-reply-threshold (Host.BusyThreshold), as Redis answers every
+// command but a few (command.Command.AllowsBusy) then; "" when none has.
+// With no script running it costs one atomic load.
+func (e *Engine) Busy() string {
+	if e.nrunning.Load() == 0 {
+		return ""
+	}
+	limit := e.host.BusyThreshold()
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	for r := range e.running {
+		r.mu.Lock()
+		busy, fn := r.active && !r.killed.Load() && time.Since(r.start) >= limit, r.fn != nil
+		r.mu.Unlock()
+		switch {
+		case busy && fn:
+			return errBusyFunction
+		case busy:
+			return errBusyScript
+		}
+	}
+	return ""
 }
 
 // runningFunction names the function running longest, with its command

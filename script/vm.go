@@ -103,6 +103,7 @@ func (vm *VM) Begin(id []byte, fn *Function, cmd [][]byte, budgeted bool) {
 	e := vm.eng
 	e.runMu.Lock()
 	e.running[&vm.run] = struct{}{}
+	e.nrunning.Add(1)
 	e.runMu.Unlock()
 }
 
@@ -113,6 +114,7 @@ func (vm *VM) End() {
 	e := vm.eng
 	e.runMu.Lock()
 	delete(e.running, &vm.run)
+	e.nrunning.Add(-1)
 	e.runMu.Unlock()
 	vm.run.end()
 }

@@ -845,6 +845,12 @@ func (c *Conn) prepare(p *pending) bool {
 		w.Error(e)
 		return false
 	}
+	if e := c.srv.scriptEng.Load(); e != nil {
+		if busy := e.Busy(); busy != "" && !p.cmd.AllowsBusy(p.args) {
+			w.Error(busy)
+			return false
+		}
+	}
 	if c.proto == 2 && c.subscriptions() > 0 && !subscribedAllowed[p.cmd.Name] {
 		w.Error("ERR Can't execute '" + command.FullName(p.cmd, c.lastSub.Load()) + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		return false

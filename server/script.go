@@ -2,6 +2,7 @@ package server
 
 import (
 	"strings"
+	"time"
 
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
@@ -24,11 +25,14 @@ import (
 // live on one shard runs inline on it (cmdEvalShard), or borrowed
 // (borrow.go) when they are on several loops' shards.
 //
-// Unlike single-threaded Redis, a long script does not stop the server:
-// clients touching its keys wait on the locks, everyone else goes on, and
-// nobody is answered BUSY. A script running longer than Redis's
-// busy-reply-threshold is "busy": SCRIPT KILL stops it (it is interrupted
-// through the interpreter's context) unless it has already written.
+// Until it has run for busy-reply-threshold, a script stops only the
+// clients touching its keys (they wait on the locks) and those of the
+// event loop it runs on, if inline. Past it the script is "busy", and as
+// in Redis every other client's command but a few (AUTH, MULTI, SCRIPT
+// KILL, SHUTDOWN ...: command.Command.AllowsBusy) is answered BUSY
+// (Conn.prepare, script.Engine.Busy); SCRIPT KILL stops it (through the
+// interpreter's context) unless it has already written. Clients of the
+// loop of an inline script still wait for it, answered when it ends.
 
 // scripts is the server's script engine, created on first use.
 func (s *Server) scripts() *script.Engine {
@@ -47,6 +51,9 @@ type scriptHost Server
 
 func (h *scriptHost) LeavesShard(name string) bool { return h.table.LeavesShard(name) }
 func (h *scriptHost) CountError(reply []byte)      { (*Server)(h).countErrorCode(reply) }
+func (h *scriptHost) BusyThreshold() time.Duration {
+	return time.Duration(h.cfg.BusyReplyThreshold.Load()) * time.Millisecond
+}
 func (h *scriptHost) NewCaller() script.Caller {
 	return &scriptCall{srv: (*Server)(h)}
 }

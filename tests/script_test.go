@@ -114,7 +114,7 @@ func TestScriptBankInvariant(t *testing.T) {
 // clients whose keys the script does not hold are served.
 func TestScriptKill(t *testing.T) {
 	if IsRedis() {
-		t.Skip("dfly only: Redis answers BUSY to every other client meanwhile")
+		t.Skip("dfly only: Redis serves no other client while a script runs")
 	}
 	t.Run("spinning reader", func(t *testing.T) {
 		t.Parallel()
@@ -269,4 +269,117 @@ func TestScriptKeylessCallsNoDeadlock(t *testing.T) {
 	if err := setup.Ping(ctx).Err(); err != nil {
 		t.Fatalf("PING after the scripts: %v", err)
 	}
+}
+
+const (
+	busyScript   = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	busyFunction = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+)
+
+// wantStr fails the test unless the reply of args on c is the string
+// want.
+func wantStr(t *testing.T, c *RawConn, want string, args ...string) {
+	t.Helper()
+	if r := c.Do(args...); r.Str != want {
+		t.Fatalf("%v: %s, want %q", args, r, want)
+	}
+}
+
+// waitBusy sends PING on c until the server answers BUSY (a script has run
+// past busy-reply-threshold) and returns that reply's text.
+func waitBusy(t *testing.T, c *RawConn) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if r := c.Do("PING"); r.Kind == KindError {
+			return r.Str
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("no BUSY reply while a script runs past busy-reply-threshold")
+	return ""
+}
+
+// TestScriptBusy: past busy-reply-threshold (set low by CONFIG SET) a
+// running script makes the server answer BUSY to every other client's
+// command but a few, as Redis 7.0; SCRIPT KILL stops a script that has not
+// written, FUNCTION KILL a function, and a writer is UNKILLABLE. The
+// scripts call DBSIZE, which in dfly runs them on a coordinator: none
+// holds an event loop, so every client is answered.
+func TestScriptBusy(t *testing.T) {
+	start := func(t *testing.T) (*Server, *RawConn, *RawConn) {
+		srv := StartServer(t, "--proactor_threads", "2", "--shards", "2")
+		runner, admin := srv.Raw(t), srv.Raw(t)
+		runner.Timeout = 30 * time.Second
+		wantStr(t, admin, "OK", "CONFIG", "SET", "busy-reply-threshold", "100")
+		if r := admin.Do("CONFIG", "GET", "lua-time-limit"); len(r.Elems) != 2 || r.Elems[1].Str != "100" {
+			t.Fatalf("CONFIG GET lua-time-limit: %s", r)
+		}
+		return srv, runner, admin
+	}
+	t.Run("reader killed", func(t *testing.T) {
+		t.Parallel()
+		_, runner, admin := start(t)
+		wantStr(t, admin, "NOTBUSY No scripts in execution right now.", "SCRIPT", "KILL")
+		runner.Send("EVAL", "redis.call('dbsize')\nredis.call('get', KEYS[1])\nwhile true do end", "1", "spin")
+		if got := waitBusy(t, admin); got != busyScript {
+			t.Fatalf("PING while the script is busy: %s", got)
+		}
+		for _, cmd := range [][]string{{"GET", "spin"}, {"SET", "other", "1"}, {"EVAL", "return 1", "0"}, {"FUNCTION", "STATS"}, {"FUNCTION", "KILL"}} {
+			if r := admin.Do(cmd...); r.Str != busyScript {
+				t.Fatalf("%v while the script is busy: %s", cmd, r)
+			}
+		}
+		for _, cmd := range [][]string{{"MULTI"}, {"DISCARD"}, {"WATCH", "x"}, {"UNWATCH"}} {
+			if r := admin.Do(cmd...); r.Kind == KindError {
+				t.Fatalf("%v while the script is busy: %s", cmd, r)
+			}
+		}
+		wantStr(t, admin, "OK", "SCRIPT", "KILL")
+		if r := runner.MustRead(); !matchLine(`(error) /^ERR Script killed by user with SCRIPT KILL\.\.\. script: [0-9a-f]{40}, on @user_script:3\.$/`, r) {
+			t.Fatalf("the killed script's reply: %s", r)
+		}
+		wantStr(t, admin, "PONG", "PING")
+		wantStr(t, admin, "NOTBUSY No scripts in execution right now.", "SCRIPT", "KILL")
+	})
+	t.Run("writer unkillable", func(t *testing.T) {
+		t.Parallel()
+		_, runner, admin := start(t)
+		// Writes, then spins for a second of its own: it ends by itself.
+		runner.Send("EVAL", `redis.call('dbsize')
+redis.call('set', KEYS[1], 'written')
+local t0 = redis.call('time')
+while true do
+  local t = redis.call('time')
+  if (t[1] - t0[1]) * 1000000 + t[2] - t0[2] > 1000000 then break end
+end
+return 1`, "1", "w")
+		if got := waitBusy(t, admin); got != busyScript {
+			t.Fatalf("PING while the writer is busy: %s", got)
+		}
+		if r := admin.Do("SCRIPT", "KILL"); !strings.HasPrefix(r.Str, "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.") {
+			t.Fatalf("SCRIPT KILL on a writer: %s", r)
+		}
+		if r := runner.MustRead(); r.Kind != KindInt || r.Int != 1 {
+			t.Fatalf("the writer's reply: %s", r)
+		}
+		wantStr(t, admin, "written", "GET", "w")
+	})
+	t.Run("function killed", func(t *testing.T) {
+		t.Parallel()
+		_, runner, admin := start(t)
+		mustLoad(t, admin, "#!lua name=busy\nredis.register_function{function_name='spin', callback=function(keys)\n  redis.call('dbsize')\n  while true do end\nend, flags={'no-writes'}}")
+		runner.Send("FCALL_RO", "spin", "1", "k")
+		if got := waitBusy(t, admin); got != busyFunction {
+			t.Fatalf("PING while the function is busy: %s", got)
+		}
+		if r := admin.Do("SCRIPT", "KILL"); r.Str != busyFunction {
+			t.Fatalf("SCRIPT KILL while a function is busy: %s", r)
+		}
+		wantStr(t, admin, "OK", "FUNCTION", "KILL")
+		if r := runner.MustRead(); r.Str != "ERR Script killed by user with SCRIPT KILL... script: spin, on @user_function:4." {
+			t.Fatalf("the killed function's reply: %s", r)
+		}
+		wantStr(t, admin, "PONG", "PING")
+	})
 }
