@@ -70,6 +70,19 @@ func SubcommandOf(cmd *Command, args [][]byte) *SubcommandInfo {
 	return nil
 }
 
+// CheckSubcommand is the error for container cmd called with args whose
+// subcommand is sub (SubcommandOf): unknown, or of the wrong arity; ""
+// when neither.
+func CheckSubcommand(cmd *Command, sub *SubcommandInfo, args [][]byte) string {
+	if sub == nil {
+		return "ERR unknown subcommand '" + TruncArg(args[1]) + "'. Try " + strings.ToUpper(string(args[0])) + " HELP."
+	}
+	if (sub.Arity >= 0 && len(args) != sub.Arity) || (sub.Arity < 0 && len(args) < -sub.Arity) {
+		return WrongArity(FullName(cmd, sub))
+	}
+	return ""
+}
+
 // FullName is the name Redis 7.0's texts give a command: "config|get" for
 // a container's subcommand, the command's name otherwise.
 func FullName(cmd *Command, sub *SubcommandInfo) string {

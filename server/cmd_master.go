@@ -185,6 +185,10 @@ func cmdWait(x *Coord) {
 	if ms > 0 {
 		deadline = time.Now().Add(time.Duration(ms) * time.Millisecond)
 	}
+	if x.InTx { // in EXEC it answers at once, as Redis 7.0
+		x.W.Int(int64(acked()))
+		return
+	}
 	asked := false
 	x.Conn.startWaiting() // CLIENT UNBLOCK may end the wait (blocking.go)
 	defer x.Conn.waiting.Store(false)

@@ -44,6 +44,15 @@ func cmdBgsave(x *Coord) {
 		return
 	}
 	p := x.Srv.persist
+	if x.InTx { // in EXEC, as Redis 7.0; its cut waits for the shards EXEC holds
+		go func() {
+			if !p.StartBgsave() {
+				p.ScheduleBgsave()
+			}
+		}()
+		x.W.SimpleString("Background saving scheduled")
+		return
+	}
 	if !p.StartBgsave() {
 		if len(x.Args) == 2 {
 			p.ScheduleBgsave()

@@ -32,7 +32,7 @@ func serverCommands() []*command.Command {
 		{Name: "debug", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, Multi: viaCoord(cmdDebug)},
 		{Name: "slowlog", Arity: -2, Flags: command.FlagAdmin | command.FlagLoading | command.FlagStale, Subcommands: slowlogSubcommands, ACLCats: "dangerous", Local: viaConn(cmdSlowlog)},
 		{Name: "latency", Arity: -2, Flags: command.FlagAdmin | command.FlagLoading | command.FlagStale, Subcommands: latency.Subcommands, ACLCats: "dangerous", Local: viaConn(cmdLatency)},
-		{Name: "shutdown", Arity: -1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale, InfoFlags: command.FlagAllowBusy | command.FlagNoMulti, Local: viaConn(cmdShutdown)},
+		{Name: "shutdown", Arity: -1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagLoading | command.FlagStale | command.FlagNoMulti, InfoFlags: command.FlagAllowBusy, Local: viaConn(cmdShutdown)},
 	}
 }
 

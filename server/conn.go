@@ -815,7 +815,15 @@ func (c *Conn) prepare(p *pending) bool {
 		w.Error(unknownCommand(p.args))
 		return false
 	}
-	c.lastSub.Store(command.SubcommandOf(p.cmd, p.args))
+	sub := command.SubcommandOf(p.cmd, p.args)
+	c.lastSub.Store(sub)
+	if c.multi != nil && !p.cmd.SubcommandsInfoOnly && len(p.args) > 1 && len(p.cmd.Subcommands) > 0 {
+		// Queued only when the subcommand and its arity are right, as Redis 7.0.
+		if e := command.CheckSubcommand(p.cmd, sub, p.args); e != "" {
+			w.Error(e)
+			return false
+		}
+	}
 	if !p.cmd.ArityOK(len(p.args)) {
 		w.Error(command.WrongArity(p.cmd.Name))
 		return false

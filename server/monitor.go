@@ -153,6 +153,10 @@ func appendRepr(b []byte, a []byte) []byte {
 // cmdMonitor turns the connection into a monitor. A second MONITOR gets
 // no reply, as in Redis; RESET or closing ends it.
 func cmdMonitor(c *Conn, _ [][]byte, w *resp.Writer) {
+	if c.inExec {
+		w.Error("ERR MONITOR isn't allowed for DENY BLOCKING client") // Redis 7.0's text
+		return
+	}
 	if c.monitor {
 		return
 	}
