@@ -201,8 +201,8 @@ func (c *Conn) publishStats() {
 	c.stats.qbuf.Store(int64(c.gc.InboundBuffered()) + got)
 	c.stats.qbufFree.Store(free)
 	argv := c.parser.Holding()
-	for _, p := range c.cmds[c.flushed:c.next] { // in flight: a blocked command's
-		argv += argvLen(p.args)
+	for i := c.flushed; i < c.next; i++ { // in flight: a blocked command's (its args only: the unit writes its reply)
+		argv += argvLen(c.cmds[i].args)
 	}
 	c.stats.argvMem.Store(argv)
 	if c.inflight.Load() != 0 {
