@@ -9,6 +9,7 @@ import (
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/script"
 	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tracking"
 	"github.com/dfly/dfly/tx"
 )
 
@@ -252,7 +253,16 @@ func (x *Coord) Tx() *tx.Tx {
 		t = tx.New(x.Srv.shards)
 		x.owned = append(x.owned, t)
 	}
+	t.SetWriter(x.tracker()) // NOLOOP
 	return x.withRecorder(t)
+}
+
+// tracker is the issuing connection's tracking client (NOLOOP), if any.
+func (x *Coord) tracker() *tracking.Client {
+	if x.Conn == nil {
+		return nil
+	}
+	return x.Conn.tracker
 }
 
 // scriptTx is the transaction of a script: the interpreter's previous one
@@ -263,6 +273,7 @@ func (x *Coord) scriptTx(sc *scriptCall) *tx.Tx {
 		return x.Tx()
 	}
 	sc.tx = tx.Recycle(sc.tx, x.Srv.shards)
+	sc.tx.SetWriter(x.tracker())
 	return x.withRecorder(sc.tx)
 }
 

@@ -191,6 +191,7 @@ func cmdExec(x *Coord) {
 		return
 	}
 	t := tx.New(x.Srv.shards)
+	t.SetWriter(x.tracker())     // NOLOOP
 	x.owned = append(x.owned, t) // aborted if the EXEC panics (runGuarded)
 	var pos []int
 	for _, q := range m.cmds {

@@ -431,6 +431,8 @@ func (g *hopGroup) runLocal(b *shardBatch, s *shard.Shard) {
 
 // runShard runs the EXEC's commands of shard s, in their order.
 func (h *hopExec) runShard(s *shard.Shard, c *Conn) {
+	s.SetWriter(c.tracker) // NOLOOP
+	defer s.SetWriter(nil)
 	for i, q := range h.m.cmds {
 		if h.sids[i] == s.ID {
 			q.cmd.Calls.Add(1)

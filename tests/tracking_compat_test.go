@@ -160,21 +160,33 @@ func TestTrackingBCAST(t *testing.T) {
 	expectReply(t, a.Do("CLIENT", "TRACKINGINFO"), trackingInfo([]string{"on", "bcast", "noloop"}, 0, ""))
 }
 
-// TestTrackingNoLoopDefault: a default-mode NOLOOP client hears of others'
-// writes of keys it read, never of its own (a plain write, MSET, EXEC).
-func TestTrackingNoLoopDefault(t *testing.T) {
-	srv := StartServer(t)
-	a, b := resp3Tracking(t, srv, "NOLOOP"), srv.Raw(t)
-	a.Do("MGET", "n1", "n2")
-	expectReply(t, a.Do("MSET", "n1", "1", "n2", "2"), "OK")
-	a.Do("MULTI")
-	a.Do("SET", "n1", "x")
-	expectReply(t, a.Do("EXEC"), "(array)\n  OK")
-	expectQuiet(t, a)
-	a.Do("MGET", "n1", "n2")
-	b.Do("SET", "n2", "y")
-	expectReply(t, a.MustRead(), invalidation("n2"))
-	expectQuiet(t, a)
+// TestTrackingNoLoop: a NOLOOP client hears of others' writes of keys it
+// read, never of its own, in the default mode and BCAST, whatever runs the
+// command: its connection's batch, a coordinator (keys on several shards,
+// EXEC across shards), a script.
+func TestTrackingNoLoop(t *testing.T) {
+	srv := StartServer(t, "--shards", "4")
+	keys := []string{"n1", "n2", "n3", "n4", "n5", "n6"}
+	for _, mode := range [][]string{{"NOLOOP"}, {"NOLOOP", "BCAST"}} {
+		a, b := resp3Tracking(t, srv, mode...), srv.Raw(t)
+		a.Do(append([]string{"MGET"}, keys...)...)
+		expectReply(t, a.Do("MSET", "n1", "1", "n2", "2", "n3", "3", "n4", "4", "n5", "5", "n6", "6"), "OK")
+		expectReply(t, a.Do("DEL", "n1", "n2", "n3", "n4"), "(integer) 4")
+		a.Do("MULTI")
+		for _, k := range keys {
+			a.Do("SET", k, "x")
+		}
+		expectReply(t, a.Do("EXEC"), "(array)\n  OK\n  OK\n  OK\n  OK\n  OK\n  OK")
+		if len(mode) == 1 { // Redis's BCAST takes a script's writes for another client's
+			expectReply(t, a.Do("EVAL", "for _, k in ipairs(KEYS) do redis.call('set', k, 'y') end return 1", "6", "n1", "n2", "n3", "n4", "n5", "n6"), "(integer) 1")
+		}
+		expectQuiet(t, a)
+		a.Do(append([]string{"MGET"}, keys...)...)
+		expectReply(t, b.Do("SET", "n2", "y"), "OK")
+		expectReply(t, a.MustRead(), invalidation("n2"))
+		expectQuiet(t, a)
+		a.Close()
+	}
 }
 
 // TestTrackingExpiryFlushSwap: a key that expires is invalidated, whether

@@ -30,9 +30,12 @@
 //   - A client's own writes: their invalidations come after the command's
 //     reply (the connection holds back, while a command is in flight, the
 //     messages delivered since it was dispatched), as in Redis.
-//   - NOLOOP: a client does not hear of keys its own command changed when
-//     the shard knows the writer (Keys.SetWriter, set by the connection's
-//     batches); in BCAST the key's last writer in the step counts.
+//   - NOLOOP: a client does not hear of keys its own command changed,
+//     whatever runs it (the connection's batch, a hop group, a coordinator's
+//     transaction steps: Keys.SetWriter, tx.Tx.SetWriter); in BCAST the
+//     key's last writer in the step counts. Redis's BCAST counts a script's
+//     writes as another client's (its Lua client wrote them) and tells a
+//     NOLOOP caller; dfly does not.
 //   - Expiry and eviction invalidate like writes; FLUSHDB and FLUSHALL send
 //     one null to every tracking client; SWAPDB sends nothing (Redis 7.0).
 //   - Redirection: to a RESP3 target as pushes; to a RESP2 one only while it

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dfly/dfly/journal"
 	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/tracking"
 )
 
 // lastID numbers transactions (journal TxIDs).
@@ -35,6 +36,8 @@ type Recorder interface {
 // Tx is one multi-shard operation. It is used by a single goroutine.
 type Tx struct {
 	shards []*shard.Shard
+	// writer: the tracking client whose command the steps run (SetWriter).
+	writer *tracking.Client
 	parts  []*part
 	done   chan struct{}
 	locked bool
@@ -188,6 +191,10 @@ type StepPanic struct {
 
 func (e *StepPanic) Error() string { return fmt.Sprintf("shard %d: %v", e.Shard, e.Value) }
 
+// SetWriter names the tracking client whose command t's steps run, for
+// CLIENT TRACKING's NOLOOP (shard.SetWriter); nil for none.
+func (t *Tx) SetWriter(c *tracking.Client) { t.writer = c }
+
 // call runs the step's function on s, recovering a panic into p.panicked.
 func (p *part) call(s *shard.Shard) {
 	defer func() {
@@ -195,6 +202,8 @@ func (p *part) call(s *shard.Shard) {
 			p.panicked = &StepPanic{Shard: s.ID, Value: r, Stack: debug.Stack()}
 		}
 	}()
+	s.SetWriter(p.tx.writer)
+	defer s.SetWriter(nil)
 	p.fn(s)
 }
 
