@@ -18,6 +18,7 @@ import (
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/rdbvalue"
+	"github.com/dfly/dfly/reclaim"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tx"
@@ -359,7 +360,7 @@ func (f *flow) serve(partial bool) {
 		foreground := snapshot.BackgroundSection()
 		// No collection starts while the baseline goes out (a cycle
 		// then has the flows' Ps too); the one owed runs after it.
-		release := snapshot.HoldCollections()
+		release := reclaim.HoldCollections()
 		m := snapshot.NewMaterializer(!f.blobs, f.free) // the Slice's deferred records (DeferredSelf)
 		// With BLOBS the baseline's records go out without LZF
 		// (Options.NoLZF), a main-stream fragment compressed whole with S2

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dfly/dfly/journal"
 	"github.com/dfly/dfly/persist"
+	"github.com/dfly/dfly/reclaim"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
@@ -675,7 +676,7 @@ func (m *Master) serveRDBOnly(nc net.Conn, req PSync) {
 	if req.Conf.NoData {
 		outs = m.filteredSnapshot(!req.Conf.NoFunctions)
 	} else {
-		defer snapshot.HoldCollections()() // while the RDB goes out
+		defer reclaim.HoldCollections()() // while the RDB goes out
 		outs, free = m.replicationCut(func(*shard.Shard) {})
 	}
 	addr := nc.RemoteAddr().String()
@@ -729,7 +730,7 @@ func (m *Master) fullSync(r *replicaConn, req PSync) bool {
 	m.syncFull.Add(1)
 	cut := &cutMark{r: r, done: make(chan int64, 1)}
 	// No collection starts while the RDB goes out (see HoldCollections).
-	defer snapshot.HoldCollections()()
+	defer reclaim.HoldCollections()()
 	m.cutMu.Lock()
 	m.mu.Lock()
 	m.ensureFeedLocked()

@@ -18,6 +18,7 @@ import (
 	"github.com/dfly/dfly/atomicfile"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/rdbvalue"
+	"github.com/dfly/dfly/reclaim"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tx"
@@ -111,7 +112,7 @@ func (p *Engine) bgsave() {
 	p.mu.Lock() // no SAVE or DEBUG RELOAD while the snapshot runs
 	// No collection starts while the save runs (its writers' Ps would
 	// mark too); the one owed runs after it (see HoldCollections).
-	release := snapshot.HoldCollections()
+	release := reclaim.HoldCollections()
 	if p.dbFormat() == "dfly" {
 		p.bgsaveDfly(func(err error) {
 			p.mu.Unlock()

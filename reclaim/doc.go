@@ -41,4 +41,10 @@
 // The Policy is a state machine without I/O, fed one Sample of the
 // runtime's figures a tick (see policy_test.go); the Reclaimer samples
 // runtime/metrics, runs it on its own goroutine and releases.
+//
+// The package also keeps the collector's percent (hold.go): the room a
+// Headroom gives the heap for garbage, retuned at each tick from the live
+// heap, so that the dataset's size does not multiply it; and the holds a
+// snapshot takes so that no cycle starts while it runs
+// (HoldCollections). Both set the percent under one lock, and a hold wins.
 package reclaim

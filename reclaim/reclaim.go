@@ -64,6 +64,7 @@ func (r *Reclaimer) Run(done <-chan struct{}) {
 			return
 		case now := <-tick.C:
 			s := read(now, true)
+			retune(s.Live) // the collector's headroom (hold.go)
 			why := p.Step(s)
 			if why == None {
 				continue

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"iter"
 	"runtime"
-	"runtime/debug"
-	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -86,87 +84,6 @@ func TestPacerYieldsAfterItsShare(t *testing.T) {
 	off.Step()
 	if off.yields != 0 {
 		t.Fatalf("DFLY_BG_YIELD_US=0: %d yields", off.yields)
-	}
-}
-
-// gcPercent reads the collector's percent.
-func gcPercent() int {
-	_, _, p, _ := gcState()
-	return p
-}
-
-func gcCycles() uint64 {
-	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
-
-// allocGarbage allocates n bytes that are garbage at once.
-func allocGarbage(n int) {
-	for ; n > 0; n -= 64 << 10 {
-		sinkBuf = make([]byte, 64<<10)
-	}
-}
-
-var sinkBuf []byte
-
-// TestHoldCollections: garbage that would start cycles starts none while
-// a hold is taken (it is within the room the hold adds), and does once it
-// is released; holds nest, the last release restores the percent, a
-// second release of one hold does nothing, a percent set meanwhile by
-// someone else stays, and a collector that is off stays off.
-func TestHoldCollections(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	runtime.GC() // a small live heap: its goal is a few MB
-
-	before := gcCycles()
-	allocGarbage(24 << 20)
-	if gcCycles() == before {
-		t.Fatal("24 MB of garbage on a small heap started no cycle: the test shows nothing")
-	}
-
-	runtime.GC()
-	release := HoldCollections()
-	inner := HoldCollections()
-	if p := gcPercent(); p <= 100 {
-		t.Fatalf("percent %d during a hold, want above 100", p)
-	}
-	before = gcCycles()
-	allocGarbage(24 << 20) // less than holdMinRoom
-	if n := gcCycles() - before; n != 0 {
-		t.Fatalf("%d cycles started during a hold", n)
-	}
-	inner()
-	inner() // idempotent: the outer hold still counts
-	if p := gcPercent(); p <= 100 {
-		t.Fatalf("percent %d after an inner release, want the hold's", p)
-	}
-	release()
-	if p := gcPercent(); p != 100 {
-		t.Fatalf("percent %d after the last release, want 100", p)
-	}
-	allocGarbage(24 << 20)
-	if gcCycles() == before {
-		t.Fatal("no cycle after the release")
-	}
-
-	// A percent set during the hold is not overwritten by its release.
-	release = HoldCollections()
-	debug.SetGCPercent(150)
-	release()
-	if p := gcPercent(); p != 150 {
-		t.Fatalf("percent %d, want the 150 set during the hold", p)
-	}
-
-	// A collector that is off stays off.
-	debug.SetGCPercent(-1)
-	release = HoldCollections()
-	if p := gcPercent(); p != -1 {
-		t.Fatalf("percent %d during a hold of a stopped collector", p)
-	}
-	release()
-	if p := gcPercent(); p != -1 {
-		t.Fatalf("percent %d after a hold of a stopped collector", p)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/persist"
+	"github.com/dfly/dfly/reclaim"
 	"github.com/dfly/dfly/server"
 )
 
@@ -94,8 +95,9 @@ func run(args []string, stderr io.Writer) int {
 	return 0
 }
 
-// tuneGC trades memory for fewer GC cycles unless the user set GOGC, and
-// caps the heap at maxmemory (plus headroom) when it is set.
+// tuneGC gives the collector a room for garbage that does not grow with
+// the dataset (reclaim.Headroom) unless the user set GOGC, and caps the
+// heap at maxmemory (plus headroom) when it is set.
 func tuneGC(cfg *config.Config) {
 	if os.Getenv("GOGC") == "" {
 		if cfg.TieredPrefix != "" && cfg.MaxMemory > 0 {
@@ -103,7 +105,10 @@ func tuneGC(cfg *config.Config) {
 			// (package offload): a heap goal of twice that fits it.
 			debug.SetGCPercent(100)
 		} else {
-			debug.SetGCPercent(200)
+			// Until the first cycle's live heap is known; then the
+			// headroom sets it after each cycle (reclaim/hold.go).
+			debug.SetGCPercent(reclaim.DefaultHeadroom.MaxPercent)
+			reclaim.SetHeadroom(reclaim.DefaultHeadroom)
 		}
 	}
 	if cfg.MaxMemory > 0 && os.Getenv("GOMEMLIMIT") == "" {
