@@ -1,6 +1,8 @@
 package family
 
 import (
+	"time"
+
 	"github.com/dfly/dfly/command"
 
 	"math"
@@ -582,7 +584,9 @@ func ttlGeneric(x *command.Exec, unit int64, absolute bool) {
 		return
 	}
 	if !absolute {
-		at = max(at-x.Now(), 0)
+		// The wall clock, as Redis 7.0's TTL: a script's expired key is
+		// still there (its clock stopped at its start) with 0 left.
+		at = max(at-time.Now().UnixMilli(), 0)
 	}
 	if unit == 1000 {
 		// Rounded, TTL and EXPIRETIME alike, as in Redis; at >= 0, and

@@ -3,6 +3,7 @@ package script
 import (
 	"bytes"
 	"context"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -162,6 +163,25 @@ func (e *Engine) Kill(functions bool) string {
 		return errBusyFunction
 	}
 	return errNotBusy
+}
+
+// OldestStart is when the oldest running script started, in unix ms
+// (math.MaxInt64 when none runs): the clock its calls see.
+func (e *Engine) OldestStart() int64 {
+	oldest := int64(math.MaxInt64)
+	if e.nrunning.Load() == 0 {
+		return oldest
+	}
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	for r := range e.running {
+		r.mu.Lock()
+		if r.active {
+			oldest = min(oldest, r.start.UnixMilli())
+		}
+		r.mu.Unlock()
+	}
+	return oldest
 }
 
 // Busy is the reply to a command while a script has run past the

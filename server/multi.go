@@ -341,6 +341,7 @@ type queuedStep struct {
 	e   command.Exec
 	pos []int
 	run func(*shard.Shard)
+	now int64 // a script's calls: the script's clock (shard.SetNow); 0: the shard's
 }
 
 func newQueuedStep() *queuedStep {
@@ -351,6 +352,9 @@ func newQueuedStep() *queuedStep {
 
 func (st *queuedStep) exec(s *shard.Shard) {
 	st.e.S, st.e.DB, st.e.Args = s, s.DBs[st.q.db], st.q.args
+	if st.now != 0 {
+		s.SetNow(st.now)
+	}
 	runQueued(&st.e, st.q.cmd)
 }
 

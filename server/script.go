@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"strings"
 	"time"
 
@@ -33,6 +34,12 @@ import (
 // (Conn.prepare, script.Engine.Busy); SCRIPT KILL stops it (through the
 // interpreter's context) unless it has already written. Clients of the
 // loop of an inline script still wait for it, answered when it ends.
+//
+// A script's calls see the time it started (shard.SetNow; scriptCall.start)
+// and no shard's active expiry deletes a key that expired after the start
+// of a running script (scriptsStart), so a key expiring during a script
+// stays there for it, as in Redis 7.0. An inline run stopped by its budget
+// starts again, on a coordinator, with a new start.
 
 // scripts is the server's script engine, created on first use.
 func (s *Server) scripts() *script.Engine {
@@ -44,6 +51,15 @@ func (s *Server) scripts() *script.Engine {
 		return e
 	}
 	return s.scriptEng.Load()
+}
+
+// scriptsStart is when the oldest running script started (unix ms; the
+// maximum when none runs): the shards' active expiry stops there.
+func (s *Server) scriptsStart() int64 {
+	if e := s.scriptEng.Load(); e != nil {
+		return e.OldestStart()
+	}
+	return math.MaxInt64
 }
 
 // scriptHost is what package script sees of the server (script.Host).

@@ -2,6 +2,7 @@ package server
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/dfly/dfly/acl"
 	"github.com/dfly/dfly/command"
@@ -21,6 +22,7 @@ type scriptCall struct {
 	// script confined to its shard until a call needs one (see tx).
 	t        *tx.Tx
 	id       []byte      // the script's SHA (as the request gave it) or function's run ID
+	start    int64       // unix ms of the run's start: its calls' clock (shard.SetNow)
 	run      *script.Run // the interpreter's
 	user     *acl.Rules  // the caller's ACL user; nil: unrestricted
 	db       int
@@ -42,7 +44,7 @@ type scriptCall struct {
 
 // begin prepares the call state for a run of the script id by x.
 func (sc *scriptCall) begin(x *Coord, id []byte, run *script.Run, readonly, keyed bool) {
-	sc.x, sc.t, sc.id, sc.run, sc.user = x, nil, id, run, nil
+	sc.x, sc.t, sc.id, sc.run, sc.user, sc.start = x, nil, id, run, nil, time.Now().UnixMilli()
 	sc.db, sc.readonly, sc.keyed, sc.declared = x.DB, readonly, keyed, nil
 }
 
@@ -151,6 +153,7 @@ func (sc *scriptCall) exec(cmd *command.Command, args [][]byte, w *resp.Writer) 
 			e := &sc.exe
 			s := sc.srv.shards[sid]
 			*e = command.Exec{S: s, DB: s.DBs[sc.db], Args: args, W: w, Srv: sc.srv, Conn: sc.x.Conn, Prop: e.Prop[:0]}
+			s.SetNow(sc.start)
 			runExec(e, cmd)
 			e.Args, e.W, e.Conn = nil, nil, nil
 			return
@@ -179,6 +182,7 @@ func (sc *scriptCall) exec(cmd *command.Command, args [][]byte, w *resp.Writer) 
 		sc.step = newQueuedStep()
 	}
 	x.W, x.Args, x.DB, x.Cmd, x.step = w, args, sc.db, cmd, sc.step
+	sc.step.now = sc.start
 	q := queued{args: args, cmd: cmd, db: sc.db}
 	if sc.t != nil {
 		x.execQueued(sc.t, q)
@@ -193,6 +197,7 @@ func (sc *scriptCall) exec(cmd *command.Command, args [][]byte, w *resp.Writer) 
 		sid := x.Srv.singleShard(cmd, args, &sc.pos)
 		x.Srv.OnShard(sid, func(s *shard.Shard) {
 			e := command.Exec{S: s, DB: s.DBs[q.db], Args: args, W: w, Srv: x.Srv}
+			s.SetNow(sc.start)
 			runExec(&e, cmd)
 		})
 	case cmd.Multi != nil:

@@ -148,6 +148,7 @@ func New(cfg *config.Config, log *Logger) *Server {
 	s.evalCoords = make([]Coord, cfg.Shards)
 	for i := range s.shards {
 		s.shards[i] = shard.New(i, cfg.Databases)
+		s.shards[i].ExpiryHorizon = s.scriptsStart
 		s.cmdStats[i].calls = make(map[*command.Command]*cmdCount)
 	}
 	s.setupTiered() // tiered.go

@@ -451,6 +451,9 @@ func (db *DB) ExpireStep(maxVisits int) int {
 		return 0
 	}
 	now := db.shard.Now()
+	if h := db.shard.ExpiryHorizon; h != nil {
+		now = min(now, h())
+	}
 	deleted := 0
 	var victims [64]string
 	for visited := 0; visited < maxVisits; {

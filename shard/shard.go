@@ -124,6 +124,11 @@ type Shard struct {
 	// Paused (CLIENT PAUSE, server/pause.go): no expiry either, as in
 	// ReplicaMode, until the pause ends.
 	Paused bool
+	// ExpiryHorizon, when set, bounds what the active sweep expires: only
+	// keys that expired before it (unix ms). The server gives the start of
+	// the oldest running script, which sees its keys as they were then
+	// (SetNow): Redis expires nothing while a script runs.
+	ExpiryHorizon func() int64
 }
 
 // NoExpiry reports whether the shard leaves logically expired keys in
@@ -214,6 +219,11 @@ func (s *Shard) payDefrag() {
 // Now is the shard's clock in unix ms, fixed for the duration of a message
 // so that one command sees one time.
 func (s *Shard) Now() int64 { return s.now }
+
+// SetNow sets the clock for the rest of the current message: a script's
+// calls see the time it started, so a key it read does not expire under
+// it (Redis's script time snapshot).
+func (s *Shard) SetNow(ms int64) { s.now = ms }
 
 // IdleHorizon is how far back, in seconds, the access clock reaches before
 // the shard started: RESTORE ... IDLETIME sets idle times up to it (about

@@ -383,3 +383,38 @@ return 1`, "1", "w")
 		wantStr(t, admin, "PONG", "PING")
 	})
 }
+
+// TestScriptClockStopped: a script sees the time it started, as Redis
+// 7.0's: a key expiring while it runs is still there for it (GET, EXISTS),
+// with a TTL of 0 (TTL reads the wall clock), and gone once it ends. The
+// first script calls DBSIZE, so in dfly it runs on a coordinator, its
+// calls each a message of their own to the key's shard, which meanwhile
+// runs its active expiry; the second writes first and runs inline.
+func TestScriptClockStopped(t *testing.T) {
+	srv := StartServer(t, "--proactor_threads", "2", "--shards", "2")
+	c := srv.Raw(t)
+	c.Timeout = 30 * time.Second
+	wait := `local t0 = redis.call('time')
+while true do
+  local t = redis.call('time')
+  if (t[1] - t0[1]) * 1000000 + t[2] - t0[2] > 300000 then break end
+end
+`
+	if r := c.Do("SET", "k", "v", "PX", "100"); r.Str != "OK" {
+		t.Fatalf("SET: %s", r)
+	}
+	r := c.Do("EVAL", "redis.call('dbsize')\n"+wait+"return {redis.call('get', KEYS[1]), redis.call('exists', KEYS[1]), redis.call('pttl', KEYS[1])}", "1", "k")
+	if len(r.Elems) != 3 || r.Elems[0].Str != "v" || r.Elems[1].Int != 1 || r.Elems[2].Int != 0 {
+		t.Fatalf("a key expiring during the script, read after: %s (want v, 1, 0)", r)
+	}
+	// Set by the script, with a clock that does not move.
+	r = c.Do("EVAL", "redis.call('set', KEYS[1], 'w', 'px', 50)\n"+wait+"return redis.call('get', KEYS[1])", "1", "k2")
+	if r.Str != "w" {
+		t.Fatalf("a key the script set to expire, read after: %s", r)
+	}
+	for _, k := range []string{"k", "k2"} {
+		if r := c.Do("GET", k); r.Kind != KindNil {
+			t.Fatalf("GET %s after the script: %s", k, r)
+		}
+	}
+}
