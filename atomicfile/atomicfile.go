@@ -4,20 +4,61 @@
 // a part of it, whatever crash comes in between. The snapshot files (RDB,
 // dfly shard files and summary) and the ACL file are written this way.
 //
-// Never: leave the temporary file behind after a failure it saw.
+// Never: leave the temporary file behind after a failure it saw, or at an
+// orderly exit (RemoveAll): a shutdown during a background save leaves no
+// temporary file, as Redis's removes its child's. A crash (kill -9) may
+// leave one; nothing loads it.
 package atomicfile
 
-import "os"
+import (
+	"errors"
+	"os"
+	"sync"
+)
 
-// Commit completes a file written at tmp: unless an earlier step failed
-// (err), its data goes to disk (fsync) and it replaces path (rename); on
-// any failure tmp goes. f is closed either way.
+// ErrExiting is Commit's error once RemoveAll ran.
+var ErrExiting = errors.New("atomicfile: the process is exiting; the file is not replaced")
+
+// temps are the temporary files being written, for RemoveAll.
+var temps struct {
+	sync.Mutex
+	open    map[string]bool
+	exiting bool
+}
+
+// Create creates tmp, a temporary file that Commit completes.
+func Create(tmp string) (*os.File, error) {
+	temps.Lock()
+	defer temps.Unlock()
+	if temps.exiting {
+		return nil, ErrExiting
+	}
+	f, err := os.Create(tmp)
+	if err == nil {
+		if temps.open == nil {
+			temps.open = map[string]bool{}
+		}
+		temps.open[tmp] = true
+	}
+	return f, err
+}
+
+// Commit completes a file written at tmp (by Create): unless an earlier
+// step failed (err), its data goes to disk (fsync) and it replaces path
+// (rename); on any failure, or once RemoveAll ran, tmp goes. f is closed
+// either way.
 func Commit(f *os.File, tmp, path string, err error) error {
 	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	temps.Lock()
+	defer temps.Unlock()
+	delete(temps.open, tmp)
+	if err == nil && temps.exiting {
+		err = ErrExiting
 	}
 	if err == nil {
 		err = os.Rename(tmp, path)
@@ -28,10 +69,22 @@ func Commit(f *os.File, tmp, path string, err error) error {
 	return err
 }
 
+// RemoveAll removes the temporary files being written, at exit: their
+// writers' Commits then replace nothing, and no Create succeeds.
+func RemoveAll() {
+	temps.Lock()
+	defer temps.Unlock()
+	temps.exiting = true
+	for tmp := range temps.open {
+		os.Remove(tmp)
+	}
+	temps.open = nil
+}
+
 // Write replaces path with data, through path.tmp.
 func Write(path string, data []byte) error {
 	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	f, err := Create(tmp)
 	if err != nil {
 		return err
 	}

@@ -211,8 +211,8 @@ func (p *Engine) writeSnapshotStream(outs []chan snapshot.Chunk, free chan<- []b
 		p.lastFailed.Store(false)
 		p.log.Noticef("Background saving terminated with success (point-in-time, %.3f seconds)", time.Since(start).Seconds())
 	}()
-	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf("temp-bg-%d.rdb", os.Getpid()))
-	f, err := os.Create(tmp)
+	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf("temp-%d.rdb", os.Getpid()))
+	f, err := atomicfile.Create(tmp)
 	if err != nil {
 		_ = DrainChunks(outs, free, len(p.shards)) // no shard is left waiting
 		return err

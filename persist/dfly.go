@@ -230,7 +230,7 @@ func (w *dfsWriter) fragment(stream uint32, b []byte, blobs *rdb.Blobs) {
 // createShardFile opens dir/name's temporary file and writes the RDB
 // signature.
 func createShardFile(dir, name string) (*os.File, *dfsWriter, error) {
-	f, err := os.Create(filepath.Join(dir, name) + ".tmp")
+	f, err := atomicfile.Create(filepath.Join(dir, name) + ".tmp")
 	if err != nil {
 		return nil, nil, err
 	}

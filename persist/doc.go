@@ -24,7 +24,9 @@
 //
 // Invariants:
 //   - One save at a time (mu): SAVE, BGSAVE and DEBUG RELOAD exclude each
-//     other; BGSAVE SCHEDULE starts the next one when the running one ends.
+//     other; a BGSAVE (SCHEDULE or not) while one runs is refused, as
+//     Redis's while its RDB child runs; one inside EXEC is scheduled
+//     (ScheduleBgsave) and starts when the running one ends.
 //   - A file holds the dataset at one cut, taken in one step that holds
 //     every shard (a transaction over all of them), so no multi-shard
 //     command is half in it; the function libraries are taken at the cut.

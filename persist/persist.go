@@ -82,8 +82,8 @@ type Engine struct {
 	// rdb_changes_since_last_save (approximate: CONFIG RESETSTAT resets it).
 	writesAtSave atomic.Uint64
 	prog         loadProgress // the running load, for INFO (schedule.go)
-	// scheduled: BGSAVE SCHEDULE arrived while a save ran; the next one
-	// starts when it ends.
+	// scheduled: a BGSAVE inside EXEC arrived while a save ran; the next
+	// one starts when it ends.
 	scheduled      atomic.Bool
 	saves          atomic.Int64 // successful saves since start (rdb_saves)
 	lastBgsaveSecs atomic.Int64 // duration of the last BGSAVE, -1: none yet
@@ -120,8 +120,8 @@ func (p *Engine) Slice(sid int) *snapshot.Slice {
 // BgsaveRunning reports whether a BGSAVE runs.
 func (p *Engine) BgsaveRunning() bool { return p.bgsaving.Load() }
 
-// ScheduleBgsave has the next BGSAVE start when the running one ends
-// (BGSAVE SCHEDULE).
+// ScheduleBgsave has the next BGSAVE start when the running one ends (a
+// BGSAVE inside EXEC, as Redis's rdb_bgsave_scheduled).
 func (p *Engine) ScheduleBgsave() { p.scheduled.Store(true) }
 
 // LastSave is the unix time of the last successful save (LASTSAVE).

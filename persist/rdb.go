@@ -278,7 +278,7 @@ func (p *Engine) writeSnapshotFile(path string, snap []ShardRecords) (writes uin
 		writes += ss.writes
 	}
 	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf("temp-%d.rdb", os.Getpid()))
-	f, err := os.Create(tmp)
+	f, err := atomicfile.Create(tmp)
 	if err != nil {
 		return 0, err
 	}

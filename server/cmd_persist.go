@@ -53,12 +53,9 @@ func cmdBgsave(x *Coord) {
 		x.W.SimpleString("Background saving scheduled")
 		return
 	}
+	// SCHEDULE, as Redis's, waits only for another kind of child (an AOF
+	// rewrite), which dfly has not: while a BGSAVE runs it is refused too.
 	if !p.StartBgsave() {
-		if len(x.Args) == 2 {
-			p.ScheduleBgsave()
-			x.W.SimpleString("Background saving scheduled")
-			return
-		}
 		x.W.Error("ERR Background save already in progress")
 		return
 	}

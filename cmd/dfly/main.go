@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/dfly/dfly/atomicfile"
 	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/reclaim"
@@ -84,7 +85,9 @@ func run(args []string, stderr io.Writer) int {
 		log.Warnf("Received %s, scheduling shutdown...", s)
 		srv.ShutdownOnSignal()
 	}()
-	if err := srv.Serve(); err != nil {
+	err = srv.Serve()
+	atomicfile.RemoveAll() // a background save's temporary file goes, as Redis's child's
+	if err != nil {
 		log.Warnf("%v", err)
 		return 1
 	}
