@@ -107,3 +107,45 @@ func TestLoadingReplies(t *testing.T) {
 		t.Fatalf("INFO persistence after loading: loading:%s", info["loading"])
 	}
 }
+
+// TestReplicaFullSyncLoading: while a replica takes a full sync of a large
+// dataset, its clients see, as Redis's, its own data from before (served
+// stale while the payload arrives), LOADING while the master's dataset
+// replaces it, then the whole of it: never a part. The master and the
+// replica are both the server under test.
+func TestReplicaFullSyncLoading(t *testing.T) {
+	keys := 600_000
+	if raceBuild() {
+		keys = 150_000
+	}
+	master := StartServer(t)
+	mc := master.Raw(t)
+	mc.Timeout = 2 * time.Minute
+	mustOK(t, mc.Do("DEBUG", "POPULATE", strconv.Itoa(keys), "key", "100"), "DEBUG POPULATE")
+	replica := StartServer(t)
+	rc := replica.Raw(t)
+	mustOK(t, rc.Do("SET", "own", "1"), "SET")
+	mustOK(t, replica.Raw(t).Do("REPLICAOF", "127.0.0.1", strconv.Itoa(master.Port)), "REPLICAOF")
+	var own, refused int
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		r := rc.Do("DBSIZE")
+		switch {
+		case r.Kind == KindError && r.Str == errLoading:
+			refused++
+		case r.Kind == KindInt && r.Int == 1 && refused == 0:
+			own++
+		case r.Kind == KindInt && r.Int == int64(keys):
+			t.Logf("DBSIZE answered %d times with the replica's own data, %d times LOADING", own, refused)
+			if refused == 0 {
+				t.Fatalf("no LOADING while the replica loaded %d keys", keys)
+			}
+			return
+		default:
+			t.Fatalf("DBSIZE during the full sync: %s (after %d LOADING): a part of the dataset", r, refused)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the full sync did not end in 2 minutes")
+		}
+	}
+}
