@@ -110,13 +110,21 @@ func (c *Config) Timing() bool {
 	return c.SlowlogSlowerThan.Load() >= 0 || c.LatencyThreshold.Load() > 0 || c.LatencyTracking.Load()
 }
 
+// Value is parameter name's value as CONFIG GET shows it ("" for none).
+func (c *Config) Value(name string) string {
+	p := byName[name]
+	if p == nil {
+		return ""
+	}
+	c.Mu.RLock()
+	defer c.Mu.RUnlock()
+	return c.value(p)
+}
+
 // Percentiles are latency-tracking-info-percentiles' numbers.
 func (c *Config) Percentiles() []float64 {
-	c.Mu.RLock()
-	v := c.value(byName["latency-tracking-info-percentiles"])
-	c.Mu.RUnlock()
 	var out []float64
-	for _, f := range strings.Fields(v) {
+	for _, f := range strings.Fields(c.Value("latency-tracking-info-percentiles")) {
 		if x, err := strconv.ParseFloat(f, 64); err == nil {
 			out = append(out, x)
 		}
@@ -140,6 +148,9 @@ func Default() *Config {
 	c.SlowlogMaxLen.Store(128)
 	c.LatencyTracking.Store(true)
 	c.BusyReplyThreshold.Store(5000)
+	// Redis's default is no; dfly's tests, benchmarks and tools send DEBUG
+	// over loopback (debug/doc.go).
+	c.store("enable-debug-command", "local")
 	return c
 }
 

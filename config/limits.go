@@ -224,3 +224,7 @@ func strtoll(s string) (int64, bool) {
 	}
 	return int64(n), true
 }
+
+// Memtoull reads a memory size as Redis's memtoull: a number with an
+// optional unit (k, kb, m, mb, g, gb; case-insensitive).
+func Memtoull(s string) (uint64, bool) { return memtoull(s) }

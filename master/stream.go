@@ -1004,3 +1004,13 @@ func (m *Master) Role(w *resp.Writer) {
 		w.BulkString(strconv.FormatUint(r.acked, 10))
 	}
 }
+
+// ChangeID gives the server a new replication id and forgets the second
+// one (DEBUG CHANGE-REPL-ID, Redis's changeReplicationId and
+// clearReplicationId2).
+func (m *Master) ChangeID() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.replID = newReplID()
+	m.replID2, m.secondOffset = "", -1
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -481,4 +482,12 @@ func argvLen(args [][]byte) (n int64) {
 		n += int64(len(a))
 	}
 	return n
+}
+
+// local reports whether the client is on this machine, as Redis's
+// islocalClient: a unix socket, or 127.0.0.1 or ::1 (enable-debug-command
+// local).
+func (c *Conn) local() bool {
+	host, _, err := net.SplitHostPort(c.info.addr)
+	return err != nil || host == "127.0.0.1" || host == "::1"
 }

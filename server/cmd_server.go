@@ -3,16 +3,14 @@ package server
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/dfly/dfly/command"
-	"github.com/dfly/dfly/family"
+	"github.com/dfly/dfly/debug"
 	"github.com/dfly/dfly/latency"
-	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
@@ -258,112 +256,19 @@ func (s *Server) resetStats() {
 }
 
 func cmdDebug(x *Coord) {
-	sub := strings.ToLower(string(x.Args[1]))
-	switch {
-	case sub == "sleep" && len(x.Args) == 3:
-		f, err := strconv.ParseFloat(string(x.Args[2]), 64)
-		if err != nil {
-			x.W.Error(command.ErrNotFloat)
-			return
-		}
-		time.Sleep(time.Duration(f * float64(time.Second)))
-		x.W.SimpleString("OK")
-	case sub == "populate" && len(x.Args) >= 3 && len(x.Args) <= 5:
-		debugPopulate(x)
-	case sub == "reload" && len(x.Args) == 2:
-		debugReload(x) // persist.go
-	case sub == "object" && len(x.Args) == 3:
-		debugObject(x)
-	case sub == "gc" && len(x.Args) == 2:
-		// dfly's own: collect garbage now, so INFO's used_memory shows live
-		// data (benchmarks compare it with Redis's allocator count).
-		runtime.GC()
-		runtime.GC() // a second cycle also empties sync.Pool victim caches (I/O buffers)
-		x.W.SimpleString("OK")
-	case sub == "object":
-		x.W.Error("ERR unknown subcommand or wrong number of arguments for '" + command.TruncArg(x.Args[1]) + "'. Try DEBUG HELP.")
-	default:
-		x.W.Error("ERR unknown subcommand '" + command.TruncArg(x.Args[1]) + "'. Try DEBUG HELP.")
-	}
-}
-
-// debugObject is DEBUG OBJECT key in Redis's words: the value's address,
-// refcount (always 1: values are not shared), encoding (as OBJECT
-// ENCODING), serialized length (its RDB encoding, LZF included; for an
-// offloaded string its length), and its LRU clock and idle seconds.
-func debugObject(x *Coord) {
-	key := x.Args[2]
-	var line string
-	x.On(x.ShardOf(key), func(s *shard.Shard) {
-		_, v := s.DBs[x.DB].Find(key)
-		if v == nil {
-			return
-		}
-		size := int(v.StrLen())
-		if !v.IsExternal() {
-			if p, err := rdbvalue.Dump(v); err == nil {
-				size = len(p) - 11 // the type byte, the version and the CRC
-			}
-		}
-		line = fmt.Sprintf("Value at:%p refcount:1 encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d",
-			v, family.EncodingOf(v), size, v.Access&(1<<24-1), s.IdleSeconds(v))
-	})
-	if line == "" {
-		x.W.Error(command.ErrNoSuchKey)
+	if !debug.Allowed(x.Srv.cfg.Value("enable-debug-command"), x.Conn == nil || x.Conn.local()) {
+		x.W.Error(debug.NotAllowed)
 		return
 	}
-	x.W.SimpleString(line)
+	debug.Run(&x.Coord, (*debugHost)(x.Srv))
 }
 
-// debugPopulate: DEBUG POPULATE count [prefix] [size] creates keys
-// prefix:0..count-1 with values "value:N" (padded with zeros or cut to size
-// when given), skipping keys that exist. Every shard walks the whole range
-// and inserts the keys it owns, so all shards work in parallel.
-func debugPopulate(x *Coord) {
-	count, err := strconv.ParseInt(string(x.Args[2]), 10, 64)
-	if err != nil || count < 0 {
-		x.W.Error("ERR count must be a positive integer")
-		return
-	}
-	prefix := "key"
-	if len(x.Args) > 3 {
-		prefix = string(x.Args[3])
-	}
-	size := -1
-	if len(x.Args) > 4 {
-		n, err := strconv.Atoi(string(x.Args[4]))
-		if err != nil || n < 0 {
-			x.W.Error(command.ErrNotInt)
-			return
-		}
-		size = n
-	}
-	n := x.NumShards()
-	x.OnEach(func(s *shard.Shard) {
-		db := s.DBs[x.DB]
-		key := []byte(prefix + ":")
-		kl := len(key)
-		var val []byte
-		for i := int64(0); i < count; i++ {
-			key = strconv.AppendInt(key[:kl], i, 10)
-			if n > 1 && x.Srv.ShardOf(key) != s.ID {
-				continue
-			}
-			if it, _ := db.Find(key); it.Valid() {
-				continue
-			}
-			val = strconv.AppendInt(append(val[:0], "value:"...), i, 10)
-			if size >= 0 {
-				for len(val) < size {
-					val = append(val, 0)
-				}
-				val = val[:size]
-			}
-			db.Insert(key, db.NewString(val))
-		}
-	})
-	x.W.SimpleString("OK")
-}
+// debugHost is what package debug sees of the server.
+type debugHost Server
+
+func (h *debugHost) Reload(x *command.Coord) { debugReload(coordOf(x)) } // cmd_persist.go
+func (h *debugHost) ChangeReplID()           { h.master.ChangeID() }
+func (h *debugHost) Log(msg string)          { h.log.Warnf("%s", msg) }
 
 func humanBytes(n int64) string {
 	switch {

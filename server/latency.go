@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/latency"
 	"github.com/dfly/dfly/resp"
@@ -44,5 +46,13 @@ func cmdLatency(c *Conn, a [][]byte, w *resp.Writer) {
 func (i *infoWriter) infoLatencystats() {
 	if i.srv.cfg.LatencyTracking.Load() {
 		latency.WritePercentiles(&i.b, i.srv.tracker.Merged(), i.srv.cfg.Percentiles())
+	}
+}
+
+// expireCycle is a shard's active-expiry step of d: the expire-cycle
+// event's sample when the monitor is on and d reached the threshold.
+func (s *Server) expireCycle(d time.Duration) {
+	if thr := s.cfg.LatencyThreshold.Load(); thr > 0 && d.Milliseconds() >= thr {
+		s.latency.Add("expire-cycle", d.Milliseconds())
 	}
 }

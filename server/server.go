@@ -149,6 +149,7 @@ func New(cfg *config.Config, log *Logger) *Server {
 	for i := range s.shards {
 		s.shards[i] = shard.New(i, cfg.Databases)
 		s.shards[i].ExpiryHorizon = s.scriptsStart
+		s.shards[i].ExpireCycle = s.expireCycle // latency.go
 		s.cmdStats[i].calls = make(map[*command.Command]*cmdCount)
 	}
 	s.setupTiered() // tiered.go

@@ -129,6 +129,12 @@ type Shard struct {
 	// the oldest running script, which sees its keys as they were then
 	// (SetNow): Redis expires nothing while a script runs.
 	ExpiryHorizon func() int64
+	// NoActiveExpiry (DEBUG SET-ACTIVE-EXPIRE 0): the active sweep is off;
+	// a read still deletes the expired key it finds, as in Redis.
+	NoActiveExpiry bool
+	// ExpireCycle, when set, is told each active-expiry step's time (the
+	// latency monitor's expire-cycle event).
+	ExpireCycle func(time.Duration)
 }
 
 // NoExpiry reports whether the shard leaves logically expired keys in
@@ -292,10 +298,15 @@ var tickMsg Runnable = tick{}
 const expireBudget = time.Millisecond
 
 func (s *Shard) expireStep() {
-	if s.NoExpiry() {
+	if s.NoExpiry() || s.NoActiveExpiry {
 		return // issue 8: a replica waits for its master's DELs; a pause
 	}
 	start := time.Now()
+	defer func() {
+		if s.ExpireCycle != nil {
+			s.ExpireCycle(time.Since(start))
+		}
+	}()
 	for _, db := range s.DBs {
 		for db.ExpireStep(64) > 16 && time.Since(start) < expireBudget {
 		}
