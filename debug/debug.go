@@ -53,6 +53,10 @@ func Run(x *command.Coord, h Host) {
 		on := atoi(a[2]) != 0
 		x.OnEach(func(s *shard.Shard) { s.NoActiveExpiry = !on })
 		x.W.SimpleString("OK")
+	case sub == "digest" && n == 2:
+		digestAll(x)
+	case sub == "digest-value" && n >= 2:
+		digestValues(x)
 	case sub == "object" && n == 3:
 		object(x)
 	case sub == "populate" && n >= 3 && n <= 5:

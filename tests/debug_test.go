@@ -104,3 +104,45 @@ func TestLatencyExpireCycle(t *testing.T) {
 		t.Fatalf("LATENCY HISTORY expire-cycle: %s", h)
 	}
 }
+
+// DEBUG DIGEST and DIGEST-VALUE are Redis's values for strings, lists,
+// sets, sorted sets and hashes in every encoding, TTLs and databases
+// included (streams digest to a value of dfly's own).
+func TestDebugDigest(t *testing.T) {
+	if IsRedis() {
+		t.Skip("compares dfly with redis-server; it runs with the dfly target only")
+	}
+	d, r := StartServer(t).Raw(t), startRedisOn(t, t.TempDir(), "dump.rdb").Raw(t) // takes DEBUG
+	both := func(args ...string) {
+		t.Helper()
+		if g, w := d.Do(args...), r.Do(args...); g.String() != w.String() {
+			t.Fatalf("%v:\n%s\nredis-server:\n%s", args, g, w)
+		}
+	}
+	both("DEBUG", "DIGEST")
+	for _, db := range []string{"0", "3"} {
+		both("SELECT", db)
+		both("SET", "s", "abc")
+		both("SET", "i", "-123")
+		both("SET", "e", "x", "EX", "1000")
+		both("RPUSH", "l", "a", "b", "12", "")
+		both("SADD", "si", "1", "2", "300")
+		both("SADD", "ss", "x", "y", "1")
+		both("ZADD", "z", "1.5", "a", "2", "b", "0.1", "c", "-1e30", "d", "inf", "e")
+		both("HSET", "h", "f", "v", "g", "12")
+		for i := range 300 {
+			n := fmt.Sprint(i)
+			both("RPUSH", "bl", n+"x")
+			both("SADD", "bsi", n)
+			both("SADD", "bss", "m"+n)
+			both("ZADD", "bz", n, "m"+n)
+			both("HSET", "bh", "f"+n, n)
+		}
+		both("PEXPIRE", "bh", "100000")
+		both("DEBUG", "DIGEST-VALUE", "s", "i", "e", "l", "si", "ss", "z", "h", "bl", "bsi", "bss", "bz", "bh", "nokey")
+		both("DEBUG", "DIGEST")
+	}
+	both("DEBUG", "DIGEST-VALUE")
+	both("FLUSHALL")
+	both("DEBUG", "DIGEST")
+}
