@@ -24,6 +24,19 @@ type lockState struct {
 	// parked counts waiters in the queue that need this key: while it is
 	// non-zero, newcomers queue behind them (FIFO per key).
 	parked int32
+	// resv is the ready pass (locks.pass) in which an earlier waiter of
+	// the queue reserved this key, so that later ones wait behind it.
+	resv uint64
+}
+
+// queued is a parked waiter with its keys and their lock states, looked
+// up once when it parks: a state stays in the table while its parked
+// count is non-zero, so ready passes read them without a map look-up.
+type queued struct {
+	w      Waiter
+	keys   []KeyLock
+	states []*lockState // states[i] is keys[i]'s
+	all    bool
 }
 
 // locks is the shard's key-lock table. Locks are held by multi-shard
@@ -44,7 +57,9 @@ type locks struct {
 	// active is held key locks plus parked waiters: zero means every key is
 	// free, the fast path that skips all map look-ups.
 	active int
-	queue  []Waiter
+	queue  []queued
+	// pass numbers the ready passes (lockState.resv).
+	pass uint64
 	// free: lockStates of keys no longer locked, reused so that taking a
 	// lock allocates nothing once the table has warmed up.
 	free []*lockState
@@ -162,7 +177,8 @@ func (l *locks) park(w Waiter) {
 	if all {
 		l.allParked++
 	}
-	for _, k := range keys {
+	states := make([]*lockState, len(keys))
+	for i, k := range keys {
 		m := l.table(k.DB)
 		st := m[k.Key]
 		if st == nil {
@@ -170,82 +186,82 @@ func (l *locks) park(w Waiter) {
 			m[k.Key] = st
 		}
 		st.parked++
+		states[i] = st
 	}
 	l.active++
-	l.queue = append(l.queue, w)
+	l.queue = append(l.queue, queued{w: w, keys: keys, states: states, all: all})
 }
 
-func (l *locks) unpark(keys []KeyLock, all bool) {
-	if all {
+func (l *locks) unpark(q *queued) {
+	if q.all {
 		l.allParked--
 	}
-	for _, k := range keys {
-		st := l.state(k.DB, k.Key)
+	for i, st := range q.states {
 		st.parked--
-		l.gc(k.DB, k.Key, st)
+		l.gc(q.keys[i].DB, q.keys[i].Key, st)
 	}
 	l.active--
 }
 
 // ready removes and returns the parked waiters that may run now, in queue
 // order. A waiter is blocked by held locks and by earlier waiters that stay
-// blocked and need one of its keys (or the whole shard).
+// blocked or run now and need one of its keys (or the whole shard).
+//
+// Its cost is what a release pays while waiters are parked, so it touches
+// no map: each waiter's lock states were looked up when it parked, and an
+// earlier waiter's reservation of a key is the key's state stamped with
+// this pass's number. The last waiter reserves nothing (nobody follows).
 func (l *locks) ready() []Waiter {
 	if len(l.queue) == 0 {
 		return nil
 	}
+	l.pass++
+	pass := l.pass
 	var out []Waiter
-	var reserved map[KeyLock]bool // keys of earlier blocked waiters, Excl ignored
+	reservedAny := false
 	allReserved := false
 	heldAny := l.allHeld
 	rest := l.queue[:0]
-	for _, w := range l.queue {
-		keys, all := w.LockKeys()
+	var run []queued
+	for i := range l.queue {
+		q := l.queue[i]
 		ok := !heldAny && !allReserved
-		if ok && all {
-			ok = l.active-len(l.queue) == 0 && len(reserved) == 0
+		if ok && q.all {
+			ok = l.active-len(l.queue) == 0 && !reservedAny
 		}
 		if ok {
-			for _, k := range keys {
-				if l.heldConflict(k.DB, k.Key, k.Excl) || reserved[KeyLock{DB: k.DB, Key: k.Key}] {
+			for j, st := range q.states {
+				if st.excl || (q.keys[j].Excl && st.shared > 0) || st.resv == pass {
 					ok = false
 					break
 				}
 			}
 		}
 		if ok {
-			out = append(out, w)
-			// A runnable waiter that will take locks blocks later waiters
-			// on the same keys; they are re-checked on the next release.
-			if reserved == nil {
-				reserved = make(map[KeyLock]bool)
-			}
-			if all {
-				allReserved = true
-			}
-			for _, k := range keys {
-				reserved[KeyLock{DB: k.DB, Key: k.Key}] = true
-			}
-			continue
+			out = append(out, q.w)
+			run = append(run, q)
+		} else {
+			rest = append(rest, q)
 		}
-		rest = append(rest, w)
-		if all {
+		// A runnable waiter that will take locks, and a blocked one,
+		// block later waiters on the same keys; they are re-checked on
+		// the next release.
+		if q.all {
 			allReserved = true
 		}
-		if reserved == nil {
-			reserved = make(map[KeyLock]bool)
-		}
-		for _, k := range keys {
-			reserved[KeyLock{DB: k.DB, Key: k.Key}] = true
+		if i < len(l.queue)-1 {
+			for _, st := range q.states {
+				st.resv = pass
+			}
+			reservedAny = reservedAny || len(q.states) > 0
 		}
 	}
 	for i := len(rest); i < len(l.queue); i++ {
-		l.queue[i] = nil
+		l.queue[i] = queued{}
 	}
 	l.queue = rest
-	for _, w := range out {
-		keys, all := w.LockKeys()
-		l.unpark(keys, all)
+	for i := range run {
+		l.unpark(&run[i])
 	}
 	return out
 }
