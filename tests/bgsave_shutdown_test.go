@@ -32,10 +32,7 @@ func tempFiles(t *testing.T, dir string) []string {
 // dataset. kill -9 mid-BGSAVE leaves the last good dump intact; a
 // temporary file it may leave is not loaded.
 func TestBgsaveShutdown(t *testing.T) {
-	keys := 600_000
-	if raceBuild() {
-		keys = 150_000
-	}
+	keys := bigDataset(600_000)
 	want := int64(keys + 1)
 	for _, tc := range []struct {
 		name    string
@@ -56,10 +53,7 @@ func TestBgsaveShutdown(t *testing.T) {
 			}
 			dir := t.TempDir()
 			flags := append([]string{"--dir", dir}, tc.flags...)
-			srv := StartServer(t, flags...)
-			c := srv.Raw(t)
-			c.Timeout = 2 * time.Minute
-			mustOK(t, c.Do("DEBUG", "POPULATE", strconv.Itoa(keys), "key", "100"), "DEBUG POPULATE")
+			srv, c := startPopulated(t, keys, flags...)
 			mustOK(t, c.Do("SET", "gen", "1"), "SET")
 			mustOK(t, c.Do("SAVE"), "SAVE")
 			mustOK(t, c.Do("SET", "gen", "2"), "SET")
@@ -103,15 +97,9 @@ func TestBgsaveShutdown(t *testing.T) {
 // rdb_last_bgsave_status, rdb_changes_since_last_save, rdb_last_save_time
 // and LASTSAVE follow.
 func TestBgsaveState(t *testing.T) {
-	keys := 600_000
-	if raceBuild() {
-		keys = 150_000
-	}
-	srv := StartServer(t)
-	c := srv.Raw(t)
-	c.Timeout = 2 * time.Minute
+	keys := bigDataset(600_000)
+	_, c := startPopulated(t, keys)
 	info := func() map[string]string { return infoFields(c.Do("INFO", "persistence")) }
-	mustOK(t, c.Do("DEBUG", "POPULATE", strconv.Itoa(keys), "key", "100"), "DEBUG POPULATE")
 	mustOK(t, c.Do("SAVE"), "SAVE")
 	i := info()
 	if i["rdb_changes_since_last_save"] != "0" || i["rdb_bgsave_in_progress"] != "0" || i["rdb_last_bgsave_status"] != "ok" {

@@ -39,21 +39,35 @@ func dialWhenOpen(t *testing.T, addr string) *RawConn {
 	}
 }
 
+// bigDataset is how many keys the tests whose saves and loads must take a
+// while populate: n, a quarter of it under -race.
+func bigDataset(n int) int {
+	if raceBuild() {
+		return n / 4
+	}
+	return n
+}
+
+// startPopulated starts the server under test with flags and fills it
+// with DEBUG POPULATE keys key 100 (key:0 ... of 100 bytes).
+func startPopulated(t *testing.T, keys int, flags ...string) (*Server, *RawConn) {
+	t.Helper()
+	srv := StartServer(t, flags...)
+	c := srv.Raw(t)
+	c.Timeout = 2 * time.Minute
+	mustOK(t, c.Do("DEBUG", "POPULATE", strconv.Itoa(keys), "key", "100"), "DEBUG POPULATE")
+	return srv, c
+}
+
 // TestLoadingReplies: a server started on a large dump listens first and
 // loads after, as Redis: from the first accepted connection, commands not
 // flagged loading (DBSIZE, GET, SET) get LOADING until the whole dataset
 // is in, then the whole dataset, never part of it; INFO (flagged loading)
 // answers meanwhile with loading:1 and the progress fields.
 func TestLoadingReplies(t *testing.T) {
-	keys := 1_000_000
-	if raceBuild() {
-		keys = 200_000
-	}
+	keys := bigDataset(1_000_000)
 	dir := t.TempDir()
-	srv := StartServer(t, "--dir", dir)
-	c := srv.Raw(t)
-	c.Timeout = 2 * time.Minute
-	mustOK(t, c.Do("DEBUG", "POPULATE", strconv.Itoa(keys), "key", "100"), "DEBUG POPULATE")
+	srv, c := startPopulated(t, keys, "--dir", dir)
 	mustOK(t, c.Do("SET", "marker", "m"), "SET")
 	mustOK(t, c.Do("SAVE"), "SAVE")
 	if err := srv.Terminate(time.Minute); err != nil {
@@ -114,14 +128,8 @@ func TestLoadingReplies(t *testing.T) {
 // replaces it, then the whole of it: never a part. The master and the
 // replica are both the server under test.
 func TestReplicaFullSyncLoading(t *testing.T) {
-	keys := 600_000
-	if raceBuild() {
-		keys = 150_000
-	}
-	master := StartServer(t)
-	mc := master.Raw(t)
-	mc.Timeout = 2 * time.Minute
-	mustOK(t, mc.Do("DEBUG", "POPULATE", strconv.Itoa(keys), "key", "100"), "DEBUG POPULATE")
+	keys := bigDataset(600_000)
+	master, _ := startPopulated(t, keys)
 	replica := StartServer(t)
 	rc := replica.Raw(t)
 	mustOK(t, rc.Do("SET", "own", "1"), "SET")
