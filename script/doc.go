@@ -22,7 +22,9 @@
 //     byte lua-cmsgpack's; convert.go: a script's result to
 //     its reply, a call's reply to Lua, errors both ways, as Redis 7.0.
 //   - names.go: which commands a script can call, read from its syntax
-//     tree when it is compiled (Script.MaySort, Script.LeavesShard).
+//     tree when it is compiled (Script.MaySort, Script.LeavesShard);
+//     coordinate.go: whether a run must leave its keys' shard for a
+//     coordinator (Engine.Coordinate, Engine.CoordinateFunction).
 //   - function.go, library.go: libraries ("#!lua name=..."), their
 //     functions and flags, FUNCTION's subcommands, FUNCTION2 records;
 //     running a library's chunk and redis.register_function.

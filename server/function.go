@@ -36,22 +36,7 @@ func init() { command.Register("scripting", functionCommands) }
 
 // fcallCoordinate is evalCoordinate for a function.
 func fcallCoordinate(srv *Server, args [][]byte) bool {
-	n, errText := script.NumKeys(args)
-	if errText != "" || n == 0 {
-		return true
-	}
-	e := srv.scripts()
-	f := e.Function(args[1])
-	if f == nil {
-		return true // the error needs no shard
-	}
-	if srv.tiered != nil && f.Lib.MaySort || srv.shardsApart() && f.Lib.LeavesShard {
-		return true
-	}
-	if !e.AnyCoordinated() {
-		return false
-	}
-	return e.Coordinated(f.RunID())
+	return srv.scripts().CoordinateFunction(args, srv.tiered != nil, srv.shardsApart())
 }
 
 func cmdFcall(x *Coord, readonly bool) {

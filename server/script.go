@@ -2,7 +2,6 @@ package server
 
 import (
 	"math"
-	"strings"
 	"time"
 
 	"github.com/dfly/dfly/command"
@@ -206,70 +205,9 @@ func runScript(x *Coord, target scriptTarget, numKeys int, readonly bool) {
 }
 
 // evalCoordinate sends a script to a coordinator instead of running it
-// on the shard that owns its keys (cmdEvalShard) when
-//   - it has no keys: it may call keyless commands (FLUSHALL, DBSIZE) that
-//     take locks of their own;
-//   - it may call a command that reaches other shards (DBSIZE, KEYS,
-//     SCAN, SORT's patterns: command.Table.LeavesShard), or one not named by a
-//     literal, and the shards are owned by more than one goroutine. Inline,
-//     the shard's goroutine would wait for another shard's, which may at
-//     that moment wait for it in a script of its own: two event loops
-//     waiting for each other forever. A coordinator waits for both
-//     without holding either;
-//   - tiering is on and it may call SORT: its text names it
-//     (script.MentionsSort), or a command it calls is not named by a
-//     literal (checked when it is compiled: script.Script.MaySort). SORT's
-//     BY and GET patterns reach keys known only once it runs, whose values
-//     may be offloaded, and a shard's goroutine must not wait for their
-//     reads (tiered.go). Inline, SORT could only stop a script that has
-//     not written to run it again on a coordinator (script.Run.Demote);
-//     one that has written cannot be undone, and a script inside EXEC (run
-//     by the shard for an EXEC on one shard, or in a coordinator's step)
-//     cannot be stopped at all. On a coordinator SORT waits for the reads
-//     on its own goroutine (family/sort.go). Deciding here costs the
-//     scripts that merely mention sort (table.sort, a comment) their
-//     inline run, with tiering only; undoing writes would cost every
-//     inline script a copy of what it overwrites, and sending every script
-//     to a coordinator would cost them all;
-//   - it is marked to run on a coordinator (script.Engine.Coordinated): it
-//     overran its inline budget, or it called SORT inline with tiering on
-//     in a way the checks above missed (scriptCall.Call, a safety net).
-//
-// The check is per script, so it holds wherever the script runs: alone,
-// in an EXEC on one shard (execShard) or in one on several (execQueued).
+// on the shard that owns its keys (cmdEvalShard): script.Engine.Coordinate.
 func evalCoordinate(srv *Server, args [][]byte) bool {
-	n, errText := script.NumKeys(args)
-	if errText != "" || n == 0 {
-		return true
-	}
-	bySHA := len(args[0]) > 4 && (args[0][4] == 's' || args[0][4] == 'S') // EVALSHA[_RO]
-	e := srv.scripts()
-	// sha: of an EVAL's body, once computed.
-	var sha string
-	tiered, apart := srv.tiered != nil, srv.shardsApart()
-	if tiered || apart {
-		var s *script.Script
-		if bySHA {
-			s = e.LookupBytes(args[1])
-		} else if tiered && script.MentionsSort(args[1]) { // EVAL carries the body
-			return true
-		} else {
-			sha, s, _ = e.Load(args[1]) // cached for the run that follows
-		}
-		if s != nil && (tiered && s.MaySort || apart && s.LeavesShard) {
-			return true
-		}
-	}
-	if !e.AnyCoordinated() {
-		return false
-	}
-	switch {
-	case bySHA:
-		sha = strings.ToLower(string(args[1]))
-	case sha == "":
-		sha = script.SHA1Hex(args[1])
-	}
-	return e.Coordinated(sha)
+	return srv.scripts().Coordinate(args, srv.tiered != nil, srv.shardsApart())
 }
 
 // cmdEvalShard runs a script whose keys all live on this shard right here,
