@@ -29,7 +29,8 @@
 //     functions and flags, FUNCTION's subcommands, FUNCTION2 records;
 //     running a library's chunk and redis.register_function.
 //   - shebang.go: a script's "#!lua flags=..." line and the refusals of
-//     a run its flags (or a function's) call for (Refusal).
+//     a run its flags (or a function's) call for (Refusal, CallsMayOOM:
+//     EVAL_RO, a replica, used memory over maxmemory).
 //   - command.go: EVAL's and FCALL's arguments (NumKeys, KeyPositions),
 //     SCRIPT's subcommands, the error texts.
 //

@@ -36,7 +36,10 @@ const funcSource = "user_function"
 // Function flags, in the order FUNCTION LIST shows them.
 var funcFlagNames = []string{"no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"}
 
-const flagNoWrites = 1
+const (
+	flagNoWrites = 1 << iota
+	flagAllowOOM
+)
 
 // Library is a loaded library. It never changes: FUNCTION LOAD REPLACE
 // makes a new one.
@@ -62,7 +65,12 @@ type Function struct {
 func (f *Function) NoWrites() bool { return f.flags&flagNoWrites != 0 }
 
 // Refusal is why the function may not start (Refusal).
-func (f *Function) Refusal(ro, replica bool) string { return Refusal(true, f.flags, ro, replica) }
+func (f *Function) Refusal(ro, replica, oom bool) string {
+	return Refusal(true, f.flags, ro, replica, oom)
+}
+
+// Flags are the function's flags, for CallsMayOOM.
+func (f *Function) Flags() int { return f.flags }
 
 // RunID names the function's runs (MarkCoordinated, SCRIPT KILL's
 // registry) apart from any script's SHA.

@@ -113,6 +113,13 @@ func (r *Run) Demote() bool {
 // coordinator: its reply is to be dropped.
 func (r *Run) Demoted() bool { return r.demoted.Load() }
 
+// Wrote reports whether the run has written (BeginWrite).
+func (r *Run) Wrote() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.wrote
+}
+
 // BeginWrite records that the script is about to write; false when it has
 // been killed and must stop instead.
 func (r *Run) BeginWrite() bool {

@@ -49,12 +49,26 @@ func parseShebang(body []byte) (flags, n int, errText string) {
 	return flags, n, ""
 }
 
+// CallsMayOOM reports whether, over maxmemory, a run's first write is
+// refused (ErrOOM): a script without a shebang, as Redis's compatibility
+// mode; one with allow-oom writes on, and any other was refused at its
+// start (Refusal).
+func CallsMayOOM(declared bool, flags int) bool { return !declared || flags&flagAllowOOM == 0 }
+
+// ErrOOM refuses a script that may write, or a script's first write,
+// while used memory is over maxmemory.
+const ErrOOM = "OOM command not allowed when used memory > 'maxmemory'."
+
 // Refusal is why a script (declared: with a shebang) or a function with
 // flags may not start: ro, run by EVAL_RO, EVALSHA_RO or FCALL_RO;
-// replica, the server is a read-only replica. "" when it may.
-func Refusal(declared bool, flags int, ro, replica bool) string {
+// replica, the server is a read-only replica; oom, used memory is over
+// maxmemory (allow-oom lets it run). "" when it may.
+func Refusal(declared bool, flags int, ro, replica, oom bool) string {
 	if !declared || flags&flagNoWrites != 0 {
 		return ""
+	}
+	if oom && flags&flagAllowOOM == 0 {
+		return ErrOOM
 	}
 	if replica {
 		return "READONLY Can not run script with write flag on readonly replica"

@@ -53,11 +53,12 @@ func cmdFcall(x *Coord, readonly bool) {
 		x.W.Error(script.ErrFunctionNotFound)
 		return
 	}
-	if r := f.Refusal(readonly, x.Srv.replica.active.Load()); r != "" {
+	oom := x.Srv.overMaxmemory()
+	if r := f.Refusal(readonly, x.Srv.replica.active.Load(), oom); r != "" {
 		x.W.Error(r)
 		return
 	}
-	runScript(x, scriptTarget{fn: f, id: []byte(f.RunID())}, numKeys, readonly || f.NoWrites())
+	runScript(x, scriptTarget{fn: f, id: []byte(f.RunID()), oom: oom && script.CallsMayOOM(true, f.Flags())}, numKeys, readonly || f.NoWrites())
 }
 
 // cmdFunction is FUNCTION. The subcommands that read (LIST, STATS, DUMP,

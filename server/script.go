@@ -2,6 +2,7 @@ package server
 
 import (
 	"math"
+	"runtime/metrics"
 	"time"
 
 	"github.com/dfly/dfly/command"
@@ -59,6 +60,18 @@ func (s *Server) scriptsStart() int64 {
 		return e.OldestStart()
 	}
 	return math.MaxInt64
+}
+
+// overMaxmemory reports whether the heap is over maxmemory (Redis's OOM
+// state, checked as a script starts).
+func (s *Server) overMaxmemory() bool {
+	max := s.cfg.MaxMemory
+	if max <= 0 {
+		return false
+	}
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	return int64(sample[0].Value.Uint64()) > max
 }
 
 // scriptHost is what package script sees of the server (script.Host).
@@ -121,11 +134,12 @@ func cmdEval(x *Coord, bySHA, readonly bool) {
 		}
 		sha = []byte(id)
 	}
-	if r := script.Refusal(s.Declared, s.Flags, readonly, x.Srv.replica.active.Load()); r != "" {
+	oom := x.Srv.overMaxmemory()
+	if r := script.Refusal(s.Declared, s.Flags, readonly, x.Srv.replica.active.Load(), oom); r != "" {
 		x.W.Error(r)
 		return
 	}
-	runScript(x, scriptTarget{script: s, id: sha}, numKeys, readonly || s.NoWrites())
+	runScript(x, scriptTarget{script: s, id: sha, oom: oom && script.CallsMayOOM(s.Declared, s.Flags)}, numKeys, readonly || s.NoWrites())
 }
 
 // scriptTarget is what a script run executes: a script (EVAL, EVALSHA) or
@@ -134,6 +148,7 @@ type scriptTarget struct {
 	script *script.Script
 	fn     *script.Function
 	id     []byte
+	oom    bool // over maxmemory at the start: its first write is refused
 }
 
 // runScript runs target with the request's keys (numKeys after numkeys)
@@ -147,6 +162,7 @@ func runScript(x *Coord, target scriptTarget, numKeys int, readonly bool) {
 	sc := vm.Caller().(*scriptCall)
 	var owned *tx.Tx // the script's transaction, finished after the run
 	sc.begin(x, target.id, vm.Run(), readonly, numKeys > 0)
+	sc.oom = target.oom
 	if c := x.Conn; c != nil {
 		c.info.Lock() // the script may run on a shard's goroutine
 		if u := c.info.user.Rules(); !u.Unrestricted() {

@@ -27,6 +27,7 @@ type scriptCall struct {
 	user     *acl.Rules  // the caller's ACL user; nil: unrestricted
 	db       int
 	readonly bool
+	oom      bool     // the run's first write is refused (script.ErrOOM)
 	keyed    bool     // declared keys (keyless writes such as FLUSHALL are refused)
 	declared [][]byte // KEYS: few, so a scan beats building a map per run
 
@@ -80,6 +81,9 @@ func (sc *scriptCall) Call(args [][]byte, w *resp.Writer) (refused string, kille
 	write := cmd.Flags&command.FlagWrite != 0
 	if write && sc.readonly {
 		return script.ErrReadonlyCall, false
+	}
+	if sc.oom && cmd.Flags&command.FlagDenyOOM != 0 && !sc.run.Wrote() {
+		return "-" + script.ErrOOM, false
 	}
 	if write && srv.replica.active.Load() {
 		// As on a Redis 7 replica: EVAL runs (it is no write command
