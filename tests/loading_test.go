@@ -2,9 +2,13 @@ package tests
 
 import (
 	"bufio"
+	"bytes"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -155,5 +159,49 @@ func TestReplicaFullSyncLoading(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the full sync did not end in 2 minutes")
 		}
+	}
+}
+
+// TestShutdownWhileLoading: SHUTDOWN (flagged loading) and SIGTERM while
+// the dataset loads stop the server without saving, even with save
+// points, as Redis: the half-loaded dataset never replaces the dump.
+func TestShutdownWhileLoading(t *testing.T) {
+	keys := bigDataset(1_000_000)
+	dir := t.TempDir()
+	srv, c := startPopulated(t, keys, "--dir", dir)
+	mustOK(t, c.Do("SAVE"), "SAVE")
+	if err := srv.Terminate(time.Minute); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+	path := filepath.Join(dir, "dump.rdb")
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, how := range []string{"SHUTDOWN", "SIGTERM"} {
+		srv = StartServerNoWait(t, "--dir", dir, "--save", "3600 1")
+		c = dialWhenOpen(t, srv.Addr)
+		if r := c.Do("DBSIZE"); r.Str != errLoading {
+			t.Fatalf("%s: DBSIZE answered %s at once: the load was over before the test could stop it", how, r)
+		}
+		srv.terminated = true
+		if how == "SHUTDOWN" {
+			c.Send("SHUTDOWN")
+		} else {
+			srv.cmd.Process.Signal(syscall.SIGTERM)
+		}
+		select {
+		case <-srv.exited:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s while loading: still running after a minute", how)
+		}
+		after, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(before, after) {
+			t.Fatalf("%s while loading replaced the dump (%d bytes, was %d; %v)", how, len(after), len(before), err)
+		}
+	}
+	srv = StartServer(t, "--dir", dir)
+	if n := srv.Raw(t).Do("DBSIZE"); n.Int != int64(keys) {
+		t.Fatalf("after the shutdowns while loading: DBSIZE %s, want %d", n, keys)
 	}
 }
