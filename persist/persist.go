@@ -2,6 +2,7 @@ package persist
 
 import (
 	"io"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -135,6 +136,12 @@ func (p *Engine) NewLoader(dispatch func(sid int, items []rdbvalue.Item)) *rdbva
 	l.OnFunction = func(code []byte) {
 		if err := p.host.LoadFunctions(code); err != nil {
 			p.log.Warnf("Skipping a function library of the snapshot: %v", err)
+		}
+	}
+	l.OnAUX = func(key, val []byte) {
+		if string(key) == "used-mem" { // INFO's loading_rdb_used_mem, as Redis
+			n, _ := strconv.ParseInt(string(val), 10, 64)
+			p.prog.usedMem.Store(n)
 		}
 	}
 	return l

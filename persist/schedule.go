@@ -92,6 +92,8 @@ type loadProgress struct {
 	start  atomic.Int64 // unix seconds
 	total  atomic.Int64 // bytes of all files being loaded
 	loaded atomic.Int64 // bytes consumed so far
+	// usedMem is the memory the file's saver used (its used-mem AUX).
+	usedMem atomic.Int64
 }
 
 // beginLoad marks a load of total bytes as running; the returned func
@@ -100,6 +102,7 @@ func (p *Engine) BeginLoad(total int64, logEvery time.Duration) func() {
 	p.prog.start.Store(time.Now().Unix())
 	p.prog.total.Store(total)
 	p.prog.loaded.Store(0)
+	p.prog.usedMem.Store(0)
 	p.loading.Store(true)
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -157,6 +160,7 @@ func (p *Engine) loadingInfo(field func(k string, v any)) {
 	field("loading", 1)
 	field("loading_start_time", p.prog.start.Load())
 	field("loading_total_bytes", total)
+	field("loading_rdb_used_mem", p.prog.usedMem.Load())
 	field("loading_loaded_bytes", loaded)
 	field("loading_loaded_perc", fmt.Sprintf("%.2f", loadPerc(loaded, total)))
 	field("loading_eta_seconds", p.loadETA())

@@ -120,9 +120,11 @@ type Loader struct {
 	// OnFunction, if not nil, loads a function library record; one that
 	// does not load is its to report and skip (the keys matter more).
 	OnFunction func(code []byte)
-	now        int64
-	db         int
-	batches    [][]Item
+	// OnAUX, if not nil, sees the file's AUX fields (used-mem ...).
+	OnAUX   func(key, val []byte)
+	now     int64
+	db      int
+	batches [][]Item
 	// keyBufs[sid] holds the keys of shard sid's batch: one allocation per
 	// block of keys, not one per key (the table copies them anyway). Bytes
 	// below its length are never written again unless reuse is set.
@@ -268,7 +270,12 @@ func (l *Loader) LimitReserve(size int64) {
 	}
 }
 
-func (l *Loader) AUX(key, val []byte) error { return nil }
+func (l *Loader) AUX(key, val []byte) error {
+	if l.OnAUX != nil {
+		l.OnAUX(key, val)
+	}
+	return nil
+}
 
 // ResizeDB reserves room for the keys the stream announces for the
 // current DB (DB.Reserve), each shard its share: a shard's table grows by
