@@ -457,10 +457,11 @@ func (e *Engine) list(opts [][]byte, w *resp.Writer) {
 	var pattern []byte
 	withCode := false
 	for i := 0; i < len(opts); i++ {
+		// Each option once, as Redis: a second is an unknown argument.
 		switch o := strings.ToLower(string(opts[i])); {
-		case o == "withcode":
+		case o == "withcode" && !withCode:
 			withCode = true
-		case o == "libraryname":
+		case o == "libraryname" && pattern == nil:
 			if i+1 >= len(opts) {
 				w.Error("ERR library name argument was not given")
 				return
@@ -565,7 +566,7 @@ func dumpPayload(records []byte) []byte {
 func (e *Engine) restore(a [][]byte, w *resp.Writer) bool {
 	policy := "append"
 	if len(a) > 4 {
-		w.Error(command.WrongArity("function|restore"))
+		command.SubcommandSyntaxErr(w, a, "function")
 		return false
 	}
 	if len(a) == 4 {
