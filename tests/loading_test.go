@@ -69,16 +69,27 @@ func startPopulated(t *testing.T, keys int, flags ...string) (*Server, *RawConn)
 // is in, then the whole dataset, never part of it; INFO (flagged loading)
 // answers meanwhile with loading:1 and the progress fields.
 func TestLoadingReplies(t *testing.T) {
+	t.Run("rdb", func(t *testing.T) { testLoadingReplies(t) })
+	t.Run("dfly format", func(t *testing.T) {
+		if IsRedis() {
+			t.Skip("dfly's own format")
+		}
+		testLoadingReplies(t, "--dbformat", "dfly")
+	})
+}
+
+func testLoadingReplies(t *testing.T, flags ...string) {
 	keys := bigDataset(1_000_000)
 	dir := t.TempDir()
-	srv, c := startPopulated(t, keys, "--dir", dir)
+	flags = append([]string{"--dir", dir}, flags...)
+	srv, c := startPopulated(t, keys, flags...)
 	mustOK(t, c.Do("SET", "marker", "m"), "SET")
 	mustOK(t, c.Do("SAVE"), "SAVE")
 	if err := srv.Terminate(time.Minute); err != nil {
 		t.Fatalf("SIGTERM: %v", err)
 	}
 
-	srv = StartServerNoWait(t, "--dir", dir)
+	srv = StartServerNoWait(t, flags...)
 	c = dialWhenOpen(t, srv.Addr)
 	want := int64(keys + 1)
 	var refused, infoLoading int
