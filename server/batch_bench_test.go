@@ -13,11 +13,14 @@ import (
 // on its shard (shardBatch.exec, the request path without the network):
 // with no snapshot (no gate: the key check is skipped) and with a gate
 // registered (each command's keys are checked; only multi-key commands
-// would be captured).
+// would be captured); and without latency-tracking (its cost per batch of
+// 16 commands).
 func BenchmarkBatchGetSet(b *testing.B) {
-	for _, gated := range []bool{false, true} {
-		b.Run("gated="+strconv.FormatBool(gated), func(b *testing.B) {
+	for _, v := range []struct{ gated, tracking bool }{{false, true}, {true, true}, {false, false}} {
+		gated := v.gated
+		b.Run("gated="+strconv.FormatBool(gated)+"/tracking="+strconv.FormatBool(v.tracking), func(b *testing.B) {
 			cfg := config.Default()
+			cfg.LatencyTracking.Store(v.tracking)
 			cfg.Shards = 1
 			srv := New(cfg, NewLogger(io.Discard, "warning"))
 			s := srv.shards[0]
