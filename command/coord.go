@@ -113,7 +113,7 @@ func (x *Coord) LockKeys(pos []int, excl bool) *tx.Tx {
 	t := x.Tx()
 	for _, i := range pos {
 		k := x.Args[i]
-		t.Add(x.ShardOf(k), x.DB, string(k), excl)
+		t.AddBytes(x.ShardOf(k), x.DB, k, excl)
 	}
 	t.Lock()
 	return t
@@ -127,7 +127,7 @@ func (x *Coord) LockSplit(pos []int, excl bool) (*tx.Tx, [][]int) {
 	for _, i := range pos {
 		sid := x.ShardOf(x.Args[i])
 		parts[sid] = append(parts[sid], i)
-		t.Add(sid, x.DB, string(x.Args[i]), excl)
+		t.AddBytes(sid, x.DB, x.Args[i], excl)
 	}
 	t.Lock()
 	return t, parts
