@@ -78,7 +78,10 @@ func cmdInfo(x *Coord) {
 	for _, a := range x.Args[1:] {
 		sections[strings.ToLower(string(a))] = true
 	}
-	all := len(sections) == 0 || sections["all"] || sections["everything"]
+	if len(sections) == 0 {
+		sections["default"] = true // as Redis: INFO alone is INFO default
+	}
+	all := sections["all"] || sections["everything"]
 	i := &infoWriter{srv: x.Srv, uptime: time.Since(x.Srv.start)}
 	i.gather(x)
 	for _, sec := range infoSections {

@@ -142,3 +142,31 @@ func TestLatencyHistogram(t *testing.T) {
 		})
 	}
 }
+
+// INFO alone is INFO default, as Redis: titled sections, without
+// commandstats and latencystats, which INFO all and INFO everything add.
+func TestInfoSections(t *testing.T) {
+	c := StartServer(t).Raw(t)
+	c.Do("SET", "k", "v")
+	titles := func(args ...string) string {
+		var out []string
+		for _, line := range strings.Split(c.Do(append([]string{"INFO"}, args...)...).Str, "\r\n") {
+			if strings.HasPrefix(line, "# ") {
+				out = append(out, line[2:])
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	for _, args := range [][]string{nil, {"default"}} {
+		got := titles(args...)
+		if !strings.HasPrefix(got, "Server Clients Memory Persistence Stats Replication CPU") ||
+			!strings.HasSuffix(got, "Keyspace") || strings.Contains(got, "Commandstats") || strings.Contains(got, "Latencystats") {
+			t.Errorf("INFO %v sections: %s", args, got)
+		}
+	}
+	for _, args := range [][]string{{"all"}, {"everything"}, {"commandstats", "latencystats"}} {
+		if got := titles(args...); !strings.Contains(got, "Commandstats") || !strings.Contains(got, "Latencystats") {
+			t.Errorf("INFO %v sections: %s", args, got)
+		}
+	}
+}
