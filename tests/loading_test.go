@@ -220,3 +220,23 @@ func TestShutdownWhileLoading(t *testing.T) {
 		t.Fatalf("after the shutdowns while loading: DBSIZE %s, want %d", n, keys)
 	}
 }
+
+// TestReplicaOfAfterLoading: a server started with --replicaof over a
+// large dump of its own loads it first and only then follows its master,
+// as Redis: once synced it holds the master's dataset alone, none of the
+// dump's keys applied after the full sync replaced them.
+func TestReplicaOfAfterLoading(t *testing.T) {
+	dir := t.TempDir()
+	srv, c := startPopulated(t, bigDataset(1_000_000), "--dir", dir)
+	mustOK(t, c.Do("SAVE"), "SAVE")
+	if err := srv.Terminate(time.Minute); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+	master := StartServer(t)
+	mustOK(t, master.Raw(t).Do("SET", "m", "1"), "SET")
+	replica := StartServer(t, "--dir", dir, "--replicaof", "127.0.0.1 "+strconv.Itoa(master.Port))
+	waitReplicaLinkUp(t, replica, time.Minute)
+	if n := replica.Raw(t).Do("DBSIZE"); n.Int != 1 {
+		t.Fatalf("after the full sync: DBSIZE %s, want the master's 1 key", n)
+	}
+}

@@ -73,10 +73,11 @@ func run(args []string, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "dfly: %v\n", err)
 			loadFailed.Store(true)
 			srv.Shutdown()
+			return
 		}
+		srv.StartReplicaOf() // --replicaof: follow a master once loaded, as Redis
 	})
 	srv.StartSaveSchedule()
-	srv.StartReplicaOf() // --replicaof: follow a master once serving
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
