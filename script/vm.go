@@ -3,6 +3,7 @@ package script
 import (
 	"bytes"
 	"context"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 
@@ -223,6 +224,15 @@ func newVM(e *Engine) *VM {
 	lib.RawSetString("_G", vm.env)
 	L.Env = vm.env // functions made by loadstring see the same globals
 	vm.handler = L.NewFunction(vm.errorHandler)
+	// Globals Redis 7.0's scripts see too: its error handler, and Lua
+	// 5.1's gcinfo (the heap in KB).
+	lib.RawSetString("__redis__err__handler", vm.handler)
+	lib.RawSetString("gcinfo", L.NewFunction(func(L *lua.LState) int {
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		metrics.Read(sample)
+		L.Push(lua.LNumber(sample[0].Value.Uint64() / 1024))
+		return 1
+	}))
 	return vm
 }
 
