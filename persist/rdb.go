@@ -416,6 +416,10 @@ func (p *Engine) LoadWhenServing(ready, done <-chan struct{}, end func(error)) {
 // DEBUG RELOAD, a replica's full sync): clients get LOADING.
 func (p *Engine) Loading() bool { return p.loading.Load() || p.startup.Load() }
 
+// LoadingAtStart reports whether the start-up load runs: REPLICAOF, which
+// may end a replica's full sync (no LOADING then), waits for this one.
+func (p *Engine) LoadingAtStart() bool { return p.startup.Load() }
+
 // apply applies a decoded batch to sh: once the server serves (onLoop), on
 // sh's loop, waited for; before, on the caller's goroutine.
 func (p *Engine) apply(sh *shard.Shard, items []rdbvalue.Item) {

@@ -83,9 +83,8 @@ func debugReload(x *Coord) {
 	}
 }
 
-// LoadOnStart loads the dataset's file(s), when there are any, once the
-// server serves, clients getting LOADING until then; end gets a file that
-// does not load completely (the caller exits rather than serve part).
+// LoadOnStart loads the dataset once the server serves (LOADING until then);
+// end gets the result: a partial load's caller exits rather than serve it.
 func (s *Server) LoadOnStart(end func(error)) { s.persist.LoadWhenServing(s.ready, s.done, end) }
 
 // SaveBeforeShutdown writes the final snapshot (SHUTDOWN SAVE, or SHUTDOWN

@@ -87,7 +87,8 @@ func (s *Server) isReplica() bool { return s.replica.active.Load() }
 // EVAL and EVALSHA run, as on Redis 7 (where they are not write
 // commands): a script's writes fail instead (luaVM.call).
 func (s *Server) replicaRefusal(cmd *command.Command, args [][]byte) string {
-	if cmd.Flags&command.FlagLoading == 0 && (s.persist.Loading() || s.replica.loading.Load()) {
+	if cmd.Flags&command.FlagLoading == 0 && (s.persist.Loading() || s.replica.loading.Load()) ||
+		(cmd.Name == "replicaof" || cmd.Name == "slaveof") && s.persist.LoadingAtStart() { // as Redis's
 		return errLoading
 	}
 	if !s.replica.active.Load() {

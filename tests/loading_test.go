@@ -94,6 +94,7 @@ func testLoadingReplies(t *testing.T, flags ...string) {
 	want := int64(keys + 1)
 	var refused, infoLoading int
 	setDone := false // a SET answered OK
+	replicaOfRefused := 0
 	for {
 		r := c.Do("DBSIZE")
 		if r.Kind != KindError {
@@ -111,6 +112,11 @@ func testLoadingReplies(t *testing.T, flags ...string) {
 			t.Fatalf("SET while loading: %s", r)
 		case r.Kind != KindError:
 			setDone = true // the load ended in between
+		}
+		if r := c.Do("REPLICAOF", "NO", "ONE"); r.Str == errLoading { // no loading flag, as Redis's
+			replicaOfRefused++
+		} else if r.Str != "OK" {
+			t.Fatalf("REPLICAOF NO ONE while loading: %s", r)
 		}
 		info := infoFields(c.Do("INFO", "persistence"))
 		if info["loading"] != "1" {
@@ -130,8 +136,8 @@ func testLoadingReplies(t *testing.T, flags ...string) {
 		}
 	}
 	t.Logf("%d commands refused with LOADING, %d INFO replies with loading:1", refused, infoLoading)
-	if refused == 0 || infoLoading == 0 {
-		t.Fatalf("the first connection saw no loading (refused %d, INFO loading:1 %d): the server listened only after loading", refused, infoLoading)
+	if refused == 0 || infoLoading == 0 || replicaOfRefused == 0 {
+		t.Fatalf("the first connection saw no loading (refused %d, INFO loading:1 %d, REPLICAOF refused %d)", refused, infoLoading, replicaOfRefused)
 	}
 	if r := c.Do("GET", "marker"); r.Str != "m" && !setDone {
 		t.Fatalf("GET marker after loading: %s: a SET refused with LOADING was applied", r)
