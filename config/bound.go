@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dfly/dfly/notify"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/types/hash"
 	"github.com/dfly/dfly/types/list"
@@ -65,6 +66,16 @@ var bindings = map[string]binding{
 	"latency-monitor-threshold":  atomicField(func(c *Config) *atomic64 { return &c.LatencyThreshold }),
 	"latency-tracking": {get: func(c *Config) string { return YesNo(c.LatencyTracking.Load()) },
 		set: func(c *Config, v string) error { c.LatencyTracking.Store(v == "yes"); return nil }},
+	// notify-keyspace-events: parsed from the letters given, not the form
+	// shown, which hides n behind A (notify.Class.String).
+	"notify-keyspace-events": {get: func(c *Config) string { return c.Events.Classes().String() },
+		set: func(c *Config, v string) error {
+			classes, err := notify.Parse(v)
+			if err == nil {
+				c.Events.SetClasses(classes)
+			}
+			return err
+		}},
 	"busy-reply-threshold": atomicField(func(c *Config) *atomic64 { return &c.BusyReplyThreshold }),
 	"save": {
 		check: func(v string) (string, error) {
@@ -89,7 +100,6 @@ var bindings = map[string]binding{
 	"repl-backlog-size": clampInt(16<<10, math.MaxInt64),
 
 	// Syntaxes of their own, values only stored.
-	"notify-keyspace-events":            {check: checkKeyspaceEvents},
 	"latency-tracking-info-percentiles": {check: checkPercentiles},
 	"oom-score-adj-values":              {check: checkOOMScoreAdj},
 	"proc-title-template":               {check: checkProcTitle},
@@ -171,46 +181,6 @@ func threshold(load func() int64, store func(int64)) binding {
 			store(n)
 			return err
 		}}
-}
-
-// checkKeyspaceEvents reads notify-keyspace-events' classes and shows them
-// in Redis's order, "A" for all of g$lshzxetd.
-func checkKeyspaceEvents(v string) (string, error) {
-	const classes = "g$lshzxetdn"
-	var on [128]bool
-	for i := 0; i < len(v); i++ {
-		ch := v[i]
-		switch {
-		case ch == 'A':
-			for _, k := range "g$lshzxetd" {
-				on[k] = true
-			}
-		case ch < 128 && strings.IndexByte(classes+"KEm", ch) >= 0:
-			on[ch] = true
-		default:
-			return "", errors.New("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
-		}
-	}
-	var b strings.Builder
-	all := true
-	for _, k := range "g$lshzxetd" {
-		all = all && on[k]
-	}
-	if all {
-		b.WriteByte('A')
-	} else {
-		for i := 0; i < len(classes); i++ {
-			if on[classes[i]] {
-				b.WriteByte(classes[i])
-			}
-		}
-	}
-	for _, k := range "KEm" {
-		if on[k] {
-			b.WriteRune(k)
-		}
-	}
-	return b.String(), nil
 }
 
 // checkPercentiles reads latency-tracking-info-percentiles: numbers

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/glob"
+	"github.com/dfly/dfly/notify"
 )
 
 // Config is the server's configuration: flags at start, CONFIG SET later.
@@ -84,6 +85,9 @@ type Config struct {
 	// BusyReplyThreshold (lua-time-limit), in ms: past it a running
 	// script is busy (BUSY replies, SCRIPT KILL); read without mu.
 	BusyReplyThreshold atomic.Int64
+	// Events publishes keyspace notifications (notify-keyspace-events),
+	// read on every write without mu; the server sets its Publish.
+	Events notify.Notifier
 	// Limits: client-output-buffer-limit, client-query-buffer-limit
 	// (clientbuf.go), read without mu.
 	Limits ClientLimits

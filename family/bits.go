@@ -5,6 +5,7 @@ import (
 
 	"bytes"
 
+	"github.com/dfly/dfly/notify"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/types/bitmap"
@@ -48,6 +49,7 @@ func cmdSetBit(x *command.Exec) {
 	if v == nil {
 		val, old := bitmap.SetBit(nil, off, on)
 		x.DB.Insert(x.Args[1], rawString(val))
+		x.DB.Notify(notify.String, "setbit", x.Args[1])
 		x.W.Int(int64(old))
 		return
 	}
@@ -65,6 +67,7 @@ func cmdSetBit(x *command.Exec) {
 	newStr, old = bitmap.SetBit(p.Str(), off, on)
 	p.SetStr(newStr)
 	p.SetEncoding(shard.EncRaw)
+	x.DB.Notify(notify.String, "setbit", x.Args[1])
 	x.W.Int(int64(old))
 }
 
@@ -150,6 +153,7 @@ func cmdBitfield(x *command.Exec, readOnly bool) {
 		var val []byte
 		val, results = prog.Exec(nil, nil)
 		x.DB.Insert(x.Args[1], rawString(val))
+		x.DB.Notify(notify.String, "setbit", x.Args[1])
 	default:
 		// Redis 7.0 signals the key changed (WATCH, tracking) only when
 		// its bytes did: the string grew, or a SET or INCRBY (not refused
@@ -166,6 +170,7 @@ func cmdBitfield(x *command.Exec, readOnly bool) {
 		})
 		if changed {
 			x.DB.Touch(x.Args[1])
+			x.DB.Notify(notify.String, "setbit", x.Args[1])
 		}
 	}
 	x.W.Array(len(results))
@@ -184,10 +189,12 @@ func bitOpStore(db *shard.DB, dest []byte, op bitmap.Op, srcs [][]byte) int {
 	if len(res) == 0 {
 		if it, _ := db.Find(dest); it.Valid() {
 			db.Delete(it)
+			db.Notify(notify.Generic, "del", dest)
 		}
 		return 0
 	}
 	db.Set(dest, rawString(res), false)
+	db.Notify(notify.String, "set", dest)
 	return len(res)
 }
 
@@ -295,6 +302,7 @@ func cmdSetRange(x *command.Exec) {
 			return
 		}
 		x.DB.Insert(x.Args[1], rawString(res))
+		x.DB.Notify(notify.String, "setrange", x.Args[1])
 		x.W.Int(int64(len(res)))
 		return
 	}
@@ -311,6 +319,7 @@ func cmdSetRange(x *command.Exec) {
 	newStr, _ = bitmap.SetRange(p.Str(), off, val)
 	p.SetStr(newStr)
 	p.SetEncoding(shard.EncRaw)
+	x.DB.Notify(notify.String, "setrange", x.Args[1])
 	x.W.Int(int64(len(p.Str())))
 }
 

@@ -21,6 +21,10 @@
 //     transaction.
 //   - A blocking command registers its waits in the same locked step as
 //     its failed attempt (command.BlockSpec), so no write slips between.
+//   - A command that changes a key publishes Redis 7.0's keyspace event
+//     for it (DB.Notify: notify.Class and the event's name) right after
+//     the change, on the key's shard, in Redis's order (LMOVE: the push,
+//     then the pop); "new" and "expired" are the shard's.
 //   - A command that stores a computed result (SORT ... STORE,
 //     GEOSEARCHSTORE, ... STOREDIST) journals the result, not the
 //     computation (Propagate), so every replica stores the same bytes.

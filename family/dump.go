@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/notify"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/types/num"
@@ -114,9 +115,13 @@ func cmdRestore(x *command.Exec) {
 		// Already expired: the old key (if replaced) goes, nothing is added.
 		if old != nil {
 			x.DB.Delete(it)
+			x.DB.Notify(notify.Generic, "del", key)
 		}
 		x.W.SimpleString("OK")
 		return
+	}
+	if old != nil {
+		x.DB.Notify(notify.New, "new", key) // Redis deletes and adds it
 	}
 	x.DB.Set(key, v, false)
 	it, p := x.DB.Find(key)
@@ -130,5 +135,6 @@ func cmdRestore(x *command.Exec) {
 			p.Access = 0
 		}
 	}
+	x.DB.Notify(notify.Generic, "restore", key)
 	x.W.SimpleString("OK")
 }

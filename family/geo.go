@@ -72,6 +72,14 @@ const (
 	geoStoreDst                      // GEOSEARCHSTORE dst src
 )
 
+// geoStoreEvent is a storing search's keyspace event.
+func geoStoreEvent(k geoKind) string {
+	if k&geoSearchCmd != 0 {
+		return "geosearchstore"
+	}
+	return "georadiusstore"
+}
+
 // base is the index of the first optional argument.
 func (k geoKind) base() int {
 	switch {
@@ -601,7 +609,7 @@ func geoSearchOne(x *command.Exec, k geoKind) {
 		if q.storeDist {
 			propagateStored(x.Propagate, q.store, z)
 		}
-		x.W.Int(int64(zstore(x.DB, q.store, z)))
+		x.W.Int(int64(zstore(x.DB, q.store, z, geoStoreEvent(k))))
 	default:
 		q.write(x.W, pts)
 	}
@@ -638,7 +646,7 @@ func geoSearchMulti(x *command.Coord, k geoKind) {
 		if q.storeDist {
 			propagateStored(x.Propagate, q.store, z)
 		}
-		t.Run(x.ShardOf(q.store), func(s *shard.Shard) { n = zstore(s.DBs[x.DB], q.store, z) })
+		t.Run(x.ShardOf(q.store), func(s *shard.Shard) { n = zstore(s.DBs[x.DB], q.store, z, geoStoreEvent(k)) })
 		x.W.Int(int64(n))
 	default:
 		q.write(x.W, pts)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dfly/dfly/glob"
+	"github.com/dfly/dfly/notify"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/types/hash"
@@ -78,6 +79,7 @@ func hsetGeneric(x *command.Exec, hmset bool) {
 			added++
 		}
 	}
+	x.DB.Notify(notify.Hash, "hset", x.Args[1])
 	if hmset {
 		x.W.SimpleString("OK")
 	} else {
@@ -96,6 +98,7 @@ func cmdHSetNX(x *command.Exec) {
 	}
 	_, h, _ = hashForWrite(x, x.Args[1])
 	h.Set(x.Args[2], x.Args[3])
+	x.DB.Notify(notify.Hash, "hset", x.Args[1])
 	x.W.Int(1)
 }
 
@@ -161,8 +164,12 @@ func cmdHDel(x *command.Exec) {
 			n++
 		}
 	}
+	if n > 0 {
+		x.DB.Notify(notify.Hash, "hdel", x.Args[1])
+	}
 	if h.Len() == 0 {
 		x.DB.Delete(it)
+		x.DB.Notify(notify.Generic, "del", x.Args[1])
 	}
 	x.W.Int(int64(n))
 }
@@ -259,6 +266,7 @@ func cmdHIncrBy(x *command.Exec) {
 	_, h, _ = hashForWrite(x, x.Args[1])
 	var buf [24]byte
 	h.Set(x.Args[2], strconv.AppendInt(buf[:0], n, 10))
+	x.DB.Notify(notify.Hash, "hincrby", x.Args[1])
 	x.W.Int(n)
 }
 
@@ -293,6 +301,7 @@ func cmdHIncrByFloat(x *command.Exec) {
 	s := num.AppendFloatIncr(nil, res)
 	_, h, _ = hashForWrite(x, x.Args[1])
 	h.Set(x.Args[2], s)
+	x.DB.Notify(notify.Hash, "hincrbyfloat", x.Args[1])
 	x.W.Bulk(s)
 }
 

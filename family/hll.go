@@ -5,6 +5,7 @@ import (
 
 	"strings"
 
+	"github.com/dfly/dfly/notify"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/types/hll"
@@ -137,6 +138,7 @@ func cmdPFAdd(x *command.Exec) {
 		// Like Redis, a created key counts as an update: stale cache.
 		b[15] |= 0x80
 		x.DB.Insert(key, rawString(b))
+		x.DB.Notify(notify.String, "pfadd", key)
 		x.W.Int(1)
 		return
 	}
@@ -156,6 +158,7 @@ func cmdPFAdd(x *command.Exec) {
 		return
 	}
 	if updated {
+		x.DB.Notify(notify.String, "pfadd", key)
 		x.W.Int(1)
 	} else {
 		x.W.Int(0)
@@ -274,6 +277,7 @@ func pfStore(db *shard.DB, key []byte, r *hll.RawRegisters, dense bool) string {
 			return string(hll.ErrInvalid)
 		}
 		db.Insert(key, rawString(b))
+		db.Notify(notify.String, "pfadd", key)
 		return ""
 	}
 	p := db.Mutate(it)
@@ -283,6 +287,7 @@ func pfStore(db *shard.DB, key []byte, r *hll.RawRegisters, dense bool) string {
 	}
 	p.SetStr(b)
 	p.SetEncoding(shard.EncRaw)
+	db.Notify(notify.String, "pfadd", key)
 	return ""
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/dfly/dfly/glob"
+	"github.com/dfly/dfly/notify"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/types/num"
 )
@@ -49,14 +50,13 @@ func keyCommands() []*command.Command {
 
 // delOn deletes key from db, reporting whether it was there (an
 // offloaded value is not read to be deleted).
-// delOn deletes key from db, reporting whether it was there (an
-// offloaded value is not read to be deleted).
 func delOn(db *shard.DB, key []byte) bool {
 	it, _ := db.FindMeta(key) // an offloaded value is not read to be deleted
 	if !it.Valid() {
 		return false
 	}
 	db.Delete(it)
+	db.Notify(notify.Generic, "del", key)
 	return true
 }
 
@@ -260,7 +260,12 @@ func takeValue(db *shard.DB, key []byte, remove bool) moved {
 	return m
 }
 
+// putValue stores m under key. A key replaced notifies "new" all the same:
+// Redis deletes it and adds the key again.
 func putValue(db *shard.DB, key []byte, m moved) {
+	if it, _ := db.FindMeta(key); it.Valid() {
+		db.Notify(notify.New, "new", key)
+	}
 	it := db.Set(key, m.v, false)
 	if m.expireAt != 0 {
 		db.SetExpire(it, m.expireAt)
@@ -288,6 +293,7 @@ func renameOne(x *command.Exec, nx bool) {
 		}
 	}
 	putValue(x.DB, dst, takeValue(x.DB, src, true))
+	renamed(x.DB, src, dst)
 	if nx {
 		x.W.Int(1)
 	} else {
@@ -321,12 +327,21 @@ func renameMulti(x *command.Coord, nx bool) {
 	}
 	var m moved
 	t.Run(ss, func(s *shard.Shard) { m = takeValue(s.DBs[x.DB], src, true) })
-	t.Run(ds, func(s *shard.Shard) { putValue(s.DBs[x.DB], dst, m) })
+	t.Run(ds, func(s *shard.Shard) {
+		putValue(s.DBs[x.DB], dst, m)
+		renamed(s.DBs[x.DB], src, dst) // src is locked: its events stay in order
+	})
 	if nx {
 		x.W.Int(1)
 	} else {
 		x.W.SimpleString("OK")
 	}
+}
+
+// renamed notifies a rename's events, as Redis after both keys changed.
+func renamed(db *shard.DB, src, dst []byte) {
+	db.Notify(notify.Generic, "rename_from", src)
+	db.Notify(notify.Generic, "rename_to", dst)
 }
 
 type copyOpts struct {
@@ -375,6 +390,7 @@ func cmdCopyOne(x *command.Exec) {
 		return
 	}
 	putValue(dstDB, x.Args[2], takeValue(x.DB, x.Args[1], false))
+	dstDB.Notify(notify.Generic, "copy_to", x.Args[2])
 	x.W.Int(1)
 }
 
@@ -404,6 +420,7 @@ func cmdCopyMulti(x *command.Coord) {
 			return
 		}
 		putValue(db, dst, m)
+		db.Notify(notify.Generic, "copy_to", dst)
 		done = true
 	})
 	if done {
@@ -433,6 +450,8 @@ func cmdMove(x *command.Exec) {
 		return
 	}
 	putValue(dst, x.Args[1], takeValue(x.DB, x.Args[1], true))
+	x.DB.Notify(notify.Generic, "move_from", x.Args[1])
+	dst.Notify(notify.Generic, "move_to", x.Args[1])
 	x.W.Int(1)
 }
 
@@ -564,11 +583,13 @@ func expireGeneric(x *command.Exec, unit int64, abs bool, name string) {
 	}
 	if x.ExpiredAt(at) { // issue 8: not on a replica
 		x.DB.Delete(it)
+		x.DB.Notify(notify.Generic, "del", x.Args[1])
 		x.W.Int(1)
 		return
 	}
 	x.DB.MutateMeta(it)
 	x.DB.SetExpire(it, at)
+	x.DB.Notify(notify.Generic, "expire", x.Args[1])
 	x.W.Int(1)
 }
 
@@ -606,5 +627,6 @@ func cmdPersist(x *command.Exec) {
 	}
 	x.DB.MutateMeta(it)
 	x.DB.Persist(it)
+	x.DB.Notify(notify.Generic, "persist", x.Args[1])
 	x.W.Int(1)
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/dfly/dfly/notify"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/types/list"
@@ -79,7 +80,26 @@ func listPush(db *shard.DB, key []byte, left, onlyExisting bool, vals ...[]byte)
 			l.PushRight(e)
 		}
 	}
+	if len(vals) > 0 {
+		db.Notify(notify.List, endEvent("lpush", "rpush", left), key)
+	}
 	return l.Len()
+}
+
+// endEvent is one of a command's two events: the first when first.
+func endEvent(first, second string, isFirst bool) string {
+	if isFirst {
+		return first
+	}
+	return second
+}
+
+// popped notifies a pop from key and, when it emptied it, its deletion.
+func popped(db *shard.DB, key []byte, left, emptied bool) {
+	db.Notify(notify.List, endEvent("lpop", "rpop", left), key)
+	if emptied {
+		db.Notify(notify.Generic, "del", key)
+	}
 }
 
 // listPop pops up to count elements from the head (left) or tail of key,
@@ -88,12 +108,22 @@ func listPush(db *shard.DB, key []byte, left, onlyExisting bool, vals ...[]byte)
 // commands (BLPOP, BRPOP, BLMPOP, BLMOVE) to serve a woken client on the
 // key's shard.
 func listPop(db *shard.DB, key []byte, left bool, count int) [][]byte {
+	out, emptied := listPopQuiet(db, key, left, count)
+	if out != nil {
+		popped(db, key, left, emptied)
+	}
+	return out
+}
+
+// listPopQuiet is listPop without the events (LMOVE's come after the
+// push's); emptied: it deleted the key.
+func listPopQuiet(db *shard.DB, key []byte, left bool, count int) (out [][]byte, emptied bool) {
 	it, v := db.Find(key)
 	if v == nil || v.Type != shard.TypeList || count <= 0 {
-		return nil
+		return nil, false
 	}
 	l := mutableList(db, it)
-	out := make([][]byte, 0, min(count, l.Len()))
+	out = make([][]byte, 0, min(count, l.Len()))
 	for len(out) < count {
 		var e []byte
 		var ok bool
@@ -110,12 +140,13 @@ func listPop(db *shard.DB, key []byte, left bool, count int) [][]byte {
 	if l.Len() == 0 {
 		db.Delete(it)
 	}
-	return out
+	return out, l.Len() == 0
 }
 
 // listMove is LMOVE on one shard (BLMOVE's wake-up uses it too): it pops
 // from src and pushes onto dst, both already checked to be lists or absent.
-// It returns the moved element, nil when src is empty.
+// It returns the moved element, nil when src is empty. Its events are
+// Redis's: the push onto dst, then the pop from src (and its deletion).
 func listMove(db *shard.DB, src, dst []byte, fromLeft, toLeft bool) []byte {
 	if bytes.Equal(src, dst) {
 		// Rotating a one-element list in place: Redis pushes before it
@@ -125,15 +156,18 @@ func listMove(db *shard.DB, src, dst []byte, fromLeft, toLeft bool) []byte {
 			if l := mutableList(db, it); l.Len() == 1 {
 				var e []byte
 				l.Range(0, 0, func(b []byte) bool { e = bytes.Clone(b); return false })
+				db.Notify(notify.List, endEvent("lpush", "rpush", toLeft), dst)
+				popped(db, src, fromLeft, false)
 				return e
 			}
 		}
 	}
-	out := listPop(db, src, fromLeft, 1)
+	out, emptied := listPopQuiet(db, src, fromLeft, 1)
 	if len(out) == 0 {
 		return nil
 	}
 	listPush(db, dst, toLeft, false, out[0])
+	popped(db, src, fromLeft, emptied)
 	return out[0]
 }
 
@@ -304,6 +338,7 @@ func cmdLSet(x *command.Exec) {
 		return
 	}
 	mutableList(x.DB, it).Set(int(i), x.Args[3])
+	x.DB.Notify(notify.List, "lset", x.Args[1])
 	x.W.SimpleString("OK")
 }
 
@@ -333,6 +368,7 @@ func cmdLInsert(x *command.Exec) {
 		return
 	}
 	x.W.Int(int64(mutableList(x.DB, it).Insert(x.Args[3], x.Args[4], after)))
+	x.DB.Notify(notify.List, "linsert", x.Args[1])
 }
 
 func cmdLRem(x *command.Exec) {
@@ -350,8 +386,10 @@ func cmdLRem(x *command.Exec) {
 	}
 	count := int(max(min(r[0], math.MaxInt32), -math.MaxInt32))
 	n := mutableList(x.DB, it).Remove(count, x.Args[3])
+	x.DB.Notify(notify.List, "lrem", x.Args[1])
 	if l.Len() == 0 {
 		x.DB.Delete(it)
+		x.DB.Notify(notify.Generic, "del", x.Args[1])
 	}
 	x.W.Int(int64(n))
 }
@@ -373,6 +411,8 @@ func cmdLTrim(x *command.Exec) {
 	start, stop, keep := clampRange(r[0], r[1], n)
 	if !keep {
 		x.DB.Delete(it)
+		x.DB.Notify(notify.List, "ltrim", x.Args[1])
+		x.DB.Notify(notify.Generic, "del", x.Args[1])
 		x.W.SimpleString("OK")
 		return
 	}
@@ -383,6 +423,7 @@ func cmdLTrim(x *command.Exec) {
 	} else {
 		x.DB.Touch(x.Args[1]) // Redis signals LTRIM's key even when it kept all
 	}
+	x.DB.Notify(notify.List, "ltrim", x.Args[1])
 	x.W.SimpleString("OK")
 }
 
@@ -591,8 +632,12 @@ func multiLMove(x *command.Coord) {
 		return
 	}
 	var out [][]byte
-	t.Run(ss, func(s *shard.Shard) { out = listPop(s.DBs[x.DB], src, fromLeft, 1) })
-	t.Run(ds, func(s *shard.Shard) { listPush(s.DBs[x.DB], dst, toLeft, false, out[0]) })
+	var emptied bool
+	t.Run(ss, func(s *shard.Shard) { out, emptied = listPopQuiet(s.DBs[x.DB], src, fromLeft, 1) })
+	t.Run(ds, func(s *shard.Shard) {
+		listPush(s.DBs[x.DB], dst, toLeft, false, out[0])
+		popped(s.DBs[x.DB], src, fromLeft, emptied) // src is locked: its events stay in order
+	})
 	x.W.Bulk(out[0])
 }
 

@@ -171,8 +171,12 @@ func blmove(x *command.Coord, timeout time.Duration, fromLeft, toLeft bool) {
 				// test).
 				t.Run(ss, func(s *shard.Shard) { out = [][]byte{listMove(s.DBs[x.DB], src, dst, fromLeft, toLeft)} })
 			} else {
-				t.Run(ss, func(s *shard.Shard) { out = listPop(s.DBs[x.DB], src, fromLeft, 1) })
-				t.Run(ds, func(s *shard.Shard) { listPush(s.DBs[x.DB], dst, toLeft, false, out[0]) })
+				var emptied bool
+				t.Run(ss, func(s *shard.Shard) { out, emptied = listPopQuiet(s.DBs[x.DB], src, fromLeft, 1) })
+				t.Run(ds, func(s *shard.Shard) {
+					listPush(s.DBs[x.DB], dst, toLeft, false, out[0])
+					popped(s.DBs[x.DB], src, fromLeft, emptied)
+				})
 			}
 			x.W.Bulk(out[0])
 			return true

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/dfly/dfly/glob"
+	"github.com/dfly/dfly/notify"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/types/num"
@@ -78,6 +79,9 @@ func cmdSAdd(x *command.Exec) {
 			n++
 		}
 	}
+	if n > 0 {
+		x.DB.Notify(notify.Set, "sadd", x.Args[1])
+	}
 	x.W.Int(int64(n))
 }
 
@@ -97,8 +101,10 @@ func cmdSRem(x *command.Exec) {
 			n++
 		}
 	}
+	x.DB.Notify(notify.Set, "srem", x.Args[1])
 	if s.Len() == 0 {
 		x.DB.Delete(it)
+		x.DB.Notify(notify.Generic, "del", x.Args[1])
 	}
 	x.W.Int(int64(n))
 }
@@ -269,8 +275,10 @@ func cmdSPop(x *command.Exec) {
 		}
 		s = command.Mutable[*set.Set](x.DB, it)
 		m := s.Pop(nil, rand.Uint64())
+		x.DB.Notify(notify.Set, "spop", x.Args[1])
 		if s.Len() == 0 {
 			x.DB.Delete(it)
+			x.DB.Notify(notify.Generic, "del", x.Args[1])
 		}
 		x.W.Bulk(m)
 		return
@@ -291,6 +299,8 @@ func cmdSPop(x *command.Exec) {
 	if n >= int64(s.Len()) {
 		writeMembers(x.W, s)
 		x.DB.Delete(it)
+		x.DB.Notify(notify.Set, "spop", x.Args[1])
+		x.DB.Notify(notify.Generic, "del", x.Args[1])
 		return
 	}
 	picked := pickDistinct(s, int(n))
@@ -300,6 +310,7 @@ func cmdSPop(x *command.Exec) {
 		s.Remove(m)
 		x.W.Bulk(m)
 	}
+	x.DB.Notify(notify.Set, "spop", x.Args[1])
 }
 
 func cmdSScan(x *command.Exec) {
@@ -340,9 +351,12 @@ func setAddTo(db *shard.DB, key, member []byte) {
 		s := set.New()
 		s.Add(member)
 		db.Insert(key, shard.ObjectValue(shard.TypeSet, s))
+		db.Notify(notify.Set, "sadd", key)
 		return
 	}
-	command.Mutable[*set.Set](db, it).Add(member)
+	if command.Mutable[*set.Set](db, it).Add(member) {
+		db.Notify(notify.Set, "sadd", key)
+	}
 }
 
 // setRemoveFrom removes member from the set at key (deleting an emptied
@@ -354,8 +368,10 @@ func setRemoveFrom(db *shard.DB, key, member []byte) bool {
 	}
 	s := command.Mutable[*set.Set](db, it)
 	s.Remove(member)
+	db.Notify(notify.Set, "srem", key)
 	if s.Len() == 0 {
 		db.Delete(it)
+		db.Notify(notify.Generic, "del", key)
 	}
 	return true
 }
@@ -487,15 +503,20 @@ func setAlgebra(op setOp, sets []*set.Set, limit int) *set.Set {
 	return res
 }
 
+// storeEvents are the STORE forms' events, by op.
+var storeEvents = [...]string{opInter: "sinterstore", opUnion: "sunionstore", opDiff: "sdiffstore"}
+
 // storeSet replaces key with s, or deletes it when s is empty.
-func storeSet(db *shard.DB, key []byte, s *set.Set) {
+func storeSet(db *shard.DB, key []byte, s *set.Set, op setOp) {
 	if s.Len() == 0 {
 		if it, _ := db.Find(key); it.Valid() {
 			db.Delete(it)
+			db.Notify(notify.Generic, "del", key)
 		}
 		return
 	}
 	db.Set(key, shard.ObjectValue(shard.TypeSet, s), false)
+	db.Notify(notify.Set, storeEvents[op], key)
 }
 
 func setAlgebraOne(x *command.Exec, op setOp, store bool) {
@@ -511,7 +532,7 @@ func setAlgebraOne(x *command.Exec, op setOp, store bool) {
 	}
 	res := setAlgebra(op, sets[first:], 0)
 	if store {
-		storeSet(x.DB, x.Args[1], res)
+		storeSet(x.DB, x.Args[1], res, op)
 		x.W.Int(int64(res.Len()))
 		return
 	}
@@ -560,7 +581,7 @@ func setAlgebraMulti(x *command.Coord, op setOp, store bool) {
 	n := res.Len()
 	t.Finish(func(s *shard.Shard) {
 		if s.ID == dstShard {
-			storeSet(s.DBs[x.DB], x.Args[1], res)
+			storeSet(s.DBs[x.DB], x.Args[1], res, op)
 		}
 	})
 	x.W.Int(int64(n))

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"math"
 
+	"github.com/dfly/dfly/notify"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/types/num"
@@ -340,7 +341,10 @@ func cmdXAdd(x *command.Exec) {
 	}
 	s.Append(id, x.Args[fieldPos:])
 	writeID(x.W, id)
-	s.Trim(a.trim)
+	x.DB.Notify(notify.Stream, "xadd", key)
+	if s.Trim(a.trim) > 0 {
+		x.DB.Notify(notify.Stream, "xtrim", key)
+	}
 	streamAppended(x.DB, key)
 }
 
@@ -431,6 +435,9 @@ func cmdXDel(x *command.Exec) {
 			deleted++
 		}
 	}
+	if deleted > 0 {
+		x.DB.Notify(notify.Stream, "xdel", x.Args[1])
+	}
 	x.W.Int(int64(deleted))
 }
 
@@ -448,7 +455,11 @@ func cmdXTrim(x *command.Exec) {
 		x.W.Int(0) // nothing to trim: no write (WATCH holds, as in Redis)
 		return
 	}
-	x.W.Int(mutableStream(x.DB, it).Trim(a.trim))
+	n := mutableStream(x.DB, it).Trim(a.trim)
+	if n > 0 {
+		x.DB.Notify(notify.Stream, "xtrim", x.Args[1])
+	}
+	x.W.Int(n)
 }
 
 func cmdXSetID(x *command.Exec) {
@@ -520,6 +531,7 @@ func cmdXSetID(x *command.Exec) {
 	if !maxDeleted.IsZero() {
 		s.MaxDeletedID = maxDeleted
 	}
+	x.DB.Notify(notify.Stream, "xsetid", x.Args[1])
 	x.W.SimpleString("OK")
 }
 
@@ -635,6 +647,7 @@ func cmdXGroup(x *command.Exec) {
 		default:
 			mutableStream(x.DB, it).CreateGroup(name, id, entriesRead)
 		}
+		x.DB.Notify(notify.Stream, "xgroup-create", key)
 		x.W.SimpleString("OK")
 	case "setid":
 		if len(x.Args) != 5 && len(x.Args) != 7 {
@@ -650,6 +663,7 @@ func cmdXGroup(x *command.Exec) {
 		}
 		g = mutableStream(x.DB, it).Group(name)
 		g.LastID, g.EntriesRead = id, entriesRead
+		x.DB.Notify(notify.Stream, "xgroup-setid", key)
 		x.W.SimpleString("OK")
 	case "destroy":
 		if g == nil {
@@ -657,6 +671,7 @@ func cmdXGroup(x *command.Exec) {
 			return
 		}
 		mutableStream(x.DB, it).DestroyGroup(name)
+		x.DB.Notify(notify.Stream, "xgroup-destroy", key)
 		x.W.Int(1)
 	case "createconsumer":
 		if g.Consumer(x.Args[4]) != nil {
@@ -664,6 +679,7 @@ func cmdXGroup(x *command.Exec) {
 			return
 		}
 		mutableStream(x.DB, it).Group(name).CreateConsumer(x.Args[4], x.Now())
+		x.DB.Notify(notify.Stream, "xgroup-createconsumer", key)
 		x.W.Int(1)
 	case "delconsumer":
 		if g.Consumer(x.Args[4]) == nil {
@@ -671,6 +687,7 @@ func cmdXGroup(x *command.Exec) {
 			return
 		}
 		n, _ := mutableStream(x.DB, it).Group(name).DeleteConsumer(x.Args[4])
+		x.DB.Notify(notify.Stream, "xgroup-delconsumer", key)
 		x.W.Int(int64(n))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/dfly/dfly/notify"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/types/num"
 )
@@ -180,22 +181,31 @@ func setGeneric(x *command.Exec, key, val []byte, o setOpts) {
 		reply = func() {}
 	}
 	if o.expireAt != 0 && x.ExpiredAt(o.expireAt) { // issue 8: not on a replica
-		// An absolute time in the past: the key ends up deleted.
+		// An absolute time in the past: the key ends up deleted. Redis
+		// stores it and expires it on the next look: its events.
 		if old != nil {
 			x.DB.Delete(it)
+		} else {
+			x.DB.Notify(notify.New, "new", key)
 		}
+		x.DB.Notify(notify.String, "set", key)
+		x.DB.Notify(notify.Generic, "expire", key)
+		x.DB.Notify(notify.Expired, "expired", key)
 		reply()
 		return
 	}
 	if old != nil && old.Type == shard.TypeString && !old.IsExternal() && !o.keepTTL && !old.HasExpire && o.expireAt == 0 {
 		// Overwrite in place, reusing the buffer when it fits.
 		x.DB.SetBytes(it, val)
+		x.DB.Notify(notify.String, "set", key)
 		reply()
 		return
 	}
 	it = x.DB.Set(key, x.NewString(val), o.keepTTL)
+	x.DB.Notify(notify.String, "set", key)
 	if o.expireAt != 0 {
 		x.DB.SetExpire(it, o.expireAt)
+		x.DB.Notify(notify.Generic, "expire", key)
 	}
 	reply()
 }
@@ -207,6 +217,7 @@ func cmdSetNX(x *command.Exec) {
 		return
 	}
 	x.DB.Insert(x.Args[1], x.DB.NewString(x.Args[2]))
+	x.DB.Notify(notify.String, "set", x.Args[1])
 	x.W.Int(1)
 }
 
@@ -238,6 +249,7 @@ func cmdGetDel(x *command.Exec) {
 	}
 	x.W.Bulk(v.Str())
 	x.DB.Delete(it)
+	x.DB.Notify(notify.Generic, "del", x.Args[1])
 }
 
 func cmdGetEx(x *command.Exec) {
@@ -293,12 +305,15 @@ func cmdGetEx(x *command.Exec) {
 	switch {
 	case at != 0 && x.ExpiredAt(at): // issue 8: not on a replica
 		x.DB.Delete(it)
+		x.DB.Notify(notify.Generic, "del", x.Args[1])
 	case at != 0:
 		x.DB.MutateMeta(it)
 		x.DB.SetExpire(it, at)
+		x.DB.Notify(notify.Generic, "expire", x.Args[1])
 	case persist && v.HasExpire:
 		x.DB.MutateMeta(it)
 		x.DB.Persist(it)
+		x.DB.Notify(notify.Generic, "persist", x.Args[1])
 	}
 }
 
@@ -356,6 +371,7 @@ func msetArity(args [][]byte) bool { return len(args)%2 == 1 }
 func msetOn(db *shard.DB, args [][]byte, pos []int) {
 	for _, i := range pos {
 		db.Set(args[i], db.NewString(args[i+1]), false)
+		db.Notify(notify.String, "set", args[i])
 	}
 }
 
@@ -428,6 +444,7 @@ func cmdAppend(x *command.Exec) {
 	}
 	if v == nil {
 		x.DB.Insert(x.Args[1], shard.NewString(x.Args[2]))
+		x.DB.Notify(notify.String, "append", x.Args[1])
 		x.W.Int(int64(len(x.Args[2])))
 		return
 	}
@@ -438,6 +455,7 @@ func cmdAppend(x *command.Exec) {
 	p := x.DB.Mutate(it)
 	p.SetStr(append(p.Str(), x.Args[2]...))
 	p.SetEncoding(shard.EncRaw)
+	x.DB.Notify(notify.String, "append", x.Args[1])
 	x.W.Int(int64(len(p.Str())))
 }
 
@@ -501,6 +519,7 @@ func incrBy(x *command.Exec, delta int64) {
 		p := x.DB.Mutate(it)
 		p.SetStr(append(p.Str()[:0], s...))
 	}
+	x.DB.Notify(notify.String, "incrby", x.Args[1])
 	x.W.Int(n)
 }
 
@@ -536,5 +555,6 @@ func cmdIncrByFloat(x *command.Exec) {
 		p.SetStr(append(p.Str()[:0], s...))
 		p.SetEncoding(shard.EncNotInt)
 	}
+	x.DB.Notify(notify.String, "incrbyfloat", x.Args[1])
 	x.W.Bulk(s)
 }

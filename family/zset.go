@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/dfly/dfly/glob"
+	"github.com/dfly/dfly/notify"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/types/num"
@@ -117,10 +118,13 @@ func mutableZSet(db *shard.DB, it shard.Iterator) *zset.Set {
 	return command.Mutable[*zset.Set](db, it)
 }
 
-// zdeleteIfEmpty removes the key at it when its set has no members left.
-func zdeleteIfEmpty(db *shard.DB, it shard.Iterator, z *zset.Set) {
+// zremoved notifies event (members left key at it), then removes the key
+// when its set has no members left.
+func zremoved(db *shard.DB, it shard.Iterator, key []byte, z *zset.Set, event string) {
+	db.Notify(notify.ZSet, event, key)
 	if z.Len() == 0 {
 		db.Delete(it)
+		db.Notify(notify.Generic, "del", key)
 	}
 }
 
@@ -282,6 +286,9 @@ func zaddGeneric(x *command.Exec, f zaddFlags, scoreIdx int) {
 	if !run(z, false) {
 		return
 	}
+	if added+updated > 0 {
+		x.DB.Notify(notify.ZSet, endEvent("zincr", "zadd", f.incr), key)
+	}
 reply:
 	if f.incr {
 		if processed > 0 {
@@ -316,7 +323,7 @@ func cmdZRem(x *command.Exec) {
 			n++
 		}
 	}
-	zdeleteIfEmpty(x.DB, it, z)
+	zremoved(x.DB, it, x.Args[1], z, "zrem")
 	x.W.Int(int64(n))
 }
 
@@ -691,15 +698,18 @@ func zrangeCollect(z *zset.Set, sp *zrangeSpec) *zset.Set {
 
 // zstore writes a STORE command's result to dst: the set, or a deletion
 // when it is empty (nil). It returns the reply count.
-func zstore(db *shard.DB, dst []byte, z *zset.Set) int {
+// event is the command's keyspace event.
+func zstore(db *shard.DB, dst []byte, z *zset.Set, event string) int {
 	if z == nil || z.Len() == 0 {
 		if it, _ := db.Find(dst); it.Valid() {
 			db.Delete(it)
+			db.Notify(notify.Generic, "del", dst)
 		}
 		return 0
 	}
 	z.Shrink()
 	db.Set(dst, shard.ObjectValue(shard.TypeZSet, z), false)
+	db.Notify(notify.ZSet, event, dst)
 	return z.Len()
 }
 
@@ -713,7 +723,7 @@ func cmdZRangeStore(x *command.Exec) {
 	if !ok {
 		return
 	}
-	x.W.Int(int64(zstore(x.DB, x.Args[1], zrangeCollect(z, &sp))))
+	x.W.Int(int64(zstore(x.DB, x.Args[1], zrangeCollect(z, &sp), "zrangestore")))
 }
 
 // multiZRangeStore reads the source under a shared lock and writes the
@@ -748,7 +758,7 @@ func multiZRangeStore(x *command.Coord) {
 		return
 	}
 	n := 0
-	t.Run(ds, func(s *shard.Shard) { n = zstore(s.DBs[x.DB], dst, out) })
+	t.Run(ds, func(s *shard.Shard) { n = zstore(s.DBs[x.DB], dst, out, "zrangestore") })
 	x.W.Int(int64(n))
 }
 
@@ -787,6 +797,9 @@ func cmdZLexCount(x *command.Exec) {
 	a, b := z.LexSpan(r, false)
 	x.W.Int(int64(b - a))
 }
+
+// zremrangeEvents are ZREMRANGEBY*'s keyspace events.
+var zremrangeEvents = [...]string{zrRank: "zremrangebyrank", zrScore: "zremrangebyscore", zrLex: "zremrangebylex"}
 
 func zremrangeGeneric(x *command.Exec, kind zrangeKind) {
 	var start, end int64
@@ -846,7 +859,7 @@ func zremrangeGeneric(x *command.Exec, kind zrangeKind) {
 	}
 	z = mutableZSet(x.DB, it)
 	n := z.RemoveRange(a, b-1)
-	zdeleteIfEmpty(x.DB, it, z)
+	zremoved(x.DB, it, x.Args[1], z, zremrangeEvents[kind])
 	x.W.Int(int64(n))
 }
 
@@ -880,7 +893,7 @@ func zsetPop(db *shard.DB, key []byte, max bool, count int) []ZItem {
 		out = append(out, ZItem{Member: strings.Clone(m), Score: s})
 		z.RemoveRange(r, r)
 	}
-	zdeleteIfEmpty(db, it, z)
+	zremoved(db, it, key, z, endEvent("zpopmax", "zpopmin", max))
 	return out
 }
 
@@ -1491,7 +1504,7 @@ func zsetAlgebraOne(x *command.Exec, op zsetOp, store bool) {
 	}
 	out, card := zalgebra(op, srcs, o)
 	if store {
-		x.W.Int(int64(zstore(x.DB, a.dest, out)))
+		x.W.Int(int64(zstore(x.DB, a.dest, out, op.name(true))))
 		return
 	}
 	writeZAlgebra(x.W, op, out, card, o)
@@ -1543,6 +1556,6 @@ func zsetAlgebraMulti(x *command.Coord, op zsetOp, store bool) {
 		return
 	}
 	n := 0
-	t.Run(x.ShardOf(a.dest), func(s *shard.Shard) { n = zstore(s.DBs[x.DB], a.dest, out) })
+	t.Run(x.ShardOf(a.dest), func(s *shard.Shard) { n = zstore(s.DBs[x.DB], a.dest, out, op.name(true)) })
 	x.W.Int(int64(n))
 }

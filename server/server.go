@@ -139,6 +139,7 @@ func New(cfg *config.Config, log *Logger) *Server {
 	s := &Server{cfg: cfg, log: log, table: command.NewTable(), conns: make(map[int64]*Conn),
 		ready: make(chan struct{}), done: make(chan struct{}), start: time.Now(), pubsub: newPubsub()}
 	s.acl = acl.New(s.table, cfg.Requirepass)
+	cfg.Events.Publish = func(ch, msg []byte) { s.pubsub.publish(ch, msg, subChannel) }
 	var id [20]byte
 	_, _ = rand.Read(id[:])
 	s.runID = hex.EncodeToString(id[:])
@@ -150,6 +151,7 @@ func New(cfg *config.Config, log *Logger) *Server {
 		s.shards[i] = shard.New(i, cfg.Databases)
 		s.shards[i].ExpiryHorizon = s.scriptsStart
 		s.shards[i].ExpireCycle = s.expireCycle // latency.go
+		s.shards[i].Notify = &cfg.Events
 		s.cmdStats[i].calls = make(map[*command.Command]*cmdCount)
 	}
 	s.setupTiered() // tiered.go

@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/dfly/dfly/dash"
+	"github.com/dfly/dfly/notify"
 )
 
 // DB is one numbered database of a shard: the keyspace table and the expiry
@@ -218,6 +219,9 @@ func (db *DB) Insert(key []byte, v Value) (dash.Iterator, *Value) {
 	s.Stats.Writes++
 	s.signal(db.Index, k)
 	s.touched(db.Index, k)
+	if !s.loading && s.Notify.On(notify.New) {
+		s.Notify.Emit(notify.New, "new", db.Index, key)
+	}
 	return it, db.Table.Value(it)
 }
 
@@ -294,10 +298,18 @@ func (db *DB) Load(key []byte, v Value, expireAt int64) {
 			return
 		}
 	}
+	s.loading = true
 	it := db.Set(key, v, false)
+	s.loading = false
 	if expireAt != 0 {
 		db.SetExpire(it, expireAt)
 	}
+}
+
+// Notify publishes event of class c on key (package notify), for the
+// command that just changed it on this shard.
+func (db *DB) Notify(c notify.Class, event string, key []byte) {
+	db.shard.Notify.Emit(c, event, db.Index, key)
 }
 
 // Reserve prepares the tables for keys more keys, expires of them with a
@@ -381,7 +393,13 @@ func (db *DB) deleteExpired(it dash.Iterator) {
 	if j := s.Journal; j.Active() {
 		j.Record(db.Index, [][]byte{delWord, []byte(key)})
 	}
-	db.erase(it)
+	if s.Notify.On(notify.Expired) {
+		k := []byte(key) // erase frees what key points into
+		db.erase(it)
+		s.Notify.Emit(notify.Expired, "expired", db.Index, k)
+	} else {
+		db.erase(it)
+	}
 	s.Stats.ExpiredKeys++
 }
 

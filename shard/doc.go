@@ -43,6 +43,10 @@
 //     they are available and before it takes or uses them: TryLock and a
 //     waiter's Resume do it for transactions, a connection's batch for its
 //     commands.
+//   - Keyspace notifications (Notify, package notify): the families
+//     publish their commands' events (DB.Notify); the shard publishes
+//     "new" when DB.Insert adds a key (not DB.Load's) and "expired" when
+//     a key's TTL passed, lazily or in the sweep, right after the change.
 //   - A replica (ReplicaMode) or a paused server (Paused) expires nothing:
 //     a logically expired key is hidden from readers until its master's
 //     DEL (or the pause's end), but writes that replace a value (Set, Load)

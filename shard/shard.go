@@ -5,6 +5,7 @@ import (
 
 	"github.com/dfly/dfly/dash"
 	"github.com/dfly/dfly/journal"
+	"github.com/dfly/dfly/notify"
 	"github.com/dfly/dfly/tracking"
 )
 
@@ -132,6 +133,12 @@ type Shard struct {
 	// NoActiveExpiry (DEBUG SET-ACTIVE-EXPIRE 0): the active sweep is off;
 	// a read still deletes the expired key it finds, as in Redis.
 	NoActiveExpiry bool
+	// Notify publishes keyspace notifications (package notify); nil in a
+	// shard without a server.
+	Notify *notify.Notifier
+	// loading: DB.Load is adding keys, which notify no "new" (Redis's
+	// loads do not).
+	loading bool
 	// ExpireCycle, when set, is told each active-expiry step's time (the
 	// latency monitor's expire-cycle event).
 	ExpireCycle func(time.Duration)
