@@ -338,9 +338,18 @@ func (t *Table) LeavesShard(name string) bool {
 }
 
 // AllowsBusy reports whether the call args of c runs while a script is
-// busy (Redis's allow_busy: AUTH, HELLO, MULTI, SHUTDOWN, SCRIPT KILL ...),
+// busy (Redis's allow_busy: AUTH, HELLO, MULTI, SHUTDOWN NOSAVE, SCRIPT KILL ...),
 // a container's by its subcommand's flags.
 func (c *Command) AllowsBusy(args [][]byte) bool {
+	if c.Name == "shutdown" {
+		// Only SHUTDOWN NOSAVE: a save would wait for the script.
+		for _, a := range args[1:] {
+			if strings.EqualFold(string(a), "nosave") {
+				return true
+			}
+		}
+		return false
+	}
 	if (c.Flags|c.InfoFlags)&FlagAllowBusy != 0 {
 		return true
 	}

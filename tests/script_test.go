@@ -325,7 +325,7 @@ func TestScriptBusy(t *testing.T) {
 		if got := waitBusy(t, admin); got != busyScript {
 			t.Fatalf("PING while the script is busy: %s", got)
 		}
-		for _, cmd := range [][]string{{"GET", "spin"}, {"SET", "other", "1"}, {"EVAL", "return 1", "0"}, {"FUNCTION", "STATS"}, {"FUNCTION", "KILL"}} {
+		for _, cmd := range [][]string{{"GET", "spin"}, {"SET", "other", "1"}, {"EVAL", "return 1", "0"}, {"FUNCTION", "STATS"}, {"FUNCTION", "KILL"}, {"SHUTDOWN"}, {"SHUTDOWN", "SAVE"}} {
 			if r := admin.Do(cmd...); r.Str != busyScript {
 				t.Fatalf("%v while the script is busy: %s", cmd, r)
 			}
