@@ -853,6 +853,10 @@ func (c *Conn) prepare(p *pending) bool {
 		w.Error(e)
 		return false
 	}
+	if e := c.oomRefusal(p.cmd); e != "" { // oom.go
+		w.Error(e)
+		return false
+	}
 	if e := c.srv.scriptEng.Load(); e != nil {
 		if busy := e.Busy(); busy != "" && !p.cmd.AllowsBusy(p.args) {
 			w.Error(busy)

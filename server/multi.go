@@ -5,6 +5,7 @@ import (
 
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/script"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
 )
@@ -185,6 +186,10 @@ func cmdExec(x *Coord) {
 	if x.multi == nil {
 		c.multi = nil
 		defer c.unwatch()
+	}
+	if x.Srv.oom.Load() && m.deniesOOM() { // oom.go
+		x.W.Error("EXECABORT Transaction discarded because of: " + script.ErrOOM)
+		return
 	}
 	if m.dirty {
 		x.W.Error("EXECABORT Transaction discarded because of previous errors.")
@@ -368,7 +373,7 @@ func (st *queuedStep) exec(s *shard.Shard) {
 // values: see evalCoordinate).
 func (c *Conn) execShard() int {
 	m := c.multi
-	if m == nil || m.dirty {
+	if m == nil || m.dirty || c.srv.oom.Load() { // over maxmemory: cmdExec decides (oom.go)
 		return -1
 	}
 	sid := -1

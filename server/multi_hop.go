@@ -100,12 +100,12 @@ const (
 )
 
 // hopExecOf describes the EXEC in p as a hop group member, or returns nil
-// when it cannot be one: WATCH, a queuing error, a command spanning shards
+// when it cannot be one: WATCH, a queuing error, over maxmemory (oom.go), a command spanning shards
 // or without keys or needing a coordinator, more than one remote shard, or
 // no local shard.
 func (c *Conn) hopExecOf(p *pending) *hopExec {
 	m := c.multi
-	if m == nil || m.dirty || c.watch != nil || c.loop < 0 || len(c.srv.shards) == 1 {
+	if m == nil || m.dirty || c.srv.oom.Load() || c.watch != nil || c.loop < 0 || len(c.srv.shards) == 1 {
 		return nil
 	}
 	g := c.hopGroup()

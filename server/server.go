@@ -51,6 +51,7 @@ type Server struct {
 	failover  failoverState                 // FAILOVER (failover.go)
 	scriptEng atomic.Pointer[script.Engine] // scripts()
 	reclaim   reclaim.Reclaimer             // gives free heap memory back to the OS after a burst
+	oom       atomic.Bool                   // used memory over maxmemory: denyoom commands refused (oom.go)
 	shards    []*shard.Shard
 	table     *command.Table
 	log       *Logger
@@ -286,6 +287,7 @@ func (s *Server) startReclaim() {
 		s.log.Verbosef("Returned %s of free memory to the OS (%s, %v)", humanBytes(bytes), why, took.Round(time.Millisecond))
 	}
 	go s.reclaim.Run(s.done)
+	go s.watchMemory()
 }
 
 // Ready is closed once the server accepts connections.

@@ -1,0 +1,82 @@
+package server
+
+import (
+	"runtime/metrics"
+	"time"
+
+	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/script"
+)
+
+// Over maxmemory, dfly refuses what Redis's noeviction policy refuses (the
+// only policy it has yet: issue 41): a command that may grow memory
+// (denyoom) gets "OOM command not allowed when used memory > 'maxmemory'.",
+// and so does every command queued in MULTI but EXEC, DISCARD, QUIT and
+// RESET (the transaction then aborts); an EXEC holding a denyoom command
+// is itself refused and discarded (cmdExec). Reads and DEL still run.
+//
+// Used memory is the Go heap's objects (live and not yet swept), as the
+// scripts' check (overMaxmemory). Reading it costs a runtime/metrics call,
+// too much for every command, so a ticker samples it every oomTick into
+// oom, and CONFIG SET refreshes it at once. A replica (it applies its
+// master's writes, as Redis's replica-ignore-maxmemory) and a server with
+// tiered storage (maxmemory bounds what stays in memory: values are
+// offloaded instead) are never over.
+const oomTick = 10 * time.Millisecond
+
+// watchMemory keeps oom current until the server stops.
+func (s *Server) watchMemory() {
+	t := time.NewTicker(oomTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+			s.refreshOOM()
+		}
+	}
+}
+
+// refreshOOM samples used memory against maxmemory into oom.
+func (s *Server) refreshOOM() {
+	s.cfg.Mu.RLock()
+	limit, tiered := s.cfg.MaxMemory, s.cfg.TieredPrefix != ""
+	s.cfg.Mu.RUnlock()
+	over := false
+	if limit > 0 && !tiered && !s.isReplica() {
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		metrics.Read(sample)
+		over = int64(sample[0].Value.Uint64()) > limit
+	}
+	s.oom.Store(over)
+}
+
+// oomRefusal is the OOM error c's command gets, "" when it may run.
+func (c *Conn) oomRefusal(cmd *command.Command) string {
+	if !c.srv.oom.Load() {
+		return ""
+	}
+	if c.multi != nil {
+		switch cmd.Name {
+		case "exec", "discard", "quit", "reset":
+			return ""
+		}
+		return script.ErrOOM
+	}
+	if cmd.Flags&command.FlagDenyOOM != 0 {
+		return script.ErrOOM
+	}
+	return ""
+}
+
+// deniesOOM reports whether a queued command may grow memory (EXEC is
+// refused over maxmemory then).
+func (m *multiState) deniesOOM() bool {
+	for _, q := range m.cmds {
+		if q.cmd.Flags&command.FlagDenyOOM != 0 {
+			return true
+		}
+	}
+	return false
+}
