@@ -295,7 +295,12 @@ func (c *Conn) step() gnet.Action {
 }
 
 func (c *Conn) writeOut() {
-	c.drainMessages(c.messagesDue()) // after the replies: delivered since they were dispatched
+	// After the replies: the messages delivered since they were dispatched,
+	// and again while more came meanwhile (their deliver saw a wake pending
+	// and woke nobody: drainMessages).
+	for due := c.messagesDue(); due > c.sub.taken; due = c.messagesDue() {
+		c.drainMessages(due)
+	}
 	if len(c.out) == 0 {
 		return
 	}

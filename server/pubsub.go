@@ -313,8 +313,12 @@ func (c *Conn) drainMessages(upTo uint64) {
 	c.sub.msgs = c.sub.msgs[n:]
 	if len(c.sub.msgs) == 0 {
 		c.sub.msgs = nil
-		c.sub.woken = false
 	}
+	// The next message wakes the loop again, also when some stay queued:
+	// those delivered after upTo was read found woken set and woke nobody.
+	// Held ones (a reply must go first) go out with that reply; writeOut
+	// takes the others before it returns.
+	c.sub.woken = false
 	c.sub.taken += uint64(n)
 	c.sub.mu.Unlock()
 	c.sub.queued.Add(-int64(size))
