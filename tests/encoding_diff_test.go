@@ -17,16 +17,7 @@ func TestEncodingDifferential(t *testing.T) {
 	seed := newSeed(t)
 	r := rand.New(rand.NewPCG(seed, 0))
 	d, ref := StartServer(t).Raw(t), startRedis(t).Raw(t)
-	var history []string
-	do := func(args ...string) {
-		t.Helper()
-		got, want := d.Do(args...), ref.Do(args...)
-		history = append(history, strings.Join(args, " "))
-		if got.String() != want.String() {
-			t.Fatalf("seed %d: %s\nredis-server: %s\ntarget:       %s\nafter:\n  %s", seed, strings.Join(args, " "),
-				want, got, strings.Join(history[max(0, len(history)-30):], "\n  "))
-		}
-	}
+	do, sent := sameReplies(t, seed, d, ref)
 	thresholds := func() {
 		n := func() string { return strconv.Itoa(r.IntN(12)) }
 		// Old and new names alike: they are one parameter.
@@ -123,7 +114,23 @@ func TestEncodingDifferential(t *testing.T) {
 			do("OBJECT", "ENCODING", k)
 		}
 	}
-	t.Logf("%d commands, seed %d", len(history), seed)
+	t.Logf("%d commands, seed %d", sent(), seed)
 }
 
 func pick(r *rand.Rand, s ...string) string { return s[r.IntN(len(s))] }
+
+// sameReplies returns do, which sends one command to the target (d) and to
+// redis-server (ref) and fails the test, naming the seed and the last 30
+// commands, when their replies differ; and sent, the commands sent so far.
+func sameReplies(t *testing.T, seed uint64, d, ref *RawConn) (do func(args ...string), sent func() int) {
+	var history []string
+	return func(args ...string) {
+		t.Helper()
+		got, want := d.Do(args...), ref.Do(args...)
+		history = append(history, strings.Join(args, " "))
+		if got.String() != want.String() {
+			t.Fatalf("seed %d: %s\nredis-server: %s\ntarget:       %s\nafter:\n  %s", seed, strings.Join(args, " "),
+				want, got, strings.Join(history[max(0, len(history)-30):], "\n  "))
+		}
+	}, func() int { return len(history) }
+}

@@ -17,16 +17,7 @@ func TestStringEncodingDifferential(t *testing.T) {
 	seed := newSeed(t)
 	r := rand.New(rand.NewPCG(seed, 1))
 	d, ref := StartServer(t).Raw(t), startRedis(t).Raw(t)
-	var history []string
-	do := func(args ...string) {
-		t.Helper()
-		got, want := d.Do(args...), ref.Do(args...)
-		history = append(history, strings.Join(args, " "))
-		if got.String() != want.String() {
-			t.Fatalf("seed %d: %s\nredis-server: %s\ntarget:       %s\nafter:\n  %s", seed, strings.Join(args, " "),
-				want, got, strings.Join(history[max(0, len(history)-30):], "\n  "))
-		}
-	}
+	do, sent := sameReplies(t, seed, d, ref)
 	value := func() string {
 		switch r.IntN(9) {
 		case 0:
@@ -100,5 +91,5 @@ func TestStringEncodingDifferential(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d commands, seed %d", len(history), seed)
+	t.Logf("%d commands, seed %d", sent(), seed)
 }
