@@ -143,7 +143,7 @@ func (c *conn) open(buf []byte) error {
 	}
 
 	for {
-		n, err := unix.Write(c.fd, buf)
+		n, err := gio.Write(c.fd, buf)
 		if err != nil {
 			if err == unix.EAGAIN {
 				_, _ = c.outboundBuffer.Write(buf)
@@ -182,7 +182,7 @@ func (c *conn) write(data []byte) (n int, err error) {
 
 	var sent int
 loop:
-	if sent, err = unix.Write(c.fd, data); err != nil {
+	if sent, err = gio.Write(c.fd, data); err != nil {
 		// A temporary error occurs, append the data to outbound buffer,
 		// writing it back to the remote in the next round for LT mode.
 		if err == unix.EAGAIN {

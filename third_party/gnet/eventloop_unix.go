@@ -261,7 +261,7 @@ func (el *eventloop) read(c *conn) error {
 	isET := el.engine.opts.EdgeTriggeredIO
 	chunk := el.engine.opts.EdgeTriggeredIOChunk
 loop:
-	n, err := unix.Read(c.fd, el.buffer)
+	n, err := gio.Read(c.fd, el.buffer)
 	if err != nil || n == 0 {
 		if err == unix.EAGAIN {
 			return nil
@@ -327,7 +327,7 @@ loop:
 		}
 		n, err = gio.Writev(c.fd, iov)
 	} else {
-		n, err = unix.Write(c.fd, iov[0])
+		n, err = gio.Write(c.fd, iov[0])
 	}
 	_, _ = c.outboundBuffer.Discard(n)
 	c.noteOutbound()

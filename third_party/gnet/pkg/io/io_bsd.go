@@ -22,6 +22,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Read calls read() (dfly patch: Linux makes it a raw system call).
+func Read(fd int, p []byte) (int, error) { return unix.Read(fd, p) }
+
+// Write calls write() (dfly patch: Linux makes it a raw system call).
+func Write(fd int, p []byte) (int, error) { return unix.Write(fd, p) }
+
 // Writev invokes the writev system call directly.
 //
 // Note that SYS_WRITEV is about to be deprecated on Darwin

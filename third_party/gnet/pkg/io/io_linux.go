@@ -17,14 +17,72 @@
 
 package io
 
-import "golang.org/x/sys/unix"
+import (
+	"unsafe"
 
-// Writev calls writev() on Linux.
+	"golang.org/x/sys/unix"
+)
+
+// dfly patch (README.dfly.md, "raw system calls"): Read, Write and Writev
+// are for the event loops' non-blocking sockets, which never block, so
+// they are raw system calls: the scheduler is not told, the P stays with
+// the loop, and sysmon has no system call to take it back from.
+
+// maxStackIovecs is how many buffers Writev passes without allocating.
+const maxStackIovecs = 32
+
+// Read calls read() on a non-blocking fd on Linux.
+func Read(fd int, p []byte) (int, error) {
+	var base unsafe.Pointer
+	if len(p) > 0 {
+		base = unsafe.Pointer(&p[0])
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(base), uintptr(len(p)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(n), nil
+}
+
+// Write calls write() on a non-blocking fd on Linux.
+func Write(fd int, p []byte) (int, error) {
+	var base unsafe.Pointer
+	if len(p) > 0 {
+		base = unsafe.Pointer(&p[0])
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(base), uintptr(len(p)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(n), nil
+}
+
+// Writev calls writev() on a non-blocking fd on Linux.
 func Writev(fd int, iov [][]byte) (int, error) {
 	if len(iov) == 0 {
 		return 0, nil
 	}
-	return unix.Writev(fd, iov)
+	var stack [maxStackIovecs]unix.Iovec
+	vecs := stack[:0]
+	if len(iov) > maxStackIovecs {
+		vecs = make([]unix.Iovec, 0, len(iov))
+	}
+	for _, b := range iov {
+		if len(b) == 0 {
+			continue
+		}
+		v := unix.Iovec{Base: &b[0]}
+		v.SetLen(len(b))
+		vecs = append(vecs, v)
+	}
+	if len(vecs) == 0 {
+		return 0, nil
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&vecs[0])), uintptr(len(vecs)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(n), nil
 }
 
 // Readv calls readv() on Linux.

@@ -118,7 +118,7 @@ func (p *Poller) Polling(callback PollEventHandler) error {
 	wait, closeWait := p.parkedWait()
 	defer closeWait()
 	for {
-		n, err := unix.EpollWait(p.fd, el.events, 0)
+		n, err := epollPoll(p.fd, el.events)
 		if n == 0 || (n < 0 && err == unix.EINTR) {
 			if n, err = wait(el.events); n == 0 || (n < 0 && err == unix.EINTR) {
 				continue
@@ -277,7 +277,7 @@ func (p *Poller) parkedWait() (wait func([]epollevent) (int, error), closeWait f
 		// checking first: an event before the park is seen by the check,
 		// one after it wakes the park.
 		rerr := rc.Read(func(uintptr) bool {
-			n, err = unix.EpollWait(p.fd, events, 0)
+			n, err = epollPoll(p.fd, events)
 			return n != 0 || (err != nil && err != unix.EINTR)
 		})
 		if rerr != nil {
@@ -285,4 +285,15 @@ func (p *Poller) parkedWait() (wait func([]epollevent) (int, error), closeWait f
 		}
 		return n, err
 	}, func() { _ = f.Close() }
+}
+
+// epollPoll is epoll_wait with timeout 0, which never blocks: a raw
+// system call (dfly patch, README.dfly.md, "raw system calls"), so the
+// scheduler keeps the P with the loop.
+func epollPoll(epfd int, events []epollevent) (int, error) {
+	n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(n), nil
 }
