@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	errorx "github.com/panjf2000/gnet/v2/pkg/errors"
+	gio "github.com/panjf2000/gnet/v2/pkg/io"
 	"github.com/panjf2000/gnet/v2/pkg/logging"
 	"github.com/panjf2000/gnet/v2/pkg/queue"
 )
@@ -98,9 +99,9 @@ func (p *Poller) Trigger(priority queue.EventPriority, fn queue.Func, param any)
 	}
 	if atomic.CompareAndSwapInt32(&p.wakeupCall, 0, 1) {
 		for {
-			_, err = unix.Write(p.efd, b)
+			_, err = gio.Write(p.efd, b)
 			if err == unix.EAGAIN {
-				_, _ = unix.Read(p.efd, p.efdBuf)
+				_, _ = gio.Read(p.efd, p.efdBuf)
 				continue
 			}
 			break
@@ -171,9 +172,9 @@ func (p *Poller) Polling(callback PollEventHandler) error {
 			atomic.StoreInt32(&p.wakeupCall, 0)
 			if (!p.asyncTaskQueue.IsEmpty() || !p.urgentAsyncTaskQueue.IsEmpty()) && atomic.CompareAndSwapInt32(&p.wakeupCall, 0, 1) {
 				for {
-					_, err = unix.Write(p.efd, b)
+					_, err = gio.Write(p.efd, b)
 					if err == unix.EAGAIN {
-						_, _ = unix.Read(p.efd, p.efdBuf)
+						_, _ = gio.Read(p.efd, p.efdBuf)
 						continue
 					}
 					if err != nil {
