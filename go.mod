@@ -14,10 +14,12 @@ require (
 )
 
 require (
+	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
 	github.com/panjf2000/ants/v2 v2.12.1 // indirect
 	github.com/tidwall/btree v1.1.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
+	github.com/zeebo/xxh3 v1.1.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.28.0 // indirect

@@ -66,6 +66,9 @@ func cmdGet(x *command.Exec) {
 type setOpts struct {
 	nx, xx, get, keepTTL bool
 	expireAt             int64 // unix ms, 0 = none
+	// cond: IFEQ, IFNE, IFDEQ or IFDNE (cas.go) with its argument.
+	cond    casCond
+	condArg []byte
 }
 
 // parseExpire turns an EX/PX/EXAT/PXAT argument into an absolute unix-ms
@@ -99,15 +102,21 @@ func parseSetOpts(x *command.Exec, args [][]byte) (o setOpts, errText string) {
 		opt := strings.ToUpper(string(args[i]))
 		switch opt {
 		case "NX":
-			if o.xx {
+			if o.xx || o.cond != casNone {
 				return o, command.ErrSyntax
 			}
 			o.nx = true
 		case "XX":
-			if o.nx {
+			if o.nx || o.cond != casNone {
 				return o, command.ErrSyntax
 			}
 			o.xx = true
+		case "IFEQ", "IFNE", "IFDEQ", "IFDNE":
+			if o.nx || o.xx || o.cond != casNone || i+1 >= len(args) {
+				return o, command.ErrSyntax
+			}
+			o.cond, o.condArg = casCondOf(opt), args[i+1]
+			i++
 		case "GET":
 			o.get = true
 		case "KEEPTTL":
@@ -151,7 +160,7 @@ func cmdSet(x *command.Exec) {
 // setGeneric is SET with parsed options; it writes the reply.
 func setGeneric(x *command.Exec, key, val []byte, o setOpts) {
 	it, old := x.DB.Find(key)
-	if o.get && old != nil && old.Type != shard.TypeString {
+	if (o.get || o.cond != casNone) && old != nil && old.Type != shard.TypeString {
 		x.W.Error(command.ErrWrongType)
 		return
 	}
@@ -166,7 +175,20 @@ func setGeneric(x *command.Exec, key, val []byte, o setOpts) {
 			x.W.SimpleString("OK")
 		}
 	}
-	if (o.nx && old != nil) || (o.xx && old == nil) {
+	failed := (o.nx && old != nil) || (o.xx && old == nil)
+	if o.cond != casNone {
+		var oldStr []byte
+		if old != nil {
+			oldStr = old.Str()
+		}
+		ok, e := o.cond.holds(o.condArg, oldStr, old != nil)
+		if e != "" {
+			x.W.Error(e)
+			return
+		}
+		failed = !ok
+	}
+	if failed {
 		if o.get {
 			reply()
 		} else {

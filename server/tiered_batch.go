@@ -71,7 +71,7 @@ func cmdNeedsBytes(cmd *command.Command, args [][]byte) bool {
 	}
 	if cmd.Name == "set" && len(args) > 3 {
 		for _, a := range args[3:] {
-			if strings.EqualFold(string(a), "get") {
+			if o := strings.ToUpper(string(a)); o == "GET" || strings.HasPrefix(o, "IF") { // GET, IFEQ ... (family/cas.go)
 				return true
 			}
 		}

@@ -37,6 +37,9 @@ func TestTable(t *testing.T) {
 						if proto == 3 && !b.resp3 {
 							continue
 						}
+						if b.dflyOnly && IsRedis() {
+							continue
+						}
 						t.Run(b.title, func(t *testing.T) { runBlock(t, srv, table, b, proto) })
 					}
 				})
@@ -130,6 +133,9 @@ type table struct {
 type block struct {
 	title string
 	resp3 bool // also run over RESP3
+	// dflyOnly: dfly's own commands, or Redis's newer than 7.0 (tag
+	// [dfly]); skipped against redis-server.
+	dflyOnly bool
 	steps []*step
 }
 
@@ -214,6 +220,8 @@ func parseTable(path string) (*table, error) {
 				case "":
 				case "resp3":
 					cur.resp3 = true
+				case "dfly":
+					cur.dflyOnly = true
 				default:
 					return nil, fail(n, "unknown block tag %q", tag)
 				}
