@@ -212,12 +212,17 @@ type handoverRecord struct {
 // its data is (a promoted replica): every shard journals from now on —
 // before any client can write — and the record keeps each shard's LSN
 // here, from which a server whose data is at from continues (DFLY
-// HANDOVER). One step holds every shard, so the LSNs are one cut.
-func (m *Master) StartHandover(from *History) {
+// HANDOVER). One step holds every shard, so the LSNs are one cut: t's,
+// a transaction nested in the one that runs the promotion when there is
+// one (REPLICAOF NO ONE inside EXEC, as Sentinel sends it, whose EXEC
+// holds every shard already), else nil for a transaction of its own.
+func (m *Master) StartHandover(from *History, t *tx.Tx) {
 	m.cutMu.Lock() // with expireJournals
 	defer m.cutMu.Unlock()
 	lsns := make([]uint64, len(m.shards))
-	t := tx.New(m.shards)
+	if t == nil {
+		t = tx.New(m.shards)
+	}
 	t.AddAllShards()
 	t.Lock()
 	t.Finish(func(sh *shard.Shard) {

@@ -70,7 +70,7 @@ func cmdSync(c *Conn, a [][]byte, w *resp.Writer) {
 		if failover {
 			// Here, not on the loop: stopping the link waits for its last
 			// apply, which may need this loop's shards.
-			c.srv.replicaNoOne("failover request from " + nc.RemoteAddr().String())
+			c.srv.replicaNoOne("failover request from "+nc.RemoteAddr().String(), nil)
 		}
 		m.ServeReplica(nc, req)
 	}

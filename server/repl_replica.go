@@ -107,7 +107,13 @@ func cmdReplicaOf(x *Coord) {
 	s := x.Srv
 	host, portArg := string(x.Args[1]), string(x.Args[2])
 	if strings.EqualFold(host, "no") && strings.EqualFold(portArg, "one") {
-		s.replicaNoOne("user request from REPLICAOF NO ONE")
+		// Within EXEC (Sentinel's failover transaction) the promotion's cut
+		// is a step of EXEC's transaction, which holds every shard.
+		var t *tx.Tx
+		if x.InTx {
+			t = x.Tx()
+		}
+		s.replicaNoOne("user request from REPLICAOF NO ONE", t)
 		x.W.SimpleString("OK")
 		return
 	}
@@ -219,8 +225,9 @@ func (s *Server) dropReplicas() {
 
 // replicaNoOne promotes the replica: the link stops after its last apply,
 // the data stays, writes are accepted and keys expire again. why is for
-// the log.
-func (s *Server) replicaNoOne(why string) {
+// the log; t is the transaction the promotion's cut runs in, nil for one
+// of its own (master.StartHandover).
+func (s *Server) replicaNoOne(why string, t *tx.Tx) {
 	rs := &s.replica
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -237,7 +244,7 @@ func (s *Server) replicaNoOne(why string) {
 	if hist != nil {
 		// All of a dfly master's history up to a place: servers whose
 		// data is at the same place continue from here (DFLY HANDOVER).
-		s.master.StartHandover(hist)
+		s.master.StartHandover(hist, t)
 	} else if native && fl.Fallback() && replid != "" {
 		// A Redis-protocol history: this server continues it, so the
 		// master's other replicas (and, after a FAILOVER, the old master)
