@@ -39,6 +39,9 @@ type Config struct {
 	// MasterUser and MasterAuth authenticate a replica to its master
 	// (masteruser, masterauth; repl_replica.go).
 	MasterUser, MasterAuth string
+	// ConfigFile is the configuration file the server started with, an
+	// absolute path ("" = none): CONFIG REWRITE's, INFO's config_file.
+	ConfigFile string
 	// ReplicaOf is "<host> <port>" of the master to follow from the start
 	// ("" = none; repl_replica.go).
 	ReplicaOf string

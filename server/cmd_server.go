@@ -217,7 +217,7 @@ func cmdConfig(c *Conn, a [][]byte, w *resp.Writer) {
 		c.srv.resetStats()
 		w.SimpleString("OK")
 	case sub == "rewrite" && len(a) == 2:
-		w.Error("ERR The server is running without a config file")
+		c.srv.configRewrite(w)
 	case sub == "help":
 		w.Array(4)
 		w.SimpleString("CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")

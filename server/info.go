@@ -136,7 +136,7 @@ func (i *infoWriter) infoServer() {
 	i.field("uptime_in_seconds", int64(i.uptime.Seconds()))
 	i.field("uptime_in_days", int64(i.uptime.Hours()/24))
 	i.field("executable", os.Args[0])
-	i.field("config_file", "")
+	i.field("config_file", i.srv.cfg.ConfigFile)
 	i.field("hz", 10) // the shards' expiry and defragmentation tick
 	i.field("configured_hz", 10)
 	i.field("lru_clock", time.Now().Unix()&(1<<24-1))

@@ -447,3 +447,27 @@ func (s *Server) StartReplicaOf() {
 		}
 	}()
 }
+
+// configRewrite is CONFIG REWRITE: the configuration file gets the current
+// values (config.Rewrite), and replicaof this server's replication state,
+// so a restarted server comes back as what Sentinel made it.
+func (s *Server) configRewrite(w *resp.Writer) {
+	path := s.cfg.ConfigFile
+	if path == "" {
+		w.Error("ERR The server is running without a config file")
+		return
+	}
+	state := map[string]string{"replicaof": ""}
+	s.replica.mu.Lock()
+	if l := s.replica.link.Load(); l != nil {
+		state["replicaof"] = l.host + " " + strconv.Itoa(l.port)
+	}
+	s.replica.mu.Unlock()
+	if err := s.cfg.Rewrite(path, state); err != nil {
+		s.log.Warnf("CONFIG REWRITE failed: %v", err)
+		w.Error("ERR Rewriting config file: " + err.Error())
+		return
+	}
+	s.log.Noticef("CONFIG REWRITE executed with success.")
+	w.SimpleString("OK")
+}

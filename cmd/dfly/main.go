@@ -8,6 +8,7 @@ import (
 	"net/http"
 	_ "net/http/pprof" // served only when DFLY_PPROF is set
 	"os"
+	"path/filepath"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
@@ -238,6 +239,24 @@ func parseFlags(args []string, stderr io.Writer) (*config.Config, error) {
 		if fs.Lookup(name) == nil {
 			fs.Func(name, "CONFIG parameter "+name, func(v string) error { return cfg.SetAtStart(name, v) })
 		}
+	}
+	// As redis-server's, a first argument that is not a flag is the
+	// configuration file; its directives come before the flags, which win.
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		path, err := filepath.Abs(args[0])
+		if err != nil {
+			return nil, err
+		}
+		ds, err := config.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		fileArgs, err := config.FlagArgs(path, ds, func(name string) bool { return fs.Lookup(name) != nil })
+		if err != nil {
+			return nil, err
+		}
+		cfg.ConfigFile = path
+		args = append(fileArgs, args[1:]...)
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
