@@ -106,6 +106,7 @@ type flow struct {
 	urgent chan struct{} // write now, not after flowFlushEvery (WAIT)
 	dead   atomic.Bool
 	acked  atomic.Uint64
+	ackAt  atomic.Int64  // unix seconds of the last ACK (the replica ACKs every 100 ms)
 	sent   atomic.Uint64 // LSN of the last entry queued
 	fullAt uint64        // LSN at the cut (full sync)
 	synced atomic.Bool   // the baseline is sent (or there was none)
@@ -192,6 +193,7 @@ func (m *Master) Flow(session, shard, next string, blobs bool) (attach func(net.
 	}
 	f := &flow{m: m, sess: sess, sid: sid, lsn: lsn, blobs: blobs, wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1),
 		limit: m.flowBufferLimit()}
+	f.ackAt.Store(time.Now().Unix()) // a replica silent from the start lags from here
 	return func(nc net.Conn) { f.conn = nc; f.attach() }, nil
 }
 
@@ -517,6 +519,7 @@ func (f *flow) readAcks() {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "ACK "); ok {
 			if n, err := strconv.ParseUint(v, 10, 64); err == nil {
 				f.acked.Store(n)
+				f.ackAt.Store(time.Now().Unix())
 				f.m.acks.fire()
 			}
 		}
@@ -730,17 +733,21 @@ type flowReplica struct {
 	port   int
 	online bool
 	acked  uint64
+	ackAt  int64 // unix seconds of its flows' oldest last ACK
 }
 
-// info is the replica's INFO replication slaveN value (lag 0: flows
-// acknowledge as they apply).
-func (r flowReplica) info() string {
+// lag is the seconds since the replica's flows all acknowledged, as
+// Redis's lag (seconds since the last REPLCONF ACK).
+func (r flowReplica) lag(now int64) int64 { return max(now-r.ackAt, 0) }
+
+// info is the replica's INFO replication slaveN value.
+func (r flowReplica) info(now int64) string {
 	state := "send_bulk"
 	if r.online {
 		state = "online"
 	}
 	return "ip=" + r.ip + ",port=" + strconv.Itoa(r.port) + ",state=" + state +
-		",offset=" + strconv.FormatUint(r.acked, 10) + ",lag=0"
+		",offset=" + strconv.FormatUint(r.acked, 10) + ",lag=" + strconv.FormatInt(r.lag(now), 10)
 }
 
 // flowReplicas are the attached dfly replicas, oldest first.
@@ -758,6 +765,9 @@ func (m *Master) flowReplicas() []flowReplica {
 		r := &out[len(out)-1]
 		r.online = r.online && f.synced.Load()
 		r.acked += f.acked.Load()
+		if at := f.ackAt.Load(); r.ackAt == 0 || at < r.ackAt {
+			r.ackAt = at // the flow acknowledged longest ago
+		}
 	}
 	return out
 }

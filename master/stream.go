@@ -921,6 +921,28 @@ func (m *Master) sortedReplicas() []*replicaConn {
 	return rs
 }
 
+// GoodReplicas counts the replicas online whose last acknowledgement is
+// at most maxLag seconds old: Redis's good replicas, which
+// min-replicas-to-write asks for.
+func (m *Master) GoodReplicas(maxLag int64) int {
+	now := time.Now().Unix()
+	n := 0
+	for _, r := range m.flowReplicas() {
+		if r.online && r.lag(now) <= maxLag {
+			n++
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.sortedReplicas() {
+		st, _ := r.state.Load().(string)
+		if t := r.ackTime.Load(); st == "online" && t > 0 && now-t <= maxLag {
+			n++
+		}
+	}
+	return n
+}
+
 // Info writes INFO replication's fields for a master; failover is
 // master_failover_state (read before m.mu: FAILOVER takes them the other
 // way).
@@ -943,7 +965,7 @@ func (m *Master) Info(field func(k string, v any), failover string) {
 			",offset="+strconv.FormatInt(off, 10)+",lag="+strconv.FormatInt(lag, 10))
 	}
 	for i, r := range flows {
-		field("slave"+strconv.Itoa(len(rs)+i), r.info())
+		field("slave"+strconv.Itoa(len(rs)+i), r.info(now))
 	}
 	m.flowInfo(field)
 	field("master_failover_state", failover)

@@ -862,6 +862,10 @@ func (c *Conn) prepare(p *pending) bool {
 		w.Error(e)
 		return false
 	}
+	if c.srv.noReplicas.Load() && p.cmd.Flags&command.FlagWrite != 0 { // repl.go
+		w.Error(errNoReplicas)
+		return false
+	}
 	if e := c.srv.scriptEng.Load(); e != nil {
 		if busy := e.Busy(); busy != "" && !p.cmd.AllowsBusy(p.args) {
 			w.Error(busy)

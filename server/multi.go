@@ -191,6 +191,10 @@ func cmdExec(x *Coord) {
 		x.W.Error("EXECABORT Transaction discarded because of: " + script.ErrOOM)
 		return
 	}
+	if x.Srv.noReplicas.Load() && m.writes() { // repl.go
+		x.W.Error("EXECABORT Transaction discarded because of: " + errNoReplicas)
+		return
+	}
 	if m.dirty {
 		x.W.Error("EXECABORT Transaction discarded because of previous errors.")
 		return

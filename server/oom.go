@@ -50,6 +50,7 @@ func (s *Server) refreshOOM() {
 		over = int64(sample[0].Value.Uint64()) > limit
 	}
 	s.oom.Store(over)
+	s.refreshGoodReplicas() // repl.go
 }
 
 // oomRefusal is the OOM error c's command gets, "" when it may run.

@@ -1,6 +1,11 @@
 package server
 
-import "github.com/dfly/dfly/resp"
+import (
+	"strconv"
+
+	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/resp"
+)
 
 // Replication glue (docs/DESIGN.md §6). The master side (package master:
 // journal streaming, the backlog, dfly flows; its commands in
@@ -34,4 +39,30 @@ func (s *Server) writeRole(w *resp.Writer) {
 		return
 	}
 	s.master.Role(w)
+}
+
+// errNoReplicas is Redis's refusal of a write while a master has fewer
+// good replicas than min-replicas-to-write.
+const errNoReplicas = "NOREPLICAS Not enough good replicas to write."
+
+// refreshGoodReplicas sets noReplicas, sampled with oom (oom.go): a master
+// with min-replicas-to-write and min-replicas-max-lag set refuses writes
+// (Conn.prepare; EXEC of writes aborts) while fewer of its replicas than
+// the first acknowledged within the second's seconds, as Redis, so a master
+// cut off from its replicas stops taking writes a split brain would lose.
+func (s *Server) refreshGoodReplicas() {
+	toWrite, _ := strconv.Atoi(s.cfg.Value("min-replicas-to-write"))
+	maxLag, _ := strconv.Atoi(s.cfg.Value("min-replicas-max-lag"))
+	s.noReplicas.Store(toWrite > 0 && maxLag > 0 && !s.isReplica() && s.master.GoodReplicas(int64(maxLag)) < toWrite)
+}
+
+// writes reports whether a queued command writes (EXEC is then refused
+// without enough good replicas).
+func (m *multiState) writes() bool {
+	for _, q := range m.cmds {
+		if q.cmd.Flags&command.FlagWrite != 0 {
+			return true
+		}
+	}
+	return false
 }

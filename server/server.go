@@ -52,6 +52,8 @@ type Server struct {
 	scriptEng atomic.Pointer[script.Engine] // scripts()
 	reclaim   reclaim.Reclaimer             // gives free heap memory back to the OS after a burst
 	oom       atomic.Bool                   // used memory over maxmemory: denyoom commands refused (oom.go)
+	// noReplicas: fewer good replicas than min-replicas-to-write, writes refused (repl.go)
+	noReplicas atomic.Bool
 	shards    []*shard.Shard
 	table     *command.Table
 	log       *Logger
