@@ -17,7 +17,20 @@ import (
 // replicationInfo writes the fields of INFO's Replication section.
 func (s *Server) replicationInfo(field func(k string, v any)) {
 	if st, host, port, ok := s.replicaStatus(); ok {
-		st.Info(host, port, s.runID, field)
+		// What Sentinel reads to choose a replica to promote (0: never).
+		prio, announced := s.cfg.Value("replica-priority"), 0
+		if s.cfg.Value("replica-announced") == "yes" {
+			announced = 1
+		}
+		st.Info(host, port, s.runID, func(k string, v any) {
+			switch k {
+			case "slave_priority":
+				v = prio
+			case "replica_announced":
+				v = announced
+			}
+			field(k, v)
+		})
 		return
 	}
 	s.master.Info(field, s.failoverStateName())

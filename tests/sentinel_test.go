@@ -331,3 +331,23 @@ func laterValue(got, want string) bool {
 	return err1 == nil && err2 == nil && g > w
 }
 
+
+// What Sentinel reads from a replica to choose whom to promote:
+// replica-priority (0: never) and replica-announced, as INFO shows them.
+func TestReplicaPriorityInfo(t *testing.T) {
+	m := StartServer(t)
+	r := StartServer(t)
+	replicaOf(t, r, m.Addr)
+	c := r.Raw(t)
+	ri := info(t, c, "replication")
+	if ri["slave_priority"] != "100" || ri["replica_announced"] != "1" {
+		t.Fatalf("defaults: slave_priority %q replica_announced %q", ri["slave_priority"], ri["replica_announced"])
+	}
+	if got := c.Do("CONFIG", "SET", "replica-priority", "0", "replica-announced", "no"); got.Str != "OK" {
+		t.Fatal(got)
+	}
+	ri = info(t, c, "replication")
+	if ri["slave_priority"] != "0" || ri["replica_announced"] != "0" {
+		t.Fatalf("after CONFIG SET: slave_priority %q replica_announced %q", ri["slave_priority"], ri["replica_announced"])
+	}
+}
