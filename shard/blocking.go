@@ -115,8 +115,10 @@ func (s *Shard) serveReady() {
 	// Under a hold of the whole shard (SWAPDB, DEBUG RELOAD) every key is
 	// locked: the keys stay ready until its Release, which serves them
 	// after the transaction's journal commit (a pop journaled before the
-	// commit would reach replicas before the change that fed it).
-	if len(s.block.ready) == 0 || s.block.serving || s.Locks.allHeld {
+	// commit would reach replicas before the change that fed it). Under a
+	// shared hold of the whole shard nothing writes it: a pop would change
+	// a key that a transaction is reading.
+	if len(s.block.ready) == 0 || s.block.serving || s.Locks.allHeld || s.Locks.allShared > 0 {
 		return
 	}
 	s.block.serving = true

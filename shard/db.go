@@ -458,7 +458,7 @@ func (db *DB) Flush() {
 // the key had before it expired.
 func (db *DB) lockedWhileJournaled(key string) bool {
 	s := db.shard
-	return s.Journal.Active() && !s.Locks.Idle() && (s.Locks.allHeld || s.Locks.heldConflict(db.Index, key, true))
+	return s.Journal.Active() && !s.Locks.Idle() && s.Locks.heldConflict(db.Index, key, true)
 }
 
 // ExpireStep runs one bounded step of the active expiry sweep: it visits

@@ -37,6 +37,9 @@ type queued struct {
 	keys   []KeyLock
 	states []*lockState // states[i] is keys[i]'s
 	all    bool
+	// shared: the waiter wants every key of the shard shared (parkShared);
+	// it has no states.
+	shared bool
 }
 
 // locks is the shard's key-lock table. Locks are held by multi-shard
@@ -50,9 +53,19 @@ type queued struct {
 // hop groups (server/multi_hop.go) take keys out of that order, but only
 // when they are free (Available, then Acquire), and never wait for any
 // lock while they hold one: they add no edge to the graph.
+//
+// A shard-wide shared hold (allShared, AcquireShared) is a shared lock of
+// every key of the shard at once, for a transaction reading many of them:
+// it costs a counter instead of a map entry per key. It conflicts with
+// every exclusive key lock (exclKeys counts those held) and with the
+// exclusive hold of the whole shard, as a shared lock of each key would.
 type locks struct {
 	dbs       []map[string]*lockState
 	allHeld   bool
+	allShared int32
+	exclKeys  int
+	// allParked counts parked waiters that want the whole shard, shared
+	// or exclusively: newcomers queue behind them.
 	allParked int32
 	// active is held key locks plus parked waiters: zero means every key is
 	// free, the fast path that skips all map look-ups.
@@ -106,6 +119,9 @@ func (l *locks) available(db int, key string, excl bool) bool {
 	if l.allHeld || l.allParked > 0 {
 		return false
 	}
+	if excl && l.allShared > 0 {
+		return false
+	}
 	st := l.state(db, key)
 	if st == nil {
 		return true
@@ -113,8 +129,20 @@ func (l *locks) available(db int, key string, excl bool) bool {
 	return !st.excl && !(excl && st.shared > 0) && st.parked == 0
 }
 
-// held reports whether key conflicts with a held lock (parked waiters ignored).
+// sharedAvailable reports whether a newcomer may hold every key of the
+// shard shared now: no exclusive holder, and no parked waiter at all (the
+// waiters behind a shared hold are writers, which readers arriving one
+// after another would otherwise starve).
+func (l *locks) sharedAvailable() bool {
+	return !l.allHeld && l.exclKeys == 0 && len(l.queue) == 0
+}
+
+// heldConflict reports whether key conflicts with a held lock (parked
+// waiters ignored).
 func (l *locks) heldConflict(db int, key string, excl bool) bool {
+	if l.allHeld || excl && l.allShared > 0 {
+		return true
+	}
 	st := l.state(db, key)
 	return st != nil && (st.excl || (excl && st.shared > 0))
 }
@@ -134,6 +162,7 @@ func (l *locks) acquire(keys []KeyLock, all bool) {
 		}
 		if k.Excl {
 			st.excl = true
+			l.exclKeys++
 		} else {
 			st.shared++
 		}
@@ -154,12 +183,26 @@ func (l *locks) release(keys []KeyLock, all bool) {
 		}
 		if k.Excl {
 			st.excl = false
+			l.exclKeys--
 		} else {
 			st.shared--
 		}
 		l.active--
 		l.gc(k.DB, k.Key, st)
 	}
+}
+
+func (l *locks) acquireShared() {
+	l.allShared++
+	l.active++
+}
+
+func (l *locks) releaseShared() {
+	if l.allShared == 0 {
+		panic("shard: release of a shared hold of the shard that is not held")
+	}
+	l.allShared--
+	l.active--
 }
 
 func (l *locks) gc(db int, key string, st *lockState) {
@@ -170,6 +213,14 @@ func (l *locks) gc(db int, key string, st *lockState) {
 			l.free = append(l.free, st)
 		}
 	}
+}
+
+// parkShared queues w to hold every key of the shard shared: it needs no
+// per-key state, and blocks later waiters as a whole-shard waiter does.
+func (l *locks) parkShared(w Waiter) {
+	l.allParked++
+	l.active++
+	l.queue = append(l.queue, queued{w: w, shared: true})
 }
 
 func (l *locks) park(w Waiter) {
@@ -193,7 +244,7 @@ func (l *locks) park(w Waiter) {
 }
 
 func (l *locks) unpark(q *queued) {
-	if q.all {
+	if q.all || q.shared {
 		l.allParked--
 	}
 	for i, st := range q.states {
@@ -226,12 +277,16 @@ func (l *locks) ready() []Waiter {
 	for i := range l.queue {
 		q := l.queue[i]
 		ok := !heldAny && !allReserved
-		if ok && q.all {
+		switch {
+		case !ok:
+		case q.all:
 			ok = l.active-len(l.queue) == 0 && !reservedAny
-		}
-		if ok {
+		case q.shared:
+			ok = l.exclKeys == 0 && !reservedAny
+		default:
 			for j, st := range q.states {
-				if st.excl || (q.keys[j].Excl && st.shared > 0) || st.resv == pass {
+				excl := q.keys[j].Excl
+				if st.excl || excl && (st.shared > 0 || l.allShared > 0) || st.resv == pass {
 					ok = false
 					break
 				}
@@ -246,7 +301,7 @@ func (l *locks) ready() []Waiter {
 		// A runnable waiter that will take locks, and a blocked one,
 		// block later waiters on the same keys; they are re-checked on
 		// the next release.
-		if q.all {
+		if q.all || q.shared {
 			allReserved = true
 		}
 		if i < len(l.queue)-1 {

@@ -286,3 +286,67 @@ func BenchmarkReleaseBehindLargeWaiters(b *testing.B) {
 		b.Fatalf("readers ran while their key was held: %v", log)
 	}
 }
+
+// sharedHolder is a Waiter that holds every key of the shard shared when
+// it resumes (a transaction's part reading many keys, package tx).
+type sharedHolder struct{ recorder }
+
+func (h *sharedHolder) Resume(s *Shard) {
+	s.AcquireShared()
+	*h.log = append(*h.log, h.name)
+}
+
+// TestLocksSharedShard: a shared hold of the whole shard lets readers of
+// any key through and holds back every writer; it waits for exclusive
+// holders, and newcomers, readers too, queue behind parked waiters, so
+// holds following one another never starve a writer.
+func TestLocksSharedShard(t *testing.T) {
+	s := New(0, 1)
+	var log []string
+	s.Acquire(excl("x"), false)
+	r1 := &sharedHolder{recorder{name: "r1", log: &log}}
+	if s.TryLockShared(r1, nil, false) {
+		t.Fatal("shared hold granted while a key is held exclusively")
+	}
+	if s.Available(shared("y")) {
+		t.Fatal("a newcomer must queue behind a parked shared hold")
+	}
+	s.Release(excl("x"), false)
+	if fmt.Sprint(log) != "[r1]" {
+		t.Fatalf("resumed %v, want [r1]", log)
+	}
+	if !s.Available(shared("x", "y")) || s.Available(excl("y")) {
+		t.Fatal("under a shared hold: readers must pass, writers wait")
+	}
+	if len(s.Locks.dbs) > 0 && len(s.Locks.dbs[0]) > 0 {
+		t.Fatalf("a shared hold made %d key states", len(s.Locks.dbs[0]))
+	}
+	r2 := &sharedHolder{recorder{name: "r2", log: &log}}
+	if !s.TryLockShared(r2, nil, false) {
+		t.Fatal("two shared holds must not conflict")
+	}
+	w := &recorder{name: "w", keys: excl("y"), hold: true, log: &log}
+	if s.TryLock(w, false) {
+		t.Fatal("writer granted under a shared hold")
+	}
+	r3 := &sharedHolder{recorder{name: "r3", log: &log}}
+	if s.TryLockShared(r3, nil, false) {
+		t.Fatal("a shared hold must queue behind a parked writer")
+	}
+	s.ReleaseShared()
+	if fmt.Sprint(log) != "[r1]" {
+		t.Fatalf("resumed %v with r2 still holding", log)
+	}
+	s.ReleaseShared()
+	if fmt.Sprint(log) != "[r1 w]" {
+		t.Fatalf("resumed %v, want [r1 w]", log)
+	}
+	s.Release(w.keys, false)
+	if fmt.Sprint(log) != "[r1 w r3]" {
+		t.Fatalf("resumed %v, want [r1 w r3]", log)
+	}
+	s.ReleaseShared()
+	if !s.Locks.Idle() {
+		t.Fatalf("lock table not idle: active=%d", s.Locks.active)
+	}
+}

@@ -455,7 +455,10 @@ func (s *Shard) Capture(keys []KeyLock) {
 	}
 }
 
-// ExclLocked reports whether a transaction holds key exclusively.
+// ExclLocked reports whether a transaction holds key exclusively: one
+// that may have applied writes to it that are not journaled yet (what the
+// snapshot's walk and captures wait for, package snapshot). A shared hold
+// of the whole shard (AcquireShared) does not count: it writes nothing.
 func (s *Shard) ExclLocked(db int, key string) bool {
 	if s.Locks.active == 0 {
 		return false
@@ -497,6 +500,43 @@ func (s *Shard) TryLock(w Waiter, multi bool) bool {
 
 // Acquire takes keys; the caller checked (or was resumed) that they are free.
 func (s *Shard) Acquire(keys []KeyLock, all bool) { s.Locks.acquire(keys, all) }
+
+// TryLockShared holds every key of the shard shared for w if nothing
+// conflicts now (SharedAvailable), else parks w; w.Resume runs when it may
+// (and must then call AcquireShared). It is the lock of a transaction
+// reading many keys of the shard (package tx): one counter instead of a
+// lock state per key, and no writer of the shard runs until ReleaseShared.
+// multi and keys are as for TryLock: the keys are shown to the gates.
+func (s *Shard) TryLockShared(w Waiter, keys []KeyLock, multi bool) bool {
+	if s.Locks.sharedAvailable() {
+		if multi {
+			s.Capture(keys)
+		}
+		s.Locks.acquireShared()
+		return true
+	}
+	s.Locks.parkShared(w)
+	return false
+}
+
+// SharedAvailable reports whether TryLockShared would take the shard now.
+func (s *Shard) SharedAvailable() bool { return s.Locks.sharedAvailable() }
+
+// AcquireShared holds every key of the shard shared; the caller checked
+// (or was resumed) that it may.
+func (s *Shard) AcquireShared() { s.Locks.acquireShared() }
+
+// ReleaseShared ends a shared hold of the shard and resumes the waiters
+// that can now run. It changed no key, so it signals none; blocked
+// clients whose keys became ready meanwhile are served now.
+func (s *Shard) ReleaseShared() {
+	s.Locks.releaseShared()
+	if s.waking {
+		return // see Release
+	}
+	s.wakeWaiters()
+	s.serveReady()
+}
 
 // Release gives keys back and resumes parked waiters that can now run.
 func (s *Shard) Release(keys []KeyLock, all bool) {

@@ -158,8 +158,12 @@ type part struct {
 	sh   *shard.Shard
 	keys []shard.KeyLock
 	all  bool
-	fn   func(*shard.Shard)
-	step stepKind
+	// shared: the part reads many keys and writes none, so it holds every
+	// key of the shard shared (shard.AcquireShared) instead of each;
+	// keys may then name a key more than once (Add stops deduplicating).
+	shared bool
+	fn     func(*shard.Shard)
+	step   stepKind
 	// granted: a stepTryLock took the keys.
 	granted bool
 	// held: a lazy transaction holds this part's locks; refused: a lazy
@@ -209,12 +213,20 @@ func (p *part) call(s *shard.Shard) {
 
 // acquired and released keep holding in step with the shard's locks.
 func (p *part) acquired(s *shard.Shard) {
-	s.Acquire(p.keys, p.all)
+	if p.shared {
+		s.AcquireShared()
+	} else {
+		s.Acquire(p.keys, p.all)
+	}
 	p.holding = true
 }
 
 func (p *part) released(s *shard.Shard) {
-	s.Release(p.keys, p.all)
+	if p.shared {
+		s.ReleaseShared()
+	} else {
+		s.Release(p.keys, p.all)
+	}
 	p.holding = false
 }
 
@@ -275,10 +287,24 @@ func Recycle(t *Tx, shards []*shard.Shard) *Tx {
 // declared twice is locked once, exclusively if either declaration was.
 // A nested transaction locks nothing (its enclosing one holds every key):
 // Add only involves the key's shard.
+//
+// A part that reads indexFrom keys of its shard and writes none holds the
+// whole shard shared instead (part.shared): a reader of every account (a
+// MULTI of 2,000 keys, issue 40) spent more on a map of its keys and a
+// lock state per key than on reading them. Its later reads are appended
+// as they come; a write declared after them makes it lock key by key
+// again (narrow).
 func (t *Tx) Add(sid, db int, key string, excl bool) {
 	p := t.part(sid)
 	if t.nested {
 		return
+	}
+	if p.shared {
+		if !excl {
+			p.keys = append(p.keys, shard.KeyLock{DB: db, Key: key})
+			return
+		}
+		p.narrow()
 	}
 	if p.index != nil {
 		if i, ok := p.index[keyRef{db, key}]; ok {
@@ -297,9 +323,28 @@ func (t *Tx) Add(sid, db int, key string, excl bool) {
 	}
 	p.keys = append(p.keys, shard.KeyLock{DB: db, Key: key, Excl: excl})
 	if len(p.keys) == indexFrom {
+		if !p.all && !slices.ContainsFunc(p.keys, func(k shard.KeyLock) bool { return k.Excl }) {
+			p.shared = true
+			return
+		}
 		p.index = make(map[keyRef]int, 2*indexFrom)
 		for i, k := range p.keys {
 			p.index[keyRef{k.DB, k.Key}] = i
+		}
+	}
+}
+
+// narrow makes a shared part lock its keys one by one again: it drops the
+// keys declared twice and indexes the rest.
+func (p *part) narrow() {
+	p.shared = false
+	keys := p.keys
+	p.keys = keys[:0]
+	p.index = make(map[keyRef]int, 2*len(keys))
+	for _, k := range keys {
+		if _, ok := p.index[keyRef{k.DB, k.Key}]; !ok {
+			p.index[keyRef{k.DB, k.Key}] = len(p.keys)
+			p.keys = append(p.keys, k)
 		}
 	}
 }
@@ -327,7 +372,13 @@ type keyRef struct {
 }
 
 // AddShard declares the whole shard (FLUSHALL, a snapshot's cut).
-func (t *Tx) AddShard(sid int) { t.part(sid).all = true }
+func (t *Tx) AddShard(sid int) {
+	p := t.part(sid)
+	if p.shared {
+		p.narrow()
+	}
+	p.all = true
+}
 
 // AddAllShards declares every shard whole.
 func (t *Tx) AddAllShards() {
@@ -379,7 +430,13 @@ func (p *part) lazyLocked(s *shard.Shard) {
 func (p *part) Run(s *shard.Shard) {
 	switch p.step {
 	case stepLock, stepLockRun:
-		if s.TryLock(p, p.tx.multi) {
+		var locked bool
+		if p.shared {
+			locked = s.TryLockShared(p, p.keys, p.tx.multi)
+		} else {
+			locked = s.TryLock(p, p.tx.multi)
+		}
+		if locked {
 			p.holding = true
 			if p.tx.lazy {
 				p.lazyLocked(s)
@@ -388,7 +445,16 @@ func (p *part) Run(s *shard.Shard) {
 		}
 		return
 	case stepTryLock:
-		if s.Available(p.keys) && (!p.all || s.Locks.Idle()) {
+		var free bool
+		switch {
+		case p.shared:
+			free = s.SharedAvailable()
+		case p.all:
+			free = s.Available(p.keys) && s.Locks.Idle()
+		default:
+			free = s.Available(p.keys)
+		}
+		if free {
 			if p.tx.multi {
 				s.Capture(p.keys)
 			}
@@ -775,9 +841,7 @@ func (t *Tx) finishLazy(fn func(*shard.Shard)) {
 
 func (t *Tx) runAll(step stepKind, fn func(*shard.Shard)) {
 	if t.parent != nil && t.local == nil {
-		for _, p := range t.parts {
-			t.parent.Run(p.sh.ID, fn)
-		}
+		t.parent.runNested(t.parts, fn)
 		return
 	}
 	if t.local != nil {
@@ -792,6 +856,30 @@ func (t *Tx) runAll(step stepKind, fn func(*shard.Shard)) {
 		p.sh.Send(p)
 	}
 	for range t.parts {
+		<-t.done
+	}
+	t.rethrow()
+}
+
+// runNested runs fn on the shards of a nested transaction's parts as steps
+// of t, its enclosing one, which holds their locks: all at once, as a
+// RunAll of t would (a MULTI of MGETs over two shards waited for each
+// shard in turn, each MGET, while holding every key: issue 40's readers).
+// A lazy or local t runs them one by one through Run, which locks or runs
+// inline as t needs.
+func (t *Tx) runNested(parts []*part, fn func(*shard.Shard)) {
+	if t.lazy || t.local != nil {
+		for _, p := range parts {
+			t.Run(p.sh.ID, fn)
+		}
+		return
+	}
+	for _, np := range parts {
+		p := t.part(np.sh.ID)
+		p.step, p.fn = stepRun, fn
+		p.sh.Send(p)
+	}
+	for range parts {
 		<-t.done
 	}
 	t.rethrow()

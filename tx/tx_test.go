@@ -44,11 +44,19 @@ func writeInt(db *shard.DB, key string, n int) {
 // readers sum every account under shared locks: the sum never changes, and
 // the whole run finishes (no deadlock) despite transactions that lock
 // overlapping keys on several shards in every order of declaration, half
-// of the transfers locking lazily (LockLazily).
+// of the transfers locking lazily (LockLazily). With 300 accounts a
+// reader's part reads more than indexFrom keys of each shard and holds the
+// shard shared (part.shared) while the transfers lock key by key.
 func TestBankInvariant(t *testing.T) {
+	for _, n := range []int{12, 300} {
+		t.Run(strconv.Itoa(n)+"-accounts", func(t *testing.T) { bankInvariant(t, n) })
+	}
+}
+
+func bankInvariant(t *testing.T, nAccounts int) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	const nShards, nAccounts, start = 3, 12, 100
+	const nShards, start = 3, 100
 	shards := startShards(t, nShards)
 	owner := func(acct int) int { return acct % nShards }
 	key := func(acct int) string { return "acct:" + strconv.Itoa(acct) }
@@ -487,4 +495,79 @@ func BenchmarkAddKeys(b *testing.B) {
 	for _, k := range keys {
 		x.Add(0, 0, k, true)
 	}
+}
+
+// TestNestedStepsRunTogether: a nested transaction's step over two shards
+// (an MGET over shards inside EXEC) runs on both at once, as its
+// enclosing transaction's RunAll would, not one shard after the other
+// while every lock is held: each shard's part here waits for the other's
+// to have started, which never happens when they run in turn.
+func TestNestedStepsRunTogether(t *testing.T) {
+	shards := startShards(t, 2)
+	outer := New(shards)
+	outer.Add(0, 0, "a", false)
+	outer.Add(1, 0, "b", false)
+	outer.Lock()
+	inner := NestedIn(shards, outer)
+	inner.AddBytes(0, 0, []byte("a"), false)
+	inner.AddBytes(1, 0, []byte("b"), false)
+	inner.Lock()
+	var started [2]chan struct{}
+	for i := range started {
+		started[i] = make(chan struct{})
+	}
+	var timedOut atomic.Bool
+	inner.Finish(func(s *shard.Shard) {
+		close(started[s.ID])
+		select {
+		case <-started[1-s.ID]:
+		case <-time.After(5 * time.Second):
+			timedOut.Store(true)
+		}
+	})
+	outer.Finish(nil)
+	if timedOut.Load() {
+		t.Fatal("the nested step ran on one shard after the other")
+	}
+}
+
+// TestManyReadsHoldShardShared: a part reading indexFrom keys or more of
+// its shard holds it shared, with no lock state per key: the shard's
+// writers wait, even of keys it does not read, and its readers pass. A write declared later on the same shard
+// brings back one lock per key, each key once.
+func TestManyReadsHoldShardShared(t *testing.T) {
+	shards := startShards(t, 2)
+	x := New(shards)
+	for i := 0; i < 2*indexFrom; i++ {
+		x.Add(0, 0, "r"+strconv.Itoa(i), false)
+		x.Add(0, 0, "r"+strconv.Itoa(i), false)
+	}
+	x.Add(1, 0, "other", false)
+	x.Lock()
+	var writerFree, readerFree bool
+	done := make(chan struct{})
+	shards[0].Send(shard.Func(func(s *shard.Shard) {
+		writerFree = s.Available([]shard.KeyLock{{Key: "undeclared", Excl: true}})
+		readerFree = s.Available([]shard.KeyLock{{Key: "r1"}})
+		close(done)
+	}))
+	<-done
+	x.Finish(nil)
+	if writerFree || !readerFree {
+		t.Fatalf("writer free %v (want false), reader free %v (want true)", writerFree, readerFree)
+	}
+
+	y := New(shards)
+	for i := 0; i < 2*indexFrom; i++ {
+		y.Add(0, 0, "r"+strconv.Itoa(i), false)
+		y.Add(0, 0, "r"+strconv.Itoa(i), false)
+	}
+	y.Add(0, 0, "r3", true)
+	p := y.part(0)
+	if p.shared || len(p.keys) != 2*indexFrom || !p.keys[3].Excl {
+		t.Fatalf("after a write: shared %v, %d keys (want %d), r3 exclusive %v",
+			p.shared, len(p.keys), 2*indexFrom, p.keys[3].Excl)
+	}
+	y.Lock()
+	y.Finish(nil)
 }
