@@ -81,6 +81,12 @@ type Command struct {
 	// coordinator, not on a shard; so must a script that may SORT by
 	// offloaded values, see evalCoordinate).
 	Coordinate func(s Server, args [][]byte) bool
+	// SplitsByKey: a read command whose keys may be run apart, shard by
+	// shard: run with only one shard's keys it replies an array of one
+	// element per key, and its reply is those elements in the keys' order
+	// (MGET). EXEC runs such a command over several shards in its
+	// per-shard steps (KeySplit), not in a coordinator step of its own.
+	SplitsByKey bool
 	// Rewrite, when set, journals the command run on a shard in a
 	// deterministic form (record.go), from the key's state and the reply
 	// after it; JournalArgs is the arguments journaled when it ran on a

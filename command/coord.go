@@ -43,6 +43,27 @@ func SingleShard(s Server, cmd *Command, args [][]byte, scratch *[]int) int {
 	return sid
 }
 
+// Declare declares to t the locks of the command with args in database
+// db, queued in a transaction (EXEC): its keys, exclusive if it writes,
+// and the key it writes in another database (OtherDBLock); every shard
+// whole for a keyless command (FLUSHALL, DBSIZE, KEYS ...). pos is scratch
+// for the key positions, returned for reuse.
+func (cmd *Command) Declare(s Server, t *tx.Tx, db int, args [][]byte, pos []int) []int {
+	pos = cmd.Keys(pos[:0], args)
+	if len(pos) == 0 || cmd.Shard == nil && cmd.FirstKey == 0 && cmd.KeyPositions == nil {
+		t.AddAllShards()
+		return pos
+	}
+	excl := cmd.Flags&FlagWrite != 0
+	for _, i := range pos {
+		t.AddBytes(s.ShardOf(args[i]), db, args[i], excl)
+	}
+	if k, ok := cmd.OtherDBLock(args, s.Databases()); ok {
+		t.Add(s.ShardOf(args[1]), k.DB, k.Key, true)
+	}
+	return pos
+}
+
 // Coord is a command running on a coordinator goroutine: one whose keys
 // span shards, or that works on every shard (DBSIZE, FLUSHALL, KEYS). The
 // server drives it (Run): transactions, work on shards, blocking.

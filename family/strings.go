@@ -25,7 +25,7 @@ func stringCommands() []*command.Command {
 		{Name: "getset", Arity: 3, Flags: rw | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdGetSet},
 		{Name: "getdel", Arity: 2, Flags: command.FlagWrite | command.FlagFast, KeyFlags: "RW access delete", FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdGetDel},
 		{Name: "getex", Arity: -2, Flags: command.FlagWrite | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdGetEx, Rewrite: rewriteExpire},
-		{Name: "mget", Tips: "request_policy:multi_shard", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, FirstKey: 1, LastKey: -1, Step: 1, Shard: cmdMGet, Multi: multiMGet},
+		{Name: "mget", Tips: "request_policy:multi_shard", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, FirstKey: 1, LastKey: -1, Step: 1, Shard: cmdMGet, Multi: multiMGet, SplitsByKey: true},
 		{Name: "mset", Tips: "request_policy:multi_shard response_policy:all_succeeded", Arity: -3, Flags: rw, KeyFlags: "OW update", FirstKey: 1, LastKey: -1, Step: 2, Shard: cmdMSet, Multi: multiMSet},
 		{Name: "msetnx", Tips: "request_policy:multi_shard response_policy:agg_min", Arity: -3, Flags: rw, KeyFlags: "OW insert", FirstKey: 1, LastKey: -1, Step: 2, Shard: cmdMSetNX, Multi: multiMSetNX},
 		{Name: "append", Arity: 3, Flags: rw | command.FlagFast, KeyFlags: "RW insert", FirstKey: 1, LastKey: 1, Step: 1, Shard: cmdAppend},

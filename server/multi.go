@@ -204,20 +204,8 @@ func cmdExec(x *Coord) {
 	x.owned = append(x.owned, t) // aborted if the EXEC panics (runGuarded)
 	var pos []int
 	for _, q := range m.cmds {
-		if q.cmd.Local != nil {
-			continue
-		}
-		pos = q.cmd.Keys(pos[:0], q.args)
-		if len(pos) == 0 || q.cmd.Shard == nil && q.cmd.FirstKey == 0 && q.cmd.KeyPositions == nil {
-			t.AddAllShards() // a keyless command (FLUSHALL, DBSIZE, KEYS ...)
-			continue
-		}
-		excl := q.cmd.Flags&command.FlagWrite != 0
-		for _, i := range pos {
-			t.Add(x.ShardOf(q.args[i]), q.db, string(q.args[i]), excl)
-		}
-		if k, ok := q.cmd.OtherDBLock(q.args, x.Srv.cfg.Databases); ok {
-			t.Add(x.ShardOf(q.args[1]), k.DB, k.Key, true)
+		if q.cmd.Local == nil {
+			pos = q.cmd.Declare(x.Srv, t, q.db, q.args, pos)
 		}
 	}
 	if ws != nil {
@@ -261,14 +249,15 @@ func (x *Coord) execState() (*multiState, *watchState) {
 }
 
 // execParallel runs a locked transaction whose commands each live on one
-// shard as one step per shard, all shards at once, each releasing its
-// locks after its part. With every lock held the shards' parts cannot be
-// told apart in time, and each shard keeps its commands in their order, so
-// this is the same transaction in fewer round trips. It reports false
-// (having done nothing) when some command spans shards or needs a
-// coordinator.
+// shard, or split by key (command.KeySplit: MGET), as one step per shard,
+// all shards at once, each releasing its locks after its part. With every
+// lock held the shards' parts cannot be told apart in time, and each shard
+// keeps its commands in their order, so this is the same transaction in
+// fewer round trips. It reports false (having done nothing) when some
+// command spans shards otherwise or needs a coordinator.
 func (x *Coord) execParallel(t *tx.Tx, m *multiState) bool {
 	sids := make([]int, len(m.cmds))
+	splits := make([]*command.KeySplit, len(m.cmds))
 	var scratch []int
 	for i, q := range m.cmds {
 		switch {
@@ -276,7 +265,10 @@ func (x *Coord) execParallel(t *tx.Tx, m *multiState) bool {
 			sids[i] = -1
 		case q.cmd.Shard != nil && (q.cmd.Coordinate == nil || !q.cmd.Coordinate(x.Srv, q.args)):
 			if sids[i] = x.Srv.singleShard(q.cmd, q.args, &scratch); sids[i] < 0 {
-				return false
+				if !q.cmd.SplitsByKey {
+					return false
+				}
+				splits[i] = command.SplitByKey(x.Srv, q.cmd, q.args, x.W.Proto)
 			}
 		default:
 			return false
@@ -289,20 +281,32 @@ func (x *Coord) execParallel(t *tx.Tx, m *multiState) bool {
 	for i, q := range m.cmds {
 		if sids[i] < 0 {
 			q.cmd.Calls.Add(1)
-			q.local(x.Conn, &replies[i])
+			if splits[i] == nil {
+				q.local(x.Conn, &replies[i])
+			}
 		}
 	}
 	t.Finish(func(s *shard.Shard) {
 		for i, q := range m.cmds {
-			if sids[i] == s.ID {
+			args, w := q.args, &replies[i]
+			if splits[i] != nil {
+				args, w = splits[i].Part(s.ID)
+			} else if sids[i] == s.ID {
 				q.cmd.Calls.Add(1)
-				e := command.Exec{S: s, DB: s.DBs[q.db], Args: q.args, W: &replies[i], Srv: x.Srv, Conn: x.Conn}
+			} else {
+				continue
+			}
+			if args != nil {
+				e := command.Exec{S: s, DB: s.DBs[q.db], Args: args, W: w, Srv: x.Srv, Conn: x.Conn}
 				runQueued(&e, q.cmd)
 			}
 		}
 	})
 	x.W.Array(len(m.cmds))
 	for i := range replies {
+		if splits[i] != nil {
+			splits[i].Merge(&replies[i])
+		}
 		x.Srv.countReply(m.cmds[i].cmd, false, &replies[i], 0)
 		x.W.Buf = append(x.W.Buf, replies[i].Buf...)
 	}

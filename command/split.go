@@ -1,0 +1,76 @@
+package command
+
+import (
+	"bytes"
+
+	"github.com/dfly/dfly/resp"
+)
+
+// KeySplit is a SplitsByKey command (MGET) cut into one part per shard of
+// its keys, so that a transaction holding every lock runs each part inside
+// the one step it runs on that shard (server's EXEC: execParallel), not
+// in a coordinator step of its own; Merge puts the parts' replies together
+// as the whole command's.
+type KeySplit struct {
+	owner   []int      // owner[i]: the shard of the i-th key
+	args    [][][]byte // by shard: the command's name then that shard's keys
+	replies []resp.Writer
+}
+
+// SplitByKey cuts cmd's args (cmd.SplitsByKey) by the shards of its keys,
+// replies in protocol proto; nil if it has no keys.
+func SplitByKey(s Server, cmd *Command, args [][]byte, proto int) *KeySplit {
+	pos := cmd.Keys(nil, args)
+	if len(pos) == 0 {
+		return nil
+	}
+	n := len(s.Shards())
+	k := &KeySplit{owner: make([]int, len(pos)), args: make([][][]byte, n), replies: make([]resp.Writer, n)}
+	for i, p := range pos {
+		sid := s.ShardOf(args[p])
+		k.owner[i] = sid
+		if k.args[sid] == nil {
+			k.args[sid] = append(make([][]byte, 0, len(pos)/n+2), args[0])
+		}
+		k.args[sid] = append(k.args[sid], args[p])
+	}
+	for i := range k.replies {
+		k.replies[i].Proto = proto
+	}
+	return k
+}
+
+// Part is shard sid's part of the command, its arguments and where its
+// reply goes; args nil: none of the keys is on sid.
+func (k *KeySplit) Part(sid int) (args [][]byte, w *resp.Writer) {
+	return k.args[sid], &k.replies[sid]
+}
+
+// Merge writes the command's reply to w: an array of the parts' elements
+// in the order of the keys, or the first part's error.
+func (k *KeySplit) Merge(w *resp.Writer) {
+	next := make([]int, len(k.replies)) // by shard: where its next element starts
+	for sid, r := range k.replies {
+		if k.args[sid] == nil {
+			continue
+		}
+		if b := r.Buf; len(b) == 0 || b[0] != '*' {
+			w.Buf = append(w.Buf, b...) // an error: the command's reply
+			return
+		}
+		next[sid] = bytes.IndexByte(r.Buf, '\n') + 1
+	}
+	start := len(w.Buf)
+	w.Array(len(k.owner))
+	for _, sid := range k.owner {
+		b := k.replies[sid].Buf[next[sid]:]
+		n := resp.ReplyEnd(b)
+		if n < 0 {
+			w.Buf = w.Buf[:start]
+			w.Error("ERR internal: a shard's part of the reply is incomplete")
+			return
+		}
+		w.Buf = append(w.Buf, b[:n]...)
+		next[sid] += n
+	}
+}
