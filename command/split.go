@@ -2,6 +2,7 @@ package command
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/dfly/dfly/resp"
 )
@@ -20,7 +21,7 @@ type KeySplit struct {
 // SplitByKey cuts cmd's args (cmd.SplitsByKey) by the shards of its keys,
 // replies in protocol proto; nil if it has no keys.
 func SplitByKey(s Server, cmd *Command, args [][]byte, proto int) *KeySplit {
-	pos := cmd.Keys(nil, args)
+	pos := cmd.Keys(make([]int, 0, len(args)), args)
 	if len(pos) == 0 {
 		return nil
 	}
@@ -60,7 +61,11 @@ func (k *KeySplit) Merge(w *resp.Writer) {
 		}
 		next[sid] = bytes.IndexByte(r.Buf, '\n') + 1
 	}
-	start := len(w.Buf)
+	start, size := len(w.Buf), 16
+	for _, r := range k.replies {
+		size += len(r.Buf)
+	}
+	w.Buf = slices.Grow(w.Buf, size)
 	w.Array(len(k.owner))
 	for _, sid := range k.owner {
 		b := k.replies[sid].Buf[next[sid]:]

@@ -571,3 +571,32 @@ func TestManyReadsHoldShardShared(t *testing.T) {
 	y.Lock()
 	y.Finish(nil)
 }
+
+// TestSharedPartDeclaresWithoutCopies: a part holding its shard shared
+// keeps the keys AddBytes declares in the command's arguments, no
+// allocation per key; when a write makes it narrow, it copies them, so the
+// lock table never holds a key whose bytes the connection may reuse.
+func TestSharedPartDeclaresWithoutCopies(t *testing.T) {
+	shards := startShards(t, 1)
+	keys := make([][]byte, 1000)
+	for i := range keys {
+		keys[i] = []byte("acct:" + strconv.Itoa(i))
+	}
+	var x *Tx
+	if n := testing.AllocsPerRun(10, func() {
+		x = Recycle(x, shards)
+		for _, k := range keys {
+			x.AddBytes(0, 0, k, false)
+		}
+	}); n > float64(indexFrom) {
+		t.Fatalf("%v allocations declaring %d keys read", n, len(keys))
+	}
+	x.AddBytes(0, 0, []byte("w"), true)
+	for _, k := range keys {
+		k[0] = 'X'
+	}
+	p := x.part(0)
+	if p.shared || p.keys[7].Key != "acct:7" {
+		t.Fatalf("after a write: shared %v, key 7 %q (want a copy, \"acct:7\")", p.shared, p.keys[7].Key)
+	}
+}
