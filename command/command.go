@@ -121,9 +121,16 @@ type Command struct {
 	Subcommands         []SubcommandInfo
 	SubcommandsInfoOnly bool
 
+	// Summary is COMMAND DOCS' summary, for dfly's own commands (their
+	// syntax; Redis's commands have none here).
+	Summary string
+
 	// Group is the command's family (Register); Cats its ACL categories
 	// (ACLCategories bits, acl_cat.go).
 	Group string
+	// table is the table the command is in (Add): a command that runs
+	// others (TXN) finds them there.
+	table *Table
 	Cats  uint32
 	// Subs: a container's subcommands by name, for ACL (acl_cat.go).
 	Subs map[string]*Command
@@ -272,10 +279,13 @@ func (t *Table) Add(group string, cmds ...*Command) {
 		if _, dup := t.ByName[c.Name]; dup {
 			panic("server: command registered twice: " + c.Name)
 		}
-		c.Group = group
+		c.Group, c.table = group, t
 		t.ByName[c.Name] = c
 	}
 }
+
+// Table is the table the command is in (nil before Table.Add).
+func (c *Command) Table() *Table { return c.table }
 
 // Lookup finds a command by its name as sent, in any case, without
 // allocating for names of up to 32 bytes.

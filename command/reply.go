@@ -228,8 +228,9 @@ func sortedCommands(cmds []*Command) []*Command {
 }
 
 // writeCommandDocs writes a command's COMMAND DOCS map: summary, since,
-// group (dfly keeps no documentation: the summary names only a container,
-// since is 1.0.0), and a container's subcommands.
+// group (dfly keeps no documentation of Redis's commands: the summary
+// names only a container, or is dfly's own command's Summary; since is
+// 1.0.0), and a container's subcommands.
 func writeCommandDocs(w *resp.Writer, cmd *Command) {
 	n := 3
 	if cmd.infoSubs != nil {
@@ -240,7 +241,7 @@ func writeCommandDocs(w *resp.Writer, cmd *Command) {
 	if cmd.infoSubs != nil {
 		w.BulkString("A container for " + strings.ToUpper(cmd.Name) + " subcommands")
 	} else {
-		w.BulkString("")
+		w.BulkString(cmd.Summary)
 	}
 	w.BulkString("since")
 	w.BulkString("1.0.0")

@@ -188,6 +188,15 @@ func (db *DB) mutate(it dash.Iterator) *Value {
 	return v
 }
 
+// Version is the version of the key at it, its bucket's (dash): every
+// write of the key stamps it with the shard's next version, so it changes
+// on every write and never comes back to an earlier value in this
+// process; a write of another key of the bucket, a move of the key within
+// the table or a snapshot's pass over the bucket raise it too.
+func (db *DB) Version(it dash.Iterator) uint64 {
+	return db.Table.Version(db.Table.BucketOf(it))
+}
+
 // TouchAlways is Touch even inside Quiet: a quiet command's change that
 // Redis does signal (XGROUP CREATE MKSTREAM creating the stream).
 func (db *DB) TouchAlways(key []byte) {

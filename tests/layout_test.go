@@ -36,6 +36,7 @@ var layoutRules = []struct {
 	{pkg: "command", transitive: true, forbidden: serverSide},
 	{pkg: "family", transitive: true, forbidden: serverSide},
 	{pkg: "acl", transitive: true, forbidden: serverSide},
+	{pkg: "txn", transitive: true, forbidden: serverSide},
 	{pkg: "script", transitive: true, forbidden: append([]string{"cmd/dfly"}, serverSide...)},
 	{pkg: "replica", forbidden: []string{"server", "persist", "script", "family"}},
 	{pkg: "offload", allowed: []string{"shard", "snapshot", "rdb", "tiered"}},

@@ -136,7 +136,7 @@ type block struct {
 	// dflyOnly: dfly's own commands, or Redis's newer than 7.0 (tag
 	// [dfly]); skipped against redis-server.
 	dflyOnly bool
-	steps []*step
+	steps    []*step
 }
 
 type stepMode int

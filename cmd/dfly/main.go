@@ -23,6 +23,7 @@ import (
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/reclaim"
 	"github.com/dfly/dfly/server"
+	_ "github.com/dfly/dfly/txn" // TXN and KEYVERSION register themselves
 )
 
 func main() {

@@ -1,0 +1,161 @@
+package txn
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/dfly/dfly/command"
+)
+
+// TXN's syntax:
+//
+//	TXN [IF EXISTS key | IF NOTEXISTS key | IF VALUE key value |
+//	     IF VERSION key version] ... DO argc command arg ... [DO argc command arg ...] ...
+//
+// argc counts the command's name and arguments, so any byte string can be
+// an argument. The conditions come first, the mutations after, each run
+// in order.
+
+// Kind is a condition's kind.
+type Kind uint8
+
+const (
+	Exists    Kind = iota + 1 // IF EXISTS key
+	NotExists                 // IF NOTEXISTS key
+	ValueEq                   // IF VALUE key value: a string equal to value
+	VersionEq                 // IF VERSION key version: KEYVERSION's reply
+)
+
+var kindNames = map[string]Kind{"EXISTS": Exists, "NOTEXISTS": NotExists, "VALUE": ValueEq, "VERSION": VersionEq}
+
+func (k Kind) String() string {
+	for name, v := range kindNames {
+		if v == k {
+			return name
+		}
+	}
+	return "?"
+}
+
+// Condition is one IF of a request.
+type Condition struct {
+	Kind Kind
+	Key  []byte
+	Arg  []byte // VALUE's value, VERSION's version
+}
+
+// Mutation is one DO of a request: a command of the table with its
+// arguments (Args[0] its name) and the positions of its keys.
+type Mutation struct {
+	Cmd  *command.Command
+	Args [][]byte
+	Keys []int
+}
+
+// Request is a parsed TXN.
+type Request struct {
+	Conds []Condition
+	Muts  []Mutation
+}
+
+// Parse reads a TXN's arguments (args[0] is TXN) against the command
+// table; errText is the reply to a request that must not run.
+func Parse(t *command.Table, args [][]byte) (r Request, errText string) {
+	i := 1
+	for i < len(args) && strings.EqualFold(string(args[i]), "IF") {
+		if i+2 >= len(args) {
+			return r, command.ErrSyntax
+		}
+		k := kindNames[strings.ToUpper(string(args[i+1]))]
+		c := Condition{Kind: k, Key: args[i+2]}
+		switch k {
+		case Exists, NotExists:
+			i += 3
+		case ValueEq, VersionEq:
+			if i+3 >= len(args) {
+				return r, command.ErrSyntax
+			}
+			c.Arg = args[i+3]
+			i += 4
+		default:
+			return r, "ERR TXN: unknown condition '" + string(args[i+1]) + "' (EXISTS, NOTEXISTS, VALUE or VERSION)"
+		}
+		r.Conds = append(r.Conds, c)
+	}
+	for i < len(args) {
+		if !strings.EqualFold(string(args[i]), "DO") || i+1 >= len(args) {
+			return r, command.ErrSyntax
+		}
+		n := len(r.Muts) + 1
+		argc, err := strconv.Atoi(string(args[i+1]))
+		if err != nil || argc < 1 || argc > len(args)-i-2 {
+			return r, "ERR TXN: DO " + strconv.Itoa(n) + " needs a count of 1 or more of the arguments that follow it"
+		}
+		m := Mutation{Args: args[i+2 : i+2+argc]}
+		if e := m.check(t, n); e != "" {
+			return r, e
+		}
+		r.Muts = append(r.Muts, m)
+		i += 2 + argc
+	}
+	if len(r.Muts) == 0 {
+		return r, "ERR TXN: no mutation (DO argc command arg ...)"
+	}
+	return r, ""
+}
+
+// check finds the mutation's command and refuses what TXN cannot run: an
+// unknown name, a wrong argument count, a command without keys or that
+// does not run on its keys' shard alone (blocking ones, scripts, EXEC,
+// TXN itself, connection and server commands).
+func (m *Mutation) check(t *command.Table, n int) string {
+	name := string(m.Args[0])
+	where := " in DO " + strconv.Itoa(n)
+	m.Cmd = t.Lookup(m.Args[0])
+	if m.Cmd == nil {
+		return "ERR TXN: unknown command '" + name + "'" + where
+	}
+	if !m.Cmd.ArityOK(len(m.Args)) {
+		return "ERR TXN: wrong number of arguments for '" + m.Cmd.Name + "'" + where
+	}
+	m.Keys = m.Cmd.Keys(nil, m.Args)
+	if m.Cmd.Shard == nil || m.Cmd.Coordinate != nil || len(m.Keys) == 0 ||
+		m.Cmd.Flags&(command.FlagBlocking|command.FlagNoScript|command.FlagNoMulti|command.FlagPubSub|command.FlagAdmin) != 0 ||
+		m.Cmd.JournaledByEffects() {
+		return "ERR TXN: '" + m.Cmd.Name + "' cannot run in a TXN" + where + " (only commands on keys, each on its keys' shard)"
+	}
+	return ""
+}
+
+// keyPositions lists the positions in args of every key of a TXN, the
+// conditions' and the mutations' (ACL's key patterns, COMMAND GETKEYS);
+// nothing for a request that does not parse.
+func keyPositions(t *command.Table, dst []int, args [][]byte) []int {
+	if t == nil {
+		return dst
+	}
+	i := 1
+	for i+2 < len(args) && strings.EqualFold(string(args[i]), "IF") {
+		dst = append(dst, i+2)
+		switch kindNames[strings.ToUpper(string(args[i+1]))] {
+		case Exists, NotExists:
+			i += 3
+		default:
+			i += 4
+		}
+	}
+	for i+1 < len(args) && strings.EqualFold(string(args[i]), "DO") {
+		argc, err := strconv.Atoi(string(args[i+1]))
+		if err != nil || argc < 1 || argc > len(args)-i-2 {
+			return dst
+		}
+		sub := args[i+2 : i+2+argc]
+		if cmd := t.Lookup(sub[0]); cmd != nil && cmd.ArityOK(len(sub)) {
+			for _, k := range cmd.Keys(nil, sub) {
+				dst = append(dst, i+2+k)
+			}
+		}
+		i += 2 + argc
+	}
+	return dst
+}

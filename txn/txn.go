@@ -1,0 +1,131 @@
+package txn
+
+import (
+	"bytes"
+	"strconv"
+
+	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/shard"
+)
+
+func init() { command.Register("transactions", commands) }
+
+func commands() []*command.Command {
+	cmd := &command.Command{Name: "txn", Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagNoScript,
+		Summary: "TXN [IF EXISTS key | IF NOTEXISTS key | IF VALUE key value | IF VERSION key version] ... " +
+			"DO argc command arg ... [DO argc command arg ...] ... -- every condition holds and every mutation applies, " +
+			"atomically across shards, or a PRECONDITION error names the first that failed and nothing applies; " +
+			"the reply is the mutations' replies, as EXEC's",
+		KeySpecs: "RW access update incomplete ?", Multi: runTxn}
+	cmd.KeyPositions = func(dst []int, args [][]byte) []int { return keyPositions(cmd.Table(), dst, args) }
+	return []*command.Command{
+		cmd,
+		{Name: "keyversion", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, KeyFlags: "RO", FirstKey: 1, LastKey: 1, Step: 1,
+			Summary: "KEYVERSION key -- the key's version (nil when missing): it changes on every write of the key, never " +
+				"returns to an earlier value, and differs from every version another server (a replica, a restarted master) gives",
+			Shard: cmdKeyVersion},
+	}
+}
+
+// runTxn runs a TXN on its coordinator: lock every key, check the
+// conditions on their shards (all at once), then run the mutations, each
+// shard its own in order, all shards at once, releasing as they finish.
+// With every lock held from the first check to the last mutation, no
+// other command sees the keys in between, so the shards' parallel parts
+// are the same transaction as running the mutations one by one.
+func runTxn(x *command.Coord) {
+	r, e := Parse(x.Cmd.Table(), x.Args)
+	if e != "" {
+		x.W.Error(e)
+		return
+	}
+	n := x.NumShards()
+	mutsOn := make([][]int, n)
+	for i, m := range r.Muts {
+		sid := x.ShardOf(m.Args[m.Keys[0]])
+		for _, k := range m.Keys[1:] {
+			if x.ShardOf(m.Args[k]) != sid {
+				x.W.Error("ERR TXN: the keys of DO " + strconv.Itoa(i+1) + " are on different shards: give them one {hash tag}, or split it")
+				return
+			}
+		}
+		mutsOn[sid] = append(mutsOn[sid], i)
+	}
+	t := x.Tx()
+	condsOn := make([][]int, n)
+	for i, c := range r.Conds {
+		sid := x.ShardOf(c.Key)
+		condsOn[sid] = append(condsOn[sid], i)
+		t.AddBytes(sid, x.DB, c.Key, false)
+	}
+	for sid, muts := range mutsOn {
+		for _, i := range muts {
+			m := &r.Muts[i]
+			excl := m.Cmd.Flags&command.FlagWrite != 0
+			for _, k := range m.Keys {
+				t.AddBytes(sid, x.DB, m.Args[k], excl)
+			}
+		}
+	}
+	t.Lock()
+	if len(r.Conds) > 0 {
+		failed := make([]int, n) // per shard: 1 + the first condition that failed
+		t.RunAll(func(s *shard.Shard) {
+			db := s.DBs[x.DB]
+			for _, i := range condsOn[s.ID] {
+				if !r.Conds[i].holds(db) {
+					failed[s.ID] = i + 1
+					return
+				}
+			}
+		})
+		first := 0
+		for _, f := range failed {
+			if f != 0 && (first == 0 || f < first) {
+				first = f
+			}
+		}
+		if first != 0 {
+			t.Finish(nil)
+			c := r.Conds[first-1]
+			x.W.Error("PRECONDITION failed: IF " + c.Kind.String() + " " + string(c.Key) + " (condition " + strconv.Itoa(first) + "); nothing applied")
+			return
+		}
+	}
+	replies := make([]resp.Writer, len(r.Muts))
+	for i := range replies {
+		replies[i].Proto = x.W.Proto
+	}
+	srv := x.Srv()
+	t.Finish(func(s *shard.Shard) {
+		for _, i := range mutsOn[s.ID] {
+			m := &r.Muts[i]
+			m.Cmd.Calls.Add(1)
+			e := command.Exec{S: s, DB: s.DBs[x.DB], Args: m.Args, W: &replies[i], Srv: srv}
+			e.Run(m.Cmd)
+		}
+	})
+	x.W.Array(len(replies))
+	for i := range replies {
+		x.W.Buf = append(x.W.Buf, replies[i].Buf...)
+	}
+}
+
+// holds checks the condition on the shard that owns its key, under the
+// transaction's lock. A key expired by now is missing.
+func (c *Condition) holds(db *shard.DB) bool {
+	it, v := db.Find(c.Key)
+	switch c.Kind {
+	case Exists:
+		return v != nil
+	case NotExists:
+		return v == nil
+	case ValueEq:
+		return v != nil && v.Type == shard.TypeString && bytes.Equal(v.Str(), c.Arg)
+	case VersionEq:
+		var buf [40]byte
+		return v != nil && bytes.Equal(appendVersion(buf[:0], db, it), c.Arg)
+	}
+	return false
+}
