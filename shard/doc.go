@@ -33,6 +33,13 @@
 //     writing (shared, never waited for); single-shard commands only
 //     check them (and park, holding nothing), hop groups take free ones
 //     without waiting: no cycle of waits.
+//   - A shared hold of the whole shard (AcquireShared: a transaction
+//     reading many keys) is a shared lock of every key: Available refuses
+//     every exclusive key while it lasts, blocked clients are not served
+//     (serveReady), the sweep leaves keys alone while journaling
+//     (lockedWhileJournaled), and it is granted only while no key is held
+//     exclusively and nothing is parked (no writer starves behind a run
+//     of readers). ExclLocked does not report it: it writes nothing.
 //   - Every mutation goes through DB's mutation methods, which call the
 //     change hooks before the table changes, so a snapshot can serialize the
 //     buckets first (OnDbChange) and a journal can record the change after.

@@ -32,6 +32,15 @@
 //     shard granted. A lazy transaction (LockLazily, for scripts) takes a
 //     shard's locks with its first step there, after every lower involved
 //     shard's: the same order, so the same argument holds.
+//   - A part that reads indexFrom (64) keys or more of its shard and writes
+//     none there holds the whole shard shared (part.shared,
+//     shard.AcquireShared) instead of each key: the same exclusion for its
+//     keys, more for the shard's other keys (their writers wait too). It
+//     is taken in the same step and order as key locks, so the deadlock
+//     argument above holds. A write declared on that shard later in the
+//     transaction turns it back into key locks (narrow) before any lock is
+//     taken. It holds nothing exclusively, so a snapshot's checks of keys
+//     held exclusively (shard.ExclLocked) need not see it.
 //   - Every involved shard runs its part of the operation before it
 //     releases its locks, and no lock is released before every part ran
 //     (two-phase locking): no client can observe half of the operation
