@@ -213,6 +213,7 @@ func cmdExec(x *Coord) {
 			t.Add(k.sid, k.db, k.key, false)
 		}
 	}
+	sids, splits, parallel := x.planParallel(m) // before Lock: not while holding
 	t.Lock()
 	if ws != nil {
 		// Lazily expire watched keys now: an expiry since WATCH counts as
@@ -226,7 +227,8 @@ func cmdExec(x *Coord) {
 			return
 		}
 	}
-	if x.execParallel(t, m) {
+	if parallel {
+		x.execParallel(t, m, sids, splits)
 		return
 	}
 	x.W.Array(len(m.cmds))
@@ -253,9 +255,10 @@ func (x *Coord) execState() (*multiState, *watchState) {
 // all shards at once, each releasing its locks after its part. With every
 // lock held the shards' parts cannot be told apart in time, and each shard
 // keeps its commands in their order, so this is the same transaction in
-// fewer round trips. It reports false (having done nothing) when some
-// command spans shards otherwise or needs a coordinator.
-func (x *Coord) execParallel(t *tx.Tx, m *multiState) bool {
+// fewer round trips. planParallel gives each command's shard (-1: none)
+// or split, or false when some command spans shards otherwise or needs a
+// coordinator.
+func (x *Coord) planParallel(m *multiState) ([]int, []*command.KeySplit, bool) {
 	sids := make([]int, len(m.cmds))
 	splits := make([]*command.KeySplit, len(m.cmds))
 	var scratch []int
@@ -266,14 +269,18 @@ func (x *Coord) execParallel(t *tx.Tx, m *multiState) bool {
 		case q.cmd.Shard != nil && (q.cmd.Coordinate == nil || !q.cmd.Coordinate(x.Srv, q.args)):
 			if sids[i] = x.Srv.singleShard(q.cmd, q.args, &scratch); sids[i] < 0 {
 				if !q.cmd.SplitsByKey {
-					return false
+					return nil, nil, false
 				}
 				splits[i] = command.SplitByKey(x.Srv, q.cmd, q.args, x.W.Proto)
 			}
 		default:
-			return false
+			return nil, nil, false
 		}
 	}
+	return sids, splits, true
+}
+
+func (x *Coord) execParallel(t *tx.Tx, m *multiState, sids []int, splits []*command.KeySplit) {
 	replies := make([]resp.Writer, len(m.cmds))
 	for i := range replies {
 		replies[i].Proto = x.W.Proto
@@ -310,7 +317,6 @@ func (x *Coord) execParallel(t *tx.Tx, m *multiState) bool {
 		x.Srv.countReply(m.cmds[i].cmd, false, &replies[i], 0)
 		x.W.Buf = append(x.W.Buf, replies[i].Buf...)
 	}
-	return true
 }
 
 // execQueued runs one queued command inside EXEC's transaction, writing its
