@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/dfly/dfly/resp"
+	"github.com/dfly/dfly/shard"
 )
 
 // KeySplit is a SplitsByKey command (MGET) cut into one part per shard of
@@ -18,10 +19,9 @@ type KeySplit struct {
 	replies []resp.Writer
 }
 
-// SplitByKey cuts cmd's args (cmd.SplitsByKey) by the shards of its keys,
-// replies in protocol proto; nil if it has no keys.
-func SplitByKey(s Server, cmd *Command, args [][]byte, proto int) *KeySplit {
-	pos := cmd.Keys(make([]int, 0, len(args)), args)
+// SplitByKey cuts args, a SplitsByKey command's, by the shards of its
+// keys, at positions pos, replies in protocol proto; nil if it has none.
+func SplitByKey(s Server, args [][]byte, pos []int, proto int) *KeySplit {
 	if len(pos) == 0 {
 		return nil
 	}
@@ -78,4 +78,26 @@ func (k *KeySplit) Merge(w *resp.Writer) {
 		w.Buf = append(w.Buf, b[:n]...)
 		next[sid] += n
 	}
+}
+
+// RunByKey runs a SplitsByKey command on a coordinator: run, its Shard
+// handler, on each shard owning some of the keys at pos, with only those,
+// all of them locked shared, and the replies merged into x.W. A shard's
+// handler writes its values straight into its reply, no copy of each.
+func (x *Coord) RunByKey(pos []int, run func(e *Exec)) {
+	srv := x.Run.Server()
+	k := SplitByKey(srv, x.Args, pos, x.W.Proto)
+	t := x.Tx()
+	for sid, args := range k.args {
+		for _, key := range args[min(1, len(args)):] {
+			t.AddBytes(sid, x.DB, key, false)
+		}
+	}
+	t.Lock()
+	t.Finish(func(s *shard.Shard) {
+		if args, w := k.Part(s.ID); args != nil {
+			run(&Exec{S: s, DB: s.DBs[x.DB], Args: args, W: w, Srv: srv})
+		}
+	})
+	k.Merge(x.W)
 }

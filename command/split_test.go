@@ -29,9 +29,8 @@ func args(ss ...string) [][]byte {
 // whole command in the keys' order, nulls of either protocol included;
 // a part's error is the reply.
 func TestKeySplit(t *testing.T) {
-	mget := &Command{Name: "mget", FirstKey: 1, LastKey: -1, Step: 1, SplitsByKey: true}
 	for _, proto := range []int{2, 3} {
-		k := SplitByKey(splitServer{4}, mget, args("MGET", "a1", "b1", "a2", "c1", "b2"), proto)
+		k := SplitByKey(splitServer{4}, args("MGET", "a1", "b1", "a2", "c1", "b2"), []int{1, 2, 3, 4, 5}, proto)
 		for sid := 0; sid < 4; sid++ {
 			a, w := k.Part(sid)
 			if sid == 3 {
@@ -62,7 +61,7 @@ func TestKeySplit(t *testing.T) {
 		}
 	}
 
-	k := SplitByKey(splitServer{2}, mget, args("MGET", "a", "b"), 2)
+	k := SplitByKey(splitServer{2}, args("MGET", "a", "b"), []int{1, 2}, 2)
 	_, w0 := k.Part(0)
 	w0.Array(1)
 	w0.Bulk([]byte("x"))

@@ -3,7 +3,6 @@ package family
 import (
 	"github.com/dfly/dfly/command"
 
-	"bytes"
 	"math"
 	"strings"
 
@@ -339,18 +338,6 @@ func cmdGetEx(x *command.Exec) {
 	}
 }
 
-// mgetOn reads the keys at pos on one shard into vals (copies, since the
-// values may change once the shard moves on).
-func mgetOn(db *shard.DB, args [][]byte, pos []int, vals [][]byte, found []bool) {
-	for _, i := range pos {
-		_, v := db.Find(args[i])
-		if v != nil && v.Type == shard.TypeString {
-			vals[i] = bytes.Clone(v.Str())
-			found[i] = true
-		}
-	}
-}
-
 func cmdMGet(x *command.Exec) {
 	x.W.Array(len(x.Args) - 1)
 	for _, k := range x.Args[1:] {
@@ -363,21 +350,7 @@ func cmdMGet(x *command.Exec) {
 	}
 }
 
-func multiMGet(x *command.Coord) {
-	vals := make([][]byte, len(x.Args))
-	found := make([]bool, len(x.Args))
-	x.SplitKeys(keyRange(1, len(x.Args), 1), false, func(s *shard.Shard, db *shard.DB, pos []int) {
-		mgetOn(db, x.Args, pos, vals, found)
-	})
-	x.W.Array(len(x.Args) - 1)
-	for i := 1; i < len(x.Args); i++ {
-		if !found[i] {
-			x.W.Null()
-		} else {
-			x.W.Bulk(vals[i])
-		}
-	}
-}
+func multiMGet(x *command.Coord) { x.RunByKey(keyRange(1, len(x.Args), 1), cmdMGet) }
 
 func keyRange(first, end, step int) []int {
 	var pos []int

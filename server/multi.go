@@ -271,7 +271,7 @@ func (x *Coord) planParallel(m *multiState) ([]int, []*command.KeySplit, bool) {
 				if !q.cmd.SplitsByKey {
 					return nil, nil, false
 				}
-				splits[i] = command.SplitByKey(x.Srv, q.cmd, q.args, x.W.Proto)
+				splits[i] = command.SplitByKey(x.Srv, q.args, scratch, x.W.Proto)
 			}
 		default:
 			return nil, nil, false
