@@ -19,6 +19,7 @@ func commands() []*command.Command {
 			"the reply is the mutations' replies, as EXEC's",
 		KeySpecs: "RW access update incomplete ?", Multi: runTxn}
 	cmd.KeyPositions = func(dst []int, args [][]byte) []int { return keyPositions(cmd.Table(), dst, args) }
+	cmd.Shard = func(x *command.Exec) { runTxnOnShard(cmd.Table(), x) }
 	return []*command.Command{
 		cmd,
 		{Name: "keyversion", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, KeyFlags: "RO", FirstKey: 1, LastKey: 1, Step: 1,
@@ -88,8 +89,7 @@ func runTxn(x *command.Coord) {
 		}
 		if first != 0 {
 			t.Finish(nil)
-			c := r.Conds[first-1]
-			x.W.Error("PRECONDITION failed: IF " + c.Kind.String() + " " + string(c.Key) + " (condition " + strconv.Itoa(first) + "); nothing applied")
+			x.W.Error(preconditionFailed(r.Conds[first-1], first))
 			return
 		}
 	}
@@ -110,6 +110,36 @@ func runTxn(x *command.Coord) {
 	for i := range replies {
 		x.W.Buf = append(x.W.Buf, replies[i].Buf...)
 	}
+}
+
+// runTxnOnShard runs a TXN whose keys are all on one shard, inline in
+// the shard's batch: no coordinator, no lock round trip (the batch checked
+// the keys' locks), and the shard runs it to the end before anything else.
+// Exec.Run journals it as one part of the shard, by its mutations.
+func runTxnOnShard(t *command.Table, x *command.Exec) {
+	r, e := Parse(t, x.Args)
+	if e != "" {
+		x.W.Error(e)
+		return
+	}
+	for i := range r.Conds {
+		if !r.Conds[i].holds(x.DB) {
+			x.W.Error(preconditionFailed(r.Conds[i], i+1))
+			return
+		}
+	}
+	x.W.Array(len(r.Muts))
+	for i := range r.Muts {
+		m := &r.Muts[i]
+		m.Cmd.Calls.Add(1)
+		e := command.Exec{S: x.S, DB: x.DB, Args: m.Args, W: x.W, Srv: x.Srv}
+		e.Run(m.Cmd)
+	}
+}
+
+// preconditionFailed is the error naming condition n (from 1), c.
+func preconditionFailed(c Condition, n int) string {
+	return "PRECONDITION failed: IF " + c.Kind.String() + " " + string(c.Key) + " (condition " + strconv.Itoa(n) + "); nothing applied"
 }
 
 // holds checks the condition on the shard that owns its key, under the
