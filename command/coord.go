@@ -116,7 +116,11 @@ func (x *Coord) ShardOf(key []byte) int { return x.Run.Server().ShardOf(key) }
 func (x *Coord) Srv() Server { return x.Run.Server() }
 
 // Tx starts a transaction over the server's shards (Runner.Tx).
-func (x *Coord) Tx() *tx.Tx { return x.Run.Tx() }
+func (x *Coord) Tx() *tx.Tx {
+	t := x.Run.Tx()
+	t.SetReads(x.Cmd != nil && x.Cmd.Flags&FlagReadonly != 0)
+	return t
+}
 
 // NumShards is the number of shards.
 func (x *Coord) NumShards() int { return len(x.Run.Server().Shards()) }

@@ -36,6 +36,7 @@ func (x *Exec) Run(cmd *Command) {
 		x.S.Quiet(true)
 		defer x.S.Quiet(false)
 	}
+	defer x.S.ReadMisses(x.S.ReadMisses(cmd.Flags&FlagReadonly != 0))
 	if !x.S.Journal.Active() {
 		cmd.Shard(x)
 		return

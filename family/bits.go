@@ -137,6 +137,9 @@ func cmdBitfield(x *command.Exec, readOnly bool) {
 		command.ReplyErr(x.W, err)
 		return
 	}
+	if !prog.Writes() {
+		defer x.S.ReadMisses(x.S.ReadMisses(true)) // a read, as Redis's: a miss is a keymiss
+	}
 	it, v, ok := strValue(x, x.Args[1])
 	if !ok {
 		return
@@ -201,6 +204,7 @@ func bitOpStore(db *shard.DB, dest []byte, op bitmap.Op, srcs [][]byte) int {
 // bitOpSources reads BITOP's source strings (copies) from db, for the
 // positions given; ok=false when one holds another type.
 func bitOpSources(db *shard.DB, args [][]byte, pos []int, srcs [][]byte) bool {
+	defer db.Shard().ReadMisses(db.Shard().ReadMisses(true)) // reads (keymiss)
 	for _, i := range pos {
 		_, v := db.Find(args[i])
 		if v == nil {

@@ -578,6 +578,7 @@ func propagateStored(propagate func(...[]byte), dst []byte, z *zset.Set) {
 // or the error reply (WRONGTYPE first, as Redis checks the key's type
 // before its arguments).
 func geoSource(db *shard.DB, args [][]byte, src []byte, k geoKind) (q geoQuery, pts []geoPoint, errText string) {
+	defer db.Shard().ReadMisses(db.Shard().ReadMisses(true)) // a read, a STORE's too (keymiss)
 	_, v, ok := db.FindType(src, shard.TypeZSet)
 	if !ok {
 		return q, nil, command.ErrWrongType

@@ -168,6 +168,7 @@ func cmdPFAdd(x *command.Exec) {
 // pfUnion merges the HLLs at positions pos into r. It returns the first
 // error (with its position) and whether any input was dense.
 func pfUnion(db *shard.DB, args [][]byte, pos []int, r *hll.RawRegisters) (errAt int, errText string, dense bool) {
+	defer db.Shard().ReadMisses(db.Shard().ReadMisses(true)) // reads, PFMERGE's destination too (keymiss)
 	for _, i := range pos {
 		_, v, e := hllOf(db, args[i])
 		if e != "" {

@@ -243,7 +243,11 @@ type moved struct {
 }
 
 func takeValue(db *shard.DB, key []byte, remove bool) moved {
-	it, v := db.Find(key)
+	find := db.Find
+	if !remove {
+		find = db.FindRead // COPY reads its source: a miss is a keymiss
+	}
+	it, v := find(key)
 	if v == nil {
 		return moved{}
 	}
@@ -385,11 +389,12 @@ func cmdCopyOne(x *command.Exec) {
 		return
 	}
 	dstDB := x.S.DBs[o.db]
-	if !existsOn(x.DB, x.Args[1]) || (!o.replace && existsOn(dstDB, x.Args[2])) {
+	m := takeValue(x.DB, x.Args[1], false)
+	if !m.ok || (!o.replace && existsOn(dstDB, x.Args[2])) {
 		x.W.Int(0)
 		return
 	}
-	putValue(dstDB, x.Args[2], takeValue(x.DB, x.Args[1], false))
+	putValue(dstDB, x.Args[2], m)
 	dstDB.Notify(notify.Generic, "copy_to", x.Args[2])
 	x.W.Int(1)
 }

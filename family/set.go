@@ -445,6 +445,7 @@ const (
 // setSources reads the sets at pos: nil for a missing key; wrong reports a
 // key of another type.
 func setSources(db *shard.DB, args [][]byte, pos []int, out []*set.Set, clone bool) (wrong bool) {
+	defer db.Shard().ReadMisses(db.Shard().ReadMisses(true)) // reads, a STORE's too (keymiss)
 	for _, i := range pos {
 		_, v := db.Find(args[i])
 		switch {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/dfly/dfly/notify"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
 	"github.com/dfly/dfly/types/hash"
@@ -236,6 +237,7 @@ func isHashSign(pat []byte) bool {
 // left, once per script (its later runs take a coordinator).
 func (ref *patternRef) resolve(s *shard.Shard, db *shard.DB, r *sortReads) (async bool) {
 	ref.done = true
+	defer s.ReadMisses(s.ReadMisses(true)) // a miss is a keymiss, as Redis's lookupKeyRead
 	var v *shard.Value
 	if r != nil {
 		_, v = db.FindMeta(ref.key)
@@ -332,7 +334,7 @@ type sortJob struct {
 // load reads the sorted key's elements on its shard. It sets errText for a
 // key of the wrong type.
 func (j *sortJob) load(db *shard.DB, key []byte) {
-	_, v := db.Find(key)
+	_, v := db.FindRead(key) // SORT ... STORE's too
 	if v != nil && v.Type != shard.TypeList && v.Type != shard.TypeSet && v.Type != shard.TypeZSet {
 		j.errText = command.ErrWrongType
 		return
@@ -799,6 +801,7 @@ func storeList(db *shard.DB, key []byte, rows [][]byte) {
 	if len(rows) == 0 {
 		if it, _ := db.FindMeta(key); it.Valid() { // an offloaded value is not read
 			db.Delete(it)
+			db.Notify(notify.Generic, "del", key)
 		}
 		return
 	}
@@ -807,4 +810,5 @@ func storeList(db *shard.DB, key []byte, rows [][]byte) {
 		l.PushRight(r)
 	}
 	db.Set(key, shard.ObjectValue(shard.TypeList, l), false)
+	db.Notify(notify.List, "sortstore", key)
 }

@@ -696,6 +696,7 @@ func cmdXGroup(x *command.Exec) {
 // commands: WRONGTYPE is written (ok=false); a missing key or group gives
 // nil s or g.
 func groupOf(x *command.Exec, key, group []byte) (it shard.Iterator, s *stream.Stream, g *stream.Group, ok bool) {
+	defer x.S.ReadMisses(x.S.ReadMisses(true)) // a read (XACK, XCLAIM ...): a miss is a keymiss, as Redis's
 	it, s, ok = streamValue(x, key)
 	if !ok || s == nil {
 		return it, s, nil, ok
@@ -972,6 +973,7 @@ func cmdXClaim(x *command.Exec) {
 				c.SeenTime = now
 			} else {
 				c, _ = g.CreateConsumer(args[3], now)
+				x.DB.Notify(notify.Stream, "xgroup-createconsumer", args[1])
 			}
 		}
 		if !found {
@@ -1058,6 +1060,7 @@ func cmdXAutoClaim(x *command.Exec) {
 				c.SeenTime = now
 			} else {
 				c, _ = g.CreateConsumer(args[3], now)
+				x.DB.Notify(notify.Stream, "xgroup-createconsumer", args[1])
 			}
 		}
 		g.Claim(i, c, now, -1, !justID)
@@ -1430,7 +1433,8 @@ type xreadKeyState struct {
 }
 
 func xreadState(db *shard.DB, key, group []byte) (st xreadKeyState) {
-	_, v := db.Find(key)
+	_, v := db.FindRead(key) // XREADGROUP's too
+
 	if v == nil {
 		return st
 	}
@@ -1575,6 +1579,7 @@ func xreadServe(db *shard.DB, args [][]byte, r *xreadRequest, i int, now int64, 
 	c := g.Consumer(r.consumer)
 	if c == nil {
 		c, _ = g.CreateConsumer(r.consumer, now)
+		db.Notify(notify.Stream, "xgroup-createconsumer", args[r.keys+i])
 	}
 	c.SeenTime = now
 	if history {

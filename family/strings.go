@@ -158,7 +158,11 @@ func cmdSet(x *command.Exec) {
 
 // setGeneric is SET with parsed options; it writes the reply.
 func setGeneric(x *command.Exec, key, val []byte, o setOpts) {
-	it, old := x.DB.Find(key)
+	find := x.DB.Find
+	if o.get {
+		find = x.DB.FindRead // a read of the key, a miss a keymiss (as Redis)
+	}
+	it, old := find(key)
 	if (o.get || o.cond != casNone) && old != nil && old.Type != shard.TypeString {
 		x.W.Error(command.ErrWrongType)
 		return
@@ -260,6 +264,7 @@ func cmdGetSet(x *command.Exec) {
 }
 
 func cmdGetDel(x *command.Exec) {
+	defer x.S.ReadMisses(x.S.ReadMisses(true)) // a read of the key, as Redis's
 	it, v, ok := strValue(x, x.Args[1])
 	if !ok {
 		return
@@ -306,6 +311,7 @@ func cmdGetEx(x *command.Exec) {
 			return
 		}
 	}
+	defer x.S.ReadMisses(x.S.ReadMisses(true)) // a read of the key, as Redis's
 	it, v, ok := strValue(x, x.Args[1])
 	if !ok {
 		return

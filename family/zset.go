@@ -719,7 +719,9 @@ func cmdZRangeStore(x *command.Exec) {
 		x.W.Error(e)
 		return
 	}
+	prev := x.S.ReadMisses(true) // a read of the source: a miss is a keymiss
 	_, z, ok := zsetOf(x, x.Args[2])
+	x.S.ReadMisses(prev)
 	if !ok {
 		return
 	}
@@ -744,6 +746,7 @@ func multiZRangeStore(x *command.Coord) {
 	var out *zset.Set
 	wrong := false
 	t.Run(ss, func(s *shard.Shard) {
+		defer s.ReadMisses(s.ReadMisses(true)) // a read of the source: a miss is a keymiss
 		_, v, ok := s.DBs[x.DB].FindType(src, shard.TypeZSet)
 		if !ok {
 			wrong = true
@@ -1249,6 +1252,7 @@ func (s *zsrc) each(fn func(member []byte, score float64)) {
 // readZSrc reads one input key; wrong=true for a type other than zset/set.
 // With clone the value is deep-copied so it can leave the shard.
 func readZSrc(db *shard.DB, key []byte, clone bool) (src zsrc, wrong bool) {
+	defer db.Shard().ReadMisses(db.Shard().ReadMisses(true)) // a STORE's too: a miss is a keymiss
 	_, v := db.Find(key)
 	if v == nil {
 		return src, false

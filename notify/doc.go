@@ -8,7 +8,11 @@
 // key, with Redis's event name for the command (DB.Notify in package
 // shard); package shard for what no command does: "new" when a key is
 // added (DB.Insert, not a load), "expired" when a key's TTL passed
-// (lazily on access and by the active sweep). A replica expires nothing
+// (lazily on access and by the active sweep), and "keymiss" when a read
+// finds no key: Find misses of a read-only command (shard.ReadMisses,
+// set per command by package command and per transaction step by tx)
+// and the reads of write commands (DB.FindRead: GETSET, a STORE's
+// sources ...), as Redis's lookupKeyRead. A replica expires nothing
 // itself: it emits "del" when it applies its master's DEL, as Redis.
 //
 // Invariants:

@@ -128,7 +128,7 @@ func cmdMemoryUsage(x *command.Exec) {
 		samples = int(min(n, math.MaxInt32))
 		i++
 	}
-	_, v := x.DB.FindMeta(x.Args[2]) // an offloaded value stays on disk
+	_, v := x.DB.FindMetaQuiet(x.Args[2]) // an offloaded value stays on disk
 	if v == nil {
 		x.W.Null()
 		return

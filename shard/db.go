@@ -61,19 +61,53 @@ func (db *DB) Len() int { return db.Table.Len() }
 
 // Find looks key up, expiring it first when its TTL has passed (lazy
 // expiry). The returned pointer is valid until the next mutation of db.
+// Within a read (ReadMisses) a miss publishes "keymiss".
 func (db *DB) Find(key []byte) (dash.Iterator, *Value) {
-	return db.find(key, true)
+	it, v := db.find(key, true)
+	if v == nil && db.shard.reading {
+		db.missed(key)
+	}
+	return it, v
 }
 
-// FindNoTouch is Find that leaves the key's access time as it was (OBJECT, as
-// Redis's LOOKUP_NOTOUCH).
+// FindRead is Find for a write command's read of a key (GETSET, a STORE
+// command's sources: Redis's lookupKeyRead), whose miss publishes
+// "keymiss" as a read command's does.
+func (db *DB) FindRead(key []byte) (dash.Iterator, *Value) {
+	it, v := db.find(key, true)
+	if v == nil {
+		db.missed(key)
+	}
+	return it, v
+}
+
+// missed publishes a read's miss of key: "keymiss", as Redis's
+// lookupKeyRead.
+func (db *DB) missed(key []byte) {
+	if db.shard.Notify.On(notify.KeyMiss) {
+		db.shard.Notify.Emit(notify.KeyMiss, "keymiss", db.Index, key)
+	}
+}
+
+// ReadMisses sets whether the commands run from now on read their keys
+// (Redis's read-only commands), so that Find's misses publish "keymiss";
+// it returns the previous setting.
+func (s *Shard) ReadMisses(on bool) bool {
+	prev := s.reading
+	s.reading = on
+	return prev
+}
+
+// FindNoTouch is Find that leaves the key's access time as it was and
+// publishes no keymiss (OBJECT, MEMORY USAGE: Redis's LOOKUP_NOTOUCH and
+// LOOKUP_NONOTIFY).
 func (db *DB) FindNoTouch(key []byte) (dash.Iterator, *Value) {
 	it := db.Table.Find(view(key))
 	if !it.Valid() {
 		return it, nil
 	}
 	access := db.Table.Value(it).Access
-	it, v := db.Find(key)
+	it, v := db.find(key, true)
 	if v != nil {
 		v.Access = access
 	}

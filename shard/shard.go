@@ -139,6 +139,9 @@ type Shard struct {
 	// loading: DB.Load is adding keys, which notify no "new" (Redis's
 	// loads do not).
 	loading bool
+	// reading: the running command reads its keys (ReadMisses), so a
+	// Find that misses publishes "keymiss".
+	reading bool
 	// ExpireCycle, when set, is told each active-expiry step's time (the
 	// latency monitor's expire-cycle event).
 	ExpireCycle func(time.Duration)

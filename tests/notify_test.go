@@ -124,6 +124,55 @@ var notifyCases = []struct {
 		events: []string{"xadd x", "xadd x", "xadd x", "xtrim x", "xdel x", "xadd x", "xtrim x", "xsetid x", "xgroup-create x", "xgroup-setid x",
 			"xgroup-createconsumer x", "xgroup-delconsumer x", "xgroup-destroy x", "xgroup-create y"}},
 
+	// keymiss (m): a read of a missing key, Redis 7.0's lookupKeyRead: read
+	// commands, and the reads of write commands (GETSET, SET ... GET, GETDEL,
+	// GETEX, a STORE's sources, PFMERGE's destination too, COPY's source,
+	// BITFIELD with only GETs, XACK/XCLAIM's stream); never a write's own
+	// key (LPOP, INCR), OBJECT, MEMORY USAGE or BLPOP.
+	{name: "keymiss-strings", classes: "m", cmds: [][]string{{"GET", "k"}, {"MGET", "{m}a", "{m}b"}, {"STRLEN", "k"}, {"GETRANGE", "k", "0", "1"}, {"GETEX", "k", "EX", "5"},
+		{"GETDEL", "k"}, {"SET", "k", "v", "GET"}, {"DEL", "k"}, {"GETSET", "k", "v"}, {"DEL", "k"}, {"SET", "k", "v", "NX"}, {"DEL", "k"}, {"INCR", "n"}, {"APPEND", "a", "x"}},
+		events: []string{"keymiss k", "keymiss {m}a", "keymiss {m}b", "keymiss k", "keymiss k", "keymiss k", "keymiss k", "keymiss k", "set k", "del k",
+			"keymiss k", "set k", "del k", "set k", "del k", "incrby n", "append a"}},
+	{name: "keymiss-keys", classes: "m", cmds: [][]string{{"EXISTS", "k"}, {"TYPE", "k"}, {"TTL", "k"}, {"PTTL", "k"}, {"EXPIRETIME", "k"}, {"DUMP", "k"}, {"TOUCH", "k"},
+		{"OBJECT", "ENCODING", "k"}, {"OBJECT", "FREQ", "k"}, {"MEMORY", "USAGE", "k"}, {"RANDOMKEY"}, {"DEL", "k"}, {"EXPIRE", "k", "5"}, {"PERSIST", "k"}, {"MOVE", "k", "1"},
+		{"COPY", "{m}a", "{m}b"}, {"EXISTS", "{m}a", "{m}b"}},
+		events: []string{"keymiss k", "keymiss k", "keymiss k", "keymiss k", "keymiss k", "keymiss k", "keymiss k", "keymiss {m}a", "keymiss {m}a", "keymiss {m}b"}},
+	{name: "keymiss-types", classes: "m", cmds: [][]string{{"LRANGE", "l", "0", "-1"}, {"LINDEX", "l", "0"}, {"LPOP", "l"}, {"RPOPLPUSH", "{m}l", "{m}d"}, {"BLPOP", "l", "0.01"},
+		{"HGET", "h", "f"}, {"HGETALL", "h"}, {"HDEL", "h", "f"}, {"SMEMBERS", "s"}, {"SISMEMBER", "s", "a"}, {"SREM", "s", "a"}, {"SINTER", "{m}a", "{m}b"},
+		{"ZSCORE", "z", "a"}, {"ZRANGE", "z", "0", "-1"}, {"ZREM", "z", "a"}, {"ZPOPMIN", "z"}, {"GEOPOS", "g", "a"}, {"GEOSEARCH", "g", "FROMLONLAT", "0", "0", "BYRADIUS", "1", "km"},
+		{"PFCOUNT", "p"}, {"GETBIT", "b", "0"}, {"BITCOUNT", "b"}, {"BITFIELD", "b", "GET", "u8", "0"}, {"BITFIELD_RO", "b", "GET", "u8", "0"}, {"LCS", "{m}a", "{m}b"},
+		{"XRANGE", "x", "-", "+"}, {"XLEN", "x"}, {"XREAD", "STREAMS", "{m}x", "{m}y", "0", "0"}, {"XACK", "x", "g", "1-1"}, {"XDEL", "x", "1-1"}, {"SORT", "l"}, {"SORT_RO", "l"}},
+		events: []string{"keymiss l", "keymiss l", "keymiss h", "keymiss h", "keymiss s", "keymiss s", "keymiss {m}a", "keymiss {m}b", "keymiss z", "keymiss z",
+			"keymiss g", "keymiss g", "keymiss p", "keymiss b", "keymiss b", "keymiss b", "keymiss b", "keymiss {m}a", "keymiss {m}b", "keymiss x", "keymiss x",
+			"keymiss {m}x", "keymiss {m}y", "keymiss {m}x", "keymiss {m}y", "keymiss x", "keymiss l", "keymiss l"}},
+	{name: "keymiss-store", classes: "m", setup: [][]string{{"SADD", "{m}s", "x"}, {"ZADD", "{m}z", "1", "x"}, {"SET", "{m}t", "x"}},
+		cmds: [][]string{{"SINTERSTORE", "{m}d", "{m}s", "{m}a"}, {"SUNIONSTORE", "{m}d", "{m}s", "{m}a"}, {"ZUNIONSTORE", "{m}e", "2", "{m}a", "{m}z"}, {"ZRANGESTORE", "{m}f", "{m}a", "0", "-1"},
+			{"GEOSEARCHSTORE", "{m}f", "{m}a", "FROMLONLAT", "0", "0", "BYRADIUS", "1", "km"}, {"GEORADIUS", "{m}a", "0", "0", "1", "km", "STORE", "{m}f"},
+			{"BITOP", "OR", "{m}g", "{m}t", "{m}a"}, {"PFMERGE", "{m}h", "{m}a"}, {"SORT", "{m}a", "STORE", "{m}i"}, {"SMOVE", "{m}a", "{m}b", "x"}, {"RENAMENX", "{m}t", "{m}u"}},
+		events: []string{"keymiss {m}a", "keymiss {m}a", "sunionstore {m}d", "keymiss {m}a", "zunionstore {m}e", "keymiss {m}a", "keymiss {m}a", "keymiss {m}a",
+			"keymiss {m}a", "set {m}g", "keymiss {m}h", "keymiss {m}a", "pfadd {m}h", "keymiss {m}a", "rename_from {m}t", "rename_to {m}u"}},
+	{name: "keymiss-expired", classes: "m", setup: [][]string{{"DEBUG", "SET-ACTIVE-EXPIRE", "0"}, {"SET", "k", "v", "PX", "1"}, {"SET", "j", "v", "PX", "1"}, {"DEBUG", "SLEEP", "0.01"}},
+		cmds:   [][]string{{"GET", "k"}, {"SET", "j", "w"}, {"DEBUG", "SET-ACTIVE-EXPIRE", "1"}},
+		events: []string{"expired k", "keymiss k", "expired j", "set j"}},
+	{name: "keymiss-multi-script", classes: "m", cmds: [][]string{{"MULTI"}, {"GET", "{t}k"}, {"INCR", "{t}n"}, {"EXEC"},
+		{"EVAL", "redis.call('get', KEYS[1]); return redis.call('lpush', KEYS[1], 'a')", "1", "k"}, {"EVAL_RO", "return redis.call('hget', KEYS[1], 'f')", "1", "h"}},
+		events: []string{"keymiss {t}k", "incrby {t}n", "keymiss k", "lpush k", "keymiss h"}},
+
+	// SORT ... STORE: sortstore, or del when nothing is stored; its BY and
+	// GET patterns read keys (keymiss)
+	{name: "sortstore", classes: "nm", setup: [][]string{{"RPUSH", "{o}l", "3", "1", "2"}, {"SET", "{o}w_1", "5"}},
+		cmds: [][]string{{"SORT", "{o}l", "STORE", "{o}d"}, {"SORT", "{o}l", "STORE", "{o}d"}, {"SORT", "{o}l", "LIMIT", "5", "1", "STORE", "{o}d"}, {"SORT", "{o}l", "LIMIT", "5", "1", "STORE", "{o}d"},
+			{"SORT", "{o}l", "BY", "{o}w_*", "STORE", "{o}l"}, {"SORT", "{o}l", "BY", "nosort", "GET", "{o}w_*"}},
+		events: []string{"new {o}d", "sortstore {o}d", "sortstore {o}d", "del {o}d", "keymiss {o}w_3", "keymiss {o}w_2", "sortstore {o}l",
+			"keymiss {o}w_2", "keymiss {o}w_3"}},
+
+	// stream consumers created by a read or a claim
+	{name: "stream-consumers", setup: [][]string{{"XADD", "x", "1-1", "f", "v"}, {"XADD", "x", "2-1", "f", "v"}, {"XGROUP", "CREATE", "x", "g", "0"}},
+		cmds: [][]string{{"XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "x", ">"}, {"XREADGROUP", "GROUP", "g", "c", "STREAMS", "x", ">"},
+			{"XREADGROUP", "GROUP", "g", "e", "STREAMS", "x", ">"}, {"XCLAIM", "x", "g", "d", "0", "1-1"}, {"XCLAIM", "x", "g", "d", "0", "2-1", "JUSTID"},
+			{"XAUTOCLAIM", "x", "g", "f", "0", "0"}, {"XAUTOCLAIM", "x", "g", "f", "0", "0"}, {"XACK", "x", "g", "1-1"}, {"XGROUP", "DELCONSUMER", "x", "g", "f"}},
+		events: []string{"xgroup-createconsumer x", "xgroup-createconsumer x", "xgroup-createconsumer x", "xgroup-delconsumer x"}},
+
 	// classes: only those asked for
 	{name: "classes", classes: "-", cmds: [][]string{{"CONFIG", "SET", "notify-keyspace-events", "E$"}, {"SET", "k", "v"}, {"DEL", "k"}, {"LPUSH", "l", "a"},
 		{"CONFIG", "SET", "notify-keyspace-events", "Kl"}, {"SET", "k", "v"}, {"LPUSH", "l", "a"}, {"CONFIG", "SET", "notify-keyspace-events", "gl"}, {"DEL", "l"}},

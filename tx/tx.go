@@ -40,6 +40,8 @@ type Tx struct {
 	shards []*shard.Shard
 	// writer: the tracking client whose command the steps run (SetWriter).
 	writer *tracking.Client
+	// reads: the steps run a read command (SetReads).
+	reads  bool
 	parts  []*part
 	done   chan struct{}
 	locked bool
@@ -201,6 +203,22 @@ func (e *StepPanic) Error() string { return fmt.Sprintf("shard %d: %v", e.Shard,
 // CLIENT TRACKING's NOLOOP (shard.SetWriter); nil for none.
 func (t *Tx) SetWriter(c *tracking.Client) { t.writer = c }
 
+// SetReads says t's steps run a read command, whose misses publish
+// "keymiss" (shard.ReadMisses).
+func (t *Tx) SetReads(on bool) { t.reads = on }
+
+// withReads is fn run as t's read command, for a step that runs outside
+// t's parts (inline, or in the enclosing transaction's).
+func (t *Tx) withReads(fn func(*shard.Shard)) func(*shard.Shard) {
+	if !t.reads || fn == nil {
+		return fn
+	}
+	return func(s *shard.Shard) {
+		defer s.ReadMisses(s.ReadMisses(true))
+		fn(s)
+	}
+}
+
 // call runs the step's function on s, recovering a panic into p.panicked.
 func (p *part) call(s *shard.Shard) {
 	defer func() {
@@ -210,6 +228,7 @@ func (p *part) call(s *shard.Shard) {
 	}()
 	s.SetWriter(p.tx.writer)
 	defer s.SetWriter(nil)
+	defer s.ReadMisses(s.ReadMisses(p.tx.reads))
 	p.fn(s)
 }
 
@@ -728,11 +747,11 @@ func (t *Tx) release(holds func(p *part) bool) {
 // Run runs fn on shard sid, holding the transaction's locks, and waits.
 func (t *Tx) Run(sid int, fn func(*shard.Shard)) {
 	if t.parent != nil && t.local == nil {
-		t.parent.Run(sid, fn)
+		t.parent.Run(sid, t.withReads(fn))
 		return
 	}
 	if t.inline(sid) {
-		fn(t.shards[sid])
+		t.withReads(fn)(t.shards[sid])
 		return
 	}
 	if t.lazy {
@@ -852,7 +871,7 @@ func (t *Tx) finishLazy(fn func(*shard.Shard)) {
 
 func (t *Tx) runAll(step stepKind, fn func(*shard.Shard)) {
 	if t.parent != nil && t.local == nil {
-		t.parent.runNested(t.parts, fn)
+		t.parent.runNested(t.parts, t.withReads(fn))
 		return
 	}
 	if t.local != nil {
