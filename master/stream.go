@@ -464,8 +464,10 @@ func (m *Master) ensureFeedLocked() {
 
 // StartFeed starts the feed (journals into the command stream and its
 // backlog) with no replica yet: a promoted replica's, so that replicas of
-// its old master can continue here (replicaNoOne).
-func (m *Master) StartFeed() {
+// its old master can continue here (replicaNoOne). Its one step over every
+// shard runs in t, a transaction nested in the caller's that holds them
+// (REPLICAOF NO ONE inside EXEC), or in one of its own when t is nil.
+func (m *Master) StartFeed(t *tx.Tx) {
 	m.cutMu.Lock()
 	defer m.cutMu.Unlock()
 	m.mu.Lock()
@@ -475,7 +477,9 @@ func (m *Master) StartFeed() {
 	if on {
 		return
 	}
-	t := tx.New(m.shards)
+	if t == nil {
+		t = tx.New(m.shards)
+	}
 	t.AddAllShards()
 	t.Lock()
 	t.Finish(func(s *shard.Shard) { m.startShard(s) })

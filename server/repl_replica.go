@@ -177,6 +177,13 @@ func (s *Server) replicaOfLocked(host string, port int, replid string, offset in
 		offer = nil
 		if fl, ok := l.client.(*replica.Link); ok {
 			offer = fl.History()
+			if !fl.Fallback() {
+				// A flow link's position counts LSNs, not a Redis-protocol
+				// offset: a Redis master taking it as one resends what the
+				// replica applied already (a list pushed twice). The dfly
+				// history is what it offers.
+				replid, offset = "", 0
+			}
 		}
 	}
 	// Its own history ends here: from now on its data follows the new
@@ -252,7 +259,7 @@ func (s *Server) replicaNoOne(why string, t *tx.Tx) {
 		// promotion on, before any client may write: a partial sync then
 		// misses nothing written since.
 		s.master.Promote(replid, offset)
-		s.master.StartFeed()
+		s.master.StartFeed(t)
 	}
 	rs.link.Store(nil)
 	rs.loading.Store(false)

@@ -43,7 +43,7 @@ func startRedisReplica(t *testing.T, master *Server, dir string, port int) *Serv
 	}
 	s, err := launch(t, path, []string{"--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
 		"--bind", "127.0.0.1", "--dir", dir, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port),
-		"--repl-timeout", "30"}, port)
+		"--repl-timeout", "30", "--enable-debug-command", "yes"}, port)
 	if err != nil {
 		t.Fatalf("start redis replica: %v", err)
 	}

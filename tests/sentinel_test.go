@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -350,4 +351,176 @@ func TestReplicaPriorityInfo(t *testing.T) {
 	if ri["slave_priority"] != "0" || ri["replica_announced"] != "0" {
 		t.Fatalf("after CONFIG SET: slave_priority %q replica_announced %q", ri["slave_priority"], ri["replica_announced"])
 	}
+}
+
+// A mixed set under three Sentinels — a dfly master, a redis-server
+// replica and a dfly replica — through manual failovers (SENTINEL
+// FAILOVER, which moves the master to a replica: a redis-server master
+// with dfly replicas, or a dfly one with a redis-server replica): after
+// each, every server holds the same dataset (DEBUG DIGEST is Redis's).
+// Before the fixes, a dfly replica repointed from a dfly master to a
+// redis-server one offered its LSN count as a PSYNC offset and got the
+// stream again (its lists held every element twice), and a dfly replica of
+// a redis-server master never answered Sentinel's promotion transaction.
+func TestSentinelMixedFailover(t *testing.T) {
+	if target != targetDfly {
+		t.Skip("runs dfly and redis-server under Sentinel")
+	}
+	bin := sentinelBinary()
+	if bin == "" {
+		t.Skip("Sentinel not installed (apt-get install redis-sentinel or redis-server)")
+	}
+	m := StartServer(t, "--shards", "2")
+	rr := startRedisReplica(t, m, t.TempDir(), 0)
+	rd := StartServer(t, "--shards", "2")
+	replicaOf(t, rd, m.Addr)
+	waitReplicaLinkUp(t, rd, 30*time.Second)
+	servers := []*Server{m, rr, rd}
+	dir := t.TempDir()
+	var sentinels []int
+	for range 3 {
+		sentinels = append(sentinels, startSentinel(t, bin, dir, "127.0.0.1", m.Port))
+	}
+	ctx := context.Background()
+	sc := redis.NewSentinelClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(sentinels[0])})
+	defer sc.Close()
+	masterPort := func() int {
+		addr, err := sc.GetMasterAddrByName(ctx, "m").Result()
+		if err != nil || len(addr) != 2 {
+			return 0
+		}
+		p, _ := strconv.Atoi(addr[1])
+		return p
+	}
+	byPort := func(p int) *Server {
+		for _, s := range servers {
+			if s.Port == p {
+				return s
+			}
+		}
+		t.Fatalf("no server on port %d", p)
+		return nil
+	}
+	waitUntil(t, 30*time.Second, "sentinels see each other and both replicas", func() bool {
+		for _, p := range sentinels {
+			c := redis.NewSentinelClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(p)})
+			mi, err := c.Master(ctx, "m").Result()
+			c.Close()
+			if err != nil || mi["num-other-sentinels"] != "2" || mi["num-slaves"] != "2" {
+				return false
+			}
+		}
+		return true
+	})
+	settled := func(what string, master *Server) {
+		t.Helper()
+		waitUntil(t, 60*time.Second, what+": both replicas linked to the new master", func() bool {
+			for _, s := range servers {
+				if s == master {
+					continue
+				}
+				// Sentinel's CLIENT KILL TYPE normal may cut this connection.
+				ri, err := tryInfo(s.Addr, "replication")
+				if err != nil || ri["role"] != "slave" || ri["master_port"] != strconv.Itoa(master.Port) || ri["master_link_status"] != "up" {
+					return false
+				}
+			}
+			return true
+		})
+		mc := master.Raw(t)
+		if got := mc.Do("WAIT", "2", "10000"); got.Int != 2 {
+			t.Fatalf("%s: WAIT 2: %v", what, got)
+		}
+		want := mc.Do("DEBUG", "DIGEST").Str
+		for _, s := range servers {
+			if got := s.Raw(t).Do("DEBUG", "DIGEST").Str; got != want {
+				for _, x := range servers {
+					c := x.Raw(t)
+					t.Logf("%s (%s): role %s, dbsize %d, digest %s", x.Addr, serverKind(t, c), role(t, c), c.Do("DBSIZE").Int, c.Do("DEBUG", "DIGEST").Str)
+				}
+				bad, mcc := s.Raw(t), master.Raw(t)
+				keys := mcc.Do("KEYS", "*")
+				shown := 0
+				for _, k := range keys.Elems {
+					a, b := mcc.Do("DEBUG", "DIGEST-VALUE", k.Str), bad.Do("DEBUG", "DIGEST-VALUE", k.Str)
+					if a.String() != b.String() && shown < 5 {
+						shown++
+						t.Logf("key %s (%s): master %v\nreplica %v", k.Str, mcc.Do("TYPE", k.Str).Str, dumpValue(mcc, k.Str), dumpValue(bad, k.Str))
+					}
+				}
+				t.Fatalf("%s: %s digest %s, master %s (%s)", what, s.Addr, got, want, master.Addr)
+			}
+		}
+	}
+	write := func(master *Server, round int) {
+		c := master.Raw(t)
+		for i := range 300 {
+			k := strconv.Itoa(round) + ":" + strconv.Itoa(i)
+			c.Do("SET", "s:"+k, k)
+			c.Do("RPUSH", "l:"+strconv.Itoa(i%10), k)
+			c.Do("HSET", "h:"+strconv.Itoa(i%7), k, k)
+			c.Do("ZADD", "z", strconv.Itoa(i), k)
+		}
+	}
+	cur := m
+	for round := range 3 {
+		write(cur, round)
+		if got := sc.Failover(ctx, "m").Err(); got != nil {
+			t.Fatalf("round %d: SENTINEL FAILOVER: %v", round, got)
+		}
+		waitUntil(t, 60*time.Second, "a new master after SENTINEL FAILOVER", func() bool {
+			p := masterPort()
+			return p != 0 && p != cur.Port && role(t, byPort(p).Raw(t)) == "master"
+		})
+		next := byPort(masterPort())
+		t.Logf("round %d: SENTINEL FAILOVER %s -> %s", round, cur.Addr, next.Addr)
+		cur = next
+		settled("SENTINEL FAILOVER round "+strconv.Itoa(round), cur)
+	}
+}
+
+// serverKind is "dfly" or "redis" as INFO server tells.
+func serverKind(t *testing.T, c *RawConn) string {
+	if _, ok := info(t, c, "server")["dfly_version"]; ok {
+		return "dfly"
+	}
+	return "redis"
+}
+
+// dumpValue renders a key's value for a failure message.
+func dumpValue(c *RawConn, key string) string {
+	switch c.Do("TYPE", key).Str {
+	case "string":
+		return c.Do("GET", key).String()
+	case "list":
+		all := c.Do("LRANGE", key, "0", "-1")
+		var els []string
+		for _, e := range all.Elems {
+			els = append(els, e.Str)
+		}
+		return strconv.Itoa(len(els)) + " elements: " + strings.Join(els, " ")
+	case "hash":
+		return c.Do("HGETALL", key).String()
+	case "zset":
+		return c.Do("ZRANGE", key, "0", "-1", "WITHSCORES").String()
+	}
+	return "?"
+}
+
+// tryInfo is INFO section of the server at addr as fields, or the error
+// (a connection a CLIENT KILL cut).
+func tryInfo(addr, section string) (map[string]string, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	text, err := c.Info(context.Background(), section).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, l := range strings.Split(text, "\r\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			out[k] = v
+		}
+	}
+	return out, nil
 }
