@@ -199,27 +199,8 @@ func TestSentinelFailover(t *testing.T) {
 	sc := redis.NewSentinelClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(sentinels[0])})
 	defer sc.Close()
 	ctx := context.Background()
-	masterPort := func() int {
-		addr, err := sc.GetMasterAddrByName(ctx, "m").Result()
-		if err != nil || len(addr) != 2 {
-			return 0
-		}
-		p, _ := strconv.Atoi(addr[1])
-		return p
-	}
-	// Every Sentinel must know the other two and both replicas before the
-	// first kill, or the quorum cannot form.
-	waitUntil(t, 30*time.Second, "sentinels see each other and both replicas", func() bool {
-		for _, p := range sentinels {
-			c := redis.NewSentinelClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(p)})
-			m, err := c.Master(ctx, "m").Result()
-			c.Close()
-			if err != nil || m["num-other-sentinels"] != "2" || m["num-slaves"] != "2" {
-				return false
-			}
-		}
-		return true
-	})
+	masterPort := func() int { return sentinelMasterPort(sc) }
+	waitSentinelsReady(t, sentinels)
 
 	confirmed := map[string]string{} // key -> value WAIT confirmed
 	var mu sync.Mutex
@@ -384,14 +365,7 @@ func TestSentinelMixedFailover(t *testing.T) {
 	ctx := context.Background()
 	sc := redis.NewSentinelClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(sentinels[0])})
 	defer sc.Close()
-	masterPort := func() int {
-		addr, err := sc.GetMasterAddrByName(ctx, "m").Result()
-		if err != nil || len(addr) != 2 {
-			return 0
-		}
-		p, _ := strconv.Atoi(addr[1])
-		return p
-	}
+	masterPort := func() int { return sentinelMasterPort(sc) }
 	byPort := func(p int) *Server {
 		for _, s := range servers {
 			if s.Port == p {
@@ -401,17 +375,7 @@ func TestSentinelMixedFailover(t *testing.T) {
 		t.Fatalf("no server on port %d", p)
 		return nil
 	}
-	waitUntil(t, 30*time.Second, "sentinels see each other and both replicas", func() bool {
-		for _, p := range sentinels {
-			c := redis.NewSentinelClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(p)})
-			mi, err := c.Master(ctx, "m").Result()
-			c.Close()
-			if err != nil || mi["num-other-sentinels"] != "2" || mi["num-slaves"] != "2" {
-				return false
-			}
-		}
-		return true
-	})
+	waitSentinelsReady(t, sentinels)
 	settled := func(what string, master *Server) {
 		t.Helper()
 		waitUntil(t, 60*time.Second, what+": both replicas linked to the new master", func() bool {
@@ -523,4 +487,32 @@ func tryInfo(addr, section string) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// sentinelMasterPort is the port of master "m" as the Sentinel sc names it,
+// 0 when it does not answer.
+func sentinelMasterPort(sc *redis.SentinelClient) int {
+	addr, err := sc.GetMasterAddrByName(context.Background(), "m").Result()
+	if err != nil || len(addr) != 2 {
+		return 0
+	}
+	p, _ := strconv.Atoi(addr[1])
+	return p
+}
+
+// waitSentinelsReady waits until every Sentinel knows the other two and
+// both replicas: before that a failover's quorum cannot form.
+func waitSentinelsReady(t *testing.T, sentinels []int) {
+	t.Helper()
+	waitUntil(t, 30*time.Second, "sentinels see each other and both replicas", func() bool {
+		for _, p := range sentinels {
+			c := redis.NewSentinelClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(p)})
+			m, err := c.Master(context.Background(), "m").Result()
+			c.Close()
+			if err != nil || m["num-other-sentinels"] != "2" || m["num-slaves"] != "2" {
+				return false
+			}
+		}
+		return true
+	})
 }
