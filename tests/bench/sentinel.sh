@@ -69,10 +69,14 @@ run_kind() {
 		pids+=($!)
 		disown
 	done
-	for _ in $(seq 300); do
-		m=$(redis-cli -p "${sent[0]}" sentinel master m 2>/dev/null | paste - - | tr -d '\r' | awk '$1=="num-slaves"{s=$2} $1=="num-other-sentinels"{o=$2} END{print s+0, o+0}')
-		[[ $m == "2 2" ]] && break
-		sleep 0.1
+	# Every Sentinel must know both replicas and the other two, or the
+	# first failover's election can fail and wait out failover-timeout.
+	for j in 0 1 2; do
+		for _ in $(seq 300); do
+			m=$(redis-cli -p "${sent[$j]}" sentinel master m 2>/dev/null | paste - - | tr -d '\r' | awk '$1=="num-slaves"{s=$2} $1=="num-other-sentinels"{o=$2} END{print s+0, o+0}')
+			[[ $m == "2 2" ]] && break
+			sleep 0.1
+		done
 	done
 	local times=() fulls=0 partials=0
 	for r in $(seq "$ROUNDS"); do
