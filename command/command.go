@@ -375,3 +375,15 @@ func (c *Command) AllowsBusy(args [][]byte) bool {
 	sub := FindSubcommand(c.Subcommands, strings.ToLower(string(args[1])))
 	return sub != nil && sub.Flags&FlagAllowBusy != 0
 }
+
+// Count is a command's calls and their time in nanoseconds, as a shard or
+// a loop counts them and INFO commandstats adds them up.
+type Count struct{ Calls, Nsec uint64 }
+
+// AddCount adds v to m[k].
+func AddCount(m map[string]Count, k string, v Count) {
+	c := m[k]
+	c.Calls += v.Calls
+	c.Nsec += v.Nsec
+	m[k] = c
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/shard"
 )
 
@@ -20,7 +21,7 @@ type shardInfo struct {
 	stats    shard.Stats
 	keys     []int
 	expires  []int
-	calls    map[string]cmdCount
+	calls    map[string]command.Count
 	saveKeys uint64
 	// packed: bytes of the chunks of small strings (shard/strs.go) and of
 	// the live values in them.
@@ -108,9 +109,9 @@ func (i *infoWriter) gather(x *Coord) {
 		if sl := srv.persist.Slice(s.ID); sl != nil {
 			in.saveKeys = sl.Keys
 		}
-		in.calls = map[string]cmdCount{}
+		in.calls = map[string]command.Count{}
 		for cmd, n := range srv.cmdStats[s.ID].calls {
-			addCount(in.calls, cmd.Name, *n)
+			command.AddCount(in.calls, cmd.Name, *n)
 		}
 	})
 	for _, in := range i.shards {
@@ -257,18 +258,18 @@ func (i *infoWriter) infoCPU() {
 }
 
 func (i *infoWriter) infoCommandstats() {
-	calls := map[string]cmdCount{}
+	calls := map[string]command.Count{}
 	for _, in := range i.shards {
 		for k, v := range in.calls {
-			addCount(calls, k, v)
+			command.AddCount(calls, k, v)
 		}
 	}
 	for _, cmd := range i.srv.table.ByName {
-		addCount(calls, cmd.Name, cmdCount{calls: cmd.Calls.Load(), nsec: cmd.Nsec.Load()})
+		command.AddCount(calls, cmd.Name, command.Count{Calls: cmd.Calls.Load(), Nsec: cmd.Nsec.Load()})
 	}
 	names := make([]string, 0, len(calls))
 	for k, v := range calls {
-		if cmd := i.srv.table.ByName[k]; v.calls > 0 || cmd != nil && cmd.Failed.Load()+cmd.Rejected.Load() > 0 {
+		if cmd := i.srv.table.ByName[k]; v.Calls > 0 || cmd != nil && cmd.Failed.Load()+cmd.Rejected.Load() > 0 {
 			names = append(names, k)
 		}
 	}
@@ -280,7 +281,7 @@ func (i *infoWriter) infoCommandstats() {
 			failed, rejected = cmd.Failed.Load(), cmd.Rejected.Load()
 		}
 		i.field("cmdstat_"+k, fmt.Sprintf("calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d",
-			c.calls, c.nsec/1000, float64(c.nsec)/1000/float64(max(c.calls, 1)), rejected, failed))
+			c.Calls, c.Nsec/1000, float64(c.Nsec)/1000/float64(max(c.Calls, 1)), rejected, failed))
 	}
 }
 

@@ -113,17 +113,7 @@ type Server struct {
 // it ran: calls and nanoseconds (commands timed as for SLOWLOG; most run
 // well under a microsecond, so whole microseconds would sum to nothing).
 type shardCmdStats struct {
-	calls map[*command.Command]*cmdCount
-}
-
-type cmdCount struct{ calls, nsec uint64 }
-
-// addCount adds v to m[k] (INFO gathering the shards' and loops' counts).
-func addCount(m map[string]cmdCount, k string, v cmdCount) {
-	c := m[k]
-	c.calls += v.calls
-	c.nsec += v.nsec
-	m[k] = c
+	calls map[*command.Command]*command.Count
 }
 
 // New builds a server with its shards; Serve starts it.
@@ -155,7 +145,7 @@ func New(cfg *config.Config, log *Logger) *Server {
 		s.shards[i].ExpiryHorizon = s.scriptsStart
 		s.shards[i].ExpireCycle = s.expireCycle // latency.go
 		s.shards[i].Notify = &cfg.Events
-		s.cmdStats[i].calls = make(map[*command.Command]*cmdCount)
+		s.cmdStats[i].calls = make(map[*command.Command]*command.Count)
 	}
 	s.setupTiered() // tiered.go
 	s.persist = persist.New(s.shards, s.ShardOf, (*persistHost)(s), log, RedisVersion)
@@ -174,11 +164,11 @@ func (s *Server) countShardCall(sid int, cmd *command.Command, args [][]byte, ns
 	m := s.cmdStats[sid].calls
 	c := m[cmd]
 	if c == nil {
-		c = &cmdCount{}
+		c = &command.Count{}
 		m[cmd] = c
 	}
-	c.calls++
-	c.nsec += uint64(max(ns, 0))
+	c.Calls++
+	c.Nsec += uint64(max(ns, 0))
 }
 
 // ShardOf maps a key to its shard by a hash of the key, or of its {tag}.
