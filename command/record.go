@@ -24,7 +24,7 @@ import (
 // are replicated by effects: their redis.call writes, never EVAL itself.
 
 // effectsOnly are commands journaled by their effects, not themselves.
-var effectsOnly = map[string]bool{"eval": true, "evalsha": true, "exec": true, "fcall": true, "txn": true}
+var effectsOnly = map[string]bool{"eval": true, "evalsha": true, "exec": true, "fcall": true, "txn": true, "fence": true}
 
 // notJournaled write commands change nothing a replica should repeat, or
 // journal themselves (FUNCTION: changeFunctions).

@@ -44,7 +44,7 @@ func (d *digest) mixUint32(n uint32) {
 // redisTypes are Redis's type numbers (OBJ_STRING ...) by dfly's types.
 var redisTypes = [...]uint32{
 	shard.TypeString: 0, shard.TypeList: 1, shard.TypeSet: 2, shard.TypeZSet: 3,
-	shard.TypeHash: 4, shard.TypeStream: 6,
+	shard.TypeHash: 4, shard.TypeStream: 6, shard.TypeLock: 4, // a lock is a hash in files
 }
 
 // value mixes v into d as Redis's xorObjectDigest; expires: the key has a TTL.

@@ -1,7 +1,8 @@
 // Package family holds the data-type command families: strings
 // (strings.go), bitmaps (bits.go), generic key commands (keys.go), hashes,
 // lists, sets, sorted sets, streams, geo, HyperLogLog, SORT, their
-// blocking variants (*_blocking.go), and how the writes whose arguments
+// blocking variants (*_blocking.go), fenced locks and FENCE (lock.go, over
+// package lock's state machine), and how the writes whose arguments
 // do not determine their effect are journaled (rewrite.go). Each file
 // registers its family with command.Register; the semantics of values
 // live in types/*, the keyspace in shard.

@@ -2,9 +2,8 @@ package lock
 
 import (
 	"errors"
-	"fmt"
-	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -229,11 +228,11 @@ func (l *Lock) Release(owner string, now time.Duration) error {
 	return ErrNotHeld
 }
 
-// Current reports whether gen names a grant still held at now.
+// Current reports whether gen names a grant still held at now. It changes
+// nothing (a replica, which never expires a lock itself, asks it too).
 func (l *Lock) Current(gen Generation, now time.Duration) bool {
-	l.Expire(now)
 	for _, h := range l.Holders {
-		if h.Gen == gen {
+		if h.Gen == gen && h.Deadline > now {
 			return true
 		}
 	}
@@ -279,41 +278,20 @@ func (l *Lock) NextChange(now time.Duration) time.Duration {
 	return next
 }
 
-// Sequencer names one grant: lock name, mode and generation. Its text form
-// is "<name>:<mode>:<generation>" (parsed from the right, so names may hold
-// colons).
+// Sequencer names one grant: lock name, mode and generation.
 type Sequencer struct {
 	Name string
 	Mode Mode
 	Gen  Generation
 }
 
-func (s Sequencer) String() string {
-	return s.Name + ":" + s.Mode.String() + ":" + strconv.FormatUint(uint64(s.Gen), 10)
-}
-
-// ParseSequencer reads a sequencer's text form.
-func ParseSequencer(s string) (Sequencer, error) {
-	i := strings.LastIndexByte(s, ':')
-	if i < 0 {
-		return Sequencer{}, fmt.Errorf("invalid sequencer")
-	}
-	gen, err := strconv.ParseUint(s[i+1:], 10, 64)
-	if err != nil {
-		return Sequencer{}, fmt.Errorf("invalid sequencer")
-	}
-	j := strings.LastIndexByte(s[:i], ':')
-	if j < 0 {
-		return Sequencer{}, fmt.Errorf("invalid sequencer")
-	}
-	m, ok := ParseMode(s[j+1 : i])
-	if !ok {
-		return Sequencer{}, fmt.Errorf("invalid sequencer")
-	}
-	return Sequencer{Name: s[:j], Mode: m, Gen: Generation(gen)}, nil
-}
-
-// Current reports whether the sequencer names a grant of l held at now.
+// CurrentSequencer reports whether s names a grant of l held at now.
 func (l *Lock) CurrentSequencer(s Sequencer, now time.Duration) bool {
 	return l.Current(s.Gen, now) && l.Mode == s.Mode
+}
+
+// Stats are the server's lock figures (INFO locks).
+var Stats struct {
+	Grants, Renewals, Releases, Expiries, Delayed, FenceRejected atomic.Uint64
+	Waiters                                                      atomic.Int64
 }

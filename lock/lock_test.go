@@ -253,16 +253,6 @@ func TestMultiNameDelayed(t *testing.T) {
 }
 
 func TestSequencer(t *testing.T) {
-	s := Sequencer{Name: "a:b", Mode: Shared, Gen: EpochBase(2) + 7}
-	got, err := ParseSequencer(s.String())
-	if err != nil || got != s {
-		t.Fatalf("%q -> %+v, %v", s.String(), got, err)
-	}
-	for _, bad := range []string{"", "x", "x:7", "x:other:7", "x:shared:-1", "x:shared:"} {
-		if _, err := ParseSequencer(bad); err == nil {
-			t.Errorf("ParseSequencer(%q) accepted", bad)
-		}
-	}
 	var l Lock
 	h := mustGrant(t, &l, req("a", Exclusive, sec), 0, 0, Granted)
 	if !l.CurrentSequencer(Sequencer{Name: "n", Mode: Exclusive, Gen: h.Gen}, 0) {
@@ -270,5 +260,8 @@ func TestSequencer(t *testing.T) {
 	}
 	if l.CurrentSequencer(Sequencer{Name: "n", Mode: Shared, Gen: h.Gen}, 0) {
 		t.Fatal("sequencer of the wrong mode accepted")
+	}
+	if l.CurrentSequencer(Sequencer{Name: "n", Mode: Exclusive, Gen: h.Gen}, sec) {
+		t.Fatal("sequencer current when its lease ran out")
 	}
 }

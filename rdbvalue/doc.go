@@ -5,7 +5,8 @@
 // DUMP payload (DecodeDump), and Apply stores a Loader's batches on their
 // shard. DUMP/RESTORE, persistence (package persist) and replication
 // (packages master and replica) all go through it, so it sits below them
-// and imports only shard, rdb and types/*.
+// and imports only shard, rdb, types/* and lock (a lock is a hash of
+// lock.Fields in a file: README "Locks").
 //
 // Never: touch a shard's data except in Apply, which runs on the shard's
 // goroutine; keep a reference into the decoder's buffers (keys and values

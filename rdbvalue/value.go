@@ -12,6 +12,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/dfly/dfly/lock"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/types/hash"
@@ -53,6 +54,14 @@ func Encode(e *rdb.Encoder, key []byte, v *shard.Value, m rdb.Meta) {
 		e.End()
 	case shard.TypeStream:
 		encodeStream(e, key, v.Obj().(*stream.Stream), m)
+	case shard.TypeLock:
+		// A hash redis-server loads as one (lock.Fields; README "Locks").
+		f := v.Obj().(*lock.Lock).Fields(lock.Process.UnixMs)
+		e.BeginHash(key, len(f), m)
+		for _, kv := range f {
+			e.HashField([]byte(kv[0]), []byte(kv[1]))
+		}
+		e.End()
 	}
 }
 
@@ -478,6 +487,11 @@ func (l *Loader) End() error {
 			return errLoadOrder
 		}
 		v = shard.ObjectValue(shard.TypeHash, l.hash)
+		if lk, ok, err := lockOf(l.hash); err != nil {
+			return fmt.Errorf("%w: %v", rdb.ErrCorrupt, err)
+		} else if ok {
+			v = shard.ObjectValue(shard.TypeLock, lk)
+		}
 	case rdb.TypeSet:
 		if l.set == nil {
 			return errLoadOrder
@@ -509,3 +523,23 @@ func (l *Loader) End() error {
 }
 
 var _ rdb.Handler = (*Loader)(nil)
+
+// lockOf reads a hash carrying lock.MarkerField as the lock it stands for.
+func lockOf(h *hash.Hash) (*lock.Lock, bool, error) {
+	if _, ok := h.Get([]byte(lock.MarkerField)); !ok {
+		return nil, false, nil
+	}
+	get := func(f string) (string, bool) {
+		v, ok := h.Get([]byte(f))
+		return string(v), ok
+	}
+	each := func(fn func(f, v string)) {
+		h.Range(func(f, v []byte) bool { fn(string(f), string(v)); return true })
+	}
+	lk, err := lock.FromFields(get, each, lock.Process.FromUnixMs)
+	if err != nil {
+		return nil, false, err
+	}
+	lock.Observe(lk.Gen)
+	return lk, true, nil
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/lock"
 	"github.com/dfly/dfly/shard"
 )
 
@@ -70,6 +71,7 @@ var infoSections = []struct {
 	{"errorstats", func(*Server) bool { return true }, (*infoWriter).infoErrorstats},
 	{"latencystats", func(*Server) bool { return false }, (*infoWriter).infoLatencystats},
 	{"tiered", func(s *Server) bool { return s.tiered != nil }, (*infoWriter).infoTiered},
+	{"locks", func(*Server) bool { return false }, func(i *infoWriter) { lock.Info(i.field) }},
 	{"keyspace", func(*Server) bool { return true }, (*infoWriter).infoKeyspace},
 }
 

@@ -15,6 +15,8 @@ const (
 	TypeSet
 	TypeZSet
 	TypeStream
+	// TypeLock: a fenced lock (package lock, family/lock.go), a *lock.Lock.
+	TypeLock
 )
 
 // Name is the type's name as TYPE and SCAN TYPE spell it.
@@ -32,6 +34,8 @@ func (t Type) Name() string {
 		return "zset"
 	case TypeStream:
 		return "stream"
+	case TypeLock:
+		return "lock"
 	}
 	return "none"
 }

@@ -40,7 +40,7 @@ var layoutRules = []struct {
 	{pkg: "script", transitive: true, forbidden: append([]string{"cmd/dfly"}, serverSide...)},
 	{pkg: "replica", forbidden: []string{"server", "persist", "script", "family"}},
 	{pkg: "offload", allowed: []string{"shard", "snapshot", "rdb", "tiered"}},
-	{pkg: "rdbvalue", allowed: []string{"shard", "rdb", "types/"}},
+	{pkg: "rdbvalue", allowed: []string{"shard", "rdb", "types/", "lock"}},
 }
 
 func TestLayoutImports(t *testing.T) {
