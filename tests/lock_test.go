@@ -4,6 +4,8 @@ package tests
 // CHECK/INFO and FENCE end to end. dfly only: redis-server has no LOCK.
 
 import (
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -227,5 +229,127 @@ func TestLockWaitQueue(t *testing.T) {
 	}
 	if m := info(t, c, "locks"); m["lock_waiters"] != "0" {
 		t.Errorf("waiters left: %v", m)
+	}
+}
+
+// lockState is what must survive a restart or a sync: mode, generation
+// and each holder's owner and generation.
+func lockState(t *testing.T, c *RawConn, name string) string {
+	t.Helper()
+	m := lockInfo(t, c, name)
+	s := m["mode"].Str + " " + strconv.FormatInt(m["generation"].Int, 10)
+	for _, h := range m["holders"].Elems {
+		s += " " + h.Elems[0].Str + "@" + strconv.FormatInt(h.Elems[1].Int, 10)
+	}
+	return s
+}
+
+func seedLocks(t *testing.T, c *RawConn) map[string]string {
+	t.Helper()
+	lockGen(t, c.Do("LOCK.ACQUIRE", "1", "a", "o1", "60000"))
+	c.Do("LOCK.RELEASE", "a", "o1")
+	lockGen(t, c.Do("LOCK.ACQUIRE", "1", "a", "o2", "60000", "DELAY", "3000"))
+	lockGen(t, c.Do("LOCK.ACQUIRE", "1", "b", "o1", "60000", "SHARED"))
+	lockGen(t, c.Do("LOCK.ACQUIRE", "1", "b", "o3", "60000", "SHARED"))
+	lockGen(t, c.Do("LOCK.ACQUIRE", "1", "free", "o1", "60000"))
+	c.Do("LOCK.RELEASE", "free", "o1")
+	want := map[string]string{}
+	for _, n := range []string{"a", "b", "free"} {
+		want[n] = lockState(t, c, n)
+	}
+	return want
+}
+
+func checkLocks(t *testing.T, c *RawConn, want map[string]string, what string) {
+	t.Helper()
+	for n, w := range want {
+		if got := lockState(t, c, n); got != w {
+			t.Errorf("%s: lock %s is %q, want %q", what, n, got, w)
+		}
+		if r := c.Do("TYPE", n); r.Str != "lock" {
+			t.Errorf("%s: TYPE %s = %v", what, n, r)
+		}
+	}
+	// Generations go on from where they were.
+	last, _ := strconv.ParseInt(strings.Fields(want["free"])[1], 10, 64)
+	if g := lockGen(t, c.Do("LOCK.ACQUIRE", "1", "free", "o9", "1000")); g != last+1 {
+		t.Errorf("%s: generation %d after %d", what, g, last)
+	}
+}
+
+// Locks and generations survive BGSAVE and a restart in both formats; the
+// RDB file passes redis-check-rdb and loads into redis-server as hashes.
+func TestLockPersist(t *testing.T) {
+	skipOnRedis(t)
+	needPersistTools(t, "redis-server", "redis-check-rdb")
+	for _, format := range []string{"rdb", "dfly"} {
+		t.Run(format, func(t *testing.T) {
+			dir := t.TempDir()
+			s := StartServer(t, "--dir", dir, "--dbformat", format, "--shards", "3")
+			c := s.Raw(t)
+			want := seedLocks(t, c)
+			mustOK(t, c.Do("BGSAVE"), "BGSAVE")
+			waitUntil(t, 30*time.Second, "BGSAVE", func() bool { return info(t, c, "persistence")["rdb_bgsave_in_progress"] == "0" })
+			s.Terminate(10 * time.Second)
+			s2 := StartServer(t, "--dir", dir, "--dbformat", format, "--shards", "2")
+			checkLocks(t, s2.Raw(t), want, format+" restart")
+			if format != "rdb" {
+				return
+			}
+			file := filepath.Join(dir, "dump.rdb")
+			if out, err := exec.Command("redis-check-rdb", file).CombinedOutput(); err != nil || !strings.Contains(string(out), "RDB looks OK") {
+				t.Fatalf("redis-check-rdb: %v\n%s", err, out)
+			}
+			target = targetRedis
+			r := StartServer(t, "--dir", dir)
+			target = targetDfly
+			rc := r.Raw(t)
+			if got := rc.Do("TYPE", "b"); got.Str != "hash" {
+				t.Fatalf("redis-server: TYPE b = %v", got)
+			}
+			if got := rc.Do("HGET", "b", "__dfly_lock__"); got.Str != "1" {
+				t.Fatalf("redis-server: HGET b __dfly_lock__ = %v", got)
+			}
+		})
+	}
+}
+
+// A dfly replica gets the locks in its full sync and every change after
+// it, never expires them itself, and when promoted grants in a new epoch.
+func TestLockReplica(t *testing.T) {
+	skipOnRedis(t)
+	m := StartServer(t, "--shards", "2")
+	mc := m.Raw(t)
+	want := seedLocks(t, mc)
+	r := StartServer(t, "--shards", "3")
+	rc := r.Raw(t)
+	replicaOf(t, r, m.Addr)
+	waitReplicaLinkUp(t, r, 30*time.Second)
+	checkLocksOnly := func(what string) {
+		t.Helper()
+		for n, w := range want {
+			waitUntil(t, 10*time.Second, what+": lock "+n, func() bool { return lockState(t, rc, n) == w })
+		}
+	}
+	checkLocksOnly("full sync")
+	// Changes after the sync.
+	mc.Do("LOCK.RELEASE", "b", "o1")
+	g := lockGen(t, mc.Do("LOCK.ACQUIRE", "1", "c", "o5", "400"))
+	want["b"] = lockState(t, mc, "b")
+	want["c"] = lockState(t, mc, "c")
+	checkLocksOnly("stable sync")
+	time.Sleep(500 * time.Millisecond) // c's lease ran out: judged, not expired, on the replica
+	seq := []string{"LOCK.CHECK", "c", "exclusive", strconv.FormatInt(g, 10)}
+	if got := rc.Do(seq...); got.Int != 0 {
+		t.Errorf("replica: LOCK.CHECK of a run-out lease: %v", got)
+	}
+	if got := rc.Do("EXISTS", "c"); got.Int != 1 {
+		t.Errorf("replica expired the lock itself: %v", got)
+	}
+	// Promotion: a new epoch outranks every grant of the old master.
+	mustOK(t, rc.Do("REPLICAOF", "NO", "ONE"), "REPLICAOF NO ONE")
+	g2 := lockGen(t, rc.Do("LOCK.ACQUIRE", "1", "c", "o6", "10000"))
+	if gm := lockGen(t, mc.Do("LOCK.ACQUIRE", "1", "c", "o7", "10000")); g2 <= gm || g2>>40 != 1 {
+		t.Errorf("promoted replica's generation %d (epoch %d) does not outrank the old master's %d", g2, g2>>40, gm)
 	}
 }
