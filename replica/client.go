@@ -39,6 +39,7 @@ type Applier interface {
 type Config struct {
 	Addr       string // the master's host:port
 	ListenPort int    // announced with REPLCONF listening-port
+	AnnounceIP string // announced with REPLCONF ip-address ("" = none: the master sees the connection's)
 	Applier    Applier
 	// Logf logs notable events (connects, syncs, errors); nil logs nothing.
 	Logf func(format string, args ...any)
@@ -279,6 +280,13 @@ func (c *Client) session() (streamed bool, err error) {
 		return false, err
 	} else if len(line) > 0 && line[0] == '-' {
 		c.cfg.Logf("replica: master refused REPLCONF listening-port: %s", clip(line))
+	}
+	if c.cfg.AnnounceIP != "" {
+		if line, err = c.request(w, "REPLCONF", "ip-address", c.cfg.AnnounceIP); err != nil {
+			return false, err
+		} else if len(line) > 0 && line[0] == '-' {
+			c.cfg.Logf("replica: master refused REPLCONF ip-address: %s", clip(line))
+		}
 	}
 	if line, err = c.request(w, "REPLCONF", "capa", "eof", "capa", "psync2"); err != nil {
 		return false, err

@@ -445,6 +445,14 @@ func (l *Link) hello(main net.Conn, mr *bufio.Reader) ([]string, int, error) {
 	if _, err := readLine(mr); err != nil {
 		return nil, 0, err
 	}
+	if ip := l.cfg.AnnounceIP; ip != "" { // replica-announce-ip: slaveN's ip=
+		if err := writeCommand(main, "REPLCONF", "ip-address", ip); err != nil {
+			return nil, 0, err
+		}
+		if _, err := readLine(mr); err != nil {
+			return nil, 0, err
+		}
+	}
 	if err := writeCommand(main, "DFLY", "HELLO"); err != nil {
 		return nil, 0, err
 	}

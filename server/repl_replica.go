@@ -196,13 +196,18 @@ func (s *Server) replicaOfLocked(host string, port int, replid string, offset in
 		s.dropReplicas()
 	}
 	s.log.Noticef("Connecting to MASTER %s:%d", host, port)
+	listenPort := s.cfg.Port // or replica-announce-port: slaveN's port= on the master
+	if p, _ := strconv.Atoi(s.cfg.Value("replica-announce-port")); p > 0 {
+		listenPort = p
+	}
 	s.cfg.Mu.RLock()
 	user, pass := s.cfg.MasterUser, s.cfg.MasterAuth
 	timeout := time.Duration(s.cfg.ReplTimeout) * time.Second
 	s.cfg.Mu.RUnlock()
 	client := replica.StartLink((*replicaHost)(s), replica.Config{
 		Addr:        net.JoinHostPort(host, strconv.Itoa(port)),
-		ListenPort:  s.cfg.Port,
+		ListenPort:  listenPort,
+		AnnounceIP:  s.cfg.Value("replica-announce-ip"),
 		Applier:     replica.NewShardApplier((*replicaHost)(s)),
 		Logf:        s.log.Noticef,
 		MaxBulkLen:  s.cfg.ProtoMaxBulk,

@@ -516,3 +516,20 @@ func waitSentinelsReady(t *testing.T, sentinels []int) {
 		return true
 	})
 }
+
+// replica-announce-ip and replica-announce-port: what the master lists for
+// the replica in INFO (slaveN's ip= and port=), which is where Sentinel
+// finds replicas behind NAT or port mapping.
+func TestReplicaAnnounce(t *testing.T) {
+	m := StartServer(t, "--shards", "2")
+	r := StartServer(t, "--shards", "2")
+	if got := r.Raw(t).Do("CONFIG", "SET", "replica-announce-ip", "10.1.2.3", "replica-announce-port", "7777"); got.Str != "OK" {
+		t.Fatal(got)
+	}
+	replicaOf(t, r, m.Addr)
+	waitReplicaLinkUp(t, r, 30*time.Second)
+	mc := m.Raw(t)
+	waitUntil(t, 10*time.Second, "the master lists the announced address", func() bool {
+		return strings.HasPrefix(info(t, mc, "replication")["slave0"], "ip=10.1.2.3,port=7777,")
+	})
+}
