@@ -14,6 +14,7 @@ import (
 
 	"github.com/dfly/dfly/acl"
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/lock"
 	"github.com/dfly/dfly/master"
 	"github.com/dfly/dfly/offload"
 	"github.com/dfly/dfly/rdbvalue"
@@ -268,6 +269,7 @@ func (s *Server) replicaNoOne(why string, t *tx.Tx) {
 	}
 	rs.link.Store(nil)
 	rs.loading.Store(false)
+	lock.Promote() // this server's grants outrank every grant the old master could still make
 	s.OnEachShard(func(sh *shard.Shard) { sh.ReplicaMode, sh.MasterApply = false, false })
 	rs.active.Store(false)
 	var id [20]byte

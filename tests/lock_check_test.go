@@ -124,14 +124,35 @@ func TestLockRandomized(t *testing.T) {
 	if len(staleAccepted) > 0 {
 		t.Errorf("fenced writes with stale sequencers were accepted: %v", staleAccepted)
 	}
-	// Generations: unique per lock.
+	// Generations: unique per lock, and every grant of a later epoch above
+	// every grant of an earlier one.
 	seen := map[string]bool{}
+	maxOf := map[string]map[int]int64{}
+	minOf := map[string]map[int]int64{}
 	for _, g := range grants {
 		k := g.name + "/" + strconv.FormatInt(g.gen, 10)
 		if seen[k] {
 			t.Errorf("generation %d of %s granted twice", g.gen, g.name)
 		}
 		seen[k] = true
+		if maxOf[g.name] == nil {
+			maxOf[g.name], minOf[g.name] = map[int]int64{}, map[int]int64{}
+		}
+		if g.gen > maxOf[g.name][g.epoch] {
+			maxOf[g.name][g.epoch] = g.gen
+		}
+		if m, ok := minOf[g.name][g.epoch]; !ok || g.gen < m {
+			minOf[g.name][g.epoch] = g.gen
+		}
+	}
+	for name, mx := range maxOf {
+		for e := 0; e < promotions; e++ {
+			// Grants answered after promotion e+1 come from the promoted
+			// server (a request sent before may still have reached the old).
+			if lo, ok := minOf[name][e+2]; ok && lo <= mx[e] {
+				t.Errorf("%s: a grant %d of epoch %d is not above %d of epoch %d", name, lo, e+2, mx[e], e)
+			}
+		}
 	}
 	// The fenced log: on every lock, writes come in generation order (two
 	// exclusive holders overlapping would interleave), and no stale write.

@@ -75,7 +75,7 @@ func TestLockBasics(t *testing.T) {
 		{{"SCAN", "0", "TYPE", "lock"}, {`"0" (array) "orders"`}},
 		{{"OBJECT", "ENCODING", "orders"}, {"lock"}},
 	} {
-		if got := strings.Join(strings.Fields(strings.Join(c.Do(tc[0]...).Lines(), " ")), " "); !strings.Contains(got, strings.Join(tc[1], " ")) {
+			if got := strings.Join(strings.Fields(strings.Join(c.Do(tc[0]...).Lines(), " ")), " "); !strings.Contains(got, strings.Join(tc[1], " ")) {
 			t.Errorf("%v: %q", tc[0], got)
 		}
 	}
@@ -345,5 +345,11 @@ func TestLockReplica(t *testing.T) {
 	}
 	if got := rc.Do("EXISTS", "c"); got.Int != 1 {
 		t.Errorf("replica expired the lock itself: %v", got)
+	}
+	// Promotion: a new epoch outranks every grant of the old master.
+	mustOK(t, rc.Do("REPLICAOF", "NO", "ONE"), "REPLICAOF NO ONE")
+	g2 := lockGen(t, rc.Do("LOCK.ACQUIRE", "1", "c", "o6", "10000"))
+	if gm := lockGen(t, mc.Do("LOCK.ACQUIRE", "1", "c", "o7", "10000")); g2 <= gm || g2>>40 != 1 {
+		t.Errorf("promoted replica's generation %d (epoch %d) does not outrank the old master's %d", g2, g2>>40, gm)
 	}
 }
