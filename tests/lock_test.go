@@ -300,9 +300,11 @@ func TestLockPersist(t *testing.T) {
 			if out, err := exec.Command("redis-check-rdb", file).CombinedOutput(); err != nil || !strings.Contains(string(out), "RDB looks OK") {
 				t.Fatalf("redis-check-rdb: %v\n%s", err, out)
 			}
-			target = targetRedis
-			r := StartServer(t, "--dir", dir)
-			target = targetDfly
+			port := freePort(t)
+			r, err := launchWith(t, "redis-server", []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--appendonly", "no"}, port, true)
+			if err != nil {
+				t.Fatalf("redis-server loading dfly's file: %v", err)
+			}
 			rc := r.Raw(t)
 			if got := rc.Do("TYPE", "b"); got.Str != "hash" {
 				t.Fatalf("redis-server: TYPE b = %v", got)
