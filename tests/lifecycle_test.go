@@ -49,7 +49,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--shards", "0"}, "invalid --shards 0"},
 		{[]string{"--maxmemory", "lots"}, `invalid value "lots" for flag -maxmemory`},
 		{[]string{"--loglevel", "chatty"}, `invalid --loglevel "chatty"`},
-		{[]string{"stray"}, `unexpected argument "stray"`},
+		{[]string{"stray"}, `can't open config file`}, // the first argument is a config file, as redis-server's
+		{[]string{"--port", "0", "stray"}, `unexpected argument "stray"`},
 	}
 	for _, tc := range cases {
 		var stderr bytes.Buffer
