@@ -6,7 +6,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/shard"
@@ -133,40 +132,7 @@ func cmdMemoryUsage(x *command.Exec) {
 		x.W.Null()
 		return
 	}
-	n := len(x.Args[2]) + slotBytes + valueBytes(v, samples)
-	if v.HasExpire {
-		n += len(x.Args[2]) + expiryBytes
-	}
-	x.W.Int(int64(n))
-}
-
-const (
-	// slotBytes is a key's share of its table: the Value in its slot, the
-	// slot's hash byte and key reference, and the spare slots of a table
-	// kept below full.
-	slotBytes = int(unsafe.Sizeof(shard.Value{})) + 8
-	// expiryBytes: the key's entry in the expiry table (its deadline and
-	// slot), besides a copy of the key.
-	expiryBytes = 8 + 8
-)
-
-// valueBytes estimates the memory a value holds in RAM beyond its slot:
-// nothing for a string offloaded to disk (tiered storage), nested
-// values sampled up to samples elements (0: all) as in Redis.
-func valueBytes(v *shard.Value, samples int) int {
-	switch o := v.Obj().(type) {
-	case nil:
-		if v.Type != shard.TypeString || v.IsExternal() {
-			return 0
-		}
-		return cap(v.Str())
-	case interface{ Bytes(samples int) int }: // sorted sets, streams
-		return o.Bytes(samples)
-	case interface{ Bytes() int }: // lists, sets, hashes
-		return o.Bytes()
-	default:
-		return 64
-	}
+	x.W.Int(int64(shard.MemoryUsage(string(x.Args[2]), v, samples)))
 }
 
 // memoryStats is MEMORY STATS: Redis's fields that have a meaning here.
