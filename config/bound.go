@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dfly/dfly/evict"
 	"github.com/dfly/dfly/notify"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/types/hash"
@@ -76,7 +77,19 @@ var bindings = map[string]binding{
 			}
 			return err
 		}},
-	"busy-reply-threshold": atomicField(func(c *Config) *atomic64 { return &c.BusyReplyThreshold }),
+	"maxmemory-policy": {get: func(c *Config) string { return c.Evict.Policy().String() },
+		set: func(c *Config, v string) error {
+			p, err := evict.ParsePolicy(v)
+			if err == nil {
+				c.Evict.SetPolicy(p)
+			}
+			return err
+		}},
+	"maxmemory-samples":           atomicField(func(c *Config) *atomic64 { return &c.Evict.Samples }),
+	"lfu-log-factor":              atomicField(func(c *Config) *atomic64 { return &c.Evict.LogFactor }),
+	"lfu-decay-time":              atomicField(func(c *Config) *atomic64 { return &c.Evict.DecayTime }),
+	"maxmemory-eviction-tenacity": atomicField(func(c *Config) *atomic64 { return &c.Evict.Tenacity }),
+	"busy-reply-threshold":        atomicField(func(c *Config) *atomic64 { return &c.BusyReplyThreshold }),
 	"save": {
 		check: func(v string) (string, error) {
 			if _, err := persist.ParseSave(v); err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dfly/dfly/evict"
 	"github.com/dfly/dfly/glob"
 	"github.com/dfly/dfly/notify"
 )
@@ -91,6 +92,10 @@ type Config struct {
 	// Events publishes keyspace notifications (notify-keyspace-events),
 	// read on every write without mu; the server sets its Publish.
 	Events notify.Notifier
+	// Evict: maxmemory-policy, maxmemory-samples, lfu-log-factor,
+	// lfu-decay-time, maxmemory-eviction-tenacity (package evict), read
+	// by the shards on every access without mu.
+	Evict *evict.Settings
 	// Limits: client-output-buffer-limit, client-query-buffer-limit
 	// (clientbuf.go), read without mu.
 	Limits ClientLimits
@@ -148,7 +153,7 @@ func Default() *Config {
 		TieredMinValueSize: 64, TieredOffloadThreshold: 0.5,
 		SerializationMaxChunk: 64 << 10, PointInTime: true, SnapshotStep: 100 * time.Microsecond,
 		ReplBacklogSize: 1 << 20, ReplBacklogTTL: time.Hour,
-		ReplTimeout: 60,
+		ReplTimeout: 60, Evict: evict.NewSettings(),
 	}
 	c.Limits.setDefaults()
 	c.SlowlogSlowerThan.Store(10000)

@@ -108,7 +108,7 @@ func object(x *command.Coord) {
 	key := x.Args[2]
 	var line string
 	x.On(x.ShardOf(key), func(s *shard.Shard) {
-		_, v := s.DBs[x.DB].Find(key)
+		_, v := s.DBs[x.DB].FindNoTouch(key)
 		if v == nil {
 			return
 		}

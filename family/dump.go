@@ -124,11 +124,13 @@ func cmdRestore(x *command.Exec) {
 		x.DB.Notify(notify.New, "new", key) // Redis deletes and adds it
 	}
 	x.DB.Set(key, v, false)
-	it, p := x.DB.Find(key)
+	it, p := x.DB.FindNoTouch(key)
 	if ttl != 0 {
 		x.DB.SetExpire(it, ttl)
 	}
-	if idle > 0 {
+	if freq >= 0 && x.S.LFU() {
+		x.S.SetFreq(p, uint8(freq))
+	} else if idle > 0 && !x.S.LFU() {
 		if int64(p.Access) > idle {
 			p.Access -= uint32(idle)
 		} else {

@@ -26,7 +26,7 @@ func keyCommands() []*command.Command {
 		kAll(&command.Command{Name: "del", Tips: "request_policy:multi_shard response_policy:agg_sum", Arity: -2, Flags: command.FlagWrite, KeyFlags: "RM delete", Shard: func(x *command.Exec) { countKeys(x, delOn) }, Multi: func(x *command.Coord) { multiCount(x, true, delOn) }}),
 		kAll(&command.Command{Name: "unlink", Tips: "request_policy:multi_shard response_policy:agg_sum", Arity: -2, Flags: command.FlagWrite | command.FlagFast, KeyFlags: "RM delete", Shard: func(x *command.Exec) { countKeys(x, delOn) }, Multi: func(x *command.Coord) { multiCount(x, true, delOn) }}),
 		kAll(&command.Command{Name: "exists", Tips: "request_policy:multi_shard response_policy:agg_sum", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, KeyFlags: "RO", Shard: func(x *command.Exec) { countKeys(x, existsOn) }, Multi: func(x *command.Coord) { multiCount(x, false, existsOn) }}),
-		kAll(&command.Command{Name: "touch", Tips: "request_policy:multi_shard response_policy:agg_sum", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, KeyFlags: "RO", Shard: func(x *command.Exec) { countKeys(x, existsOn) }, Multi: func(x *command.Coord) { multiCount(x, false, existsOn) }}),
+		kAll(&command.Command{Name: "touch", Tips: "request_policy:multi_shard response_policy:agg_sum", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, KeyFlags: "RO", Shard: func(x *command.Exec) { countKeys(x, touchOn) }, Multi: func(x *command.Coord) { multiCount(x, false, touchOn) }}),
 		k1(&command.Command{Name: "type", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, KeyFlags: "RO", Shard: cmdType}),
 		{Name: "keys", Tips: "request_policy:all_shards nondeterministic_output_order", Arity: 2, Flags: command.FlagReadonly, ACLCats: "dangerous", Multi: cmdKeys},
 		{Name: "scan", Tips: "nondeterministic_output request_policy:special", Arity: -2, Flags: command.FlagReadonly, Multi: cmdScan},
@@ -60,8 +60,14 @@ func delOn(db *shard.DB, key []byte) bool {
 	return true
 }
 
-func existsOn(db *shard.DB, key []byte) bool {
+// touchOn stamps an access of key (TOUCH), leaving an offloaded value so.
+func touchOn(db *shard.DB, key []byte) bool {
 	it, _ := db.FindMeta(key)
+	return it.Valid()
+}
+
+func existsOn(db *shard.DB, key []byte) bool {
+	it, _ := db.FindMetaNoTouch(key)
 	return it.Valid()
 }
 
@@ -92,7 +98,7 @@ func multiCount(x *command.Coord, excl bool, fn func(db *shard.DB, key []byte) b
 }
 
 func cmdType(x *command.Exec) {
-	_, v := x.DB.Find(x.Args[1])
+	_, v := x.DB.FindMetaNoTouch(x.Args[1])
 	if v == nil {
 		x.W.SimpleString("none")
 		return
@@ -492,11 +498,19 @@ func cmdObject(x *command.Exec) {
 	case "encoding":
 		x.W.BulkString(EncodingOf(v))
 	case "idletime":
+		if x.S.LFU() {
+			x.W.Error("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+			return
+		}
 		x.W.Int(x.S.IdleSeconds(v))
 	case "refcount":
 		x.W.Int(1)
 	case "freq":
-		x.W.Error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+		if !x.S.LFU() {
+			x.W.Error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+			return
+		}
+		x.W.Int(x.S.Freq(v))
 	}
 }
 

@@ -119,6 +119,7 @@ func (i *infoWriter) gather(x *Coord) {
 	for _, in := range i.shards {
 		i.st.Commands += in.stats.Commands
 		i.st.ExpiredKeys += in.stats.ExpiredKeys
+		i.st.EvictedKeys += in.stats.EvictedKeys
 		i.st.Hits += in.stats.Hits
 		i.st.Misses += in.stats.Misses
 		i.st.Writes += in.stats.Writes
@@ -182,7 +183,7 @@ func (i *infoWriter) infoMemory() {
 	i.field("used_memory_heap_sys", ms.HeapSys)
 	i.field("maxmemory", i.srv.cfg.MaxMemory)
 	i.field("maxmemory_human", humanBytes(i.srv.cfg.MaxMemory))
-	i.field("maxmemory_policy", "noeviction")
+	i.field("maxmemory_policy", i.srv.cfg.Evict.Policy().String())
 	i.field("gc_cycles", ms.NumGC)
 	i.field("gc_pause_total_ns", ms.PauseTotalNs)
 	i.field("gc_cpu_fraction", fmt.Sprintf("%.6f", ms.GCCPUFraction))
@@ -235,7 +236,7 @@ func (i *infoWriter) infoStats() {
 	i.field("unexpected_error_replies", 0)          // replies of a master a replica could not apply are logged
 	i.field("total_error_replies", i.srv.errors.total.Load())
 	i.field("expired_keys", i.st.ExpiredKeys)
-	i.field("evicted_keys", 0)
+	i.field("evicted_keys", i.st.EvictedKeys)
 	i.field("keyspace_hits", i.st.Hits)
 	i.field("keyspace_misses", i.st.Misses)
 	bs := i.srv.borrowStats()

@@ -5,11 +5,12 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/evict"
 	"github.com/dfly/dfly/script"
 )
 
-// Over maxmemory, dfly refuses what Redis's noeviction policy refuses (the
-// only policy it has yet: issue 41): a command that may grow memory
+// Over maxmemory, dfly refuses what Redis's noeviction policy refuses
+// (with another policy, only while eviction finds nothing to evict): a command that may grow memory
 // (denyoom) gets "OOM command not allowed when used memory > 'maxmemory'.",
 // and so does every command queued in MULTI but EXEC, DISCARD, QUIT and
 // RESET (the transaction then aborts); an EXEC holding a denyoom command
@@ -38,16 +39,28 @@ func (s *Server) watchMemory() {
 	}
 }
 
-// refreshOOM samples used memory against maxmemory into oom.
+// refreshOOM samples used memory against maxmemory into oom. Over it
+// with an evicting policy, each shard is asked to evict its share (package
+// evict; shard/evict.go) and writes are refused only while a shard finds
+// nothing it may evict.
 func (s *Server) refreshOOM() {
 	s.cfg.Mu.RLock()
 	limit, tiered := s.cfg.MaxMemory, s.cfg.TieredPrefix != ""
 	s.cfg.Mu.RUnlock()
 	over := false
 	if limit > 0 && !tiered && !s.isReplica() {
-		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
 		metrics.Read(sample)
-		over = int64(sample[0].Value.Uint64()) > limit
+		used := int64(sample[0].Value.Uint64())
+		over = used > limit
+		if over && s.cfg.Evict.Policy() != evict.NoEviction {
+			if excess := s.evictBudget.Over(used, limit, sample[1].Value.Uint64()); excess > 0 {
+				for _, sh := range s.shards {
+					sh.RequestEviction(evict.Share(excess, len(s.shards)), &s.evictBudget)
+				}
+			}
+			over = s.evictBudget.Stuck.Load()
+		}
 	}
 	s.oom.Store(over)
 	s.refreshGoodReplicas() // repl.go

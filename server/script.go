@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/evict"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/script"
 	"github.com/dfly/dfly/tx"
@@ -68,6 +69,9 @@ func (s *Server) overMaxmemory() bool {
 	max := s.cfg.MaxMemory
 	if max <= 0 {
 		return false
+	}
+	if s.cfg.Evict.Policy() != evict.NoEviction {
+		return s.oom.Load() // over only when eviction cannot help (oom.go)
 	}
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(sample)

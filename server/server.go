@@ -19,6 +19,7 @@ import (
 	"github.com/dfly/dfly/acl"
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/config"
+	"github.com/dfly/dfly/evict"
 	"github.com/dfly/dfly/latency"
 	"github.com/dfly/dfly/master"
 	"github.com/dfly/dfly/offload"
@@ -43,23 +44,24 @@ type Server struct {
 	clientsCronOnce sync.Once
 	gnet.BuiltinEventEngine
 
-	cfg       *config.Config
-	slow      slowlog
-	latency   latency.Monitor               // latency.go
-	tracker   *latency.Tracker              // latency.go: shards', loops', coordinators' recorders
-	pause     pauseState                    // CLIENT PAUSE (pause.go)
-	failover  failoverState                 // FAILOVER (failover.go)
-	scriptEng atomic.Pointer[script.Engine] // scripts()
-	reclaim   reclaim.Reclaimer             // gives free heap memory back to the OS after a burst
-	oom       atomic.Bool                   // used memory over maxmemory: denyoom commands refused (oom.go)
+	cfg         *config.Config
+	slow        slowlog
+	latency     latency.Monitor               // latency.go
+	tracker     *latency.Tracker              // latency.go: shards', loops', coordinators' recorders
+	pause       pauseState                    // CLIENT PAUSE (pause.go)
+	failover    failoverState                 // FAILOVER (failover.go)
+	scriptEng   atomic.Pointer[script.Engine] // scripts()
+	reclaim     reclaim.Reclaimer             // gives free heap memory back to the OS after a burst
+	oom         atomic.Bool                   // used memory over maxmemory: denyoom commands refused (oom.go)
+	evictBudget evict.Budget                  // each shard's share of the memory over maxmemory (oom.go)
 	// noReplicas: fewer good replicas than min-replicas-to-write, writes refused (repl.go)
 	noReplicas atomic.Bool
-	shards    []*shard.Shard
-	table     *command.Table
-	log       *Logger
-	eng       gnet.Engine
-	runID     string
-	start     time.Time
+	shards     []*shard.Shard
+	table      *command.Table
+	log        *Logger
+	eng        gnet.Engine
+	runID      string
+	start      time.Time
 	// startupHeap is the heap in use once the server was built, before any
 	// data (MEMORY STATS startup.allocated).
 	startupHeap int64
@@ -145,6 +147,7 @@ func New(cfg *config.Config, log *Logger) *Server {
 		s.shards[i].ExpiryHorizon = s.scriptsStart
 		s.shards[i].ExpireCycle = s.expireCycle // latency.go
 		s.shards[i].Notify = &cfg.Events
+		s.shards[i].Evict = cfg.Evict
 		s.cmdStats[i].calls = make(map[*command.Command]*command.Count)
 	}
 	s.setupTiered() // tiered.go

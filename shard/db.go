@@ -60,10 +60,10 @@ func view(b []byte) string {
 func (db *DB) Len() int { return db.Table.Len() }
 
 // Find looks key up, expiring it first when its TTL has passed (lazy
-// expiry). The returned pointer is valid until the next mutation of db.
-// Within a read (ReadMisses) a miss publishes "keymiss".
+// expiry), and stamps the access (evict.go). The returned pointer is
+// valid until the next mutation of db. Within a read (ReadMisses) a miss publishes "keymiss".
 func (db *DB) Find(key []byte) (dash.Iterator, *Value) {
-	it, v := db.find(key, true)
+	it, v := db.find(key, true, true)
 	if v == nil && db.shard.reading {
 		db.missed(key)
 	}
@@ -74,7 +74,7 @@ func (db *DB) Find(key []byte) (dash.Iterator, *Value) {
 // command's sources: Redis's lookupKeyRead), whose miss publishes
 // "keymiss" as a read command's does.
 func (db *DB) FindRead(key []byte) (dash.Iterator, *Value) {
-	it, v := db.find(key, true)
+	it, v := db.find(key, true, true)
 	if v == nil {
 		db.missed(key)
 	}
@@ -98,24 +98,24 @@ func (s *Shard) ReadMisses(on bool) bool {
 	return prev
 }
 
-// FindNoTouch is Find that leaves the key's access time as it was and
-// publishes no keymiss (OBJECT, MEMORY USAGE: Redis's LOOKUP_NOTOUCH and
+// FindNoTouch is Find that leaves the key's access stamp as it was and
+// publishes no keymiss (OBJECT, DEBUG OBJECT: Redis's LOOKUP_NOTOUCH and
 // LOOKUP_NONOTIFY).
-func (db *DB) FindNoTouch(key []byte) (dash.Iterator, *Value) {
-	it := db.Table.Find(view(key))
-	if !it.Valid() {
-		return it, nil
-	}
-	access := db.Table.Value(it).Access
-	it, v := db.find(key, true)
-	if v != nil {
-		v.Access = access
+func (db *DB) FindNoTouch(key []byte) (dash.Iterator, *Value) { return db.find(key, true, false) }
+
+// FindMetaNoTouch is FindMeta that leaves the access stamp (TYPE, EXISTS:
+// Redis's LOOKUP_NOTOUCH); within a read a miss publishes "keymiss".
+func (db *DB) FindMetaNoTouch(key []byte) (dash.Iterator, *Value) {
+	it, v := db.find(key, false, false)
+	if v == nil && db.shard.reading {
+		db.missed(key)
 	}
 	return it, v
 }
 
-// find is Find; load=false leaves an offloaded value offloaded (tier.go).
-func (db *DB) find(key []byte, load bool) (dash.Iterator, *Value) {
+// find is Find; load=false leaves an offloaded value offloaded (tier.go),
+// touch=false the access stamp.
+func (db *DB) find(key []byte, load, touch bool) (dash.Iterator, *Value) {
 	it := db.Table.Find(view(key))
 	if !it.Valid() {
 		return it, nil
@@ -128,7 +128,9 @@ func (db *DB) find(key []byte, load bool) (dash.Iterator, *Value) {
 		db.deleteExpired(it)
 		return dash.Iterator{}, nil
 	}
-	v.Access = db.shard.clockSeconds()
+	if touch {
+		db.shard.touch(v)
+	}
 	if v.ext && load {
 		db.shard.loadExternal(v)
 	}
@@ -256,7 +258,7 @@ func (db *DB) Insert(key []byte, v Value) (dash.Iterator, *Value) {
 	for _, h := range s.hooks {
 		h.PreInsert(db, k)
 	}
-	v.Access = s.clockSeconds()
+	v.Access = s.newStamp()
 	db.strs.adopt(&v)
 	it, _ := db.Table.Insert(k, v, s.nextVersion()) // Insert copies the key
 	s.Stats.Writes++
@@ -278,7 +280,7 @@ func (db *DB) Insert(key []byte, v Value) (dash.Iterator, *Value) {
 // sends a key twice, or after a journal entry created it) is often one
 // whose short TTL passed on the replica's clock meanwhile.
 func (db *DB) Set(key []byte, v Value, keepTTL bool) dash.Iterator {
-	it, old := db.find(key, false) // the old bytes are not needed
+	it, old := db.find(key, false, true) // the old bytes are not needed
 	if old == nil {
 		if it = db.hidden(key); !it.Valid() {
 			it, _ = db.Insert(key, v)
@@ -288,7 +290,10 @@ func (db *DB) Set(key []byte, v Value, keepTTL bool) dash.Iterator {
 	}
 	p := db.mutate(it)
 	hadExpire := p.HasExpire
-	v.Access = db.shard.clockSeconds()
+	v.Access = db.shard.newStamp()
+	if db.shard.LFU() {
+		v.Access = p.Access // as Redis's dbSetValue: the counter is the key's, not the value's
+	}
 	if p.ext {
 		db.shard.tier.Free(p)
 	}
@@ -329,7 +334,7 @@ func (db *DB) Load(key []byte, v Value, expireAt int64) {
 	}
 	if len(s.hooks) == 0 {
 		k := view(key)
-		v.Access = s.clockSeconds()
+		v.Access = s.newStamp()
 		if it, inserted := db.Table.Insert(k, v, s.nextVersion()); inserted { // Insert copies the key
 			db.strs.adopt(db.Table.Value(it))
 			s.Stats.Writes++
@@ -428,6 +433,16 @@ func (db *DB) erase(it dash.Iterator) {
 // it missed). The expiry hooks run first, so that a snapshot streaming
 // with the journal writes the key's baseline before its DEL (§8.4).
 func (db *DB) deleteExpired(it dash.Iterator) {
+	db.dropBypassing(it, notify.Expired, "expired")
+	db.shard.Stats.ExpiredKeys++
+}
+
+// dropBypassing deletes the key at it without a command: expiry or
+// eviction (evict.go). The expiry hooks run first (a snapshot defers the
+// deletion of a bucket it has not covered, or writes the key's baseline
+// before the DEL), then the journal records a DEL, then the event of
+// class c is published.
+func (db *DB) dropBypassing(it dash.Iterator, c notify.Class, event string) {
 	s := db.shard
 	key := db.Table.Key(it)
 	for _, h := range s.expiryHooks {
@@ -436,14 +451,13 @@ func (db *DB) deleteExpired(it dash.Iterator) {
 	if j := s.Journal; j.Active() {
 		j.Record(db.Index, [][]byte{delWord, []byte(key)})
 	}
-	if s.Notify.On(notify.Expired) {
+	if s.Notify.On(c) {
 		k := []byte(key) // erase frees what key points into
 		db.erase(it)
-		s.Notify.Emit(notify.Expired, "expired", db.Index, k)
+		s.Notify.Emit(c, event, db.Index, k)
 	} else {
 		db.erase(it)
 	}
-	s.Stats.ExpiredKeys++
 }
 
 var delWord = []byte("DEL")

@@ -1,9 +1,11 @@
 package shard
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/dfly/dfly/dash"
+	"github.com/dfly/dfly/evict"
 	"github.com/dfly/dfly/journal"
 	"github.com/dfly/dfly/notify"
 	"github.com/dfly/dfly/tracking"
@@ -67,6 +69,7 @@ type Stats struct {
 	Commands    uint64
 	Writes      uint64
 	ExpiredKeys uint64
+	EvictedKeys uint64
 	Hits        uint64
 	Misses      uint64
 }
@@ -145,6 +148,13 @@ type Shard struct {
 	// ExpireCycle, when set, is told each active-expiry step's time (the
 	// latency monitor's expire-cycle event).
 	ExpireCycle func(time.Duration)
+	// Evict holds maxmemory-policy and its parameters (package evict),
+	// shared by every shard; nil: noeviction and LRU stamps.
+	Evict *evict.Settings
+	// pool: the eviction pool's candidates, this shard's keys (evict.go).
+	pool evict.Pool
+	// evicting: a RequestEviction's pass runs or is queued.
+	evicting atomic.Bool
 }
 
 // NoExpiry reports whether the shard leaves logically expired keys in

@@ -98,13 +98,13 @@ func (db *DB) Peek(key []byte) *Value {
 // FindMeta is Find for callers that need no string bytes (DEL, EXISTS):
 // an offloaded value stays offloaded.
 func (db *DB) FindMeta(key []byte) (Iterator, *Value) {
-	it, v := db.find(key, false)
+	it, v := db.find(key, false, true)
 	if v == nil && db.shard.reading {
 		db.missed(key)
 	}
 	return it, v
 }
 
-// FindMetaQuiet is FindMeta that publishes no keymiss (MEMORY USAGE:
-// Redis's LOOKUP_NONOTIFY).
-func (db *DB) FindMetaQuiet(key []byte) (Iterator, *Value) { return db.find(key, false) }
+// FindMetaQuiet is FindMeta that publishes no keymiss and leaves the
+// access stamp (MEMORY USAGE: Redis's LOOKUP_NONOTIFY and NOTOUCH).
+func (db *DB) FindMetaQuiet(key []byte) (Iterator, *Value) { return db.find(key, false, false) }

@@ -161,6 +161,9 @@ func parseFlags(args []string, stderr io.Writer) (*config.Config, error) {
 		cfg.MaxMemory = n
 		return err
 	})
+	fs.Func("maxmemory_policy", "which keys go over maxmemory: noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random or volatile-ttl (also --maxmemory-policy)", func(v string) error {
+		return cfg.SetAtStart("maxmemory-policy", v)
+	})
 	fs.StringVar(&cfg.LogFile, "logfile", "", "log file (default: stderr)")
 	fs.StringVar(&cfg.LogLevel, "loglevel", cfg.LogLevel, "debug, verbose, notice, warning or nothing")
 	fs.Func("protected-mode", "refuse non-loopback clients when no password is set (yes|no)", func(v string) error {

@@ -1,0 +1,38 @@
+// Package evict is eviction under maxmemory without the server: Redis
+// 7.0's eight maxmemory-policy values and their parameters (Settings,
+// read by every shard without a lock), the 24-bit LFU stamp (a 16-bit
+// minutes clock and an 8-bit logarithmic counter, lfu.go), the eviction
+// pool of the sampled LRU/LFU/TTL policies (Pool), the tenacity's time
+// limit, and the Budget that turns used memory over maxmemory into each
+// shard's share to free.
+//
+// Where eviction lives: the server samples used memory every 10 ms
+// (server/oom.go: the Go heap's objects, as INFO's used_memory, minus
+// what was evicted since the last completed GC cycle: Budget.Over) and,
+// over maxmemory with an evicting policy, asks every shard to free an
+// equal share (maxmemory / shards is each shard's budget; the heap is
+// not measured per shard, so the excess is split evenly). Each shard
+// evicts its own keys on its own goroutine (shard/evict.go: EvictStep,
+// sampling its dash tables, a pool per shard), with no global lock,
+// yielding to its clients once the tenacity's time limit passed.
+//
+// Invariants:
+//   - Only the shard's owning goroutine evicts its keys, between
+//     messages, never inside a command: a key a transaction holds, or a
+//     value a snapshot is still writing (a shared key lock), is skipped.
+//   - An eviction is an expiry's deletion with another name: the shard's
+//     expiry hooks run first (a snapshot that has not covered the key's
+//     bucket serializes it at its cut, or defers the DEL to the bucket's
+//     deferred deletion queue, so the snapshot stays point-in-time), the
+//     journal records a DEL (replicas stay exact), then the "evicted"
+//     keyspace event and evicted_keys.
+//   - A replica never evicts (it applies its master's DELs), and
+//     noeviction or tiered storage evicts nothing: writes over maxmemory
+//     get Redis's OOM error instead, as they do while every shard finds
+//     nothing it may evict (Budget.Stuck: volatile-* without keys with a
+//     TTL).
+//   - The per-key state costs no memory: the LRU clock (seconds) or the
+//     LFU stamp (24 bits) live in shard.Value's Access field, which
+//     existed for OBJECT IDLETIME; an entry stays 24 bytes.
+//   - Nothing here knows a shard, a connection or the server.
+package evict
