@@ -2,6 +2,8 @@ package evict
 
 import (
 	"math"
+	"runtime"
+	"runtime/metrics"
 	"sync/atomic"
 	"time"
 )
@@ -35,6 +37,29 @@ type Budget struct {
 	// without keys with a TTL): writes get the OOM error until it evicts
 	// again.
 	Stuck atomic.Bool
+	// lastCollect, collectCost: when the last forced collection ran and
+	// how long it took (Collect), owned by the memory watcher.
+	lastCollect time.Time
+	collectCost time.Duration
+}
+
+// CollectDue reports whether the watcher should force a collection
+// before evicting: over maxmemory, the heap's objects count garbage (the
+// collector's headroom is 64 MiB at least, reclaim.Headroom), which
+// eviction cannot free. At most one per 20 ms, and no more than a
+// quarter of the time.
+func (b *Budget) CollectDue(now time.Time) bool {
+	return now.Sub(b.lastCollect) >= max(20*time.Millisecond, 4*b.collectCost)
+}
+
+// Collect runs a full collection and reads sample again (its first
+// metric is the used memory); it returns the used memory.
+func (b *Budget) Collect(sample []metrics.Sample) int64 {
+	start := time.Now()
+	runtime.GC()
+	b.lastCollect, b.collectCost = time.Now(), time.Since(start)
+	metrics.Read(sample)
+	return int64(sample[0].Value.Uint64())
 }
 
 // Over is how far used memory is over limit, net of what was evicted

@@ -23,7 +23,7 @@ func TestPolicyNames(t *testing.T) {
 func TestPoolKeepsTheBest(t *testing.T) {
 	var p Pool
 	for i := 0; i < 100; i++ {
-		p.Offer(Candidate{Key: string(rune('a' + i%26)) + string(rune('0'+i/26)), Score: uint64((i * 37) % 100)})
+		p.Offer(Candidate{Key: string(rune('a'+i%26)) + string(rune('0'+i/26)), Score: uint64((i * 37) % 100)})
 	}
 	p.Offer(Candidate{Key: "a0", Score: 1000}) // beats the worst, 84
 	p.Offer(Candidate{Key: "a0", Score: 1000}) // a key already in: kept once

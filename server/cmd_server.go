@@ -206,7 +206,7 @@ func cmdConfig(c *Conn, a [][]byte, w *resp.Writer) {
 			w.Error(e)
 			return
 		}
-		c.srv.refreshOOM() // maxmemory may have changed (oom.go)
+		c.srv.refreshOOM(false) // maxmemory may have changed (oom.go)
 		for i := 0; i < len(pairs); i += 2 {
 			if strings.EqualFold(pairs[i], "requirepass") {
 				c.srv.acl.SetRequirepass(pairs[i+1]) // the default user's password

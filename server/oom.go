@@ -34,7 +34,7 @@ func (s *Server) watchMemory() {
 		case <-s.done:
 			return
 		case <-t.C:
-			s.refreshOOM()
+			s.refreshOOM(true)
 		}
 	}
 }
@@ -42,8 +42,12 @@ func (s *Server) watchMemory() {
 // refreshOOM samples used memory against maxmemory into oom. Over it
 // with an evicting policy, each shard is asked to evict its share (package
 // evict; shard/evict.go) and writes are refused only while a shard finds
-// nothing it may evict.
-func (s *Server) refreshOOM() {
+// nothing it may evict. Only the watcher (not CONFIG SET, on a loop) asks,
+// right after a collection (at most one per evict.Budget.CollectDue), so
+// what the shards evict is live data over maxmemory, not garbage, nor the free
+// space of packed string chunks (shard.PackedDead: a defragmentation pass
+// gives it back, evicting more keys would not).
+func (s *Server) refreshOOM(watcher bool) {
 	s.cfg.Mu.RLock()
 	limit, tiered := s.cfg.MaxMemory, s.cfg.TieredPrefix != ""
 	s.cfg.Mu.RUnlock()
@@ -54,9 +58,15 @@ func (s *Server) refreshOOM() {
 		used := int64(sample[0].Value.Uint64())
 		over = used > limit
 		if over && s.cfg.Evict.Policy() != evict.NoEviction {
-			if excess := s.evictBudget.Over(used, limit, sample[1].Value.Uint64()); excess > 0 {
+			if watcher && s.evictBudget.CollectDue(time.Now()) {
+				used = s.evictBudget.Collect(sample) // garbage is not used memory
 				for _, sh := range s.shards {
-					sh.RequestEviction(evict.Share(excess, len(s.shards)), &s.evictBudget)
+					used -= sh.PackedDead() // nor chunk space evicting more would not free
+				}
+				if excess := s.evictBudget.Over(used, limit, sample[1].Value.Uint64()); excess > 0 {
+					for _, sh := range s.shards {
+						sh.RequestEviction(evict.Share(excess, len(s.shards)), &s.evictBudget)
+					}
 				}
 			}
 			over = s.evictBudget.Stuck.Load()

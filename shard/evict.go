@@ -61,18 +61,37 @@ func (s *Shard) EvictStep(need int64, limit time.Duration) (freed int64, stuck b
 	start := time.Now()
 	for n := 0; freed < need; n++ {
 		if n&15 == 15 && time.Since(start) >= limit {
+			s.notePackedDead()
 			return freed, false
 		}
 		db, it := s.victim(p)
 		if db == nil {
+			s.notePackedDead()
 			return freed, true
 		}
 		freed += int64(MemoryUsage(db.Table.Key(it), db.Table.Value(it), 5))
 		db.dropBypassing(it, notify.Evicted, "evicted")
 		s.Stats.EvictedKeys++
 	}
+	s.notePackedDead()
 	return freed, false
 }
+
+// notePackedDead publishes the dead bytes of the shard's string chunks
+// (PackedDead).
+func (s *Shard) notePackedDead() {
+	n := 0
+	for _, db := range s.DBs {
+		n += db.strs.used - db.strs.live
+	}
+	s.packedDead.Store(int64(n))
+}
+
+// PackedDead is the bytes of the shard's string chunks that no value
+// holds, as of its last eviction pass or tick, from any goroutine: what
+// eviction does not count as used memory, since evicting more keys would
+// not give it back (a defragmentation pass does, strs.go).
+func (s *Shard) PackedDead() int64 { return s.packedDead.Load() }
 
 // victim picks the next key to evict, or a nil db when none may go.
 func (s *Shard) victim(p evict.Policy) (*DB, dash.Iterator) {

@@ -155,6 +155,8 @@ type Shard struct {
 	pool evict.Pool
 	// evicting: a RequestEviction's pass runs or is queued.
 	evicting atomic.Bool
+	// packedDead: PackedDead's figure (evict.go).
+	packedDead atomic.Int64
 }
 
 // NoExpiry reports whether the shard leaves logically expired keys in
@@ -310,6 +312,7 @@ type tick struct{}
 func (tick) Run(s *Shard) {
 	s.expireStep()
 	s.defragStep()
+	s.notePackedDead()
 }
 
 var tickMsg Runnable = tick{}

@@ -1,0 +1,210 @@
+package tests
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Eviction under maxmemory (issue 41), against redis-server too: each
+// policy fills the server past maxmemory with a known access pattern and
+// the right keys go, while used memory stays near maxmemory.
+
+const evictValueSize = 1000
+
+// evictPipeline sends cmds in pipelined batches and fails on an error reply.
+func evictPipeline(t *testing.T, c *RawConn, cmds [][]string) {
+	t.Helper()
+	for i := 0; i < len(cmds); i += 500 {
+		batch := cmds[i:min(i+500, len(cmds))]
+		var b strings.Builder
+		for _, cmd := range batch {
+			b.WriteString(EncodeCommand(cmd...))
+		}
+		c.Write(b.String())
+		for range batch {
+			if r := c.MustRead(); r.IsError() {
+				t.Fatalf("%v: %s", batch[0], r.Str)
+			}
+		}
+	}
+}
+
+// evictKeys are n SETs of prefix:i with a 1000-byte value, then opts.
+func evictKeys(prefix string, n int, opts ...string) [][]string {
+	val := strings.Repeat("v", evictValueSize)
+	cmds := make([][]string, n)
+	for i := range cmds {
+		cmds[i] = append([]string{"SET", fmt.Sprintf("%s:%d", prefix, i), val}, opts...)
+	}
+	return cmds
+}
+
+// evictSurvivors counts prefix:0..n-1 still there.
+func evictSurvivors(t *testing.T, c *RawConn, prefix string, n int) int {
+	t.Helper()
+	alive := 0
+	for i := 0; i < n; i += 500 {
+		args := []string{"EXISTS"}
+		for j := i; j < min(i+500, n); j++ {
+			args = append(args, fmt.Sprintf("%s:%d", prefix, j))
+		}
+		alive += int(c.Do(args...).Int)
+	}
+	return alive
+}
+
+func evictInt(t *testing.T, c *RawConn, section, field string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(info(t, c, section)[field], 10, 64)
+	if err != nil {
+		t.Fatalf("INFO %s %s: %v", section, field, err)
+	}
+	return n
+}
+
+// evictSetup starts a server whose maxmemory leaves room for about 20 MB
+// of data over what it uses empty, with policy.
+func evictSetup(t *testing.T, policy string) (*RawConn, int64) {
+	t.Helper()
+	srv := StartServer(t)
+	c := srv.Raw(t)
+	c.Timeout = 30 * time.Second
+	limit := evictInt(t, c, "memory", "used_memory") + 20<<20
+	for _, kv := range [][]string{{"maxmemory", strconv.FormatInt(limit, 10)}, {"maxmemory-policy", policy}} {
+		if r := c.Do("CONFIG", "SET", kv[0], kv[1]); r.Str != "OK" {
+			t.Fatalf("CONFIG SET %v: %+v", kv, r)
+		}
+	}
+	return c, limit
+}
+
+// evictCheckMemory: used memory is within a few percent of maxmemory (it
+// may be lower after a burst of evictions, never much higher) and keys
+// were evicted.
+func evictCheckMemory(t *testing.T, c *RawConn, limit int64) {
+	t.Helper()
+	var used int64
+	for wait := 0; wait < 50; wait++ {
+		time.Sleep(100 * time.Millisecond) // the last evictions run after the writes
+		used = evictUsed(t, c)
+		if used <= limit+limit/20 {
+			break
+		}
+	}
+	if used > limit+limit/20 {
+		t.Errorf("used_memory %d over maxmemory %d by more than 5%%", used, limit)
+	}
+	if used < limit/2 {
+		t.Errorf("used_memory %d: evicted far too much (maxmemory %d)", used, limit)
+	}
+	if n := evictInt(t, c, "stats", "evicted_keys"); n == 0 {
+		t.Errorf("evicted_keys 0")
+	}
+}
+
+// evictUsed is the used memory eviction keeps under maxmemory: INFO's
+// used_memory for Redis. dfly's (server/oom.go) is the heap's live
+// objects after a collection, less the free space of its packed string
+// chunks (a defragmentation pass gives it back, evicting more keys would
+// not): INFO's used_memory also counts garbage not collected yet.
+func evictUsed(t *testing.T, c *RawConn) int64 {
+	t.Helper()
+	if IsRedis() {
+		return evictInt(t, c, "memory", "used_memory")
+	}
+	c.Do("MEMORY", "PURGE")
+	m := info(t, c, "memory")
+	heap, _ := strconv.ParseInt(m["used_memory"], 10, 64)
+	chunks, _ := strconv.ParseInt(m["packed_strings_bytes"], 10, 64)
+	live, _ := strconv.ParseInt(m["packed_strings_live_bytes"], 10, 64)
+	return heap - (chunks - live)
+}
+
+// TestEvictLRU: keys read after an older set was written survive; the
+// older set goes first.
+func TestEvictLRU(t *testing.T) {
+	c, limit := evictSetup(t, "allkeys-lru")
+	evictPipeline(t, c, evictKeys("cold", 8000))
+	evictPipeline(t, c, evictKeys("hot", 8000))
+	time.Sleep(2100 * time.Millisecond) // the LRU clock counts seconds, in both
+	reads := make([][]string, 8000)
+	for i := range reads {
+		reads[i] = []string{"GET", fmt.Sprintf("hot:%d", i)}
+	}
+	evictPipeline(t, c, reads)
+	evictPipeline(t, c, evictKeys("new", 12000))
+	evictCheckMemory(t, c, limit)
+	hot, cold := evictSurvivors(t, c, "hot", 8000), evictSurvivors(t, c, "cold", 8000)
+	t.Logf("hot %d/8000, cold %d/8000, new %d/12000", hot, cold, evictSurvivors(t, c, "new", 12000))
+	if hot < 8000*4/10 || cold > 8000*3/10 {
+		t.Errorf("LRU: %d of 8000 recently read keys and %d of 8000 older ones survive", hot, cold)
+	}
+}
+
+// TestEvictLFU: keys read often survive keys read never, written before
+// or after them.
+func TestEvictLFU(t *testing.T) {
+	c, limit := evictSetup(t, "allkeys-lfu")
+	evictPipeline(t, c, evictKeys("cold", 8000))
+	evictPipeline(t, c, evictKeys("hot", 8000))
+	var reads [][]string
+	for range 5 {
+		for i := 0; i < 8000; i++ {
+			reads = append(reads, []string{"GET", fmt.Sprintf("hot:%d", i)})
+		}
+	}
+	evictPipeline(t, c, reads)
+	evictPipeline(t, c, evictKeys("new", 12000))
+	evictCheckMemory(t, c, limit)
+	hot, cold := evictSurvivors(t, c, "hot", 8000), evictSurvivors(t, c, "cold", 8000)
+	t.Logf("hot %d/8000, cold %d/8000, new %d/12000", hot, cold, evictSurvivors(t, c, "new", 12000))
+	if hot < 8000*9/10 {
+		t.Errorf("LFU: %d of 8000 frequently read keys survive", hot)
+	}
+}
+
+// TestEvictVolatile: volatile-* evict only keys with a TTL; volatile-ttl
+// the soonest first; with nothing evictable, writes get the OOM error.
+func TestEvictVolatile(t *testing.T) {
+	for _, policy := range []string{"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"} {
+		t.Run(policy, func(t *testing.T) {
+			c, limit := evictSetup(t, policy)
+			evictPipeline(t, c, evictKeys("soon", 8000, "EX", "10000"))
+			evictPipeline(t, c, evictKeys("kept", 6000))
+			evictPipeline(t, c, evictKeys("late", 12000, "EX", "100000"))
+			evictCheckMemory(t, c, limit)
+			kept, soon := evictSurvivors(t, c, "kept", 6000), evictSurvivors(t, c, "soon", 8000)
+			t.Logf("kept %d/6000, soon %d/8000, late %d/12000", kept, soon, evictSurvivors(t, c, "late", 12000))
+			if kept != 6000 {
+				t.Errorf("%s evicted %d keys without a TTL", policy, 6000-kept)
+			}
+			if policy == "volatile-ttl" && soon > 8000/4 {
+				t.Errorf("volatile-ttl: %d of 8000 keys expiring soonest survive", soon)
+			}
+		})
+	}
+	t.Run("nothing-evictable", func(t *testing.T) {
+		c, _ := evictSetup(t, "volatile-lru")
+		val := strings.Repeat("v", evictValueSize)
+		for i := 0; i < 40000; i++ {
+			r := c.Do("SET", fmt.Sprintf("k:%d", i), val)
+			if r.IsError() {
+				if want := "OOM command not allowed when used memory > 'maxmemory'."; r.Str != want {
+					t.Fatalf("got %q, want %q", r.Str, want)
+				}
+				return
+			}
+		}
+		t.Fatal("40 MB written over a 20 MB maxmemory without a key to evict")
+	})
+}
+
+// TestEvictRandom: allkeys-random keeps memory near maxmemory.
+func TestEvictRandom(t *testing.T) {
+	c, limit := evictSetup(t, "allkeys-random")
+	evictPipeline(t, c, evictKeys("k", 40000))
+	evictCheckMemory(t, c, limit)
+}
