@@ -127,20 +127,20 @@ func evictUsed(t *testing.T, c *RawConn) int64 {
 // older set goes first.
 func TestEvictLRU(t *testing.T) {
 	c, limit := evictSetup(t, "allkeys-lru")
-	evictPipeline(t, c, evictKeys("cold", 8000))
-	evictPipeline(t, c, evictKeys("hot", 8000))
+	evictPipeline(t, c, evictKeys("cold", 6000))
+	evictPipeline(t, c, evictKeys("hot", 6000))
 	time.Sleep(2100 * time.Millisecond) // the LRU clock counts seconds, in both
-	reads := make([][]string, 8000)
+	reads := make([][]string, 6000)
 	for i := range reads {
 		reads[i] = []string{"GET", fmt.Sprintf("hot:%d", i)}
 	}
 	evictPipeline(t, c, reads)
-	evictPipeline(t, c, evictKeys("new", 12000))
+	evictPipeline(t, c, evictKeys("new", 10000))
 	evictCheckMemory(t, c, limit)
-	hot, cold := evictSurvivors(t, c, "hot", 8000), evictSurvivors(t, c, "cold", 8000)
-	t.Logf("hot %d/8000, cold %d/8000, new %d/12000", hot, cold, evictSurvivors(t, c, "new", 12000))
-	if hot < 8000*4/10 || cold > 8000*3/10 {
-		t.Errorf("LRU: %d of 8000 recently read keys and %d of 8000 older ones survive", hot, cold)
+	hot, cold := evictSurvivors(t, c, "hot", 6000), evictSurvivors(t, c, "cold", 6000)
+	t.Logf("hot %d/6000, cold %d/6000, new %d/10000", hot, cold, evictSurvivors(t, c, "new", 10000))
+	if hot < 6000*85/100 || cold > 6000*6/10 {
+		t.Errorf("LRU: %d of 6000 recently read keys and %d of 6000 older ones survive", hot, cold)
 	}
 }
 
@@ -148,21 +148,21 @@ func TestEvictLRU(t *testing.T) {
 // or after them.
 func TestEvictLFU(t *testing.T) {
 	c, limit := evictSetup(t, "allkeys-lfu")
-	evictPipeline(t, c, evictKeys("cold", 8000))
-	evictPipeline(t, c, evictKeys("hot", 8000))
+	evictPipeline(t, c, evictKeys("cold", 6000))
+	evictPipeline(t, c, evictKeys("hot", 6000))
 	var reads [][]string
 	for range 5 {
-		for i := 0; i < 8000; i++ {
+		for i := 0; i < 6000; i++ {
 			reads = append(reads, []string{"GET", fmt.Sprintf("hot:%d", i)})
 		}
 	}
 	evictPipeline(t, c, reads)
-	evictPipeline(t, c, evictKeys("new", 12000))
+	evictPipeline(t, c, evictKeys("new", 14000))
 	evictCheckMemory(t, c, limit)
-	hot, cold := evictSurvivors(t, c, "hot", 8000), evictSurvivors(t, c, "cold", 8000)
-	t.Logf("hot %d/8000, cold %d/8000, new %d/12000", hot, cold, evictSurvivors(t, c, "new", 12000))
-	if hot < 8000*9/10 {
-		t.Errorf("LFU: %d of 8000 frequently read keys survive", hot)
+	hot, cold := evictSurvivors(t, c, "hot", 6000), evictSurvivors(t, c, "cold", 6000)
+	t.Logf("hot %d/6000, cold %d/6000, new %d/14000", hot, cold, evictSurvivors(t, c, "new", 14000))
+	if hot < 6000*8/10 {
+		t.Errorf("LFU: %d of 6000 frequently read keys survive", hot)
 	}
 }
 
