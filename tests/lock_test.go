@@ -108,6 +108,9 @@ func TestLockBasics(t *testing.T) {
 	if r := c.Do("LOCK.RENEW", "orders", "alice", "1000"); !strings.HasPrefix(r.Str, "LOCKLOST") {
 		t.Fatalf("renew after release: %v", r)
 	}
+	if m := info(t, c, "locks"); m["lock_grants"] != "1" || m["lock_renewals"] != "2" || m["lock_releases"] != "1" || m["lock_fenced_rejections"] != "1" {
+		t.Errorf("INFO locks: %v", m)
+	}
 	// An explicit release has no lock-delay; the generation goes up.
 	g2 := lockGen(t, c.Do("LOCK.ACQUIRE", "1", "orders", "bob", "10000", "DELAY", "5000"))
 	if g2 <= g1 {
