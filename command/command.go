@@ -353,6 +353,22 @@ func (t *Table) LeavesShard(name string) bool {
 	return cmd.FirstKey == 0 && cmd.KeyPositions == nil
 }
 
+// ReadsKeys reports whether c reads the keys it names, for CLIENT
+// TRACKING: a read-only command, or a script (which may read them).
+func (c *Command) ReadsKeys() bool {
+	return c.Flags&FlagReadonly != 0 || c.IsScript()
+}
+
+// IsScript reports whether c runs a script: EVAL, FCALL and their
+// variants.
+func (c *Command) IsScript() bool {
+	switch c.Name {
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+		return true
+	}
+	return false
+}
+
 // AllowsBusy reports whether the call args of c runs while a script is
 // busy (Redis's allow_busy: AUTH, HELLO, MULTI, SHUTDOWN NOSAVE, SCRIPT KILL ...),
 // a container's by its subcommand's flags.

@@ -73,19 +73,7 @@ func (c *Conn) tracksNext(cmd *command.Command) bool {
 	if cmd.Name != "client" && cmd.Name != "multi" && (c.multi == nil || cmd.Name == "exec") {
 		c.caching = false // it covers the next command (a transaction: up to EXEC)
 	}
-	return o.Tracks(caching) && (tracksKeys(cmd) || cmd.Name == "exec")
-}
-
-// tracksKeys: cmd reads the keys it names (a script: may read them).
-func tracksKeys(cmd *command.Command) bool {
-	if cmd.Flags&command.FlagReadonly != 0 {
-		return true
-	}
-	switch cmd.Name {
-	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
-		return true
-	}
-	return false
+	return o.Tracks(caching) && (cmd.ReadsKeys() || cmd.Name == "exec")
 }
 
 // trackedKeys appends the keys p's command reads (EXEC: those of its
@@ -97,7 +85,7 @@ func (c *Conn) trackedKeys(dst [][]byte, p *pending, m *multiState) [][]byte {
 			return dst
 		}
 		for _, q := range m.cmds {
-			if !tracksKeys(q.cmd) {
+			if !q.cmd.ReadsKeys() {
 				continue
 			}
 			for _, i := range q.cmd.Keys(pos[:0], q.args) {
