@@ -36,6 +36,9 @@ func (x *Exec) Run(cmd *Command) {
 		x.S.Quiet(true)
 		defer x.S.Quiet(false)
 	}
+	if cmd.Flags&(FlagReadonly|FlagNoScript) == FlagReadonly {
+		x.S.Stats.Reads++ // not EVAL_RO: the commands it runs count
+	}
 	defer x.S.ReadMisses(x.S.ReadMisses(cmd.Flags&FlagReadonly != 0))
 	if !x.S.Journal.Active() {
 		cmd.Shard(x)

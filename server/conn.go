@@ -980,7 +980,7 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 				s.SetWriter(nil)
 			}
 			if p.track {
-				b.c.trackOnShard(s, p, p.multi)
+				b.c.trackOnShard(s, p, p.multi, false)
 			}
 			if b.tierActive() {
 				b.tierAfter(s)
@@ -992,13 +992,14 @@ func (b *shardBatch) exec(s *shard.Shard, resumed bool) {
 			if b.c.tracker != nil {
 				s.SetWriter(b.c.tracker) // NOLOOP (tracking.go)
 			}
+			reads := s.Stats.Reads
 			runExec(&b.x, p.cmd)
 			b.x.OwnArgs = false
 			if b.c.tracker != nil {
 				s.SetWriter(nil)
 			}
 			if p.track {
-				b.c.trackOnShard(s, p, nil)
+				b.c.trackOnShard(s, p, nil, s.Stats.Reads != reads || b.x.Retry != nil)
 			}
 			start := b.clock
 			b.clock = b.c.srv.slowCheck(b.c, p.args, b.clock)

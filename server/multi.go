@@ -27,6 +27,7 @@ type queued struct {
 	args [][]byte
 	cmd  *command.Command
 	db   int
+	read bool // a script that ran a read command (CLIENT TRACKING)
 }
 
 // local runs a queued connection command inside EXEC (every EXEC path
@@ -470,14 +471,15 @@ func execOnShard(x *command.Exec, c *Conn, m *multiState, w *watchState) {
 	}
 	x.W.Array(len(m.cmds))
 	command.RunPart(x.S, func() {
-		for _, q := range m.cmds {
+		for i, q := range m.cmds {
 			q.cmd.Calls.Add(1)
 			start := len(x.W.Buf)
 			if q.cmd.Local != nil {
 				q.local(c, x.W)
 			} else {
-				e := command.Exec{S: x.S, DB: x.S.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}
+				e, reads := command.Exec{S: x.S, DB: x.S.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}, x.S.Stats.Reads
 				runQueued(&e, q.cmd)
+				m.cmds[i].read = x.S.Stats.Reads != reads
 			}
 			srvOf(x).countReply(q.cmd, false, x.W, start)
 		}

@@ -77,21 +77,25 @@ func (c *Conn) tracksNext(cmd *command.Command) bool {
 }
 
 // trackedKeys appends the keys p's command reads (EXEC: those of its
-// read-only queued commands) to dst.
-func (c *Conn) trackedKeys(dst [][]byte, p *pending, m *multiState) [][]byte {
+// read-only queued commands) to dst; a script's when it ran a read (read,
+// or queued.read in EXEC), as Redis 7.0 tracks them then.
+func (c *Conn) trackedKeys(dst [][]byte, p *pending, m *multiState, read bool) [][]byte {
 	var pos []int
 	if p.cmd.Name == "exec" {
 		if m == nil {
 			return dst
 		}
 		for _, q := range m.cmds {
-			if !q.cmd.ReadsKeys() {
+			if !q.cmd.ReadsKeys() || !read && q.cmd.IsScript() && !q.read {
 				continue
 			}
 			for _, i := range q.cmd.Keys(pos[:0], q.args) {
 				dst = append(dst, q.args[i])
 			}
 		}
+		return dst
+	}
+	if !read && p.cmd.IsScript() {
 		return dst
 	}
 	for _, i := range p.cmd.Keys(pos, p.args) {
@@ -102,8 +106,8 @@ func (c *Conn) trackedKeys(dst [][]byte, p *pending, m *multiState) [][]byte {
 
 // trackOnShard registers the keys p read, on s, in the step that ran it
 // (a connection's batch: they are all s's).
-func (c *Conn) trackOnShard(s *shard.Shard, p *pending, m *multiState) {
-	for _, k := range c.trackedKeys(nil, p, m) {
+func (c *Conn) trackOnShard(s *shard.Shard, p *pending, m *multiState, read bool) {
+	for _, k := range c.trackedKeys(nil, p, m, read) {
 		s.Track(string(k), c.tracker)
 	}
 }
@@ -112,7 +116,7 @@ func (c *Conn) trackOnShard(s *shard.Shard, p *pending, m *multiState) {
 // shards, sent before the command's own messages (it runs on a
 // coordinator or a hop group): each shard handles it first.
 func (c *Conn) trackAhead(p *pending) {
-	for _, k := range c.trackedKeys(nil, p, c.multi) {
+	for _, k := range c.trackedKeys(nil, p, c.multi, true) {
 		key := string(k)
 		t := c.tracker
 		c.srv.shards[c.srv.ShardOf(k)].Send(shard.Func(func(s *shard.Shard) { s.Track(key, t) }))

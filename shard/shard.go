@@ -66,7 +66,11 @@ type ExpiryHook interface {
 // Stats are counters owned by the shard goroutine; read them through a
 // message to the shard.
 type Stats struct {
-	Commands    uint64
+	Commands uint64
+	// Reads counts the read-only commands run, a script's included (not
+	// the script itself): CLIENT TRACKING tracks a script's keys once it
+	// ran a read, as Redis 7.0.
+	Reads       uint64
 	Writes      uint64
 	ExpiredKeys uint64
 	EvictedKeys uint64

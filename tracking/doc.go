@@ -36,6 +36,10 @@
 //     key's last writer in the step counts. Redis's BCAST counts a script's
 //     writes as another client's (its Lua client wrote them) and tells a
 //     NOLOOP caller; dfly does not.
+//   - Scripts (EVAL, FCALL and their _RO forms): the caller tracks the keys
+//     a script declared once a read-only command ran inside it, none
+//     otherwise, as Redis 7.0 (the server compares shard.Stats.Reads around
+//     the script; a script run on a coordinator tracks them ahead).
 //   - Expiry and eviction invalidate like writes; FLUSHDB and FLUSHALL send
 //     one null to every tracking client; SWAPDB sends nothing (Redis 7.0).
 //   - Redirection: to a RESP3 target as pushes; to a RESP2 one only while it
