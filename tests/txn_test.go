@@ -234,6 +234,16 @@ func TestTxnNothingAppliedOnFailedCondition(t *testing.T) {
 	if r := c.Do("EXISTS", "n"); r.Int != 0 {
 		t.Errorf("n exists after a failed TXN")
 	}
+	// With ONFAIL reads on every shard, the failure answers their replies.
+	withReads := append([]string(nil), args...)
+	for i := 0; i < 8; i++ {
+		withReads = append(withReads, "ONFAIL", "2", "GET", fmt.Sprintf("k%d", i))
+	}
+	r = c.Do(withReads...)
+	if r.Kind != KindArray || len(r.Elems) != 9 || !strings.HasPrefix(r.Elems[0].Str, "PRECONDITION failed: IF VERSION k1") ||
+		r.Elems[1].Str != "old" || r.Elems[2].Str != "changed" || r.Elems[8].Str != "old" {
+		t.Fatalf("TXN with ONFAIL reads: %v", r.Lines())
+	}
 	// The same request with the version read now commits everything.
 	_, vers = txnRead(c, "k1")
 	args[15] = vers[0] // IF VERSION k1 <version>

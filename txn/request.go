@@ -11,10 +11,14 @@ import (
 //
 //	TXN [IF EXISTS key | IF NOTEXISTS key | IF VALUE key value |
 //	     IF VERSION key version] ... DO argc command arg ... [DO argc command arg ...] ...
+//	    [ONFAIL argc command arg ...] ...
 //
 // argc counts the command's name and arguments, so any byte string can be
 // an argument. The conditions come first, the mutations after, each run
-// in order.
+// in order. ONFAIL reads (commands that only read) run, atomically with
+// the failed check, only when a condition fails: the reply is then an
+// array of the PRECONDITION error and their replies, so a client retrying
+// a read-modify-write has the fresh state without another round trip.
 
 // Kind is a condition's kind.
 type Kind uint8
@@ -56,6 +60,8 @@ type Mutation struct {
 type Request struct {
 	Conds []Condition
 	Muts  []Mutation
+	// OnFail are the reads to answer a failed condition with.
+	OnFail []Mutation
 }
 
 // Parse reads a TXN's arguments (args[0] is TXN) against the command
@@ -83,19 +89,28 @@ func Parse(t *command.Table, args [][]byte) (r Request, errText string) {
 		r.Conds = append(r.Conds, c)
 	}
 	for i < len(args) {
-		if !strings.EqualFold(string(args[i]), "DO") || i+1 >= len(args) {
+		word := strings.ToUpper(string(args[i]))
+		onFail := word == "ONFAIL"
+		if (word != "DO" && !onFail) || (word == "DO" && len(r.OnFail) > 0) || i+1 >= len(args) {
 			return r, command.ErrSyntax
 		}
-		n := len(r.Muts) + 1
+		list := &r.Muts
+		if onFail {
+			list = &r.OnFail
+		}
+		where := " in " + word + " " + strconv.Itoa(len(*list)+1)
 		argc, err := strconv.Atoi(string(args[i+1]))
 		if err != nil || argc < 1 || argc > len(args)-i-2 {
-			return r, "ERR TXN: DO " + strconv.Itoa(n) + " needs a count of 1 or more of the arguments that follow it"
+			return r, "ERR TXN: " + word + " " + strconv.Itoa(len(*list)+1) + " needs a count of 1 or more of the arguments that follow it"
 		}
 		m := Mutation{Args: args[i+2 : i+2+argc]}
-		if e := m.check(t, n); e != "" {
+		if e := m.check(t, where); e != "" {
 			return r, e
 		}
-		r.Muts = append(r.Muts, m)
+		if onFail && m.Cmd.Flags&command.FlagReadonly == 0 {
+			return r, "ERR TXN: '" + m.Cmd.Name + "' is not a read" + where
+		}
+		*list = append(*list, m)
 		i += 2 + argc
 	}
 	if len(r.Muts) == 0 {
@@ -108,9 +123,8 @@ func Parse(t *command.Table, args [][]byte) (r Request, errText string) {
 // unknown name, a wrong argument count, a command without keys or that
 // does not run on its keys' shard alone (blocking ones, scripts, EXEC,
 // TXN itself, connection and server commands).
-func (m *Mutation) check(t *command.Table, n int) string {
+func (m *Mutation) check(t *command.Table, where string) string {
 	name := string(m.Args[0])
-	where := " in DO " + strconv.Itoa(n)
 	m.Cmd = t.Lookup(m.Args[0])
 	if m.Cmd == nil {
 		return "ERR TXN: unknown command '" + name + "'" + where
@@ -144,7 +158,7 @@ func keyPositions(t *command.Table, dst []int, args [][]byte) []int {
 			i += 4
 		}
 	}
-	for i+1 < len(args) && strings.EqualFold(string(args[i]), "DO") {
+	for i+1 < len(args) && (strings.EqualFold(string(args[i]), "DO") || strings.EqualFold(string(args[i]), "ONFAIL")) {
 		argc, err := strconv.Atoi(string(args[i+1]))
 		if err != nil || argc < 1 || argc > len(args)-i-2 {
 			return dst

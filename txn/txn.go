@@ -30,48 +30,70 @@ func commands() []*command.Command {
 }
 
 // runTxn runs a TXN on its coordinator: lock every key, check the
-// conditions on their shards (all at once), then run the mutations, each
-// shard its own in order, all shards at once, releasing as they finish.
-// With every lock held from the first check to the last mutation, no
-// other command sees the keys in between, so the shards' parallel parts
-// are the same transaction as running the mutations one by one.
+// conditions on their shards (all at once), then run the mutations (or,
+// when a condition failed, the ONFAIL reads), each shard its own in order,
+// all shards at once, releasing as they finish. With every lock held from
+// the first check to the last command, no other command sees the keys in
+// between, so the shards' parallel parts are the same transaction as
+// running the commands one by one.
 func runTxn(x *command.Coord) {
 	r, e := Parse(x.Cmd.Table(), x.Args)
 	if e != "" {
 		x.W.Error(e)
 		return
 	}
-	n := x.NumShards()
-	mutsOn := make([][]int, n)
-	for i, m := range r.Muts {
+	mutsOn, e := byShard(x, r.Muts, "DO")
+	if e == "" {
+		var readsOn [][]int
+		if readsOn, e = byShard(x, r.OnFail, "ONFAIL"); e == "" {
+			runLocked(x, &r, mutsOn, readsOn)
+			return
+		}
+	}
+	x.W.Error(e)
+}
+
+// byShard groups the commands by their keys' shard; an error when one's
+// keys are on several.
+func byShard(x *command.Coord, cmds []Mutation, word string) ([][]int, string) {
+	on := make([][]int, x.NumShards())
+	for i, m := range cmds {
 		sid := x.ShardOf(m.Args[m.Keys[0]])
 		for _, k := range m.Keys[1:] {
 			if x.ShardOf(m.Args[k]) != sid {
-				x.W.Error("ERR TXN: the keys of DO " + strconv.Itoa(i+1) + " are on different shards: give them one {hash tag}, or split it")
-				return
+				return nil, "ERR TXN: the keys of " + word + " " + strconv.Itoa(i+1) + " are on different shards: give them one {hash tag}, or split it"
 			}
 		}
-		mutsOn[sid] = append(mutsOn[sid], i)
+		on[sid] = append(on[sid], i)
 	}
+	return on, ""
+}
+
+func runLocked(x *command.Coord, r *Request, mutsOn, readsOn [][]int) {
 	t := x.Tx()
-	condsOn := make([][]int, n)
+	condsOn := make([][]int, x.NumShards())
 	for i, c := range r.Conds {
 		sid := x.ShardOf(c.Key)
 		condsOn[sid] = append(condsOn[sid], i)
 		t.AddBytes(sid, x.DB, c.Key, false)
 	}
-	for sid, muts := range mutsOn {
-		for _, i := range muts {
-			m := &r.Muts[i]
-			excl := m.Cmd.Flags&command.FlagWrite != 0
-			for _, k := range m.Keys {
-				t.AddBytes(sid, x.DB, m.Args[k], excl)
+	for _, list := range []struct {
+		on   [][]int
+		cmds []Mutation
+	}{{mutsOn, r.Muts}, {readsOn, r.OnFail}} {
+		for sid, idx := range list.on {
+			for _, i := range idx {
+				m := &list.cmds[i]
+				for _, k := range m.Keys {
+					t.AddBytes(sid, x.DB, m.Args[k], m.Cmd.Flags&command.FlagWrite != 0)
+				}
 			}
 		}
 	}
 	t.Lock()
+	first := 0 // 1 + the first condition that failed
 	if len(r.Conds) > 0 {
-		failed := make([]int, n) // per shard: 1 + the first condition that failed
+		failed := make([]int, x.NumShards()) // per shard
 		t.RunAll(func(s *shard.Shard) {
 			db := s.DBs[x.DB]
 			for _, i := range condsOn[s.ID] {
@@ -81,32 +103,40 @@ func runTxn(x *command.Coord) {
 				}
 			}
 		})
-		first := 0
 		for _, f := range failed {
 			if f != 0 && (first == 0 || f < first) {
 				first = f
 			}
 		}
-		if first != 0 {
+	}
+	cmds, on := r.Muts, mutsOn
+	if first != 0 {
+		if len(r.OnFail) == 0 {
 			t.Finish(nil)
 			x.W.Error(preconditionFailed(r.Conds[first-1], first))
 			return
 		}
+		cmds, on = r.OnFail, readsOn
 	}
-	replies := make([]resp.Writer, len(r.Muts))
+	replies := make([]resp.Writer, len(cmds))
 	for i := range replies {
 		replies[i].Proto = x.W.Proto
 	}
 	srv := x.Srv()
 	t.Finish(func(s *shard.Shard) {
-		for _, i := range mutsOn[s.ID] {
-			m := &r.Muts[i]
+		for _, i := range on[s.ID] {
+			m := &cmds[i]
 			m.Cmd.Calls.Add(1)
 			e := command.Exec{S: s, DB: s.DBs[x.DB], Args: m.Args, W: &replies[i], Srv: srv}
 			e.Run(m.Cmd)
 		}
 	})
-	x.W.Array(len(replies))
+	if first != 0 {
+		x.W.Array(1 + len(replies))
+		x.W.Error(preconditionFailed(r.Conds[first-1], first))
+	} else {
+		x.W.Array(len(replies))
+	}
 	for i := range replies {
 		x.W.Buf = append(x.W.Buf, replies[i].Buf...)
 	}
@@ -122,15 +152,27 @@ func runTxnOnShard(t *command.Table, x *command.Exec) {
 		x.W.Error(e)
 		return
 	}
+	cmds := r.Muts
+	failed := 0
 	for i := range r.Conds {
 		if !r.Conds[i].holds(x.DB) {
-			x.W.Error(preconditionFailed(r.Conds[i], i+1))
-			return
+			failed = i + 1
+			break
 		}
 	}
-	x.W.Array(len(r.Muts))
-	for i := range r.Muts {
-		m := &r.Muts[i]
+	switch {
+	case failed == 0:
+		x.W.Array(len(r.Muts))
+	case len(r.OnFail) == 0:
+		x.W.Error(preconditionFailed(r.Conds[failed-1], failed))
+		return
+	default:
+		x.W.Array(1 + len(r.OnFail))
+		x.W.Error(preconditionFailed(r.Conds[failed-1], failed))
+		cmds = r.OnFail
+	}
+	for i := range cmds {
+		m := &cmds[i]
 		m.Cmd.Calls.Add(1)
 		e := command.Exec{S: x.S, DB: x.DB, Args: m.Args, W: x.W, Srv: x.Srv}
 		e.Run(m.Cmd)

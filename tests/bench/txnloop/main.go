@@ -1,10 +1,13 @@
 // Command txnloop measures committed read-modify-writes per second on a
 // few hot keys (issue 42): -clients clients each increment a random one of
 // -keys keys, retrying until the increment commits, either with Redis's
-// optimistic loop (-mode watch: WATCH k and GET k pipelined, then MULTI, SET k
-// v+1, EXEC pipelined, again on a null EXEC) or with dfly's TXN (-mode txn: KEYVERSION k
-// and GET k pipelined, then TXN IF VERSION k <version> DO 3 SET k v+1,
-// again on PRECONDITION). Both take two round trips per attempt. After
+// optimistic loop (-mode watch: WATCH k and GET k pipelined, then MULTI,
+// SET k v+1, EXEC pipelined, again on a null EXEC: two round trips an
+// attempt) or with dfly's TXN (-mode txn: KEYVERSION k and GET k
+// pipelined, then TXN IF VERSION k <version> DO 3 SET k v+1 ONFAIL 2 GET k
+// ONFAIL 2 KEYVERSION k, again on PRECONDITION with the value and version
+// its ONFAIL reads answered: two round trips the first attempt, one each
+// retry). After
 // the run every key must equal the commits made on it (a lost update
 // makes the program exit 1). It prints one line:
 //
@@ -59,10 +62,11 @@ func main() {
 			c := redis.NewClient(&redis.Options{Addr: *addr, PoolSize: 1})
 			defer c.Close()
 			r := rand.New(rand.NewPCG(uint64(w), 42))
+			var st txnState // what the client read of its key, until it commits
 			for time.Now().Before(deadline) {
 				k := r.IntN(*keys)
 				for {
-					ok, err := increment(ctx, c, names[k])
+					ok, err := increment(ctx, c, names[k], &st)
 					if err != nil {
 						fail(err)
 					}
@@ -91,28 +95,52 @@ func main() {
 }
 
 // increment tries one read-modify-write of key; false: a conflict.
-func increment(ctx context.Context, c *redis.Client, key string) (bool, error) {
+func increment(ctx context.Context, c *redis.Client, key string, st *txnState) (bool, error) {
 	if *mode == "watch" {
 		return watchIncrement(ctx, c, key)
 	}
-	var ver *redis.Cmd
-	var get *redis.StringCmd
-	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		ver = p.Do(ctx, "KEYVERSION", key) // the version first: a write between makes it stale, never the value
-		get = p.Get(ctx, key)
-		return nil
-	}); err != nil {
-		return false, err
+	if st.version == nil {
+		var ver *redis.Cmd
+		var get *redis.StringCmd
+		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			ver = p.Do(ctx, "KEYVERSION", key) // the version first: a write between makes it stale, never the value
+			get = p.Get(ctx, key)
+			return nil
+		}); err != nil {
+			return false, err
+		}
+		v, err := get.Int64()
+		if err != nil {
+			return false, err
+		}
+		st.value, st.version = v, ver.Val()
 	}
-	v, err := get.Int64()
+	res, err := c.Do(ctx, "TXN", "IF", "VERSION", key, st.version, "DO", "3", "SET", key, st.value+1,
+		"ONFAIL", "2", "GET", key, "ONFAIL", "2", "KEYVERSION", key).Slice()
 	if err != nil {
 		return false, err
 	}
-	err = c.Do(ctx, "TXN", "IF", "VERSION", key, ver.Val(), "DO", "3", "SET", key, v+1).Err()
-	if err != nil && strings.HasPrefix(err.Error(), "PRECONDITION") {
+	if e, failed := res[0].(error); failed {
+		if !strings.HasPrefix(e.Error(), "PRECONDITION") {
+			return false, e
+		}
+		// The reads that answered the failure: the next try needs no read.
+		v, err := strconv.ParseInt(fmt.Sprint(res[1]), 10, 64)
+		if err != nil {
+			return false, err
+		}
+		st.value, st.version = v, res[2]
 		return false, nil
 	}
-	return err == nil, err
+	st.version = nil
+	return true, nil
+}
+
+// txnState is what a client read of its key: the value and version a
+// failed TXN's ONFAIL reads gave, for the next try.
+type txnState struct {
+	value   int64
+	version any
 }
 
 // watchIncrement is Redis's optimistic loop in two round trips: WATCH and
