@@ -54,6 +54,10 @@
 //     publish their commands' events (DB.Notify); the shard publishes
 //     "new" when DB.Insert adds a key (not DB.Load's) and "expired" when
 //     a key's TTL passed, lazily or in the sweep, right after the change.
+//   - Eviction (evict.go, package evict) deletes only between messages,
+//     on the owning goroutine, keys no transaction or snapshot holds,
+//     through the expiry path (dropBypassing: expiry hooks, journal DEL,
+//     "evicted" event); never in ReplicaMode or while applying a master.
 //   - A replica (ReplicaMode) or a paused server (Paused) expires nothing:
 //     a logically expired key is hidden from readers until its master's
 //     DEL (or the pause's end), but writes that replace a value (Set, Load)

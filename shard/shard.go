@@ -58,7 +58,7 @@ type Gate interface {
 }
 
 // ExpiryHook is told about deletions that bypass the change hooks (expiry,
-// later eviction); the snapshot defers them, the journal records DELs.
+// eviction: evict.go); the snapshot defers them, the journal records DELs.
 type ExpiryHook interface {
 	OnExpire(db *DB, it Iterator, key string)
 }
