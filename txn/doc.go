@@ -10,7 +10,9 @@
 //     key's bucket version (shard.DB.Version).
 //   - request.go: TXN's syntax, parsed and checked against the command
 //     table before anything is locked, without I/O (request_test.go).
-//   - txn.go: running a request on a coordinator through package tx.
+//   - txn.go: running a request inline on its shard, or on a coordinator
+//     through package tx; a SEQUENCER condition asks the lock key's
+//     state machine (package lock) whether the grant is current.
 //
 // Invariants:
 //   - A TXN applies every mutation or none: every key of every condition

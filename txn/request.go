@@ -5,12 +5,14 @@ import (
 	"strings"
 
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/lock"
 )
 
 // TXN's syntax:
 //
 //	TXN [IF EXISTS key | IF NOTEXISTS key | IF VALUE key value |
-//	     IF VERSION key version] ... DO argc command arg ... [DO argc command arg ...] ...
+//	     IF VERSION key version | IF SEQUENCER name mode generation] ...
+//	    DO argc command arg ... [DO argc command arg ...] ...
 //	    [ONFAIL argc command arg ...] ...
 //
 // argc counts the command's name and arguments, so any byte string can be
@@ -28,9 +30,10 @@ const (
 	NotExists                 // IF NOTEXISTS key
 	ValueEq                   // IF VALUE key value: a string equal to value
 	VersionEq                 // IF VERSION key version: KEYVERSION's reply
+	Sequencer                 // IF SEQUENCER name mode generation: LOCK.ACQUIRE's grant still current
 )
 
-var kindNames = map[string]Kind{"EXISTS": Exists, "NOTEXISTS": NotExists, "VALUE": ValueEq, "VERSION": VersionEq}
+var kindNames = map[string]Kind{"EXISTS": Exists, "NOTEXISTS": NotExists, "VALUE": ValueEq, "VERSION": VersionEq, "SEQUENCER": Sequencer}
 
 func (k Kind) String() string {
 	for name, v := range kindNames {
@@ -46,6 +49,7 @@ type Condition struct {
 	Kind Kind
 	Key  []byte
 	Arg  []byte // VALUE's value, VERSION's version
+	Seq  lock.Sequencer
 }
 
 // Mutation is one DO of a request: a command of the table with its
@@ -83,8 +87,19 @@ func Parse(t *command.Table, args [][]byte) (r Request, errText string) {
 			}
 			c.Arg = args[i+3]
 			i += 4
+		case Sequencer:
+			if i+4 >= len(args) {
+				return r, command.ErrSyntax
+			}
+			m, ok := lock.ParseMode(string(args[i+3]))
+			g, err := strconv.ParseUint(string(args[i+4]), 10, 64)
+			if !ok || err != nil {
+				return r, "ERR invalid sequencer: expected name, EXCLUSIVE or SHARED, and a generation"
+			}
+			c.Seq = lock.Sequencer{Name: string(c.Key), Mode: m, Gen: lock.Generation(g)}
+			i += 5
 		default:
-			return r, "ERR TXN: unknown condition '" + string(args[i+1]) + "' (EXISTS, NOTEXISTS, VALUE or VERSION)"
+			return r, "ERR TXN: unknown condition '" + string(args[i+1]) + "' (EXISTS, NOTEXISTS, VALUE, VERSION or SEQUENCER)"
 		}
 		r.Conds = append(r.Conds, c)
 	}
@@ -154,6 +169,8 @@ func keyPositions(t *command.Table, dst []int, args [][]byte) []int {
 		switch kindNames[strings.ToUpper(string(args[i+1]))] {
 		case Exists, NotExists:
 			i += 3
+		case Sequencer:
+			i += 5
 		default:
 			i += 4
 		}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/lock"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 )
@@ -13,8 +14,9 @@ func init() { command.Register("transactions", commands) }
 
 func commands() []*command.Command {
 	cmd := &command.Command{Name: "txn", Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagNoScript,
-		Summary: "TXN [IF EXISTS key | IF NOTEXISTS key | IF VALUE key value | IF VERSION key version] ... " +
-			"DO argc command arg ... [DO argc command arg ...] ... -- every condition holds and every mutation applies, " +
+		Summary: "TXN [IF EXISTS key | IF NOTEXISTS key | IF VALUE key value | IF VERSION key version | " +
+			"IF SEQUENCER name mode generation] ... " +
+			"DO argc command arg ... [DO argc command arg ...] ... [ONFAIL argc command arg ...] ... -- every condition holds and every mutation applies, " +
 			"atomically across shards, or a PRECONDITION error names the first that failed and nothing applies; " +
 			"the reply is the mutations' replies, as EXEC's",
 		KeySpecs: "RW access update incomplete ?", Multi: runTxn}
@@ -198,6 +200,11 @@ func (c *Condition) holds(db *shard.DB) bool {
 	case VersionEq:
 		var buf [40]byte
 		return v != nil && bytes.Equal(appendVersion(buf[:0], db, it), c.Arg)
+	case Sequencer:
+		if v == nil || v.Type != shard.TypeLock {
+			return false
+		}
+		return v.Obj().(*lock.Lock).CurrentSequencer(c.Seq, lock.Process.Now())
 	}
 	return false
 }
