@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -207,4 +208,44 @@ func TestEvictRandom(t *testing.T) {
 	c, limit := evictSetup(t, "allkeys-random")
 	evictPipeline(t, c, evictKeys("k", 40000))
 	evictCheckMemory(t, c, limit)
+}
+
+// TestEvictDuringBGSAVE: keys evicted while a BGSAVE walks the shards do
+// not change what it writes: the file loads equal to the dataset at its
+// cut (--debug_snapshot_reference, dfly only), evictions going the
+// expiry's way (the snapshot serializes a bucket it has not covered
+// before the key leaves it).
+func TestEvictDuringBGSAVE(t *testing.T) {
+	if IsRedis() {
+		t.Skip("the cut's reference file is dfly's (--debug_snapshot_reference)")
+	}
+	dir, refDir := t.TempDir(), t.TempDir()
+	srv := StartServer(t, "--dir", dir, "--serialization_max_chunk_size", "4kb",
+		"--debug_snapshot_reference", filepath.Join(refDir, "ref.rdb"))
+	c := srv.Raw(t)
+	c.Timeout = 30 * time.Second
+	limit := evictInt(t, c, "memory", "used_memory") + 40<<20
+	mustOK(t, c.Do("CONFIG", "SET", "maxmemory", strconv.FormatInt(limit, 10), "maxmemory-policy", "allkeys-random"), "CONFIG SET")
+	evictPipeline(t, c, evictKeys("base", 35000))
+	if r := c.Do("BGSAVE"); r.Str != "Background saving started" {
+		t.Fatalf("BGSAVE: %+v", r)
+	}
+	evictPipeline(t, c, evictKeys("load", 20000))
+	waitFor(t, 30*time.Second, "BGSAVE", func() bool {
+		return infoField(c, "persistence", "rdb_bgsave_in_progress") == "0"
+	})
+	if n := evictInt(t, c, "stats", "evicted_keys"); n == 0 {
+		t.Fatal("nothing evicted")
+	}
+	srv.Terminate(10 * time.Second)
+	got := stringsOf(t, StartServer(t, "--dir", dir).Raw(t), 0)
+	want := stringsOf(t, StartServer(t, "--dir", refDir, "--dbfilename", "ref.rdb").Raw(t), 0)
+	if len(want) < 30000 || len(got) != len(want) {
+		t.Fatalf("the snapshot holds %d keys, the cut %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("the snapshot differs from the cut: %q, want %q", got[i], want[i])
+		}
+	}
 }
