@@ -40,6 +40,14 @@ type series struct {
 	max     int64
 }
 
+// AddOver records ms for event now when the monitor is on (threshold,
+// latency-monitor-threshold in ms, above 0) and ms reached threshold.
+func (m *Monitor) AddOver(event string, ms, threshold int64) {
+	if threshold > 0 && ms >= threshold {
+		m.Add(event, ms)
+	}
+}
+
 // Add records ms for event now.
 func (m *Monitor) Add(event string, ms int64) {
 	now := time.Now().Unix()

@@ -385,13 +385,7 @@ func (l *loopLend) ownLent() bool {
 }
 
 // borrowable reports whether cmd may run as a borrowed run: a script.
-func borrowable(cmd *command.Command) bool {
-	switch cmd.Name {
-	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
-		return true
-	}
-	return false
-}
+func borrowable(cmd *command.Command) bool { return cmd.IsScript() }
 
 // runBorrowed runs the script p (keys at c.keyPos, on more than one shard,
 // cleared by its Coordinate check to run inline) as a borrowed run on the

@@ -801,13 +801,7 @@ func (c *Conn) startCoord(p *pending) {
 // answersSoon reports whether a coordinated command never blocks: EXEC
 // (blocking commands inside it do not block) and scripts (nor inside
 // them). Replies before it may wait for it (holdReplies).
-func answersSoon(cmd *command.Command) bool {
-	switch cmd.Name {
-	case "exec", "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
-		return true
-	}
-	return false
-}
+func answersSoon(cmd *command.Command) bool { return cmd.Name == "exec" || cmd.IsScript() }
 
 // prepare checks a command before it runs: known, right arity, allowed.
 // On failure it writes the error reply and returns false.

@@ -11,9 +11,7 @@ import (
 // latencyCheck records a command of us microseconds when the monitor is
 // on and it reached the threshold (called by slowCheck).
 func (s *Server) latencyCheck(us int64) {
-	if thr := s.cfg.LatencyThreshold.Load(); thr > 0 && us >= thr*1000 {
-		s.latency.Add("command", us/1000)
-	}
+	s.latency.AddOver("command", us/1000, s.cfg.LatencyThreshold.Load())
 }
 
 // trackLatency adds a call of cmd with args that took ns to recorder i's
@@ -52,7 +50,5 @@ func (i *infoWriter) infoLatencystats() {
 // expireCycle is a shard's active-expiry step of d: the expire-cycle
 // event's sample when the monitor is on and d reached the threshold.
 func (s *Server) expireCycle(d time.Duration) {
-	if thr := s.cfg.LatencyThreshold.Load(); thr > 0 && d.Milliseconds() >= thr {
-		s.latency.Add("expire-cycle", d.Milliseconds())
-	}
+	s.latency.AddOver("expire-cycle", d.Milliseconds(), s.cfg.LatencyThreshold.Load())
 }
