@@ -26,6 +26,22 @@ func (s *Server) trackLatency(i int, cmd *command.Command, args [][]byte, ns int
 	}
 }
 
+// runTimed runs a command of EXEC or of a script on shard x.S's goroutine
+// and counts its time in commandstats and its latency histogram, as Redis
+// 7.0 counts the commands a transaction or a script runs.
+func runTimed(x *command.Exec, cmd *command.Command, run func(*command.Exec, *command.Command)) {
+	s := srvOf(x)
+	if !s.cfg.Timing() {
+		run(x, cmd)
+		return
+	}
+	start := nanotime()
+	run(x, cmd)
+	ns := nanotime() - start
+	cmd.Nsec.Add(uint64(ns))
+	s.trackLatency(x.S.ID, cmd, x.Args, ns)
+}
+
 // loopRecorder is loop's recorder; the coordinators' for -1 (or a loop
 // not yet known).
 func (s *Server) loopRecorder(loop int) int {

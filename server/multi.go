@@ -375,7 +375,7 @@ func (st *queuedStep) exec(s *shard.Shard) {
 	if st.now != 0 {
 		s.SetNow(st.now)
 	}
-	runQueued(&st.e, st.q.cmd)
+	runTimed(&st.e, st.q.cmd, runQueued)
 }
 
 // execShard finds the one shard that owns every key of the open
@@ -478,7 +478,7 @@ func execOnShard(x *command.Exec, c *Conn, m *multiState, w *watchState) {
 				q.local(c, x.W)
 			} else {
 				e, reads := command.Exec{S: x.S, DB: x.S.DBs[q.db], Args: q.args, W: x.W, Srv: x.Srv, Conn: c}, x.S.Stats.Reads
-				runQueued(&e, q.cmd)
+				runTimed(&e, q.cmd, runQueued)
 				m.cmds[i].read = x.S.Stats.Reads != reads
 			}
 			srvOf(x).countReply(q.cmd, false, x.W, start)

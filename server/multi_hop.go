@@ -437,7 +437,7 @@ func (h *hopExec) runShard(s *shard.Shard, c *Conn) {
 		if h.sids[i] == s.ID {
 			q.cmd.Calls.Add(1)
 			e := command.Exec{S: s, DB: s.DBs[q.db], Args: q.args, W: &h.replies[i], Srv: c.srv, Conn: c}
-			runExec(&e, q.cmd)
+			runTimed(&e, q.cmd, runExec)
 		}
 	}
 }

@@ -158,7 +158,7 @@ func (sc *scriptCall) exec(cmd *command.Command, args [][]byte, w *resp.Writer) 
 			s := sc.srv.shards[sid]
 			*e = command.Exec{S: s, DB: s.DBs[sc.db], Args: args, W: w, Srv: sc.srv, Conn: sc.x.Conn, Prop: e.Prop[:0]}
 			s.SetNow(sc.start)
-			runExec(e, cmd)
+			runTimed(e, cmd, runExec)
 			e.Args, e.W, e.Conn = nil, nil, nil
 			return
 		}
@@ -202,7 +202,7 @@ func (sc *scriptCall) exec(cmd *command.Command, args [][]byte, w *resp.Writer) 
 		x.Srv.OnShard(sid, func(s *shard.Shard) {
 			e := command.Exec{S: s, DB: s.DBs[q.db], Args: args, W: w, Srv: x.Srv}
 			s.SetNow(sc.start)
-			runExec(&e, cmd)
+			runTimed(&e, cmd, runExec)
 		})
 	case cmd.Multi != nil:
 		x.InTx = false

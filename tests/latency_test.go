@@ -170,3 +170,25 @@ func TestInfoSections(t *testing.T) {
 		}
 	}
 }
+
+// TestLatencyHistogramInner: the commands EXEC and a script run count in
+// their own histograms (and commandstats), as Redis 7.0 counts them.
+func TestLatencyHistogramInner(t *testing.T) {
+	srv := StartServer(t)
+	c := srv.Raw(t)
+	expectReply(t, c.Do("CONFIG", "RESETSTAT"), "OK")
+	c.Do("MULTI")
+	c.Do("GET", "{t}k")
+	c.Do("INCR", "{t}n")
+	expectReply(t, c.Do("EXEC"), "(array)\n  (nil)\n  (integer) 1")
+	expectReply(t, c.Do("EVAL", "redis.call('get', KEYS[1]); return redis.call('incr', KEYS[2])", "2", "{t}k", "{t}n"), "(integer) 2")
+	_, entries := histogramEntries(t, c.Do("LATENCY", "HISTOGRAM", "get", "incr"))
+	checkHistogram(t, "get", entries["get"], 2)
+	checkHistogram(t, "incr", entries["incr"], 2)
+	info := c.Do("INFO", "commandstats").Str
+	for _, want := range []string{"cmdstat_get:calls=2,", "cmdstat_incr:calls=2,"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO commandstats lacks %q:\n%s", want, info)
+		}
+	}
+}
