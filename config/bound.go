@@ -107,6 +107,7 @@ var bindings = map[string]binding{
 	"zset-max-listpack-value":   threshold(zset.MaxListpackValue, zset.SetMaxListpackValue),
 	"set-max-intset-entries":    threshold(set.MaxIntsetEntries, set.SetMaxIntsetEntries),
 	"list-max-listpack-size":    threshold(list.Fill, list.SetFill),
+	"list-compress-depth":       threshold(list.CompressDepth, list.SetCompressDepth),
 
 	// Numbers Redis adjusts as it applies them, shown adjusted.
 	"hz":                clampInt(1, 500),

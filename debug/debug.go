@@ -12,6 +12,7 @@ import (
 	"github.com/dfly/dfly/family"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/shard"
+	"github.com/dfly/dfly/types/list"
 )
 
 // Host is what DEBUG needs of the server.
@@ -103,7 +104,9 @@ func Run(x *command.Coord, h Host) {
 // object is DEBUG OBJECT key in Redis's words: the value's address,
 // refcount (always 1: values are not shared), encoding (as OBJECT
 // ENCODING), serialized length (its RDB encoding, LZF included; for an
-// offloaded string its length), and its LRU clock and idle seconds.
+// offloaded string its length), and its LRU clock and idle seconds; for a
+// list the quicklist's ql_* fields (its nodes, their sizes as listpacks,
+// list-max-listpack-size, whether list-compress-depth is set).
 func object(x *command.Coord) {
 	key := x.Args[2]
 	var line string
@@ -120,6 +123,15 @@ func object(x *command.Coord) {
 		}
 		line = fmt.Sprintf("Value at:%p refcount:1 encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d",
 			v, family.EncodingOf(v), size, v.Access&(1<<24-1), s.IdleSeconds(v))
+		if v.Type == shard.TypeList {
+			l := v.Obj().(*list.List)
+			compressed := 0
+			if list.CompressDepth() != 0 {
+				compressed = 1
+			}
+			line += fmt.Sprintf(" ql_nodes:%d ql_avg_node:%.2f ql_listpack_max:%d ql_compressed:%d ql_uncompressed_size:%d",
+				l.NumNodes(), float64(l.Len())/float64(max(l.NumNodes(), 1)), list.Fill(), compressed, l.ListpackBytes())
+		}
 	})
 	if line == "" {
 		x.W.Error(command.ErrNoSuchKey)

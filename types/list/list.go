@@ -22,6 +22,110 @@ func Fill() int64 { return fill.Load() }
 // SetFill changes list-max-listpack-size for later pushes.
 func SetFill(n int64) { fill.Store(n) }
 
+// compressDepth is list-compress-depth: stored for DEBUG OBJECT's
+// ql_compressed; dfly compresses no node.
+var compressDepth atomic.Int64
+
+// CompressDepth is list-compress-depth.
+func CompressDepth() int64 { return compressDepth.Load() }
+
+// SetCompressDepth changes list-compress-depth.
+func SetCompressDepth(n int64) { compressDepth.Store(n) }
+
+// ListpackBytes is what the list's nodes take as Redis's listpacks (DEBUG
+// OBJECT's ql_uncompressed_size): per node the 6-byte header and the end
+// byte, per entry its encoding (an integer's 1 to 9 bytes, a string's
+// length header and bytes) and its back-length.
+func (l *List) ListpackBytes() int {
+	total := 0
+	for i := range l.nodes {
+		b := l.nodes[i].data()
+		total += 7
+		for off := 0; off < len(b); {
+			var v []byte
+			v, off = next(b, off)
+			n := lpEntryLen(v)
+			total += n + lpBacklen(n)
+		}
+	}
+	return total
+}
+
+// lpEntryLen is the listpack encoding's length of v: as an integer when it
+// is one (Redis's lpStringToInt64), else as a string.
+func lpEntryLen(v []byte) int {
+	if n, ok := lpInt(v); ok {
+		switch {
+		case n >= 0 && n <= 127:
+			return 1
+		case n >= -4096 && n <= 4095:
+			return 2
+		case n >= -1<<15 && n < 1<<15:
+			return 3
+		case n >= -1<<23 && n < 1<<23:
+			return 4
+		case n >= -1<<31 && n < 1<<31:
+			return 5
+		}
+		return 9
+	}
+	switch {
+	case len(v) < 64:
+		return 1 + len(v)
+	case len(v) < 4096:
+		return 2 + len(v)
+	}
+	return 5 + len(v)
+}
+
+// lpInt parses v as Redis's string2ll does: no sign but '-', no leading
+// zeros, no spaces, within int64.
+func lpInt(v []byte) (int64, bool) {
+	if len(v) == 0 || len(v) > 20 {
+		return 0, false
+	}
+	if len(v) == 1 && v[0] == '0' {
+		return 0, true
+	}
+	neg, d := v[0] == '-', v
+	if neg {
+		d = v[1:]
+	}
+	if len(d) == 0 || d[0] < '1' || d[0] > '9' {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range d {
+		if c < '0' || c > '9' || u > (1<<64-1-9)/10 {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	if neg && u <= 1<<63 {
+		return -int64(u-1) - 1, true
+	}
+	if !neg && u < 1<<63 {
+		return int64(u), true
+	}
+	return 0, false
+}
+
+// lpBacklen is the bytes of a listpack entry's back-length for an
+// encoding of n bytes.
+func lpBacklen(n int) int {
+	switch {
+	case n <= 127:
+		return 1
+	case n < 16383:
+		return 2
+	case n < 2097151:
+		return 3
+	case n < 268435455:
+		return 4
+	}
+	return 5
+}
+
 // nodeLimits are the most bytes and entries a node packs before a new one
 // starts.
 func nodeLimits() (size, count int) {
