@@ -314,7 +314,6 @@ func laterValue(got, want string) bool {
 	return err1 == nil && err2 == nil && g > w
 }
 
-
 // What Sentinel reads from a replica to choose whom to promote:
 // replica-priority (0: never) and replica-announced, as INFO shows them.
 func TestReplicaPriorityInfo(t *testing.T) {
