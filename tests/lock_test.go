@@ -75,7 +75,7 @@ func TestLockBasics(t *testing.T) {
 		{{"SCAN", "0", "TYPE", "lock"}, {`"0" (array) "orders"`}},
 		{{"OBJECT", "ENCODING", "orders"}, {"lock"}},
 	} {
-			if got := strings.Join(strings.Fields(strings.Join(c.Do(tc[0]...).Lines(), " ")), " "); !strings.Contains(got, strings.Join(tc[1], " ")) {
+		if got := strings.Join(strings.Fields(strings.Join(c.Do(tc[0]...).Lines(), " ")), " "); !strings.Contains(got, strings.Join(tc[1], " ")) {
 			t.Errorf("%v: %q", tc[0], got)
 		}
 	}
