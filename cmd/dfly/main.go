@@ -8,8 +8,8 @@ import (
 	"net/http"
 	_ "net/http/pprof" // served only when DFLY_PPROF is set
 	"os"
-	"path/filepath"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
