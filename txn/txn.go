@@ -10,7 +10,7 @@ import (
 	"github.com/dfly/dfly/shard"
 )
 
-func init() { command.Register("transactions", commands) }
+func init() { command.Register("txn", commands) } // no @transaction: Redis 7.0 lists its own there
 
 func commands() []*command.Command {
 	cmd := &command.Command{Name: "txn", Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagNoScript,
