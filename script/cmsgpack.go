@@ -401,7 +401,7 @@ func (d *msgpackDecoder) table(n int) lua.LValue {
 		v := d.value()
 		if d.err == "" {
 			if k == lua.LNil {
-				libError(d.L, "table index is nil")
+				d.L.Error(lua.LString("table index is nil"), 0) // a runtime error inside C: no position
 			}
 			d.L.SetTable(t, k, v)
 		}

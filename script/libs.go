@@ -16,15 +16,15 @@ import (
 
 // The libraries Redis bundles for scripts: cjson (lua-cjson), bit
 // (LuaBitOp) and struct (Roberto Ierusalimschy's struct), with the
-// behaviour scripts rely on. Their errors carry no script position, as
-// errors of C functions in Redis do not.
+// behaviour scripts rely on. Their errors carry the calling script's
+// position, as luaL_error's do in Redis.
 
 func libError(L *lua.LState, format string, args ...any) {
 	msg := format
 	if len(args) > 0 {
 		msg = fmt.Sprintf(format, args...)
 	}
-	L.Error(lua.LString(msg), 0)
+	L.Error(lua.LString(msg), 1)
 }
 
 // ---- cjson ----
@@ -350,6 +350,7 @@ const (
 type structHeader struct {
 	big   bool
 	align int
+	fn    string // pack, unpack or size: luaL_argerror names it
 }
 
 // structOpt reads one option at format[*i:], returning it and its size.
@@ -395,10 +396,17 @@ func structOpt(L *lua.LState, format string, i *int, h *structHeader) (byte, int
 		h.big = false
 		return opt, 0
 	case '!':
-		h.align = num(structMaxAlign)
+		a := num(structMaxAlign)
+		if a <= 0 || a&(a-1) != 0 {
+			libError(L, "alignment %d is not a power of 2", a)
+		}
+		h.align = a
 		return opt, 0
 	}
-	libError(L, "invalid format option '%s'", string(opt))
+	if h.fn == "size" && (opt >= 'a' && opt <= 'z' || opt >= 'A' && opt <= 'Z' || opt >= '0' && opt <= '9') {
+		return opt, 0 // size passes only non-alphanumeric options to controloptions
+	}
+	libError(L, "bad argument #1 to '%s' (invalid format option '%s')", h.fn, string(opt))
 	return 0, 0
 }
 
@@ -426,7 +434,7 @@ func structLib(L *lua.LState) *lua.LTable {
 
 func structPack(L *lua.LState) int {
 	format := L.CheckString(1)
-	h := structHeader{align: 1}
+	h := structHeader{align: 1, fn: "pack"}
 	arg := 2
 	var b []byte
 	for i := 0; i < len(format); {
@@ -501,7 +509,7 @@ func structUnpack(L *lua.LState) int {
 	if pos < 0 || pos > len(data) {
 		libError(L, "bad argument #3 to 'unpack' (offset must be 1 or greater)")
 	}
-	h := structHeader{align: 1}
+	h := structHeader{align: 1, fn: "unpack"}
 	n := 0
 	short := func() { libError(L, "bad argument #2 to 'unpack' (data string too short)") }
 	for i := 0; i < len(format); {
@@ -580,15 +588,15 @@ func structUnpack(L *lua.LState) int {
 
 func structSize(L *lua.LState) int {
 	format := L.CheckString(1)
-	h := structHeader{align: 1}
+	h := structHeader{align: 1, fn: "size"}
 	total := 0
 	for i := 0; i < len(format); {
 		opt, size := structOpt(L, format, &i, &h)
 		total += structAlign(L, total, &h, opt, size)
 		if opt == 's' {
-			libError(L, "options 'c0' - 's' have undefined sizes")
+			libError(L, "bad argument #1 to 'size' (option 's' has no fixed size)")
 		} else if opt == 'c' && size == 0 {
-			libError(L, "options 'c0' - 's' have undefined sizes")
+			libError(L, "bad argument #1 to 'size' (option 'c0' has no fixed size)")
 		}
 		total += size
 	}

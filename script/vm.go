@@ -181,6 +181,7 @@ func newVM(e *Engine) *VM {
 		"module", "require", "newproxy", "_GOPHER_LUA_VERSION"} {
 		lib.RawSetString(name, lua.LNil)
 	}
+	lua51Base(L, lib)
 	vm.null = L.NewUserData()
 	lib.RawSetString("redis", vm.redisLib())
 	lib.RawSetString("cjson", vm.cjsonLib())
@@ -209,6 +210,8 @@ func newVM(e *Engine) *VM {
 				if s, ok := t.RawGetString("err").(lua.LString); ok {
 					L.Replace(2, s)
 				}
+			} else if s, ok := L.Get(2).(lua.LString); ok {
+				L.Replace(2, lua.LString(lua51Text(string(s))))
 			}
 		}
 		return L.GetTop()
@@ -361,7 +364,7 @@ func (vm *VM) errorHandler(L *lua.LState) int {
 	e, ok := L.Get(1).(*lua.LTable)
 	if !ok {
 		e = L.NewTable()
-		e.RawSetString("err", lua.LString("ERR "+L.ToStringMeta(L.Get(1)).String()))
+		e.RawSetString("err", lua.LString("ERR "+lua51Text(L.ToStringMeta(L.Get(1)).String())))
 	}
 	for level := 1; ; level++ {
 		dbg, ok := L.GetStack(level)
