@@ -46,6 +46,13 @@ type Config struct {
 	// ReplicaOf is "<host> <port>" of the master to follow from the start
 	// ("" = none; repl_replica.go).
 	ReplicaOf string
+	// Cluster mode (package cluster): --cluster_mode ("", emulated, yes),
+	// the node's id ("" = random), the address it announces, the extra
+	// admin listener (0 = none), and etcd's endpoints and the cluster's
+	// name there ("" = no etcd).
+	ClusterMode, ClusterNodeID, ClusterAnnounceIP string
+	AdminPort                                     int
+	ClusterEtcd, ClusterName                      string
 	// Save is the BGSAVE schedule, "<seconds> <changes> ..." ("" = none;
 	// persist_schedule.go).
 	Save string

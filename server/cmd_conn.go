@@ -9,6 +9,7 @@ import (
 
 	"github.com/dfly/dfly/acl"
 	"github.com/dfly/dfly/client"
+	"github.com/dfly/dfly/cluster"
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/resp"
@@ -70,6 +71,10 @@ func cmdSelect(c *Conn, a [][]byte, w *resp.Writer) {
 	}
 	if n < 0 || n >= c.srv.cfg.Databases {
 		w.Error("ERR DB index is out of range")
+		return
+	}
+	if n != 0 && c.srv.cluster.Mode != cluster.Off {
+		w.Error("ERR SELECT is not allowed in cluster mode")
 		return
 	}
 	c.db = n

@@ -8,39 +8,16 @@ import (
 	"github.com/dfly/dfly/resp"
 )
 
-// clusterSubcommands describe CLUSTER's subcommands: arity, flags, key specs, ACL categories.
-var clusterSubcommands = []command.SubcommandInfo{
-	{Name: "countkeysinslot", Arity: 3, Flags: command.FlagStale},
-	{Name: "getkeysinslot", Tips: "nondeterministic_output", Arity: 4, Flags: command.FlagStale},
-	{Name: "help", Arity: 2, Flags: command.FlagsLoadingStale},
-	{Name: "info", Tips: "nondeterministic_output", Arity: 2, Flags: command.FlagStale},
-	{Name: "keyslot", Arity: 3, Flags: command.FlagStale},
-	{Name: "links", Tips: "nondeterministic_output", Arity: 2, Flags: command.FlagStale},
-	{Name: "myid", Arity: 2, Flags: command.FlagStale},
-	{Name: "nodes", Tips: "nondeterministic_output", Arity: 2, Flags: command.FlagStale},
-	{Name: "shards", Tips: "nondeterministic_output", Arity: 2, Flags: command.FlagStale},
-	{Name: "slots", Tips: "nondeterministic_output", Arity: 2, Flags: command.FlagStale},
-}
-
 // Commands of features dfly does not have, answered as a standalone
 // redis-server without them answers, so that clients and tools probing for
-// them (cluster discovery, module lists) take the same branch as against
-// Redis instead of meeting an unknown command.
+// them (module lists) take the same branch as against Redis instead of
+// meeting an unknown command. (CLUSTER, READONLY, READWRITE and ASKING are
+// package cluster's.)
 //
-//   - CLUSTER (every subcommand), READONLY, READWRITE, ASKING: dfly is not a
-//     cluster node; Redis with cluster-enabled no refuses them with "This
-//     instance has cluster support disabled".
 //   - MODULE: no modules can be loaded; LIST is empty, LOAD and LOADEX fail
 //     as a load that failed does, UNLOAD finds no module.
 func standaloneCommands() []*command.Command {
-	noCluster := func(_ *Conn, _ [][]byte, w *resp.Writer) {
-		w.Error("ERR This instance has cluster support disabled")
-	}
 	return []*command.Command{
-		{Name: "cluster", Arity: -2, Flags: command.FlagLoading | command.FlagStale, Subcommands: clusterSubcommands, ACLCats: "dangerous", Local: viaConn(noCluster)},
-		{Name: "readonly", Arity: 1, Flags: command.FlagLoading | command.FlagStale | command.FlagFast, ACLCats: "connection", Local: viaConn(noCluster)},
-		{Name: "readwrite", Arity: 1, Flags: command.FlagLoading | command.FlagStale | command.FlagFast, ACLCats: "connection", Local: viaConn(noCluster)},
-		{Name: "asking", Arity: 1, Flags: command.FlagFast, ACLCats: "connection", Local: viaConn(noCluster)},
 		{Name: "module", Arity: -2, Flags: command.FlagAdmin | command.FlagNoScript, Subcommands: moduleSubcommands, ACLCats: "dangerous", Local: viaConn(cmdModule)},
 		{Name: "lolwut", Arity: -1, Flags: command.FlagReadonly | command.FlagFast, Local: viaConn(cmdLolwut)},
 	}

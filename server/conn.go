@@ -74,6 +74,8 @@ type Conn struct {
 	db     int
 	proto  int
 	authed bool
+	// clusterRO: READONLY, reads of a replica's group served here (cluster.go).
+	clusterRO bool
 	// user is the ACL user the connection runs as (acl.go).
 	user *acl.User
 
@@ -845,6 +847,10 @@ func (c *Conn) prepare(p *pending) bool {
 			w.Error(acl.DeniedError(reason, object))
 			return false
 		}
+	}
+	if e := c.clusterRefusal(p); e != "" { // cluster.go: MOVED, CROSSSLOT
+		w.Error(e)
+		return false
 	}
 	// Issue 8: a replica refuses client writes (READONLY) and, during a
 	// full sync, whatever cannot run while loading (LOADING).

@@ -12,7 +12,8 @@
 //     dispatch, shardBatch), coord.go (coordinator goroutines), multi_hop.go
 //     (hop groups), borrow.go and forward.go (borrowed and forwarded script
 //     runs), pause.go (CLIENT PAUSE), recover.go (a panicking command),
-//     config.go, log.go, traffic.go.
+//     config.go, log.go, traffic.go, cluster.go (cluster mode's check per
+//     command and role changes; the rest is package cluster).
 //   - The command table is package command (the context a command runs
 //     in, what the journal records for it, COMMAND INFO); the data-type
 //     families are package family. The server's own families: cmd_conn.go,

@@ -72,6 +72,7 @@ var infoSections = []struct {
 	{"latencystats", func(*Server) bool { return false }, (*infoWriter).infoLatencystats},
 	{"tiered", func(s *Server) bool { return s.tiered != nil }, (*infoWriter).infoTiered},
 	{"locks", func(*Server) bool { return false }, func(i *infoWriter) { lock.Info(i.field) }},
+	{"cluster", func(*Server) bool { return true }, func(i *infoWriter) { i.srv.cluster.Info(i.field) }},
 	{"keyspace", func(*Server) bool { return true }, (*infoWriter).infoKeyspace},
 }
 

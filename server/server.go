@@ -17,6 +17,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/dfly/dfly/acl"
+	"github.com/dfly/dfly/cluster"
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/evict"
@@ -87,6 +88,7 @@ type Server struct {
 	tiered     *offload.Tiering // tiered storage, nil when off (tiered.go)
 	master     *master.Master   // master side of replication (cmd_master.go)
 	replica    replicaState     // replica side of replication (repl_replica.go)
+	cluster    *cluster.State   // cluster mode (cluster.go)
 
 	// loops are the engine's event loops; shardLoop[i] is the loop that
 	// owns shard i. Both are set once, before any command is served.
@@ -154,6 +156,7 @@ func New(cfg *config.Config, log *Logger) *Server {
 	s.persist = persist.New(s.shards, s.ShardOf, (*persistHost)(s), log, RedisVersion)
 	s.master = master.New(s.shards, (*masterHost)(s), log)
 	s.installTracking()
+	s.setupCluster() // cluster.go
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	s.startupHeap = int64(ms.HeapAlloc)
@@ -179,26 +182,7 @@ func (s *Server) ShardOf(key []byte) int {
 	if len(s.shards) == 1 {
 		return 0
 	}
-	return int(xxhash.Sum64(hashTag(key)) % uint64(len(s.shards)))
-}
-
-// hashTag is the part of key between the first '{' and the next '}' when
-// that part is non-empty, as in Redis Cluster; otherwise the whole key.
-func hashTag(key []byte) []byte {
-	for i, ch := range key {
-		if ch == '{' {
-			for j := i + 1; j < len(key); j++ {
-				if key[j] == '}' {
-					if j > i+1 {
-						return key[i+1 : j]
-					}
-					return key
-				}
-			}
-			return key
-		}
-	}
-	return key
+	return int(xxhash.Sum64(cluster.HashTag(key)) % uint64(len(s.shards)))
 }
 
 // singleShard is command.SingleShard on this server.
@@ -229,6 +213,9 @@ func (s *Server) Addrs() []string {
 	for _, b := range strings.Fields(s.cfg.Bind) {
 		b = strings.TrimPrefix(b, "-")
 		addrs = append(addrs, "tcp://"+net.JoinHostPort(b, strconv.Itoa(s.cfg.Port)))
+		if s.cfg.AdminPort > 0 {
+			addrs = append(addrs, "tcp://"+net.JoinHostPort(b, strconv.Itoa(s.cfg.AdminPort)))
+		}
 	}
 	return addrs
 }

@@ -228,11 +228,11 @@ var commandInfoExceptions = map[string]string{
 	"slaveof flags":   "loading",
 }
 
-// Subcommands one side has: Redis 7.2's CLIENT NO-TOUCH and SETINFO are
-// dfly's too; dfly is no cluster and has only CLUSTER's informational
-// subcommands.
+// Subcommands one side has: Redis 7.2's CLIENT NO-TOUCH and SETINFO and
+// CLUSTER MYSHARDID are dfly's too; dfly's topology comes from DFLYCLUSTER
+// CONFIG or etcd, so it has only CLUSTER's informational subcommands.
 var (
-	dflyOnlySubcommands = map[string]bool{"client|no-touch": true, "client|setinfo": true}
+	dflyOnlySubcommands = map[string]bool{"client|no-touch": true, "client|setinfo": true, "cluster|myshardid": true}
 	redisOnlyContainer  = map[string]bool{"cluster": true}
 )
 

@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/dfly/dfly/atomicfile"
+	"github.com/dfly/dfly/cluster"
 	"github.com/dfly/dfly/config"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/reclaim"
@@ -152,6 +153,16 @@ func parseFlags(args []string, stderr io.Writer) (*config.Config, error) {
 		cfg.ReplicaOf = v
 		return nil
 	})
+	fs.Func("cluster_mode", "cluster mode: emulated (one node owning every slot) or yes (a topology from DFLYCLUSTER CONFIG or etcd)", func(v string) error {
+		_, err := cluster.ParseMode(v)
+		cfg.ClusterMode = v
+		return err
+	})
+	fs.StringVar(&cfg.ClusterNodeID, "cluster_node_id", "", "this node's id in the cluster topology (default: random at each start)")
+	fs.StringVar(&cfg.ClusterAnnounceIP, "cluster_announce_ip", "", "the address CLUSTER replies name this node by in emulated mode (default: the one the client connected to)")
+	fs.IntVar(&cfg.AdminPort, "admin_port", 0, "an extra port to listen on, for administration (DFLYCLUSTER); 0 = none")
+	fs.StringVar(&cfg.ClusterEtcd, "cluster_etcd", "", "etcd endpoints (comma separated) holding the cluster topology; with --cluster_mode=yes")
+	fs.StringVar(&cfg.ClusterName, "cluster_name", "dfly", "the cluster's name: its document in etcd is /dfly/<name>/topology")
 	fs.IntVar(&cfg.MaxClients, "maxclients", cfg.MaxClients, "maximum number of connected clients")
 	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "working directory for snapshots")
 	fs.StringVar(&cfg.DBFilename, "dbfilename", cfg.DBFilename, "snapshot file name")
