@@ -19,6 +19,9 @@
 //   - master.go: Host (what the master side needs of the server), WAIT's
 //     and FAILOVER's view of the replicas, and the histories DFLY HANDOVER
 //     continues (History, StartHandover).
+//   - position.go: this master's replication position at a snapshot's
+//     cut (PositionCut, package replpos), which a file keeps so that the
+//     server, restarted as a replica, continues by a partial sync.
 //
 // The command handlers (SYNC, PSYNC, REPLCONF, WAIT, DFLY) are the
 // server's (server/cmd_master.go); they hand the socket over and call this

@@ -108,7 +108,8 @@ type barrier struct {
 
 // cutMark is a full sync's cut in every shard's queue; when the feed has
 // emitted everything before it on all shards it hands the replica the
-// offset its stream starts at.
+// offset its stream starts at. A snapshot's (r nil) only learns the
+// offset.
 type cutMark struct {
 	r    *replicaConn
 	done chan int64
@@ -367,8 +368,10 @@ func (m *Master) cutReady(st *feedState) bool {
 		st.local[sid] = st.local[sid][1:]
 	}
 	m.mu.Lock()
-	m.curDB = -1 // the replica's stream starts with a SELECT
-	c.r.attachLocked(nil)
+	if c.r != nil { // nil: a snapshot's cut (PositionCut), no replica
+		m.curDB = -1 // the replica's stream starts with a SELECT
+		c.r.attachLocked(nil)
+	}
 	off := m.offset
 	m.mu.Unlock()
 	c.done <- off

@@ -12,6 +12,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/replpos"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tx"
@@ -46,6 +47,7 @@ func (h *benchHost) TierView(_ *shard.Shard, _ *rdb.Encoder, v *shard.Value) *sh
 	return v
 }
 func (h *benchHost) TierLoader(*shard.Shard) snapshot.Loader { return nil }
+func (h *benchHost) PositionCut() replpos.Cut                { return nil }
 
 type quietLog struct{}
 
@@ -105,7 +107,7 @@ func BenchmarkLoadOnStart(b *testing.B) {
 				for i, sh := range src.shards {
 					files[i] = src.encodeShardFile(sh, dir, shardFileName("dump", i), nil).wait()
 				}
-				if err := src.writeSummary(dir, "dump", files); err != nil {
+				if err := src.writeSummary(dir, "dump", files, nil); err != nil {
 					b.Fatal(err)
 				}
 			} else {
@@ -113,7 +115,7 @@ func BenchmarkLoadOnStart(b *testing.B) {
 				for i, sh := range src.shards {
 					snap[i] = src.serializeShard(sh)
 				}
-				if _, err := src.writeSnapshotFile(src.rdbPath(), snap); err != nil {
+				if _, err := src.writeSnapshotFile(src.rdbPath(), snap, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/dfly/dfly/atomicfile"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/rdbvalue"
+	"github.com/dfly/dfly/replpos"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tx"
@@ -28,7 +29,7 @@ import (
 
 // snapshotCut takes the cut and starts the shards' walks; it returns the
 // channel their chunks arrive on and the write count at the cut.
-func (p *Engine) snapshotCut() ([]chan snapshot.Chunk, chan []byte, uint64) {
+func (p *Engine) snapshotCut() ([]chan snapshot.Chunk, chan []byte, uint64, replpos.Cut) {
 	outs := make([]chan snapshot.Chunk, len(p.shards))
 	for i := range outs {
 		outs[i] = make(chan snapshot.Chunk, 16)
@@ -40,8 +41,10 @@ func (p *Engine) snapshotCut() ([]chan snapshot.Chunk, chan []byte, uint64) {
 	t.Lock()
 	slices := make([]*snapshot.Slice, len(p.shards))
 	ref := p.referenceAtCut()
+	cut := p.positionCut()
 	t.Finish(func(sh *shard.Shard) {
 		writes[sh.ID] = sh.Stats.Writes
+		cut.Take(sh)
 		ref.take(sh)
 		p.host.FunctionsAtCut(sh, outs[sh.ID], false)
 		slices[sh.ID] = snapshot.Deferred(sh, snapshot.Options{Encode: rdbvalue.EncodeForSnapshot, Out: outs[sh.ID], Free: free,
@@ -53,7 +56,7 @@ func (p *Engine) snapshotCut() ([]chan snapshot.Chunk, chan []byte, uint64) {
 	for _, w := range writes {
 		total += w
 	}
-	return outs, free, total
+	return outs, free, total, cut
 }
 
 // reference is --debug_snapshot_reference: the dataset at a BGSAVE's cut,
@@ -83,7 +86,7 @@ func (r *reference) write() {
 	if r == nil {
 		return
 	}
-	if _, err := r.p.writeSnapshotFile(r.path, r.snap); err != nil {
+	if _, err := r.p.writeSnapshotFile(r.path, r.snap, nil); err != nil {
 		r.p.log.Warnf("Writing the snapshot reference %s failed: %v", r.path, err)
 	}
 }
@@ -146,6 +149,12 @@ func DrainChunks(outs []chan snapshot.Chunk, free chan<- []byte, shards int) err
 
 // WriteRDB writes the whole RDB (header, chunks, EOF, checksum) to w.
 func (p *Engine) WriteRDB(w io.Writer, outs []chan snapshot.Chunk, free chan<- []byte) error {
+	return p.writeRDB(w, outs, free, nil)
+}
+
+// writeRDB is WriteRDB with the replication position of cut (nil: none)
+// among the AUX fields.
+func (p *Engine) writeRDB(w io.Writer, outs []chan snapshot.Chunk, free chan<- []byte, cut replpos.Cut) error {
 	var crc uint64
 	var werr error
 	put := func(b []byte) {
@@ -157,6 +166,10 @@ func (p *Engine) WriteRDB(w io.Writer, outs []chan snapshot.Chunk, free chan<- [
 	e := rdb.NewEncoder(nil)
 	e.WriteHeader()
 	e.StandardAUX(p.version, 0)
+	if cut != nil {
+		pos := cut.End()
+		positionAUX(e, &pos)
+	}
 	put(e.TakeBytes())
 	var err error
 	m := newMerger(outs)
@@ -197,7 +210,7 @@ func (p *Engine) WriteRDB(w io.Writer, outs []chan snapshot.Chunk, free chan<- [
 // and AUX fields, every chunk as it arrives, EOF and the checksum; into a
 // temporary file renamed over the old one only when complete. It reads the
 // channel to the end even after an error, so no shard is left waiting.
-func (p *Engine) writeSnapshotStream(outs []chan snapshot.Chunk, free chan<- []byte, writes uint64) (err error) {
+func (p *Engine) writeSnapshotStream(outs []chan snapshot.Chunk, free chan<- []byte, writes uint64, cut replpos.Cut) (err error) {
 	start := time.Now()
 	path := p.rdbPath()
 	defer func() {
@@ -215,10 +228,11 @@ func (p *Engine) writeSnapshotStream(outs []chan snapshot.Chunk, free chan<- []b
 	f, err := atomicfile.Create(tmp)
 	if err != nil {
 		_ = DrainChunks(outs, free, len(p.shards)) // no shard is left waiting
+		cut.End()
 		return err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	err = p.WriteRDB(w, outs, free) // reads every chunk, even after an error
+	err = p.writeRDB(w, outs, free, cut) // reads every chunk, even after an error
 	if err == nil {
 		err = w.Flush()
 	}

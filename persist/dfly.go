@@ -20,6 +20,7 @@ package persist
 //	time <unix seconds of the save>
 //	shards <count>
 //	file <name> <size> <crc64 hex>     (one per shard, in order)
+//	aux <key> <value>                  (the replication position's fields, package replpos)
 //
 // Shard files are renamed into place before the summary, which is
 // written to a temporary file and renamed; a crash between the two leaves
@@ -45,6 +46,7 @@ import (
 	"github.com/dfly/dfly/atomicfile"
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/rdbvalue"
+	"github.com/dfly/dfly/replpos"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
 )
@@ -107,8 +109,10 @@ func (p *Engine) saveDfly(t *tx.Tx) (err error) {
 	dir, base := p.dflyBase()
 	out := make([]*dfsFile, len(p.shards))
 	var writes atomic.Uint64
+	cut := p.positionCut()
 	t.RunAll(func(sh *shard.Shard) {
 		writes.Add(sh.Stats.Writes)
+		cut.Take(sh)
 		var funcs []byte
 		if sh.ID == 0 {
 			funcs = p.host.Functions() // every shard is held
@@ -120,7 +124,8 @@ func (p *Engine) saveDfly(t *tx.Tx) (err error) {
 	for i, f := range out {
 		files[i] = f.wait()
 	}
-	err = p.writeSummary(dir, base, files)
+	pos := cut.End()
+	err = p.writeSummary(dir, base, files, &pos)
 	p.savedDfly(err, start, writes.Load(), "DB saved on disk")
 	return err
 }
@@ -139,8 +144,9 @@ func (p *Engine) savedDfly(err error, start time.Time, writes uint64, what strin
 	p.log.Noticef("%s in %.3f seconds", what, time.Since(start).Seconds())
 }
 
-// writeSummary ties the shard files together, once they are all in place.
-func (p *Engine) writeSummary(dir, base string, files []dfsEntry) error {
+// writeSummary ties the shard files together, once they are all in place,
+// with the replication position they hold (nil: none).
+func (p *Engine) writeSummary(dir, base string, files []dfsEntry, pos *replpos.Position) error {
 	for _, f := range files {
 		if f.err != nil {
 			return f.err
@@ -150,6 +156,9 @@ func (p *Engine) writeSummary(dir, base string, files []dfsEntry) error {
 	fmt.Fprintf(&b, "%s\ntime %d\nshards %d\n", dfsMagic, time.Now().Unix(), len(files))
 	for _, f := range files {
 		fmt.Fprintf(&b, "file %s %d %016x\n", f.name, f.size, f.crc)
+	}
+	for _, f := range pos.Fields() {
+		fmt.Fprintf(&b, "aux %s %s\n", f[0], f[1])
 	}
 	if err := atomicfile.Write(filepath.Join(dir, base+"-summary.dfs"), []byte(b.String())); err != nil {
 		return err
@@ -366,41 +375,50 @@ func (p *Engine) encodeShardFile(sh *shard.Shard, dir, name string, funcs []byte
 	return out
 }
 
-// readSummary parses the summary file.
-func readSummary(path string) ([]dfsEntry, error) {
+// readSummary parses the summary file: its shard files and the
+// replication position.
+func readSummary(path string) ([]dfsEntry, *replpos.Position, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	bad := func(line int, why string) error {
 		return fmt.Errorf("summary %s: line %d: %s", path, line, why)
 	}
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	if len(lines) < 3 || lines[0] != dfsMagic {
-		return nil, bad(1, "not a dfly summary file")
+		return nil, nil, bad(1, "not a dfly summary file")
 	}
 	f := strings.Fields(lines[2])
 	if len(f) != 2 || f[0] != "shards" {
-		return nil, bad(3, "no shard count")
+		return nil, nil, bad(3, "no shard count")
+	}
+	var pos replpos.Position
+	for len(lines) > 3 && strings.HasPrefix(lines[len(lines)-1], "aux ") {
+		f := strings.Fields(lines[len(lines)-1])
+		if len(f) != 3 || !pos.SetField(f[1], f[2]) {
+			return nil, nil, bad(len(lines), "bad aux line")
+		}
+		lines = lines[:len(lines)-1]
 	}
 	n, err := strconv.Atoi(f[1])
 	if err != nil || n < 1 || n != len(lines)-3 {
-		return nil, bad(3, fmt.Sprintf("shard count %q does not match the %d files listed", f[1], len(lines)-3))
+		return nil, nil, bad(3, fmt.Sprintf("shard count %q does not match the %d files listed", f[1], len(lines)-3))
 	}
 	var files []dfsEntry
 	for i, ln := range lines[3:] {
 		f := strings.Fields(ln)
 		if len(f) != 4 || f[0] != "file" || filepath.Base(f[1]) != f[1] {
-			return nil, bad(i+4, "bad file line")
+			return nil, nil, bad(i+4, "bad file line")
 		}
 		size, err1 := strconv.ParseInt(f[2], 10, 64)
 		crc, err2 := strconv.ParseUint(f[3], 16, 64)
 		if err1 != nil || err2 != nil {
-			return nil, bad(i+4, "bad file size or checksum")
+			return nil, nil, bad(i+4, "bad file size or checksum")
 		}
 		files = append(files, dfsEntry{name: f[1], size: size, crc: crc})
 	}
-	return files, nil
+	return files, pos.Valid(), nil
 }
 
 // loadDflyOnStart loads the files the summary lists, in parallel, before
@@ -408,7 +426,7 @@ func readSummary(path string) ([]dfsEntry, error) {
 func (p *Engine) loadDflyOnStart() error {
 	start := time.Now()
 	summary := p.summaryPath()
-	files, err := readSummary(summary)
+	files, pos, err := readSummary(summary)
 	if err != nil {
 		return err
 	}
@@ -458,6 +476,7 @@ func (p *Engine) loadDflyOnStart() error {
 		}
 		n += keys[i]
 	}
+	p.loaded.Store(pos)
 	p.loadDone(n, start)
 	return nil
 }

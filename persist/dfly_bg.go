@@ -35,11 +35,13 @@ func (p *Engine) bgsaveDfly(done func(error)) {
 	}
 	slices := make([]*snapshot.Slice, n)
 	ref := p.referenceAtCut()
+	cut := p.positionCut()
 	t := tx.New(p.shards)
 	t.AddAllShards()
 	t.Lock()
 	t.Finish(func(sh *shard.Shard) {
 		writes[sh.ID] = sh.Stats.Writes
+		cut.Take(sh)
 		ref.take(sh)
 		p.host.FunctionsAtCut(sh, outs[sh.ID], true)
 		slices[sh.ID] = snapshot.Deferred(sh, snapshot.Options{Tagged: true, Encode: rdbvalue.EncodeForSnapshot, NoLZF: true,
@@ -60,7 +62,8 @@ func (p *Engine) bgsaveDfly(done func(error)) {
 		}
 		wg.Wait()
 		p.setSlices(nil)
-		err := p.writeSummary(dir, base, files)
+		pos := cut.End()
+		err := p.writeSummary(dir, base, files, &pos)
 		var total uint64
 		for _, w := range writes {
 			total += w

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/rdbvalue"
+	"github.com/dfly/dfly/replpos"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
 )
@@ -37,6 +38,9 @@ type Host interface {
 	// TierLoader is a snapshot's Loader of offloaded values, nil without
 	// tiered storage.
 	TierLoader(sh *shard.Shard) snapshot.Loader
+	// PositionCut takes the replication position a file keeps (package
+	// replpos), nil for none.
+	PositionCut() replpos.Cut
 }
 
 // Settings are the configuration persistence reads.
@@ -92,6 +96,27 @@ type Engine struct {
 	// their key counts on the shards' goroutines).
 	slicesMu sync.Mutex
 	slices   []*snapshot.Slice
+	// loaded is the replication position of the file the start-up load
+	// read (LoadedPosition).
+	loaded atomic.Pointer[replpos.Position]
+}
+
+// LoadedPosition is the replication position the start-up load found in
+// the file (empty: none): a server started as a replica offers it to its
+// master.
+func (p *Engine) LoadedPosition() *replpos.Position {
+	if pos := p.loaded.Load(); pos != nil {
+		return pos
+	}
+	return &replpos.Position{}
+}
+
+// positionCut is the host's position cut, or one of no position.
+func (p *Engine) positionCut() replpos.Cut {
+	if c := p.host.PositionCut(); c != nil {
+		return c
+	}
+	return &replpos.Fixed{}
 }
 
 // New returns the persistence of shards, whose keys are routed by
@@ -132,6 +157,12 @@ func (p *Engine) LastSave() int64 { return p.lastSave.Load() }
 // libraries loaded (one that does not load is reported and skipped: the
 // keys matter more).
 func (p *Engine) NewLoader(dispatch func(sid int, items []rdbvalue.Item)) *rdbvalue.Loader {
+	return p.newLoader(dispatch, nil)
+}
+
+// newLoader is NewLoader that also reads the file's replication position
+// into pos, when not nil.
+func (p *Engine) newLoader(dispatch func(sid int, items []rdbvalue.Item), pos *replpos.Position) *rdbvalue.Loader {
 	l := rdbvalue.NewLoader(len(p.shards), len(p.shards[0].DBs), p.shardOf, dispatch)
 	l.OnFunction = func(code []byte) {
 		if err := p.host.LoadFunctions(code); err != nil {
@@ -142,6 +173,8 @@ func (p *Engine) NewLoader(dispatch func(sid int, items []rdbvalue.Item)) *rdbva
 		if string(key) == "used-mem" { // INFO's loading_rdb_used_mem, as Redis
 			n, _ := strconv.ParseInt(string(val), 10, 64)
 			p.prog.usedMem.Store(n)
+		} else if pos != nil {
+			pos.SetField(string(key), string(val))
 		}
 	}
 	return l

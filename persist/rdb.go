@@ -19,6 +19,7 @@ import (
 	"github.com/dfly/dfly/rdb"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/reclaim"
+	"github.com/dfly/dfly/replpos"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tx"
@@ -53,8 +54,8 @@ func (p *Engine) saveAtCut() error {
 		p.bgsaveDfly(func(err error) { done <- err })
 		return <-done
 	}
-	chunks, free, writes := p.snapshotCut()
-	err := p.writeSnapshotStream(chunks, free, writes)
+	chunks, free, writes, cut := p.snapshotCut()
+	err := p.writeSnapshotStream(chunks, free, writes, cut)
 	p.setSlices(nil)
 	return err
 }
@@ -121,10 +122,10 @@ func (p *Engine) bgsave() {
 		})
 		return
 	}
-	chunks, free, writes := p.snapshotCut()
+	chunks, free, writes, cut := p.snapshotCut()
 	go func() {
 		defer snapshot.BackgroundThread()() // the file writer yields to the shards
-		err := p.writeSnapshotStream(chunks, free, writes)
+		err := p.writeSnapshotStream(chunks, free, writes, cut)
 		p.setSlices(nil)
 		p.mu.Unlock()
 		release()
@@ -143,9 +144,12 @@ func (p *Engine) save(t *tx.Tx) error {
 	if p.dbFormat() == "dfly" {
 		return p.saveDfly(t) // finishes t once the shards are encoded
 	}
+	cut := p.positionCut()
+	t.RunAll(cut.Take)
 	snap := p.Serialize(t)
 	t.Finish(nil)
-	return p.writeSnapshot(snap)
+	pos := cut.End()
+	return p.writeSnapshot(snap, &pos)
 }
 
 // ShardRecords is one shard's records, per database (ShardEncoder).
@@ -249,7 +253,7 @@ func (w *ShardEncoder) Bucket() bool {
 // writeSnapshot writes the file: header, AUX fields, then database by
 // database one SELECTDB with every shard's records, EOF and the checksum.
 // It writes a temporary file, syncs it and renames it over the old one.
-func (p *Engine) writeSnapshot(snap []ShardRecords) (err error) {
+func (p *Engine) writeSnapshot(snap []ShardRecords, pos *replpos.Position) (err error) {
 	start := time.Now()
 	path := p.rdbPath()
 	defer func() {
@@ -261,7 +265,7 @@ func (p *Engine) writeSnapshot(snap []ShardRecords) (err error) {
 		p.lastSave.Store(time.Now().Unix())
 		p.log.Noticef("DB saved on disk in %.3f seconds", time.Since(start).Seconds())
 	}()
-	writes, err := p.writeSnapshotFile(path, snap)
+	writes, err := p.writeSnapshotFile(path, snap, pos)
 	if err == nil {
 		p.writesAtSave.Store(writes)
 	}
@@ -269,8 +273,9 @@ func (p *Engine) writeSnapshot(snap []ShardRecords) (err error) {
 }
 
 // writeSnapshotFile writes shards' serialized databases as one RDB file at
-// path, through a temporary file renamed when complete.
-func (p *Engine) writeSnapshotFile(path string, snap []ShardRecords) (writes uint64, err error) {
+// path, through a temporary file renamed when complete; pos (nil: none)
+// is the replication position they hold.
+func (p *Engine) writeSnapshotFile(path string, snap []ShardRecords, pos *replpos.Position) (writes uint64, err error) {
 	for _, ss := range snap {
 		if ss.err != nil {
 			return 0, ss.err
@@ -297,6 +302,7 @@ func (p *Engine) writeSnapshotFile(path string, snap []ShardRecords) (writes uin
 	e := rdb.NewEncoder(nil)
 	e.WriteHeader()
 	e.StandardAUX(p.version, 0)
+	positionAUX(e, pos)
 	put(e.TakeBytes())
 	put(snap[0].Funcs)
 	for db := 0; db < len(p.shards[0].DBs); db++ {
@@ -359,7 +365,8 @@ func (p *Engine) LoadOnStart() error {
 		size = fi.Size()
 	}
 	endLoad := p.BeginLoad(size, time.Second)
-	l := p.NewLoader(dispatch)
+	var pos replpos.Position
+	l := p.newLoader(dispatch, &pos)
 	l.Free = free
 	l.LimitReserve(size)
 	err = l.Load(&countingReader{r: f, n: &p.prog.loaded})
@@ -368,6 +375,7 @@ func (p *Engine) LoadOnStart() error {
 	if err != nil {
 		return fmt.Errorf("loading %s: %w", path, err)
 	}
+	p.loaded.Store(pos.Valid())
 	p.loadDone(l.Keys(), start)
 	return nil
 }
@@ -489,7 +497,7 @@ func (p *Engine) Reload(t *tx.Tx, serialize func(*tx.Tx) []ShardRecords) (saveEr
 	if serialize == nil {
 		serialize = p.Serialize
 	}
-	if err := p.writeSnapshot(serialize(t)); err != nil {
+	if err := p.writeSnapshot(serialize(t), nil); err != nil {
 		t.Finish(nil)
 		return err, nil
 	}
@@ -567,4 +575,11 @@ func (p *Engine) Info(writes, saveKeys uint64, field func(k string, v any)) {
 	field("snapshot_max_stall_usec", st.MaxStall.Microseconds())
 	field("snapshot_max_stall_wall_usec", st.MaxStallWall.Microseconds())
 	field("snapshot_max_pending_bytes", st.MaxPending)
+}
+
+// positionAUX writes pos's AUX fields (package replpos).
+func positionAUX(e *rdb.Encoder, pos *replpos.Position) {
+	for _, f := range pos.Fields() {
+		e.AUX(f[0], f[1])
+	}
 }

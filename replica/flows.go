@@ -469,14 +469,24 @@ func (l *Link) hello(main net.Conn, mr *bufio.Reader) ([]string, int, error) {
 
 // adoptHistory decides where the flows continue from: the offered
 // history when the master (replID, of shards shards) takes it over
-// (DFLY HANDOVER), the LSNs the link holds when it is the same master,
+// (DFLY HANDOVER) or when it is this master's own (a restarted replica's
+// saved position: its flows continue when the backlogs still hold the
+// next LSNs), the LSNs the link holds when it is the same master,
 // otherwise nowhere (a full sync).
 func (l *Link) adoptHistory(main net.Conn, mr *bufio.Reader, replID string, shards int) {
 	if offer := l.offer; offer != nil {
 		l.offer = nil // one try: a refusal means a full sync
-		if lsns, err := handover(main, mr, offer, shards); err != nil {
+		lsns, err := handover(main, mr, offer, shards)
+		switch {
+		case err == nil:
+			l.cfg.Logf("MASTER continues this server's history: partial sync")
+		case offer.ReplID == replID && len(offer.LSNs) == shards:
+			lsns = offer.LSNs
+			l.cfg.Logf("MASTER is the one this server's data follows: its flows continue where they were")
+		default:
 			l.cfg.Logf("MASTER did not take this server's history as its own (%v): full sync", err)
-		} else {
+		}
+		if lsns != nil {
 			l.mu.Lock()
 			l.lsns = make([]atomic.Uint64, shards)
 			for i, n := range lsns {
@@ -486,7 +496,6 @@ func (l *Link) adoptHistory(main net.Conn, mr *bufio.Reader, replID string, shar
 			l.replID = replID
 			l.complete.Store(true)
 			l.mu.Unlock()
-			l.cfg.Logf("MASTER continues this server's history: partial sync")
 		}
 	}
 	if replID != l.replID || shards != l.shards {

@@ -10,6 +10,7 @@ import (
 	"github.com/dfly/dfly/offload"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/rdb"
+	"github.com/dfly/dfly/replpos"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
 	"github.com/dfly/dfly/tx"
@@ -89,7 +90,15 @@ func (s *Server) LoadOnStart(end func(error)) { s.persist.LoadWhenServing(s.read
 
 // SaveBeforeShutdown writes the final snapshot (SHUTDOWN SAVE, or SHUTDOWN
 // and SIGTERM with save points configured).
-func (s *Server) SaveBeforeShutdown() error { return s.persist.SaveBeforeShutdown() }
+// A replica's link stops first, so the file keeps its exact position.
+func (s *Server) SaveBeforeShutdown() error {
+	resume := s.stopLinkForSave()
+	err := s.persist.SaveBeforeShutdown()
+	if err != nil {
+		resume()
+	}
+	return err
+}
 
 // StartSaveSchedule runs the save schedule (--save) once the server
 // serves, until it stops.
@@ -124,3 +133,16 @@ func (h *persistHost) TierView(sh *shard.Shard, e *rdb.Encoder, v *shard.Value) 
 }
 
 func (h *persistHost) TierLoader(sh *shard.Shard) snapshot.Loader { return offload.Loader(sh) }
+
+// PositionCut: a master's position at the cut; a replica's only once its
+// link stopped for a shutdown's save (a running link applies while the
+// cut holds the shards: its position would not be the data's).
+func (h *persistHost) PositionCut() replpos.Cut {
+	if pos := h.replica.final.Load(); pos != nil {
+		return (*replpos.Fixed)(pos)
+	}
+	if (*Server)(h).isReplica() {
+		return nil
+	}
+	return h.master.PositionCut()
+}

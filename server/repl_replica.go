@@ -1,8 +1,6 @@
 package server
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io"
 	"net"
@@ -19,6 +17,7 @@ import (
 	"github.com/dfly/dfly/offload"
 	"github.com/dfly/dfly/rdbvalue"
 	"github.com/dfly/dfly/replica"
+	"github.com/dfly/dfly/replpos"
 	"github.com/dfly/dfly/resp"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/tx"
@@ -52,13 +51,8 @@ type replicaState struct {
 	active atomic.Bool
 	// loading: a full sync is replacing the dataset; clients get LOADING.
 	loading atomic.Bool
-	// promotedID and promotedOffset are the replication history a
-	// promoted replica continues (REPLICAOF NO ONE).
-	// TODO(issue 8, master side): hand these to the master side's new
-	// replication id, so a promoted replica serves PSYNC with a fresh
-	// replid and keeps its offset; the master side then owns them.
-	promotedID     string
-	promotedOffset int64
+	// final is the position of a link stopped for a shutdown's save.
+	final atomic.Pointer[replpos.Position]
 }
 
 const (
@@ -272,10 +266,37 @@ func (s *Server) replicaNoOne(why string, t *tx.Tx) {
 	lock.Promote() // this server's grants outrank every grant the old master could still make
 	s.OnEachShard(func(sh *shard.Shard) { sh.ReplicaMode, sh.MasterApply = false, false })
 	rs.active.Store(false)
-	var id [20]byte
-	_, _ = rand.Read(id[:])
-	rs.promotedID, rs.promotedOffset = hex.EncodeToString(id[:]), offset
 	s.log.Noticef("MASTER MODE enabled (%s)", why)
+}
+
+// stopLinkForSave stops a replica's link before a shutdown's save, so the
+// file keeps exactly the position its data is at (persistHost.PositionCut);
+// resume follows the master again from there when the shutdown does not
+// happen.
+func (s *Server) stopLinkForSave() (resume func()) {
+	rs := &s.replica
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	l := rs.link.Load()
+	if l == nil {
+		return func() {}
+	}
+	pos := &replpos.Position{}
+	replid, offset := l.client.Stop()
+	var own *master.History
+	if fl, ok := l.client.(*replica.Link); ok {
+		if fl.Fallback() {
+			pos.ReplID, pos.Offset = replid, offset
+		} else if own = fl.History(); own != nil {
+			pos.FlowID, pos.LSNs = own.ReplID, own.LSNs
+		}
+	}
+	rs.link.Store(nil)
+	rs.final.Store(pos)
+	return func() {
+		rs.final.Store(nil)
+		s.replicaOfHistory(l.host, l.port, pos.ReplID, pos.Offset, own)
+	}
 }
 
 // flushForSync starts a full sync: every database emptied and the shards
@@ -455,8 +476,9 @@ func (s *Server) StartReplicaOf() {
 	}
 	go func() {
 		select {
-		case <-s.ready:
-			s.replicaOf(host, port)
+		case <-s.ready: // and loaded: the file's position is offered
+			pos := s.persist.LoadedPosition()
+			s.replicaOfHistory(host, port, pos.ReplID, pos.Offset, master.FlowHistory(pos))
 		case <-s.done:
 		}
 	}()
