@@ -204,7 +204,10 @@ func runPITUnderLoad(t *testing.T, format string, flags ...string) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	if r, err := c.Do(ctx, "BGSAVE").Text(); err != nil || r != "Background saving started" {
+	// Under a loaded machine the cut (with its reference file) can outlast
+	// go-redis's read timeout, and its retry finds the save running.
+	if r, err := c.Do(ctx, "BGSAVE").Text(); (err != nil || r != "Background saving started") &&
+		(err == nil || !strings.Contains(err.Error(), "already in progress")) {
 		t.Fatalf("BGSAVE: %q %v", r, err)
 	}
 	close(start)
