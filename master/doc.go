@@ -17,7 +17,8 @@
 //     journals' backlogs; the backlogs kept for replicas and expired after
 //     --repl_backlog_ttl.
 //   - master.go: Host (what the master side needs of the server), WAIT's
-//     and FAILOVER's view of the replicas, and the histories DFLY HANDOVER
+//     and FAILOVER's view of the replicas (PromoteReplica tells its target
+//     to become a master), and the histories DFLY HANDOVER
 //     continues (History, StartHandover).
 //   - position.go: this master's replication position at a snapshot's
 //     cut (PositionCut, package replpos), which a file keeps so that the

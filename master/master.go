@@ -1,10 +1,13 @@
 package master
 
 import (
+	"bufio"
+	"errors"
 	"io"
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -246,4 +249,39 @@ func (m *Master) Handover(offer *History) (lsns []uint64, ok bool) {
 		return nil, false
 	}
 	return rec.lsns, true
+}
+
+// PromoteReplica tells the replica at addr to become a master (REPLICAOF
+// NO ONE, after AUTH as user with password when one is set), each network
+// step bounded by timeout: FAILOVER's promotion of its target.
+func PromoteReplica(addr, user, password string, timeout time.Duration) error {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	var req []byte
+	n := 1
+	switch {
+	case password != "" && user != "":
+		req, n = resp.AppendCommand(req, "AUTH", user, password), 2
+	case password != "":
+		req, n = resp.AppendCommand(req, "AUTH", password), 2
+	}
+	req = resp.AppendCommand(req, "REPLICAOF", "NO", "ONE")
+	if _, err := c.Write(req); err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(c, 512)
+	for ; n > 0; n-- {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		if line = strings.TrimRight(line, "\r\n"); !strings.HasPrefix(line, "+") {
+			return errors.New(strings.TrimPrefix(line, "-"))
+		}
+	}
+	return nil
 }

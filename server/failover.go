@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"net"
 	"strconv"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/master"
 	"github.com/dfly/dfly/resp"
 )
 
@@ -234,7 +234,10 @@ func (s *Server) runFailover(target *failoverTarget, force bool, deadline time.T
 	fo.state = foInProgress
 	fo.mu.Unlock()
 	s.log.Noticef("Failover target %s:%d is synced, failing over.", to.host, to.port)
-	if err := s.promoteTarget(to); err != nil {
+	s.cfg.Mu.RLock()
+	user, pass := s.cfg.MasterUser, s.cfg.MasterAuth
+	s.cfg.Mu.RUnlock()
+	if err := master.PromoteReplica(net.JoinHostPort(to.host, strconv.Itoa(to.port)), user, pass, failoverDial); err != nil {
 		s.endFailover("Failover target rejected the promotion: " + err.Error())
 		return
 	}
@@ -248,47 +251,6 @@ func (s *Server) runFailover(target *failoverTarget, force bool, deadline time.T
 	s.log.Noticef("Failover to %s:%d succeeded.", to.host, to.port)
 	s.endFailover("")
 }
-
-// promoteTarget tells the target replica to become a master (REPLICAOF NO
-// ONE), authenticating as this server would to a master.
-func (s *Server) promoteTarget(to *failoverTarget) error {
-	c, err := net.DialTimeout("tcp", net.JoinHostPort(to.host, strconv.Itoa(to.port)), failoverDial)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(failoverDial))
-	s.cfg.Mu.RLock()
-	user, pass := s.cfg.MasterUser, s.cfg.MasterAuth
-	s.cfg.Mu.RUnlock()
-	var req []byte
-	n := 1
-	switch {
-	case pass != "" && user != "":
-		req, n = resp.AppendCommand(req, "AUTH", user, pass), 2
-	case pass != "":
-		req, n = resp.AppendCommand(req, "AUTH", pass), 2
-	}
-	req = resp.AppendCommand(req, "REPLICAOF", "NO", "ONE")
-	if _, err := c.Write(req); err != nil {
-		return err
-	}
-	r := bufio.NewReaderSize(c, 512)
-	for ; n > 0; n-- {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return err
-		}
-		if line = strings.TrimRight(line, "\r\n"); !strings.HasPrefix(line, "+") {
-			return &failoverError{line}
-		}
-	}
-	return nil
-}
-
-type failoverError struct{ reply string }
-
-func (e *failoverError) Error() string { return strings.TrimPrefix(e.reply, "-") }
 
 // endFailover ends the failover, aborted for reason unless reason is "",
 // and lets writes go on.
