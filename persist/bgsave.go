@@ -29,7 +29,7 @@ import (
 
 // snapshotCut takes the cut and starts the shards' walks; it returns the
 // channel their chunks arrive on and the write count at the cut.
-func (p *Engine) snapshotCut() ([]chan snapshot.Chunk, chan []byte, uint64, replpos.Cut) {
+func (p *Engine) snapshotCut(also func(*shard.Shard)) ([]chan snapshot.Chunk, chan []byte, uint64, replpos.Cut) {
 	outs := make([]chan snapshot.Chunk, len(p.shards))
 	for i := range outs {
 		outs[i] = make(chan snapshot.Chunk, 16)
@@ -45,6 +45,9 @@ func (p *Engine) snapshotCut() ([]chan snapshot.Chunk, chan []byte, uint64, repl
 	t.Finish(func(sh *shard.Shard) {
 		writes[sh.ID] = sh.Stats.Writes
 		cut.Take(sh)
+		if also != nil {
+			also(sh)
+		}
 		ref.take(sh)
 		p.host.FunctionsAtCut(sh, outs[sh.ID], false)
 		slices[sh.ID] = snapshot.Deferred(sh, snapshot.Options{Encode: rdbvalue.EncodeForSnapshot, Out: outs[sh.ID], Free: free,
@@ -204,6 +207,28 @@ func (p *Engine) writeRDB(w io.Writer, outs []chan snapshot.Chunk, free chan<- [
 		_, werr = w.Write(sum[:])
 	}
 	return werr
+}
+
+// WriteRDBAt writes an RDB file of the dataset at a cut to path, as BGSAVE
+// does (fork-less), running at(sh) on every shard in the cut's step (an
+// AOF rewrite starts its new incremental files there). It waits for the
+// file; SAVE, BGSAVE and DEBUG RELOAD are not held meanwhile. The file
+// names no replication position: the data an AOF holds goes past it.
+func (p *Engine) WriteRDBAt(path string, at func(*shard.Shard)) error {
+	outs, free, _, _ := p.snapshotCut(at)
+	defer snapshot.BackgroundThread()() // the file writer yields to the shards
+	tmp := path + ".tmp"
+	f, err := atomicfile.Create(tmp)
+	if err != nil {
+		_ = DrainChunks(outs, free, len(p.shards))
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	err = p.WriteRDB(w, outs, free)
+	if err == nil {
+		err = w.Flush()
+	}
+	return atomicfile.Commit(f, tmp, path, err)
 }
 
 // writeSnapshotStream writes the RDB file from the shards' chunks: header

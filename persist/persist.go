@@ -99,6 +99,9 @@ type Engine struct {
 	// loaded is the replication position of the file the start-up load
 	// read (LoadedPosition).
 	loaded atomic.Pointer[replpos.Position]
+	// StartupLoad, when set, is the start-up load instead of LoadOnStart's
+	// (the append-only file's, package aof).
+	StartupLoad func() error
 }
 
 // LoadedPosition is the replication position the start-up load found in

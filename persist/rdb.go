@@ -54,7 +54,7 @@ func (p *Engine) saveAtCut() error {
 		p.bgsaveDfly(func(err error) { done <- err })
 		return <-done
 	}
-	chunks, free, writes, cut := p.snapshotCut()
+	chunks, free, writes, cut := p.snapshotCut(nil)
 	err := p.writeSnapshotStream(chunks, free, writes, cut)
 	p.setSlices(nil)
 	return err
@@ -122,7 +122,7 @@ func (p *Engine) bgsave() {
 		})
 		return
 	}
-	chunks, free, writes, cut := p.snapshotCut()
+	chunks, free, writes, cut := p.snapshotCut(nil)
 	go func() {
 		defer snapshot.BackgroundThread()() // the file writer yields to the shards
 		err := p.writeSnapshotStream(chunks, free, writes, cut)
@@ -349,10 +349,25 @@ func (p *Engine) LoadOnStart() error {
 	if p.useDflyFiles(path) {
 		return p.loadDflyOnStart()
 	}
-	f, err := os.Open(path)
+	_, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
+	return p.LoadFile(path)
+}
+
+// LoadFile loads the RDB file at path into the shards at start-up (an
+// AOF's base too), as LoadOnStart does.
+func (p *Engine) LoadFile(path string) error {
+	return p.loadFile(path, true)
+}
+
+// LoadBase loads an AOF's base: as LoadFile, but the replication position
+// the file may name is not the data's (the incremental files go past it).
+func (p *Engine) LoadBase(path string) error { return p.loadFile(path, false) }
+
+func (p *Engine) loadFile(path string, position bool) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("can't open the RDB file %s: %w", path, err)
 	}
@@ -375,7 +390,9 @@ func (p *Engine) LoadOnStart() error {
 	if err != nil {
 		return fmt.Errorf("loading %s: %w", path, err)
 	}
-	p.loaded.Store(pos.Valid())
+	if position {
+		p.loaded.Store(pos.Valid())
+	}
 	p.loadDone(l.Keys(), start)
 	return nil
 }
@@ -411,7 +428,11 @@ func (p *Engine) LoadWhenServing(ready, done <-chan struct{}, end func(error)) {
 			return
 		}
 		p.mu.Lock() // no DEBUG RELOAD meanwhile
-		err := p.LoadOnStart()
+		load := p.LoadOnStart
+		if p.StartupLoad != nil {
+			load = p.StartupLoad
+		}
+		err := load()
 		if err == nil { // a failed load stays loading until the server exits
 			p.startup.Store(false)
 		}

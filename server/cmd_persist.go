@@ -22,6 +22,7 @@ func persistCommands() []*command.Command {
 	return []*command.Command{
 		{Name: "save", Arity: 1, Flags: command.FlagAdmin | command.FlagNoScript | command.FlagNoMulti, InfoFlags: command.FlagNoAsyncLoading, Multi: viaCoord(cmdSave)},
 		{Name: "bgsave", Arity: -1, Flags: command.FlagAdmin | command.FlagNoScript, InfoFlags: command.FlagNoAsyncLoading, Multi: viaCoord(cmdBgsave)},
+		{Name: "bgrewriteaof", Arity: 1, Flags: command.FlagAdmin | command.FlagNoScript, InfoFlags: command.FlagNoAsyncLoading, Multi: viaCoord(cmdBgrewriteaof)},
 		{Name: "lastsave", Tips: "nondeterministic_output", Arity: 1, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, ACLCats: "admin dangerous", Multi: viaCoord(cmdLastSave)},
 	}
 }

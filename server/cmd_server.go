@@ -207,6 +207,7 @@ func cmdConfig(c *Conn, a [][]byte, w *resp.Writer) {
 			return
 		}
 		c.srv.refreshOOM(false) // maxmemory may have changed (oom.go)
+		c.srv.aof.Configure()   // appendonly, appendfsync (package aof)
 		for i := 0; i < len(pairs); i += 2 {
 			if strings.EqualFold(pairs[i], "requirepass") {
 				c.srv.acl.SetRequirepass(pairs[i+1]) // the default user's password

@@ -127,6 +127,7 @@ type Conn struct {
 	// replies before it wait for it and go out in one write with its own,
 	// instead of one write per dispatch step.
 	holdReplies bool
+	aofHeld     bool // the replies wait for the AOF's fsync (aof.go)
 
 	sub   subState
 	gate  client.Gate // CLIENT REPLY (collectReplies)
@@ -271,6 +272,9 @@ func (c *Conn) step() gnet.Action {
 			continue
 		}
 		// The batch is done.
+		if c.holdForAOF() {
+			return gnet.None
+		}
 		c.releaseHeld()
 		if c.protoErr != "" && !c.gate.Muted() {
 			c.out = append(c.out, "-ERR "...)

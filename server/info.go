@@ -205,7 +205,7 @@ func (i *infoWriter) infoPersistence() {
 		saveKeys += in.saveKeys
 	}
 	i.srv.persist.Info(i.st.Writes, saveKeys, i.field)
-	i.field("aof_enabled", 0)
+	i.srv.aof.Info(i.field)
 }
 
 func (i *infoWriter) infoStats() {

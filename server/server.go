@@ -17,6 +17,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/dfly/dfly/acl"
+	"github.com/dfly/dfly/aof"
 	"github.com/dfly/dfly/cluster"
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/config"
@@ -85,6 +86,7 @@ type Server struct {
 	monitors   monitors
 	tracking   *tracking.Registry
 	persist    *persist.Engine  // SAVE, BGSAVE, loading (cmd_persist.go)
+	aof        *aof.Manager     // the append-only file (aof.go)
 	tiered     *offload.Tiering // tiered storage, nil when off (tiered.go)
 	master     *master.Master   // master side of replication (cmd_master.go)
 	replica    replicaState     // replica side of replication (repl_replica.go)
@@ -154,6 +156,8 @@ func New(cfg *config.Config, log *Logger) *Server {
 	}
 	s.setupTiered() // tiered.go
 	s.persist = persist.New(s.shards, s.ShardOf, (*persistHost)(s), log, RedisVersion)
+	s.aof = aof.New(cfg, s.shards, (*aofHost)(s), log)
+	s.persist.StartupLoad = s.aof.StartupLoad(s.persist.LoadOnStart)
 	s.master = master.New(s.shards, (*masterHost)(s), log)
 	s.installTracking()
 	s.setupCluster() // cluster.go
@@ -303,6 +307,7 @@ func (s *Server) Shutdown() {
 			_ = s.eng.Stop(ctx)
 		default:
 		}
+		s.aof.Shutdown()
 	})
 }
 
