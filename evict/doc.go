@@ -8,13 +8,20 @@
 //
 // Where eviction lives: the server samples used memory every 10 ms
 // (server/oom.go: the Go heap's objects, as INFO's used_memory, minus
-// what was evicted since the last completed GC cycle: Budget.Over) and,
+// what was evicted since the last completed GC cycle: Budget.Over, minus
+// what the master holds for its replicas and its snapshots for their
+// consumers, INFO's mem_not_counted_for_evict as Redis's) and,
 // over maxmemory with an evicting policy, asks every shard to free an
 // equal share (maxmemory / shards is each shard's budget; the heap is
 // not measured per shard, so the excess is split evenly). Each shard
 // evicts its own keys on its own goroutine (shard/evict.go: EvictStep,
 // sampling its dash tables, a pool per shard), with no global lock,
-// yielding to its clients once the tenacity's time limit passed.
+// yielding to its clients once the tenacity's time limit passed. While
+// a point-in-time snapshot runs, a shard evicts keys whose buckets it has
+// covered first (shard.Owing): evicting one it still owes would write the
+// bucket out and keep its values alive until the consumer takes them,
+// freeing nothing for a while (a replica's full sync under a write load
+// had the master evict most of its dataset).
 //
 // Invariants:
 //   - Only the shard's owning goroutine evicts its keys, between

@@ -111,6 +111,9 @@ type flow struct {
 	fullAt uint64        // LSN at the cut (full sync)
 	synced atomic.Bool   // the baseline is sent (or there was none)
 	bytes  atomic.Int64  // stream bytes written (full-sync progress)
+	// buffers: what the baseline's chunks and buffers take between the
+	// Slice and the socket (Buffered), as serve last saw them.
+	buffers atomic.Int64
 }
 
 type flowMaster struct {
@@ -380,6 +383,7 @@ func (f *flow) serve(partial bool) {
 		for {
 			c := <-f.out // read to the end even when the replica is gone
 			pace.Step()
+			f.buffers.Store(int64(len(f.out)+len(f.free)+1)*int64(cap(c.Data)) + int64(bw.Size()))
 			m.Materialize(&c)
 			if c.Err != nil && !f.dead.Load() {
 				// The baseline is incomplete (an encoding failed): the last
@@ -408,6 +412,7 @@ func (f *flow) serve(partial bool) {
 		}
 		foreground()
 		release()
+		f.buffers.Store(0)
 		f.synced.Store(true)
 		if !f.dead.Load() {
 			f.m.log.Noticef("Replica flow %d: baseline sent in %.3f s", f.sid, time.Since(start).Seconds())
@@ -431,6 +436,9 @@ func (f *flow) serve(partial bool) {
 				break
 			}
 			f.bytes.Add(int64(len(buf)))
+			if cap(buf) > 4<<20 {
+				buf = nil // a burst's queue is not kept for good (Buffered)
+			}
 			continue
 		}
 		if bw.Buffered() > 0 && !hurried {

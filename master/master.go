@@ -80,6 +80,32 @@ func (m *Master) onEachShard(fn func(*shard.Shard)) {
 	wg.Wait()
 }
 
+// Buffered is what the master holds for its replicas beyond their
+// snapshots (snapshot.Held): the journal queued on dfly flows, the
+// baseline's chunks on their way to the socket, and the Redis-protocol
+// replicas' output not written yet: their output buffers.
+// Eviction does not count it as the dataset's, as Redis's
+// mem_not_counted_for_evict.
+func (m *Master) Buffered() int64 {
+	var n int64
+	m.flows.mu.Lock()
+	for f := range m.flows.flows {
+		f.mu.Lock()
+		n += int64(cap(f.queue))
+		f.mu.Unlock()
+		n += f.buffers.Load()
+	}
+	m.flows.mu.Unlock()
+	m.mu.Lock()
+	for r := range m.replicas {
+		r.omu.Lock()
+		n += int64(cap(r.out))
+		r.omu.Unlock()
+	}
+	m.mu.Unlock()
+	return n
+}
+
 // ---- WAIT and FAILOVER ----
 
 // FlushedOffset is the Redis-protocol stream offset that covers every

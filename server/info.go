@@ -176,6 +176,7 @@ func (i *infoWriter) infoMemory() {
 	if ms.HeapAlloc > 0 {
 		i.field("mem_fragmentation_ratio", fmt.Sprintf("%.2f", float64(rssBytes)/float64(ms.HeapAlloc)))
 	}
+	i.field("mem_not_counted_for_evict", i.srv.notCountedForEvict())
 	i.field("mem_allocator", "go")
 	scripts, libs, fns := i.srv.scripts().Counts()
 	i.field("number_of_cached_scripts", scripts)

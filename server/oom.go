@@ -7,6 +7,7 @@ import (
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/evict"
 	"github.com/dfly/dfly/script"
+	"github.com/dfly/dfly/snapshot"
 )
 
 // Over maxmemory, dfly refuses what Redis's noeviction policy refuses
@@ -55,11 +56,11 @@ func (s *Server) refreshOOM(watcher bool) {
 	if limit > 0 && !tiered && !s.isReplica() {
 		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
 		metrics.Read(sample)
-		used := int64(sample[0].Value.Uint64())
+		used := int64(sample[0].Value.Uint64()) - s.notCountedForEvict()
 		over = used > limit
 		if over && s.cfg.Evict.Policy() != evict.NoEviction {
 			if watcher && s.evictBudget.CollectDue(time.Now()) {
-				used = s.evictBudget.Collect(sample) // garbage is not used memory
+				used = s.evictBudget.Collect(sample) - s.notCountedForEvict() // garbage is not used memory
 				for _, sh := range s.shards {
 					used -= sh.PackedDead() // nor chunk space evicting more would not free
 				}
@@ -75,6 +76,14 @@ func (s *Server) refreshOOM(watcher bool) {
 	s.oom.Store(over)
 	s.refreshGoodReplicas() // repl.go
 }
+
+// notCountedForEvict is what the master holds for its replicas and its
+// snapshots for their consumers, as Redis's mem_not_counted_for_evict (its
+// replicas' output buffers; a fork's copy-on-write is not in its used
+// memory either): counted, a full sync under a write load had the master
+// evict most of its dataset to make room for the writes queued to the
+// replica.
+func (s *Server) notCountedForEvict() int64 { return snapshot.Held() + s.master.Buffered() }
 
 // oomRefusal is the OOM error c's command gets, "" when it may run.
 func (c *Conn) oomRefusal(cmd *command.Command) string {

@@ -64,10 +64,15 @@ func (s *Shard) EvictStep(need int64, limit time.Duration) (freed int64, stuck b
 			s.notePackedDead()
 			return freed, false
 		}
+		s.spareOwed = true
 		db, it := s.victim(p)
+		if db == nil && s.owing() {
+			s.spareOwed = false // every candidate is owed: one of them goes
+			db, it = s.victim(p)
+		}
 		if db == nil {
 			s.notePackedDead()
-			return freed, true
+			return freed, !s.Locks.allHeld && s.Locks.allShared == 0
 		}
 		freed += int64(MemoryUsage(db.Table.Key(it), db.Table.Value(it), 5))
 		db.dropBypassing(it, notify.Evicted, "evicted")
@@ -188,10 +193,27 @@ func (s *Shard) evictable(db *DB, it dash.Iterator, p evict.Policy) bool {
 	if v.Marked() {
 		return false // a value copied across steps (tiered storage)
 	}
+	if s.spareOwed {
+		for _, h := range s.expiryHooks {
+			if o, ok := h.(Owing); ok && o.Owes(db, it) {
+				return false
+			}
+		}
+	}
 	if !s.Locks.Idle() && (s.Locks.allHeld || s.Locks.heldConflict(db.Index, db.Table.Key(it), true)) {
 		return false
 	}
 	return true
+}
+
+// owing: an expiry hook may owe entries (a snapshot runs).
+func (s *Shard) owing() bool {
+	for _, h := range s.expiryHooks {
+		if _, ok := h.(Owing); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // RequestEviction asks the shard, from any goroutine, to free need bytes
@@ -215,7 +237,7 @@ func (r evictRun) Run(s *Shard) {
 	freed, stuck := s.EvictStep(r.need, evict.TimeLimit(s.Evict.Tenacity.Load()))
 	r.budget.Freed(freed)
 	r.budget.Stuck.Store(stuck)
-	if !stuck && freed < r.need && s.Evict.Policy() != evict.NoEviction {
+	if !stuck && freed < r.need && s.Evict.Policy() != evict.NoEviction && !s.Locks.allHeld && s.Locks.allShared == 0 {
 		s.Yield(evictRun{r.need - freed, r.budget})
 		return
 	}

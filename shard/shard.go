@@ -63,6 +63,13 @@ type ExpiryHook interface {
 	OnExpire(db *DB, it Iterator, key string)
 }
 
+// Owing is an expiry hook that would have work to do (and memory to hold)
+// if the entry at it went now: a snapshot that has not covered its
+// bucket. Eviction prefers entries no hook owes.
+type Owing interface {
+	Owes(db *DB, it Iterator) bool
+}
+
 // Stats are counters owned by the shard goroutine; read them through a
 // message to the shard.
 type Stats struct {
@@ -159,6 +166,8 @@ type Shard struct {
 	pool evict.Pool
 	// evicting: a RequestEviction's pass runs or is queued.
 	evicting atomic.Bool
+	// spareOwed: the eviction pass skips entries an expiry hook owes (Owing).
+	spareOwed bool
 	// packedDead: PackedDead's figure (evict.go).
 	packedDead atomic.Int64
 }

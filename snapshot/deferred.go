@@ -108,6 +108,7 @@ func (sl *Slice) retain(n int) {
 		sl.retainQ = append(sl.retainQ, retention{seq, n})
 	}
 	sl.retained += n
+	sl.noteHeld()
 }
 
 // retainedNow is the memory old values still take for deferred records.
@@ -119,6 +120,7 @@ func (sl *Slice) retainedNow() int {
 	}
 	if i > 0 {
 		sl.retainQ = append(sl.retainQ[:0], sl.retainQ[i:]...)
+		sl.noteHeld()
 	}
 	return sl.retained
 }

@@ -80,6 +80,7 @@ type Chunk struct {
 	deferred *deferred
 	size     int // bytes counted against the Slice's pending output
 	refs     int // of which bytes of referenced values (Options.Defer)
+	held     int // memory it holds: its buffer's capacity, deferred records, the values they reference (Held)
 }
 
 // JournalEntry is one encoded journal entry offered to a snapshot that
@@ -268,6 +269,11 @@ type Slice struct {
 	// (Options.Defer): they pace the walk with the other output, but hold
 	// writers back only once replaced (retained, deferred.go).
 	pendingRefs int
+	// pendingHeld: the pending chunks' held, the memory behind
+	// pendingBytes (a chunk of a few DELs still has a chunk-sized buffer).
+	pendingHeld int
+	// noted: what this Slice last added to the process's held bytes (Held).
+	noted int
 	// tid: the thread the shard's goroutine is locked to while the Slice
 	// runs (lockLoop), or -1; it times stretches (startStall).
 	tid int
@@ -770,7 +776,10 @@ func (sl *Slice) takeWire(c Chunk) Chunk {
 	}
 	sl.pendingBytes += c.size - c.refs
 	sl.pendingRefs += c.refs
+	c.held = cap(c.Data) + c.size - len(c.Data)
+	sl.pendingHeld += c.held
 	raise(&stats.maxPending, int64(sl.pendingBytes))
+	sl.noteHeld()
 	return c
 }
 
@@ -1117,6 +1126,23 @@ func (sl *Slice) OnExpire(db *shard.DB, it shard.Iterator, key string) {
 	}
 }
 
+// Owes (shard.Owing): a PIT snapshot still owes the baseline of a
+// bucket an erase at it may change, so evicting it now writes those
+// buckets out first and keeps their values alive until the consumer
+// takes them: eviction prefers keys it does not owe.
+func (sl *Slice) Owes(db *shard.DB, it shard.Iterator) bool {
+	if sl.opt.Mode != PIT || sl.dbs[db.Index].flushed {
+		return false
+	}
+	sl.scratch = db.Table.EraseChanges(sl.scratch[:0], it)
+	for _, b := range sl.scratch {
+		if !sl.visited(db.Index, b) {
+			return true
+		}
+	}
+	return false
+}
+
 // OnMoved (non-PIT): an item moved from a position the walk has not
 // reached to one it has passed would be missed; it is written at the
 // next step (writeMoved). Not now: a move happens inside a command, whose
@@ -1302,13 +1328,42 @@ func (sl *Slice) push() bool {
 		case sl.opt.Out <- sl.pending[0]:
 			sl.pendingBytes -= sl.pending[0].size - sl.pending[0].refs
 			sl.pendingRefs -= sl.pending[0].refs
+			sl.pendingHeld -= sl.pending[0].held
 			sl.pending[0] = Chunk{}
 			sl.pending = sl.pending[1:]
 		default:
+			sl.noteHeld()
 			return false
 		}
 	}
+	sl.noteHeld()
 	return true
+}
+
+// held: the output every Slice holds beyond its consumer's channel and
+// the old values kept alive for its deferred records (Held).
+var held atomic.Int64
+
+// Held is the memory the process's snapshots hold for their consumers
+// (a replica's baseline and the writes journaled behind it, a BGSAVE's
+// file): output their channels did not take yet and old values kept
+// alive for it. Eviction does not count it as the dataset's, as Redis
+// counts neither its replicas' output buffers (mem_not_counted_for_evict)
+// nor a fork's copy-on-write.
+func Held() int64 { return held.Load() }
+
+// noteHeld publishes the Slice's part of Held; once it is done and its
+// output all taken, none (values its consumer has not materialized yet
+// count as the dataset's from then on).
+func (sl *Slice) noteHeld() {
+	n := sl.pendingHeld + sl.retained
+	if sl.done && len(sl.pending) == 0 {
+		n = 0
+	}
+	if n != sl.noted {
+		held.Add(int64(n - sl.noted))
+		sl.noted = n
+	}
 }
 
 // post schedules the next step after the shard's pending I/O (Yield).

@@ -1,7 +1,10 @@
 package tests
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -70,16 +73,23 @@ func evictInt(t *testing.T, c *RawConn, section, field string) int64 {
 // of data over what it uses empty, with policy.
 func evictSetup(t *testing.T, policy string) (*RawConn, int64) {
 	t.Helper()
+	_, c, limit := evictServer(t, policy, 20)
+	return c, limit
+}
+
+// evictServer is evictSetup's server too, with room MB for data.
+func evictServer(t *testing.T, policy string, room int64) (*Server, *RawConn, int64) {
+	t.Helper()
 	srv := StartServer(t)
 	c := srv.Raw(t)
 	c.Timeout = 30 * time.Second
-	limit := evictInt(t, c, "memory", "used_memory") + 20<<20
+	limit := evictInt(t, c, "memory", "used_memory") + room<<20
 	for _, kv := range [][]string{{"maxmemory", strconv.FormatInt(limit, 10)}, {"maxmemory-policy", policy}} {
 		if r := c.Do("CONFIG", "SET", kv[0], kv[1]); r.Str != "OK" {
 			t.Fatalf("CONFIG SET %v: %+v", kv, r)
 		}
 	}
-	return c, limit
+	return srv, c, limit
 }
 
 // evictCheckMemory: used memory is within a few percent of maxmemory (it
@@ -246,6 +256,81 @@ func TestEvictDuringBGSAVE(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("the snapshot differs from the cut: %q, want %q", got[i], want[i])
+		}
+	}
+}
+
+// TestEvictDuringFullSync: a replica's full sync while the master evicts
+// under a write load. What the sync holds for the replica (its baseline's
+// chunks, the writes queued behind them) is not the dataset's memory, as
+// Redis's mem_not_counted_for_evict: the master keeps about maxmemory
+// worth of keys throughout (it evicted its whole dataset), and the
+// replica ends equal to it.
+func TestEvictDuringFullSync(t *testing.T) {
+	master, mc, _ := evictServer(t, "allkeys-lru", 60)
+	evictPipeline(t, mc, evictKeys("base", 90000))
+	time.Sleep(300 * time.Millisecond) // the last evictions
+	before := mc.Do("DBSIZE").Int
+	stop, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- evictLoad(master.Addr, stop) }()
+	rep := StartServer(t)
+	rc := rep.Raw(t)
+	rc.Timeout = 30 * time.Second
+	host, port := splitAddr(t, master.Addr)
+	mustOK(t, rc.Do("REPLICAOF", host, port), "REPLICAOF")
+	least := before
+	waitFor(t, 60*time.Second, "the full sync", func() bool {
+		least = min(least, mc.Do("DBSIZE").Int)
+		return infoField(rc, "replication", "master_link_status") == "up"
+	})
+	time.Sleep(300 * time.Millisecond) // stable sync, still evicting
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	least = min(least, mc.Do("DBSIZE").Int)
+	t.Logf("keys: %d before the sync, %d at least during it; evicted_keys %d", before,
+		least, evictInt(t, mc, "stats", "evicted_keys"))
+	if least < before/2 {
+		t.Errorf("the master held %d keys during the full sync, %d before: the sync's memory was taken for the dataset's", least, before)
+	}
+	if _, ok := info(t, mc, "memory")["mem_not_counted_for_evict"]; !ok {
+		t.Error("INFO memory has no mem_not_counted_for_evict")
+	}
+	waitDigestsEqual(t, mc, rc)
+}
+
+// evictLoad writes new 1000-byte keys to addr, 100 pipelined at a time,
+// until stop.
+func evictLoad(addr string, stop <-chan struct{}) error {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	val := strings.Repeat("w", evictValueSize)
+	for n := 0; ; {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		var b strings.Builder
+		for i := 0; i < 100; i++ {
+			b.WriteString(EncodeCommand("SET", fmt.Sprintf("load:%d", n), val))
+			n++
+		}
+		conn.SetDeadline(time.Now().Add(30 * time.Second))
+		if _, err := io.WriteString(conn, b.String()); err != nil {
+			return err
+		}
+		for i := 0; i < 100; i++ {
+			if rep, err := readReply(r); err != nil {
+				return err
+			} else if rep.IsError() {
+				return fmt.Errorf("SET: %s", rep.Str)
+			}
 		}
 	}
 }
