@@ -14,6 +14,7 @@ import (
 
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/lock"
+	"github.com/dfly/dfly/reclaim"
 	"github.com/dfly/dfly/shard"
 )
 
@@ -186,6 +187,7 @@ func (i *infoWriter) infoMemory() {
 	i.field("maxmemory", i.srv.cfg.MaxMemory)
 	i.field("maxmemory_human", humanBytes(i.srv.cfg.MaxMemory))
 	i.field("maxmemory_policy", i.srv.cfg.Evict.Policy().String())
+	i.field("gc_memory_limit", reclaim.HeapLimit())
 	i.field("gc_cycles", ms.NumGC)
 	i.field("gc_pause_total_ns", ms.PauseTotalNs)
 	i.field("gc_cpu_fraction", fmt.Sprintf("%.6f", ms.GCCPUFraction))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/evict"
+	"github.com/dfly/dfly/reclaim"
 	"github.com/dfly/dfly/script"
 	"github.com/dfly/dfly/snapshot"
 )
@@ -52,6 +53,9 @@ func (s *Server) refreshOOM(watcher bool) {
 	s.cfg.Mu.RLock()
 	limit, tiered := s.cfg.MaxMemory, s.cfg.TieredPrefix != ""
 	s.cfg.Mu.RUnlock()
+	if !watcher {
+		reclaim.LimitHeap(limit, tiered) // CONFIG SET maxmemory moves the heap's cap
+	}
 	over := false
 	if limit > 0 && !tiered && !s.isReplica() {
 		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}

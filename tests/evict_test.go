@@ -334,3 +334,27 @@ func evictLoad(addr string, stop <-chan struct{}) error {
 		}
 	}
 }
+
+// TestEvictHeapLimit: CONFIG SET maxmemory moves the Go heap's cap
+// (GOMEMLIMIT) as --maxmemory sets it at start, and 0 lifts it (INFO
+// memory gc_memory_limit, dfly's).
+func TestEvictHeapLimit(t *testing.T) {
+	if IsRedis() {
+		t.Skip("the Go heap's limit is dfly's")
+	}
+	c := StartServer(t, "--maxmemory", "80mb").Raw(t)
+	limit := func() string { return infoField(c, "memory", "gc_memory_limit") }
+	if got := limit(); got != strconv.Itoa(100<<20) {
+		t.Fatalf("--maxmemory 80mb: gc_memory_limit %s, want %d", got, 100<<20)
+	}
+	for _, tc := range []struct{ maxmemory, want string }{
+		{"200mb", strconv.Itoa(250 << 20)},
+		{"0", "9223372036854775807"},
+		{"40000000", "50000000"},
+	} {
+		mustOK(t, c.Do("CONFIG", "SET", "maxmemory", tc.maxmemory), "CONFIG SET maxmemory")
+		if got := limit(); got != tc.want {
+			t.Errorf("maxmemory %s: gc_memory_limit %s, want %s", tc.maxmemory, got, tc.want)
+		}
+	}
+}

@@ -104,7 +104,7 @@ func run(args []string, stderr io.Writer) int {
 
 // tuneGC gives the collector a room for garbage that does not grow with
 // the dataset (reclaim.Headroom) unless the user set GOGC, and caps the
-// heap at maxmemory (plus headroom) when it is set.
+// heap at maxmemory (plus headroom) when it is set (reclaim.LimitHeap).
 func tuneGC(cfg *config.Config) {
 	if os.Getenv("GOGC") == "" {
 		if cfg.TieredPrefix != "" && cfg.MaxMemory > 0 {
@@ -118,17 +118,7 @@ func tuneGC(cfg *config.Config) {
 			reclaim.SetHeadroom(reclaim.DefaultHeadroom)
 		}
 	}
-	if cfg.MaxMemory > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		limit := cfg.MaxMemory + cfg.MaxMemory/4
-		if cfg.TieredPrefix != "" {
-			// Tiered storage keeps the live heap at (1 - threshold) of
-			// maxmemory, but offloading values at random leaves their
-			// size classes' spans partly empty: at 1.25x the GC runs
-			// nearly back to back (measured: GET 0.4x vs 0.8x at 2x).
-			limit = 2 * cfg.MaxMemory
-		}
-		debug.SetMemoryLimit(limit)
-	}
+	reclaim.LimitHeap(cfg.MaxMemory, cfg.TieredPrefix != "")
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config.Config, error) {
