@@ -60,6 +60,9 @@ func (c *Conn) clusterRefusal(p *pending) string {
 	return e
 }
 
+// Cluster is the node's cluster state (cmd/dfly's etcd watcher applies to it).
+func (s *Server) Cluster() *cluster.State { return s.cluster }
+
 // Cluster and SetReadOnly (READONLY, READWRITE) are cluster.Conn's;
 // Cluster and LocalIP cluster.Host's, for CLUSTER's replies.
 func (c *Conn) Cluster() *cluster.State  { return c.srv.cluster }

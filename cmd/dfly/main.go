@@ -32,6 +32,9 @@ func main() {
 }
 
 func run(args []string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "cluster" {
+		return runCluster(args[1:], os.Stdout, stderr) // cluster.go
+	}
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -68,6 +71,12 @@ func run(args []string, stderr io.Writer) int {
 		log.Warnf("Aborting startup because of ACL errors: %v", err)
 		fmt.Fprintf(stderr, "dfly: %v\n", err)
 		return 1
+	}
+	if cfg.ClusterEtcd != "" {
+		if err := watchEtcd(srv, cfg.ClusterEtcd, cfg.ClusterName, cfg.ClusterAnnounceIP, cfg.Port, log); err != nil {
+			fmt.Fprintf(stderr, "dfly: %v\n", err)
+			return 1
+		}
 	}
 	var loadFailed atomic.Bool
 	srv.LoadOnStart(func(err error) { // listen first, load after, as Redis
