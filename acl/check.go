@@ -27,6 +27,9 @@ func (r *Rules) Check(cmd *command.Command, args [][]byte) (reason, object strin
 	if cmd.Subs == nil && !r.commandAllowed(cmd, args) {
 		return DeniedCommand, cmd.Name
 	}
+	if cmd.Inner != nil {
+		return r.checkInner(cmd.Inner(nil, args))
+	}
 	if !r.allKeys {
 		// A command that writes needs W on its keys, one that only reads
 		// R (Redis judges each key by its key spec: INCR needs both).
@@ -43,6 +46,23 @@ func (r *Rules) Check(cmd *command.Command, args [][]byte) (reason, object strin
 			if !r.channelAllowed(ch, cmd.Name == "psubscribe" || cmd.Name == "punsubscribe") {
 				return DeniedChannel, ch
 			}
+		}
+	}
+	return "", ""
+}
+
+// checkInner judges what a command carries (command.Command.Inner): each
+// command as if called alone, each key it reads itself as a read.
+func (r *Rules) checkInner(calls []command.Call) (reason, object string) {
+	for _, in := range calls {
+		if in.Cmd == nil {
+			if !r.allKeys && !r.keyAllowed(string(in.Args[0]), true, false) {
+				return DeniedKey, string(in.Args[0])
+			}
+			continue
+		}
+		if reason, object := r.Check(in.Cmd, in.Args); reason != "" {
+			return reason, object
 		}
 	}
 	return "", ""

@@ -67,6 +67,12 @@ type Command struct {
 	// KeyPositions overrides the above for commands whose keys are not a
 	// simple range (BITOP, LCS ...); it appends positions to dst.
 	KeyPositions func(dst []int, args [][]byte) []int
+	// Inner lists the commands this one carries and runs as their own
+	// (TXN's mutations and reads) and the keys it reads itself (a Call
+	// without Cmd: TXN's conditions), appended to dst: ACL judges each
+	// command as if it were called alone and each read key as a read, in
+	// place of this command's own keys. Nil for most commands.
+	Inner func(dst []Call, args [][]byte) []Call
 
 	// Exactly one of these runs the command:
 	// Local runs inline on the connection's event loop (no keys).
@@ -286,6 +292,14 @@ func (t *Table) Add(group string, cmds ...*Command) {
 
 // Table is the table the command is in (nil before Table.Add).
 func (c *Command) Table() *Table { return c.table }
+
+// Call is one command with its arguments (Args[0] its name), as another
+// command carries it (Command.Inner); without Cmd, Args[0] is a key the
+// carrying command reads.
+type Call struct {
+	Cmd  *Command
+	Args [][]byte
+}
 
 // Lookup finds a command by its name as sent, in any case, without
 // allocating for names of up to 32 bytes.

@@ -156,6 +156,26 @@ func (m *Mutation) check(t *command.Table, where string) string {
 	return ""
 }
 
+// innerCalls lists what a TXN reads and runs, for ACL: its conditions'
+// keys (reads), then its mutations and ONFAIL reads, each judged as the
+// command it is; nothing when the request does not parse (it will not
+// run). A SEQUENCER condition reads its lock's key.
+func innerCalls(t *command.Table, dst []command.Call, args [][]byte) []command.Call {
+	r, e := Parse(t, args)
+	if e != "" {
+		return dst
+	}
+	for _, c := range r.Conds {
+		dst = append(dst, command.Call{Args: [][]byte{c.Key}})
+	}
+	for _, list := range [][]Mutation{r.Muts, r.OnFail} {
+		for _, m := range list {
+			dst = append(dst, command.Call{Cmd: m.Cmd, Args: m.Args})
+		}
+	}
+	return dst
+}
+
 // keyPositions lists the positions in args of every key of a TXN, the
 // conditions' and the mutations' (ACL's key patterns, COMMAND GETKEYS);
 // nothing for a request that does not parse.

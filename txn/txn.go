@@ -22,6 +22,7 @@ func commands() []*command.Command {
 		KeySpecs: "RW access update incomplete ?", Multi: runTxn}
 	cmd.KeyPositions = func(dst []int, args [][]byte) []int { return keyPositions(cmd.Table(), dst, args) }
 	cmd.Shard = func(x *command.Exec) { runTxnOnShard(cmd.Table(), x) }
+	cmd.Inner = func(dst []command.Call, args [][]byte) []command.Call { return innerCalls(cmd.Table(), dst, args) }
 	return []*command.Command{
 		cmd,
 		{Name: "keyversion", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, KeyFlags: "RO", FirstKey: 1, LastKey: 1, Step: 1,
