@@ -311,3 +311,23 @@ func PromoteReplica(addr, user, password string, timeout time.Duration) error {
 	}
 	return nil
 }
+
+// CaughtUp waits until every online replica acknowledged every write
+// applied so far, or until deadline, and returns those that did not (a
+// shutdown's wait, Redis 7.0's shutdown-timeout).
+func (m *Master) CaughtUp(deadline time.Time) []Replica {
+	m.AskAcks()
+	m.Hurry()
+	for {
+		var lagging []Replica
+		for _, r := range m.Replicas(true) {
+			if r.Online && !r.Caught {
+				lagging = append(lagging, r)
+			}
+		}
+		if len(lagging) == 0 || !time.Now().Before(deadline) {
+			return lagging
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

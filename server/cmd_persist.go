@@ -4,7 +4,9 @@ package server
 // persist, and what persist needs of the server (persistHost).
 
 import (
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/offload"
@@ -91,11 +93,25 @@ func (s *Server) LoadOnStart(end func(error)) { s.persist.LoadWhenServing(s.read
 
 // SaveBeforeShutdown writes the final snapshot (SHUTDOWN SAVE, or SHUTDOWN
 // and SIGTERM with save points configured).
-// A replica's link stops first, so the file keeps its exact position.
+// Writes are paused first (acknowledged after the cut, they would be
+// lost), a master waits up to shutdown-timeout for its replicas to
+// acknowledge every write (Redis 7.0), and a replica's link stops, so the
+// file keeps the data's exact position and is where its replicas are.
 func (s *Server) SaveBeforeShutdown() error {
+	secs, _ := strconv.Atoi(s.cfg.Value("shutdown-timeout"))
+	deadline := time.Now().Add(time.Duration(secs) * time.Second)
+	s.holdWrites(true)
+	s.drainWrites(deadline, nil, nil)
 	resume := s.stopLinkForSave()
+	if !s.isReplica() && len(s.master.Replicas(false)) > 0 {
+		s.log.Noticef("Waiting for replicas before shutting down.")
+		for _, r := range s.master.CaughtUp(deadline) {
+			s.log.Warnf("Lagging replica %s:%d: it did not acknowledge every write.", r.Host, r.Port)
+		}
+	}
 	err := s.persist.SaveBeforeShutdown()
 	if err != nil {
+		s.holdWrites(false)
 		resume()
 	}
 	return err

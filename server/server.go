@@ -311,12 +311,15 @@ func (s *Server) Shutdown() {
 	})
 }
 
+// busyConns counts the connections with a command in flight, but for
+// those parked at a pause (a shutdown's save holds writes: they wait for
+// nothing).
 func (s *Server) busyConns() int {
 	s.connsMu.Lock()
 	defer s.connsMu.Unlock()
 	n := 0
 	for _, c := range s.conns {
-		if c.busy.Load() {
+		if c.busy.Load() && !c.parked.Load() {
 			n++
 		}
 	}

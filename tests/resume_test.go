@@ -9,11 +9,14 @@ package tests
 // DFLY_TEST_TARGET=redis runs the same against redis-server.
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // syncCounts is a master's resyncs served so far: full and partial, of
@@ -94,17 +97,25 @@ func rejoin(t *testing.T, mconf string, mport int, r *Server, full0, partial0 in
 	return m
 }
 
+// savingMaster starts a master that saves on shutdown (mconf, its
+// configuration file) and a replica of it.
+func savingMaster(t *testing.T) (m *Server, mconf string, r *Server) {
+	t.Helper()
+	mport := freePort(t)
+	mconf = resumeConfig(t, t.TempDir(), mport, "")
+	m = startResumable(t, mconf, mport, "rdb")
+	r = StartServer(t, "--shards", "3")
+	replicaOf(t, r, m.Addr)
+	waitReplicaLinkUp(t, r, 30*time.Second)
+	return m, mconf, r
+}
+
 // The old master, stopped by SIGTERM (saving), returns after its replica
 // was promoted, as that replica's replica by its configuration file: it
 // continues by a partial sync and ends with the new master's data.
 func TestOldMasterResumesPartialSync(t *testing.T) {
-	dir := t.TempDir()
-	mport := freePort(t)
-	mconf := resumeConfig(t, dir, mport, "")
-	m := startResumable(t, mconf, mport, "rdb")
-	r := StartServer(t, "--shards", "3")
-	replicaOf(t, r, m.Addr)
-	waitReplicaLinkUp(t, r, 30*time.Second)
+	m, mconf, r := savingMaster(t)
+	mport := m.Port
 	mc := m.Raw(t)
 	writeHistory(t, mc, "before", 200)
 	if err := m.Terminate(30 * time.Second); err != nil {
@@ -193,5 +204,43 @@ func TestOldMasterResumesPartialSyncFromRedis(t *testing.T) {
 	want, got := digests(t, rc, m2.Raw(t))
 	if diff := digestDiff(want, got); len(diff) > 0 {
 		t.Fatalf("old master differs from the new one: %v", diff)
+	}
+}
+
+// A master stopped by SIGTERM under a write load first waits (up to
+// shutdown-timeout, writes paused) until its replica acknowledged every
+// write, as Redis 7.0 does, then saves: the replica and the master's file
+// hold the same data, the place where a returning old master continues.
+func TestShutdownWaitsForReplicas(t *testing.T) {
+	m, mconf, r := savingMaster(t)
+	mport := m.Port
+	done := make(chan struct{})
+	cl := m.ClientWith(t, &redis.Options{MaxRetries: -1})
+	go func() { // pipelined writes until the master goes
+		defer close(done)
+		for i := 0; ; i++ {
+			_, err := cl.Pipelined(context.Background(), func(p redis.Pipeliner) error {
+				for j := range 50 {
+					p.RPush(context.Background(), "list", i*50+j)
+				}
+				return nil
+			})
+			if err != nil {
+				return
+			}
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := m.Terminate(30 * time.Second); err != nil {
+		t.Fatalf("master's exit after SIGTERM: %v", err)
+	}
+	<-done
+	m2 := startResumable(t, mconf, mport, "rdb") // its file, as a master
+	mc, rc := m2.Raw(t), r.Raw(t)
+	if a, b := mc.Do("LLEN", "list").Int, rc.Do("LLEN", "list").Int; a != b || a == 0 {
+		t.Fatalf("the master's file holds %d elements, its replica %d", a, b)
+	}
+	if a, b := mc.Do("DEBUG", "DIGEST").Str, rc.Do("DEBUG", "DIGEST").Str; a != b {
+		t.Fatalf("digests differ: the master's file %s, its replica %s", a, b)
 	}
 }
