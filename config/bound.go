@@ -56,6 +56,23 @@ var bindings = map[string]binding{
 			c.store("maxmemory", v)
 			return err
 		}},
+	"maxmemory-clients": {
+		get: func(c *Config) string {
+			if n := c.Limits.Memory.Load(); n < 0 {
+				return strconv.FormatInt(-n, 10) + "%"
+			} else {
+				return strconv.FormatInt(n, 10)
+			}
+		},
+		set: func(c *Config, v string) error { // the checked form: "10%" or bytes
+			pct, isPct := strings.CutSuffix(v, "%")
+			n, err := strconv.ParseInt(pct, 10, 64)
+			if isPct {
+				n = -n
+			}
+			c.Limits.Memory.Store(n)
+			return err
+		}},
 	"proto-max-bulk-len": int64Field(func(c *Config) *int64 { return &c.ProtoMaxBulk }),
 	"protected-mode": {get: func(c *Config) string { return YesNo(c.ProtectedMode) },
 		set: func(c *Config, v string) error { c.ProtectedMode = v == "yes"; return nil }},

@@ -36,8 +36,28 @@ type OutputLimit struct {
 type ClientLimits struct {
 	Out   [ClientClasses]OutputLimit
 	Query atomic.Int64
-	// Disconnections, INFO stats (Redis 7.2's fields).
-	OutClosed, QueryClosed atomic.Int64
+	// Memory is maxmemory-clients: bytes, or a percent of maxmemory as a
+	// negative number (as Redis keeps it); 0: no client eviction.
+	Memory atomic.Int64
+	// Disconnections, INFO stats (Redis 7.2's fields; Evicted is 7.0's
+	// evicted_clients).
+	OutClosed, QueryClosed, Evicted atomic.Int64
+}
+
+// ClientEvictionLimit is the clients' memory over which the largest go
+// (maxmemory-clients, Redis's getClientEvictionLimit): 0 when off, and no
+// less than 128 KiB, so that a bad setting still lets clients talk.
+func (c *Config) ClientEvictionLimit() int64 {
+	n := c.Limits.Memory.Load()
+	if n < 0 {
+		c.Mu.RLock()
+		n = int64(float64(c.MaxMemory) * float64(-n) / 100)
+		c.Mu.RUnlock()
+	}
+	if n <= 0 {
+		return 0
+	}
+	return max(n, 128<<10)
 }
 
 func (l *ClientLimits) setDefaults() {

@@ -101,6 +101,32 @@ func (s *Server) clientsCron() {
 	}
 }
 
+// evictClients closes the clients using the most memory while all of
+// them use maxmemory-clients or more (package client's Evictees), but
+// those that said CLIENT NO-EVICT on, as Redis 7.0's client eviction.
+func (s *Server) evictClients() {
+	limit := s.cfg.ClientEvictionLimit()
+	if limit == 0 {
+		return
+	}
+	conns := s.clientList()
+	us := make([]client.Usage, len(conns))
+	for i, c := range conns {
+		var inf client.Info
+		c.bufferFields(&inf)
+		c.info.Lock()
+		us[i] = client.Usage{Mem: inf.TotMem, Exempt: c.info.noEvict}
+		c.info.Unlock()
+	}
+	for _, i := range client.Evictees(us, limit) {
+		if c := conns[i]; c.outClosing.CompareAndSwap(false, true) { // no reply after
+			s.cfg.Limits.Evicted.Add(1)
+			s.log.Noticef("Evicting client: %s", c.describe())
+			_ = c.gc.Close()
+		}
+	}
+}
+
 // class is the connection's output class: pubsub while it has
 // subscriptions, else normal (MONITOR included, as in Redis).
 func (c *Conn) class() config.ClientClass {

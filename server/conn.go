@@ -89,7 +89,7 @@ type Conn struct {
 		// the loop's own state as CLIENT LIST on another loop shows it.
 		subs    [subKinds]int
 		monitor bool
-		noEvict bool      // CLIENT NO-EVICT (no eviction here: shown only)
+		noEvict bool      // CLIENT NO-EVICT: exempt from client eviction (evictClients)
 		user    *acl.User // Conn.user, for other loops
 	}
 

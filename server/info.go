@@ -241,6 +241,7 @@ func (i *infoWriter) infoStats() {
 	i.field("total_error_replies", i.srv.errors.total.Load())
 	i.field("expired_keys", i.st.ExpiredKeys)
 	i.field("evicted_keys", i.st.EvictedKeys)
+	i.field("evicted_clients", i.srv.cfg.Limits.Evicted.Load())
 	i.field("keyspace_hits", i.st.Hits)
 	i.field("keyspace_misses", i.st.Misses)
 	bs := i.srv.borrowStats()

@@ -37,6 +37,7 @@ func (s *Server) watchMemory() {
 			return
 		case <-t.C:
 			s.refreshOOM(true)
+			s.evictClients() // clientbuf.go
 		}
 	}
 }

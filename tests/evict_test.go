@@ -358,3 +358,30 @@ func TestEvictHeapLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestClientEviction: over maxmemory-clients the client using the most
+// memory is closed (a big command half sent, its query buffer), the one
+// that said CLIENT NO-EVICT on stays, and INFO counts evicted_clients.
+func TestClientEviction(t *testing.T) {
+	srv := StartServer(t)
+	c := srv.Raw(t)
+	mustOK(t, c.Do("CLIENT", "NO-EVICT", "on"), "CLIENT NO-EVICT on")
+	kept, evicted := srv.Raw(t), srv.Raw(t)
+	mustOK(t, kept.Do("CLIENT", "NO-EVICT", "on"), "CLIENT NO-EVICT on")
+	mustOK(t, evicted.Do("CLIENT", "NO-EVICT", "off"), "CLIENT NO-EVICT off")
+	mustOK(t, c.Do("CONFIG", "SET", "maxmemory-clients", "3mb"), "CONFIG SET maxmemory-clients")
+	const size = 8 << 20
+	head := fmt.Sprintf("*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$%d\r\n", size)
+	part := strings.Repeat("x", 4<<20)
+	kept.Write(head + part)
+	go io.WriteString(evicted.conn, head+part) // closed before it is all written, perhaps
+	evicted.ExpectClosed(10 * time.Second)
+	kept.Write(strings.Repeat("x", size-len(part)) + "\r\n")
+	mustOK(t, kept.MustRead(), "the exempt client's SET")
+	if n := evictInt(t, c, "stats", "evicted_clients"); n != 1 {
+		t.Errorf("evicted_clients %d, want 1", n)
+	}
+	if r := c.Do("STRLEN", "big"); r.Int != size {
+		t.Errorf("STRLEN big: %+v", r)
+	}
+}
