@@ -21,6 +21,10 @@ type DB struct {
 	// reserved, reservedExp: the keys (with TTL) Reserve announced since
 	// the last Flush.
 	reserved, reservedExp int
+	// Swaps counts the SWAPDBs this index took part in: the same key in
+	// the same bucket may be another table's after one, so a key's version
+	// (package txn) includes it.
+	Swaps uint64
 }
 
 func newDB(s *Shard, index int) *DB {

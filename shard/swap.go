@@ -28,6 +28,8 @@ func (s *Shard) SwapDBs(a, b int) {
 		s.Stats.Writes++ // journal, dirty count
 	}
 	da.Table, db.Table = db.Table, da.Table
+	da.Swaps++
+	db.Swaps++
 	da.Expire, db.Expire = db.Expire, da.Expire
 	da.strs, db.strs = db.strs, da.strs
 	da.expiryCursor, db.expiryCursor = db.expiryCursor, da.expiryCursor

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TXN and KEYVERSION (package txn, issue 42) under concurrency. The
@@ -283,5 +284,41 @@ func TestTxnReplicaDigest(t *testing.T) {
 	waitDigestsEqualMatch(t, mc, rc, "*")
 	if r := rc.Do("GET", "hot:0"); r.Str == "" {
 		t.Fatal("the replica has no hot:0")
+	}
+}
+
+// TestTxnVersionAcrossSwapDB: a version read before a SWAPDB never matches
+// after it, even where both databases' buckets carry the same version (a
+// BGSAVE raises every bucket it marks to the snapshot's version).
+func TestTxnVersionAcrossSwapDB(t *testing.T) {
+	if target != targetDfly {
+		t.Skip("TXN and KEYVERSION are dfly's")
+	}
+	s := StartServer(t, "--shards", "1")
+	c := s.Raw(t)
+	mustOK(t, c.Do("SET", "k", "db0"), "SET")
+	mustOK(t, c.Do("SELECT", "1"), "SELECT")
+	mustOK(t, c.Do("SET", "k", "db1"), "SET")
+	mustOK(t, c.Do("SELECT", "0"), "SELECT")
+	if r := c.Do("BGSAVE"); r.IsError() {
+		t.Fatalf("BGSAVE: %s", r)
+	}
+	waitUntil(t, 10*time.Second, "BGSAVE done", func() bool {
+		return strings.Contains(c.Do("INFO", "persistence").Str, "rdb_bgsave_in_progress:0")
+	})
+	before := c.Do("KEYVERSION", "k").Str
+	mustOK(t, c.Do("SWAPDB", "0", "1"), "SWAPDB")
+	if r := c.Do("GET", "k"); r.Str != "db1" {
+		t.Fatalf("GET after SWAPDB: %s", r)
+	}
+	if after := c.Do("KEYVERSION", "k").Str; after == before {
+		t.Fatalf("KEYVERSION unchanged across SWAPDB: %s", after)
+	}
+	r := c.Do("TXN", "IF", "VERSION", "k", before, "DO", "3", "SET", "k", "stale")
+	if !r.IsError() || !strings.HasPrefix(r.Str, "PRECONDITION") {
+		t.Fatalf("TXN with a version read before SWAPDB: %s", r)
+	}
+	if r := c.Do("GET", "k"); r.Str != "db1" {
+		t.Fatalf("GET after the refused TXN: %s", r)
 	}
 }

@@ -14,11 +14,16 @@ import (
 var incarnation = rand.Uint64()
 
 // appendVersion appends the version of the key at it: the incarnation in
-// 16 hex digits, '-', the key's bucket version in decimal.
+// 16 hex digits, '-', the key's bucket version in decimal. A SWAPDB gives
+// the database another table whose buckets' versions come from the same
+// clock, and a snapshot raises buckets of every table to one version: so
+// the database's swap count is mixed into the first part, and a version
+// read before a SWAPDB never matches after it.
 func appendVersion(dst []byte, db *shard.DB, it shard.Iterator) []byte {
 	const digits = "0123456789abcdef"
+	id := incarnation + db.Swaps*0x9e3779b97f4a7c15 // odd: distinct for 2^64 swaps
 	for shift := 60; shift >= 0; shift -= 4 {
-		dst = append(dst, digits[incarnation>>uint(shift)&0xf])
+		dst = append(dst, digits[id>>uint(shift)&0xf])
 	}
 	dst = append(dst, '-')
 	return strconv.AppendUint(dst, db.Version(it), 10)
