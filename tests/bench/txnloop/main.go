@@ -4,10 +4,11 @@
 // optimistic loop (-mode watch: WATCH k and GET k pipelined, then MULTI,
 // SET k v+1, EXEC pipelined, again on a null EXEC: two round trips an
 // attempt) or with dfly's TXN (-mode txn: KEYVERSION k and GET k
-// pipelined, then TXN IF VERSION k <version> DO 3 SET k v+1 ONFAIL 2 GET k
-// ONFAIL 2 KEYVERSION k, again on PRECONDITION with the value and version
-// its ONFAIL reads answered: two round trips the first attempt, one each
-// retry). After
+// pipelined once, then TXN IF VERSION k <version> DO 3 SET k v+1 DO 2
+// KEYVERSION k ONFAIL 2 GET k ONFAIL 2 KEYVERSION k: a commit answers the
+// new version and a failure the current value and version, so every try
+// after the first is one round trip — what WATCH cannot do, since a value
+// known from one's own commit may be stale by the next WATCH). After
 // the run every key must equal the commits made on it (a lost update
 // makes the program exit 1). It prints one line:
 //
@@ -62,11 +63,13 @@ func main() {
 			c := redis.NewClient(&redis.Options{Addr: *addr, PoolSize: 1})
 			defer c.Close()
 			r := rand.New(rand.NewPCG(uint64(w), 42))
-			var st txnState // what the client read of its key, until it commits
+			// What the client last learnt of each key (a version is a key's
+			// alone: another key's may be equal, so never mix them).
+			st := make([]txnState, *keys)
 			for time.Now().Before(deadline) {
 				k := r.IntN(*keys)
 				for {
-					ok, err := increment(ctx, c, names[k], &st)
+					ok, err := increment(ctx, c, names[k], &st[k])
 					if err != nil {
 						fail(err)
 					}
@@ -115,8 +118,10 @@ func increment(ctx context.Context, c *redis.Client, key string, st *txnState) (
 		}
 		st.value, st.version = v, ver.Val()
 	}
+	// The last DO reads the new version: a commit answers what the next
+	// try needs, as a failure's ONFAIL reads do, so no try reads first.
 	res, err := c.Do(ctx, "TXN", "IF", "VERSION", key, st.version, "DO", "3", "SET", key, st.value+1,
-		"ONFAIL", "2", "GET", key, "ONFAIL", "2", "KEYVERSION", key).Slice()
+		"DO", "2", "KEYVERSION", key, "ONFAIL", "2", "GET", key, "ONFAIL", "2", "KEYVERSION", key).Slice()
 	if err != nil {
 		return false, err
 	}
@@ -132,7 +137,7 @@ func increment(ctx context.Context, c *redis.Client, key string, st *txnState) (
 		st.value, st.version = v, res[2]
 		return false, nil
 	}
-	st.version = nil
+	st.value, st.version = st.value+1, res[1]
 	return true, nil
 }
 
