@@ -5,10 +5,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/dfly/dfly/command"
+	"github.com/dfly/dfly/types/num"
 )
 
 // Mode is --cluster_mode.
@@ -188,6 +190,9 @@ type Route struct {
 	Keys   bool // some key was added
 	Cross  bool // keys of several slots
 	Writes bool // a command that is not read-only
+	// Forbid: a command reaching another database, refused as Redis
+	// Cluster refuses it (after CROSSSLOT and MOVED).
+	Forbid string
 }
 
 // AddKey adds a key's slot.
@@ -204,6 +209,9 @@ func (r *Route) AddKey(key []byte) {
 // Add adds the keys of cmd called with args; pos is scratch for their
 // positions, returned for reuse.
 func (r *Route) Add(cmd *command.Command, args [][]byte, pos []int) []int {
+	if otherDB[cmd.Name] {
+		r.Forbid = forbidden(cmd.Name, args)
+	}
 	pos = cmd.Keys(pos[:0], args)
 	if len(pos) == 0 {
 		return pos
@@ -229,13 +237,13 @@ const (
 // group's slots to a connection that sent READONLY.
 func (s *State) Refusal(r *Route, readOnly bool) string {
 	if !r.Keys {
-		return ""
+		return r.Forbid
 	}
 	if r.Cross {
 		return ErrCrossSlot
 	}
 	if s.Mode != Yes {
-		return ""
+		return r.Forbid
 	}
 	v := s.view.Load()
 	if v == nil || v.owner[r.Slot] < 0 {
@@ -243,7 +251,7 @@ func (s *State) Refusal(r *Route, readOnly bool) string {
 	}
 	g := int(v.owner[r.Slot])
 	if g == v.Group && (v.Master || readOnly && !r.Writes) {
-		return ""
+		return r.Forbid
 	}
 	return "MOVED " + strconv.Itoa(r.Slot) + " " + v.Topology.Groups[g].Master.Addr()
 }
@@ -257,7 +265,29 @@ func (s *State) Checks(n int) bool {
 // Skips reports whether cmd needs no check: in emulated mode, a command
 // with at most one key position cannot cross slots.
 func (s *State) Skips(cmd *command.Command) bool {
-	return s.Mode == Emulated && cmd.KeyPositions == nil && cmd.FirstKey == cmd.LastKey && cmd.Name != "exec"
+	return s.Mode == Emulated && cmd.KeyPositions == nil && cmd.FirstKey == cmd.LastKey && cmd.Name != "exec" && !otherDB[cmd.Name]
+}
+
+// otherDB are the commands that can reach a database other than 0.
+var otherDB = map[string]bool{"move": true, "swapdb": true, "copy": true}
+
+// forbidden is Redis Cluster's error for command name with args when it
+// would reach another database, "" otherwise (COPY ... DB 0).
+func forbidden(name string, args [][]byte) string {
+	switch name {
+	case "move":
+		return "ERR MOVE is not allowed in cluster mode"
+	case "swapdb":
+		return "ERR SWAPDB is not allowed in cluster mode"
+	}
+	for i := 3; i+1 < len(args); i++ {
+		if strings.EqualFold(string(args[i]), "db") {
+			if n, ok := num.ParseInt(args[i+1]); !ok || n != 0 {
+				return "ERR Copying to another database is not allowed in cluster mode"
+			}
+		}
+	}
+	return ""
 }
 
 // Info writes INFO's cluster section: cluster_enabled as Redis, then dfly's

@@ -81,6 +81,11 @@ func TestClusterEmulatedReplies(t *testing.T) {
 		{[]string{"READONLY"}, "OK"},
 		{[]string{"READWRITE"}, "OK"},
 		{[]string{"GET", "a"}, `"3"`},
+		{[]string{"MOVE", "a", "1"}, "(error) ERR MOVE is not allowed in cluster mode"},
+		{[]string{"SWAPDB", "0", "1"}, "(error) ERR SWAPDB is not allowed in cluster mode"},
+		{[]string{"COPY", "a", "b", "DB", "1"}, "(error) CROSSSLOT Keys in request don't hash to the same slot"},
+		{[]string{"COPY", "{a}1", "{a}3", "DB", "1"}, "(error) ERR Copying to another database is not allowed in cluster mode"},
+		{[]string{"COPY", "{a}1", "{a}3", "DB", "0"}, "(integer) 1"},
 	})
 	keys := c.Do("CLUSTER", "GETKEYSINSLOT", "15495", "2")
 	if len(keys.Elems) != 2 {

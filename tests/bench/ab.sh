@@ -13,7 +13,10 @@
 # CLIENT_CPU.
 # Usage: tests/bench/ab.sh /tmp/dfly-before /tmp/dfly-after
 # Env: ROUNDS (default 3), N (redis-benchmark requests, default 500000),
-# DUR (txbench seconds, default 3), DFLY_FLAGS (extra flags for both).
+# DUR (txbench seconds, default 3), DFLY_FLAGS (extra flags for both),
+# TXBENCH_ARGS (more txbench flags, e.g. "-place same": a transaction's keys
+# under one hash tag), WORKLOADS (default "SET:1 SET:16 GET:1 GET:16 multi:1
+# multi:8 eval:1 eval:8").
 set -euo pipefail
 (($# == 2)) || { echo "usage: $0 DFLY_BIN_A DFLY_BIN_B" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
@@ -61,7 +64,8 @@ run() {
 			awk -F, 'NR > 1 { gsub(/"/, "", $2); print $2 }')
 		ops=$N ;;
 	*)
-		rate=$(taskset -c "$CLIENT_CPU" "$work/txbench" -raw -P "$p" -t "$w" -d "${DUR}s" \
+		# shellcheck disable=SC2086 # TXBENCH_ARGS is split on purpose
+		rate=$(taskset -c "$CLIENT_CPU" "$work/txbench" -raw -P "$p" -t "$w" -d "${DUR}s" ${TXBENCH_ARGS:-} \
 			-addr "127.0.0.1:${port[$b]}" | awk '{ print $2 }')
 		ops=$((${rate%.*} * DUR)) ;;
 	esac
@@ -71,8 +75,8 @@ run() {
 }
 
 printf "%-6s %3s %5s %3s %12s %8s %10s\n" work P round b ops/s us/op allocs/op
-for spec in "SET 1" "SET 16" "GET 1" "GET 16" "multi 1" "multi 8" "eval 1" "eval 8"; do
-	read -r w p <<<"$spec"
+for spec in ${WORKLOADS:-SET:1 SET:16 GET:1 GET:16 multi:1 multi:8 eval:1 eval:8}; do
+	w=${spec%:*} p=${spec#*:}
 	for r in $(seq "$ROUNDS"); do
 		for b in A B; do
 			read -r ops us allocs <<<"$(run "$b" "$w" "$p")"
