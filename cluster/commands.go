@@ -177,32 +177,42 @@ var help = []string{
 
 // keysInSlot scans database 0 of every shard for the live keys of slot, at
 // most limit of them (-1: all). A scan, not an index: it costs the writes
-// nothing (the cost is in the commit message that measured it).
+// nothing. Each shard scans scanStep buckets per message, as SCAN does, so
+// a big keyspace never holds a shard for long (1M keys: 0.16-0.6 s in
+// all on a loaded 2-core host).
 func keysInSlot(x *command.Coord, slot, limit int) []string {
-	res := make([][]string, x.NumShards())
-	x.OnEach(func(s *shard.Shard) {
-		db := s.DBs[0]
-		now := s.Now()
-		var cur uint64
-		for {
-			cur = db.Table.Traverse(cur, func(it dash.Iterator) {
-				if limit >= 0 && len(res[s.ID]) >= limit {
-					return
-				}
-				k := db.Table.Key(it)
-				if KeySlot([]byte(k)) != slot {
-					return
-				}
-				if at, ok := db.ExpireAt(it); ok && at <= now {
-					return
-				}
-				res[s.ID] = append(res[s.ID], strings.Clone(k))
-			})
-			if cur == 0 {
-				break
+	n := x.NumShards()
+	res := make([][]string, n)
+	cursors := make([]uint64, n)
+	done := make([]bool, n)
+	for left := n; left > 0; {
+		x.OnEach(func(s *shard.Shard) {
+			if done[s.ID] {
+				return
+			}
+			db, now, cur := s.DBs[0], s.Now(), cursors[s.ID]
+			for i := 0; i < scanStep && !done[s.ID]; i++ {
+				cur = db.Table.Traverse(cur, func(it dash.Iterator) {
+					k := db.Table.Key(it)
+					if limit >= 0 && len(res[s.ID]) >= limit || KeySlot([]byte(k)) != slot {
+						return
+					}
+					if at, ok := db.ExpireAt(it); ok && at <= now {
+						return
+					}
+					res[s.ID] = append(res[s.ID], strings.Clone(k))
+				})
+				done[s.ID] = cur == 0 || limit >= 0 && len(res[s.ID]) >= limit
+			}
+			cursors[s.ID] = cur
+		})
+		left = 0
+		for _, d := range done {
+			if !d {
+				left++
 			}
 		}
-	})
+	}
 	var out []string
 	for _, r := range res {
 		out = append(out, r...)
@@ -212,6 +222,9 @@ func keysInSlot(x *command.Coord, slot, limit int) []string {
 	}
 	return out
 }
+
+// scanStep is the buckets a shard scans per message for keysInSlot.
+const scanStep = 1024
 
 func cmdDflyCluster(x *command.Coord) {
 	_, st := hostOf(x)

@@ -87,6 +87,20 @@ func TestClusterEmulatedReplies(t *testing.T) {
 		{[]string{"COPY", "{a}1", "{a}3", "DB", "1"}, "(error) ERR Copying to another database is not allowed in cluster mode"},
 		{[]string{"COPY", "{a}1", "{a}3", "DB", "0"}, "(integer) 1"},
 	})
+	// Counted over a keyspace scanned in many steps per shard.
+	c.Do("DEBUG", "POPULATE", "100000")
+	want := 0
+	for i := range 100000 {
+		if keySlot("key:"+strconv.Itoa(i)) == 100 {
+			want++
+		}
+	}
+	if got := c.Do("CLUSTER", "COUNTKEYSINSLOT", "100").Int; got != int64(want) {
+		t.Errorf("COUNTKEYSINSLOT 100 after DEBUG POPULATE 100000: %d, want %d", got, want)
+	}
+	if got := c.Do("CLUSTER", "GETKEYSINSLOT", "100", "1000"); len(got.Elems) != want {
+		t.Errorf("GETKEYSINSLOT 100 1000: %d keys, want %d", len(got.Elems), want)
+	}
 	keys := c.Do("CLUSTER", "GETKEYSINSLOT", "15495", "2")
 	if len(keys.Elems) != 2 {
 		t.Errorf("GETKEYSINSLOT 15495 2: %v", keys)
