@@ -97,19 +97,27 @@ type Engine struct {
 	slicesMu sync.Mutex
 	slices   []*snapshot.Slice
 	// loaded is the replication position of the file the start-up load
-	// read (LoadedPosition).
-	loaded atomic.Pointer[replpos.Position]
+	// read (LoadedPosition), loadedWrites the shards' write count then.
+	loaded       atomic.Pointer[replpos.Position]
+	loadedWrites atomic.Uint64
 	// StartupLoad, when set, is the start-up load instead of LoadOnStart's
 	// (the append-only file's, package aof).
 	StartupLoad func() error
 }
 
 // LoadedPosition is the replication position the start-up load found in
-// the file (empty: none): a server started as a replica offers it to its
-// master.
+// the file, as long as the dataset is still the file's (no write since
+// the load); empty otherwise. A server that becomes a replica offers it
+// to its master: started as one (replicaof), or a master restarted from
+// its file that Sentinel turns into one. Not on a shard's goroutine.
 func (p *Engine) LoadedPosition() *replpos.Position {
 	if pos := p.loaded.Load(); pos != nil {
-		return pos
+		var writes atomic.Uint64
+		p.onEachShard(func(sh *shard.Shard) { writes.Add(sh.Stats.Writes) })
+		if writes.Load() == p.loadedWrites.Load() {
+			return pos
+		}
+		p.loaded.Store(nil) // the data moved on: for good
 	}
 	return &replpos.Position{}
 }

@@ -502,6 +502,7 @@ func (p *Engine) loadDone(keys int, start time.Time) {
 		}
 	}
 	p.writesAtSave.Store(writes.Load())
+	p.loadedWrites.Store(writes.Load())
 	p.log.Noticef("DB loaded from disk: %d keys in %.3f seconds", keys, time.Since(start).Seconds())
 }
 

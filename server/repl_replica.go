@@ -180,6 +180,10 @@ func (s *Server) replicaOfLocked(host string, port int, replid string, offset in
 				replid, offset = "", 0
 			}
 		}
+	} else if replid == "" && own == nil && !rs.active.Load() {
+		// A master whose data is still its file's: the file's position.
+		pos := s.persist.LoadedPosition()
+		replid, offset, offer = pos.ReplID, pos.Offset, master.FlowHistory(pos)
 	}
 	// Its own history ends here: from now on its data follows the new
 	// master's.
@@ -477,8 +481,7 @@ func (s *Server) StartReplicaOf() {
 	go func() {
 		select {
 		case <-s.ready: // and loaded: the file's position is offered
-			pos := s.persist.LoadedPosition()
-			s.replicaOfHistory(host, port, pos.ReplID, pos.Offset, master.FlowHistory(pos))
+			s.replicaOf(host, port)
 		case <-s.done:
 		}
 	}()

@@ -71,28 +71,50 @@ func writeHistory(t *testing.T, c *RawConn, tag string, n int) {
 	}
 }
 
+// How an old master returns: as Sentinel leaves its configuration file
+// (replicaof in it), or as a master Sentinel then turns into a replica
+// with REPLICAOF — before any write, or after one (its data no longer
+// the file's: only a full sync will do).
+const (
+	rejoinByFile    = "replicaof-in-file"
+	rejoinByCommand = "master-then-REPLICAOF"
+	rejoinWritten   = "master-written-then-REPLICAOF"
+)
+
 // rejoin restarts the old master from mconf as a replica of r, the new
-// master, as Sentinel leaves its configuration file, and checks that r
-// served it one more partial sync and no full one (r had served full0
-// and partial0).
-func rejoin(t *testing.T, mconf string, mport int, r *Server, full0, partial0 int) *Server {
+// master, as how says, and checks that r served it one more partial sync
+// and no full one (one full one after a write).
+func rejoin(t *testing.T, mconf string, mport int, r *Server, how string) *Server {
 	t.Helper()
-	f, err := os.OpenFile(mconf, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = f.WriteString("replicaof 127.0.0.1 " + strconv.Itoa(r.Port) + "\n")
-	f.Close()
-	m := startResumable(t, mconf, mport, "rdb")
-	waitReplicaLinkUp(t, m, 30*time.Second)
 	rc := r.Raw(t)
+	full0, partial0 := syncCounts(t, rc)
+	if how == rejoinByFile {
+		f, err := os.OpenFile(mconf, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = f.WriteString("replicaof 127.0.0.1 " + strconv.Itoa(r.Port) + "\n")
+		f.Close()
+	}
+	m := startResumable(t, mconf, mport, "rdb")
+	if how == rejoinWritten {
+		m.Raw(t).Do("SET", "written-after-restart", "1")
+	}
+	if how != rejoinByFile {
+		replicaOf(t, m, r.Addr)
+	}
+	waitReplicaLinkUp(t, m, 30*time.Second)
 	if got := rc.Do("WAIT", "1", "10000"); got.Int != 1 {
 		t.Fatalf("WAIT 1 on the new master: %v", got)
 	}
 	full, partial := syncCounts(t, rc)
-	if full != full0 || partial != partial0+1 {
-		t.Errorf("the returning old master's resync: full %d -> %d, partial %d -> %d; want one more partial, no full",
-			full0, full, partial0, partial)
+	wantFull, wantPartial := full0, partial0+1
+	if how == rejoinWritten {
+		wantFull, wantPartial = full0+1, partial0
+	}
+	if full != wantFull || partial != wantPartial {
+		t.Errorf("the returning old master's resync: full %d -> %d, partial %d -> %d; want %d full, %d partial",
+			full0, full, partial0, partial, wantFull, wantPartial)
 	}
 	return m
 }
@@ -114,6 +136,20 @@ func savingMaster(t *testing.T) (m *Server, mconf string, r *Server) {
 // was promoted, as that replica's replica by its configuration file: it
 // continues by a partial sync and ends with the new master's data.
 func TestOldMasterResumesPartialSync(t *testing.T) {
+	for _, how := range []string{rejoinByFile, rejoinByCommand, rejoinWritten} {
+		t.Run(how, func(t *testing.T) {
+			if how == rejoinByCommand && target != targetDfly {
+				// Redis 7.0 keeps the file's position only when it starts
+				// as a replica: a master restarted from its file and made
+				// a replica syncs in full.
+				t.Skip("dfly only: Redis restores the position only when started as a replica")
+			}
+			oldMasterResumes(t, how)
+		})
+	}
+}
+
+func oldMasterResumes(t *testing.T, how string) {
 	m, mconf, r := savingMaster(t)
 	mport := m.Port
 	mc := m.Raw(t)
@@ -126,11 +162,10 @@ func TestOldMasterResumesPartialSync(t *testing.T) {
 	if got := rc.Do("REPLICAOF", "NO", "ONE"); got.Str != "OK" {
 		t.Fatalf("REPLICAOF NO ONE: %v", got)
 	}
-	full0, partial0 := syncCounts(t, rc)
 	rc.Do("SET", "promoted", "1") // the new master's history goes on
 	rc.Do("INCR", "counter")
 
-	m2 := rejoin(t, mconf, mport, r, full0, partial0)
+	m2 := rejoin(t, mconf, mport, r, how)
 	want, got := rc.Do("DEBUG", "DIGEST").Str, m2.Raw(t).Do("DEBUG", "DIGEST").Str
 	if want != got {
 		t.Fatalf("digests differ: new master %s, old master %s", want, got)
@@ -197,10 +232,9 @@ func TestOldMasterResumesPartialSyncFromRedis(t *testing.T) {
 		t.Fatalf("old master's exit after SIGTERM: %v", err)
 	}
 	mustOK(t, rc.Do("REPLICAOF", "NO", "ONE"), "REPLICAOF NO ONE")
-	full0, partial0 := syncCounts(t, rc)
 	rc.Do("SET", "promoted", "1")
 	rc.Do("INCR", "counter")
-	m2 := rejoin(t, mconf, mport, r, full0, partial0)
+	m2 := rejoin(t, mconf, mport, r, rejoinByFile)
 	want, got := digests(t, rc, m2.Raw(t))
 	if diff := digestDiff(want, got); len(diff) > 0 {
 		t.Fatalf("old master differs from the new one: %v", diff)
