@@ -161,6 +161,24 @@ func TestClusterConfigPush(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// go-redis's ReadOnly ClusterClient reads a's slots from the replica.
+	gets := func() string {
+		for _, l := range strings.Split(rc.Do("INFO", "commandstats").Str, "\r\n") {
+			if strings.HasPrefix(l, "cmdstat_get:") {
+				return l
+			}
+		}
+		return ""
+	}
+	before := gets()
+	ro := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{a.Addr}, ReadOnly: true})
+	t.Cleanup(func() { ro.Close() })
+	if v, err := ro.Get(ctx, aKey).Result(); err != nil || v != strings.TrimPrefix(aKey, "key:") {
+		t.Errorf("ReadOnly client, GET %s: %q %v", aKey, v, err)
+	}
+	if after := gets(); after == before {
+		t.Errorf("the ReadOnly client's GET did not reach the replica (%s)", after)
+	}
 	if got := rc.Do("SET", aKey, "x").String(); got != moved {
 		t.Errorf("replica, READONLY, a write: %s, want %s", got, moved)
 	}
