@@ -105,6 +105,9 @@ func TestClusterEmulatedReplies(t *testing.T) {
 	if len(keys.Elems) != 2 {
 		t.Errorf("GETKEYSINSLOT 15495 2: %v", keys)
 	}
+	if got := c.Do("CONFIG", "GET", "cluster-enabled").String(); got != "(array)\n  \"cluster-enabled\"\n  \"yes\"" {
+		t.Errorf("CONFIG GET cluster-enabled: %s", got)
+	}
 	if info := c.Do("INFO", "cluster").Str; !strings.Contains(info, "cluster_enabled:1\r\n") {
 		t.Errorf("INFO cluster: %q", info)
 	}

@@ -153,8 +153,11 @@ func parseFlags(args []string, stderr io.Writer) (*config.Config, error) {
 		return nil
 	})
 	fs.Func("cluster_mode", "cluster mode: emulated (one node owning every slot) or yes (a topology from DFLYCLUSTER CONFIG or etcd)", func(v string) error {
-		_, err := cluster.ParseMode(v)
+		mode, err := cluster.ParseMode(v)
 		cfg.ClusterMode = v
+		if err == nil && mode != cluster.Off {
+			err = cfg.SetAtStart("cluster-enabled", "yes") // CONFIG GET cluster-enabled
+		}
 		return err
 	})
 	fs.StringVar(&cfg.ClusterNodeID, "cluster_node_id", "", "this node's id in the cluster topology (default: random at each start)")
