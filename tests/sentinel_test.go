@@ -144,13 +144,27 @@ func startSentinel(t *testing.T, bin, dir, masterHost string, masterPort int) in
 }
 
 // Three Sentinels and three dfly servers: a writer SETs and WAITs for one
-// replica, recording every write WAIT confirmed; the master is killed (-9)
+// replica, recording every write WAIT confirmed; the master is stopped
 // under that load; the Sentinels promote a replica, the writer follows
-// SENTINEL get-master-addr-by-name, the old master restarts on its port,
-// empty, and Sentinel makes it a replica. Repeated DFLY_SENTINEL_ROUNDS
-// times (default 3; the figure is 10) with a printed seed. Every
+// SENTINEL get-master-addr-by-name, the old master restarts on its port
+// and Sentinel makes it a replica. Repeated DFLY_SENTINEL_ROUNDS times
+// (default 3; the figure is 10) with a printed seed. Every
 // confirmed write must be on the new master and every server must end
 // with the same digest.
+//
+// The rounds alternate (the first chosen by the seed) how the master
+// stops, and the resyncs the new master serves show what the history
+// allows:
+//   - kill -9: it has no file and comes back empty: its resync is full,
+//     as Redis's. The other replica's is partial when its data is the
+//     promoted one's, else full: dfly continues only from exactly the
+//     promotion's place (DFLY HANDOVER), where Redis also continues from
+//     an earlier one through its backlog.
+//   - SIGTERM: it waits for its replicas to acknowledge everything
+//     (shutdown-timeout), saves with its position, and comes back from
+//     its file, a master that Sentinel turns into a replica: both resyncs
+//     are partial (Redis 7.0 would sync the old master in full: it keeps
+//     the file's position only when started as a replica).
 func TestSentinelFailover(t *testing.T) {
 	if target != targetDfly {
 		t.Skip("runs dfly servers under Sentinel")
@@ -175,7 +189,7 @@ func TestSentinelFailover(t *testing.T) {
 	servers := make([]*Server, 3)
 	start := func(i int, replicaOfPort int) {
 		args := []string{"--port", strconv.Itoa(ports[i]), "--bind", "127.0.0.1", "--shards", "2",
-			"--dir", filepath.Join(dir, "d"+strconv.Itoa(i))}
+			"--dir", filepath.Join(dir, "d"+strconv.Itoa(i)), "--save", "3600 1"}
 		if replicaOfPort > 0 {
 			args = append(args, "--replicaof", "127.0.0.1 "+strconv.Itoa(replicaOfPort))
 		}
@@ -205,7 +219,9 @@ func TestSentinelFailover(t *testing.T) {
 	confirmed := map[string]string{} // key -> value WAIT confirmed
 	var mu sync.Mutex
 	seq := 0
+	sigterm := rng.IntN(2) == 0
 	for round := range rounds {
+		sigterm = !sigterm
 		cur := masterPort()
 		idx := -1
 		for i, p := range ports {
@@ -259,18 +275,34 @@ func TestSentinelFailover(t *testing.T) {
 			}
 		}()
 		time.Sleep(pause)
+		counts := make([][2]int, len(servers)) // full, partial served so far
+		for i, s := range servers {
+			if ri, err := tryInfo(s.Addr, "all"); err == nil {
+				counts[i] = resyncs(ri)
+			}
+		}
 		killedAt := time.Now()
-		servers[idx].Kill()
+		how := "kill -9"
+		if sigterm {
+			how = "SIGTERM"
+			if err := servers[idx].Terminate(30 * time.Second); err != nil {
+				t.Fatalf("round %d: master's exit after SIGTERM: %v", round, err)
+			}
+		} else {
+			servers[idx].Kill()
+			_ = os.RemoveAll(filepath.Join(dir, "d"+strconv.Itoa(idx))) // it comes back empty
+		}
 		waitUntil(t, 30*time.Second, "Sentinel names a new master", func() bool {
 			p := masterPort()
 			return p != 0 && p != cur
 		})
-		t.Logf("round %d: master %d killed, Sentinel names %d after %v", round, cur, masterPort(), time.Since(killedAt).Round(time.Millisecond))
+		t.Logf("round %d: master %d stopped (%s), Sentinel names %d after %v", round, cur, how, masterPort(), time.Since(killedAt).Round(time.Millisecond))
 		time.Sleep(300 * time.Millisecond)
 		close(stop)
 		<-writerDone
-		// The old master comes back empty on its port; Sentinel makes it a
-		// replica of the new one.
+		// The old master comes back on its port (empty after kill -9, from
+		// its file after SIGTERM); Sentinel makes it a replica of the new
+		// one.
 		start(idx, 0)
 		waitUntil(t, 60*time.Second, "the old master rejoins as a replica", func() bool {
 			// Sentinel's CLIENT KILL TYPE normal may cut this connection.
@@ -293,7 +325,22 @@ func TestSentinelFailover(t *testing.T) {
 				t.Fatalf("round %d: server %d digest %s, new master %s", round, i, got, want)
 			}
 		}
+		now := resyncs(info(t, nc, "all"))
+		was := counts[indexOfPort(ports, newMaster.Port)]
+		full, partial := now[0]-was[0], now[1]-was[1]
+		t.Logf("round %d: the new master served %d full and %d partial resyncs", round, full, partial)
+		if sigterm && (full != 0 || partial < 2) || !sigterm && full < 1 {
+			t.Errorf("round %d (%s): %d full and %d partial resyncs; want %s", round, how, full, partial,
+				map[bool]string{true: "none full, both partial", false: "the empty old master's full"}[sigterm])
+		}
 	}
+}
+
+// resyncs are the full and partial resyncs a master served, of both
+// protocols, from INFO all.
+func resyncs(ri map[string]string) [2]int {
+	n := func(k string) int { v, _ := strconv.Atoi(ri[k]); return v }
+	return [2]int{n("sync_full") + n("dfly_flow_syncs_full"), n("sync_partial_ok") + n("dfly_flow_syncs_partial")}
 }
 
 // indexOfPort is the index of port in ports, or -1.
