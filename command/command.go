@@ -410,6 +410,38 @@ func (c *Command) AllowsBusy(args [][]byte) bool {
 // a loop counts them and INFO commandstats adds them up.
 type Count struct{ Calls, Nsec uint64 }
 
+// Counts are one shard's counts of the commands it ran, owned by its
+// goroutine (INFO commandstats adds every shard's up): calls and
+// nanoseconds (commands timed as for SLOWLOG; most run well under a
+// microsecond, so whole microseconds would sum to nothing).
+type Counts struct{ calls map[*Command]*Count }
+
+// Add counts a call of cmd that took ns nanoseconds.
+func (c *Counts) Add(cmd *Command, ns int64) {
+	n := c.calls[cmd]
+	if n == nil {
+		if c.calls == nil {
+			c.calls = make(map[*Command]*Count)
+		}
+		n = &Count{}
+		c.calls[cmd] = n
+	}
+	n.Calls++
+	n.Nsec += uint64(max(ns, 0))
+}
+
+// ByName is the counts by command name (a copy).
+func (c *Counts) ByName() map[string]Count {
+	m := make(map[string]Count, len(c.calls))
+	for cmd, n := range c.calls {
+		AddCount(m, cmd.Name, *n)
+	}
+	return m
+}
+
+// Reset forgets every count (CONFIG RESETSTAT).
+func (c *Counts) Reset() { clear(c.calls) }
+
 // AddCount adds v to m[k].
 func AddCount(m map[string]Count, k string, v Count) {
 	c := m[k]

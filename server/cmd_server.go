@@ -248,7 +248,7 @@ func (s *Server) resetStats() {
 	// posted; each shard runs its reset before any later message.
 	for _, sh := range s.shards {
 		sh.Send(shard.Func(func(sh *shard.Shard) {
-			clear(s.cmdStats[sh.ID].calls)
+			s.cmdStats[sh.ID].Reset()
 			sh.Stats = shard.Stats{}
 		}))
 	}

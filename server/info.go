@@ -113,10 +113,7 @@ func (i *infoWriter) gather(x *Coord) {
 		if sl := srv.persist.Slice(s.ID); sl != nil {
 			in.saveKeys = sl.Keys
 		}
-		in.calls = map[string]command.Count{}
-		for cmd, n := range srv.cmdStats[s.ID].calls {
-			command.AddCount(in.calls, cmd.Name, *n)
-		}
+		in.calls = srv.cmdStats[s.ID].ByName()
 	})
 	for _, in := range i.shards {
 		i.st.Commands += in.stats.Commands

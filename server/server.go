@@ -75,7 +75,7 @@ type Server struct {
 	totalConns     atomic.Int64
 	rejectedConns  atomic.Int64
 	blockedClients atomic.Int64
-	cmdStats       []shardCmdStats // per shard, owned by its goroutine
+	cmdStats       []command.Counts // per shard, owned by its goroutine
 	acl            *acl.Users      // users (package acl)
 	errors         errorStats      // error replies (INFO errorstats)
 	traffic        trafficStats    // bytes and commands (traffic.go)
@@ -115,13 +115,6 @@ type Server struct {
 	done     chan struct{}
 }
 
-// shardCmdStats are a shard's INFO commandstats figures of the commands
-// it ran: calls and nanoseconds (commands timed as for SLOWLOG; most run
-// well under a microsecond, so whole microseconds would sum to nothing).
-type shardCmdStats struct {
-	calls map[*command.Command]*command.Count
-}
-
 // New builds a server with its shards; Serve starts it.
 func New(cfg *config.Config, log *Logger) *Server {
 	if cfg.Shards <= 0 {
@@ -143,7 +136,7 @@ func New(cfg *config.Config, log *Logger) *Server {
 	_, _ = rand.Read(id[:])
 	s.runID = hex.EncodeToString(id[:])
 	s.shards = make([]*shard.Shard, cfg.Shards)
-	s.cmdStats = make([]shardCmdStats, cfg.Shards)
+	s.cmdStats = make([]command.Counts, cfg.Shards)
 	s.tracker = latency.NewTracker(cfg.Shards + cfg.Loops + 1)
 	s.evalCoords = make([]Coord, cfg.Shards)
 	for i := range s.shards {
@@ -152,7 +145,6 @@ func New(cfg *config.Config, log *Logger) *Server {
 		s.shards[i].ExpireCycle = s.expireCycle // latency.go
 		s.shards[i].Notify = &cfg.Events
 		s.shards[i].Evict = cfg.Evict
-		s.cmdStats[i].calls = make(map[*command.Command]*command.Count)
 	}
 	s.setupTiered() // tiered.go
 	s.persist = persist.New(s.shards, s.ShardOf, (*persistHost)(s), log, RedisVersion)
@@ -171,14 +163,7 @@ func New(cfg *config.Config, log *Logger) *Server {
 // shard sid, on its goroutine.
 func (s *Server) countShardCall(sid int, cmd *command.Command, args [][]byte, ns int64) {
 	s.trackLatency(sid, cmd, args, ns)
-	m := s.cmdStats[sid].calls
-	c := m[cmd]
-	if c == nil {
-		c = &command.Count{}
-		m[cmd] = c
-	}
-	c.Calls++
-	c.Nsec += uint64(max(ns, 0))
+	s.cmdStats[sid].Add(cmd, ns)
 }
 
 // ShardOf maps a key to its shard by a hash of the key, or of its {tag}.
