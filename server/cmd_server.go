@@ -252,7 +252,7 @@ func (s *Server) resetStats() {
 			sh.Stats = shard.Stats{}
 		}))
 	}
-	s.errors.reset()
+	s.errors.Reset()
 	s.totalConns.Store(0)
 	s.rejectedConns.Store(0)
 }

@@ -1,28 +1,17 @@
 package server
 
 import (
-	"bytes"
-	"sort"
-	"sync"
-	"sync/atomic"
-
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/resp"
 )
 
-// errorStats counts the error replies clients got, by their code (the
-// first word: ERR, WRONGTYPE, NOPERM ...), for INFO errorstats and
-// total_error_replies; a command's own are its failed_calls, or its
+// The error replies clients got (command.ErrorStats: INFO errorstats and
+// total_error_replies); a command's own are its failed_calls, or its
 // rejected_calls when it was refused before it ran. As in Redis 7.0, the
 // replies of commands inside EXEC and of scripts' calls count too (the
 // command's failed_calls and the error's code), and a script's error
 // reply that is a call's error passed on counts only as the script's
 // failed call, not a second time in errorstats (resp.Writer.StatsDone).
-type errorStats struct {
-	total  atomic.Uint64
-	mu     sync.Mutex
-	counts map[string]uint64
-}
 
 // countErrorReply counts the error reply b of cmd (nil: unknown).
 func (s *Server) countErrorReply(cmd *command.Command, rejected bool, b []byte) {
@@ -38,21 +27,7 @@ func (s *Server) countErrorReply(cmd *command.Command, rejected bool, b []byte) 
 
 // countErrorCode counts the error reply b ('-' and its text) in INFO
 // errorstats and total_error_replies, by its first word.
-func (s *Server) countErrorCode(b []byte) {
-	code := "ERR"
-	b = b[1:min(len(b), 33)]
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		code = string(b[:i])
-	}
-	e := &s.errors
-	e.total.Add(1)
-	e.mu.Lock()
-	if e.counts == nil {
-		e.counts = map[string]uint64{}
-	}
-	e.counts[code]++
-	e.mu.Unlock()
-}
+func (s *Server) countErrorCode(b []byte) { s.errors.Count(b) }
 
 // countReply counts the reply of cmd at w.Buf[start:] when it is an error
 // (rejected: refused before it ran): at the top level, inside EXEC, and
@@ -69,29 +44,4 @@ func (s *Server) countReply(cmd *command.Command, rejected bool, w *resp.Writer,
 	if b := w.Buf[start:]; len(b) > 0 && b[0] == '-' {
 		s.countErrorReply(cmd, rejected, b)
 	}
-}
-
-// each calls fn for every code in order.
-func (e *errorStats) each(fn func(code string, n uint64)) {
-	e.mu.Lock()
-	codes := make([]string, 0, len(e.counts))
-	for c := range e.counts {
-		codes = append(codes, c)
-	}
-	counts := make(map[string]uint64, len(e.counts))
-	for c, n := range e.counts {
-		counts[c] = n
-	}
-	e.mu.Unlock()
-	sort.Strings(codes)
-	for _, c := range codes {
-		fn(c, counts[c])
-	}
-}
-
-func (e *errorStats) reset() {
-	e.total.Store(0)
-	e.mu.Lock()
-	e.counts = nil
-	e.mu.Unlock()
 }

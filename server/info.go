@@ -235,7 +235,7 @@ func (i *infoWriter) infoStats() {
 	i.field("tracking_total_prefixes", prefixes)
 	i.field("command_panics", commandPanics.Load()) // recover.go
 	i.field("unexpected_error_replies", 0)          // replies of a master a replica could not apply are logged
-	i.field("total_error_replies", i.srv.errors.total.Load())
+	i.field("total_error_replies", i.srv.errors.Total())
 	i.field("expired_keys", i.st.ExpiredKeys)
 	i.field("evicted_keys", i.st.EvictedKeys)
 	i.field("evicted_clients", i.srv.cfg.Limits.Evicted.Load())
@@ -291,7 +291,7 @@ func (i *infoWriter) infoCommandstats() {
 }
 
 func (i *infoWriter) infoErrorstats() {
-	i.srv.errors.each(func(code string, n uint64) { i.field("errorstat_"+code, fmt.Sprintf("count=%d", n)) })
+	i.srv.errors.Each(func(code string, n uint64) { i.field("errorstat_"+code, fmt.Sprintf("count=%d", n)) })
 }
 
 func (i *infoWriter) infoTiered() {

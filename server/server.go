@@ -75,10 +75,10 @@ type Server struct {
 	totalConns     atomic.Int64
 	rejectedConns  atomic.Int64
 	blockedClients atomic.Int64
-	cmdStats       []command.Counts // per shard, owned by its goroutine
-	acl            *acl.Users      // users (package acl)
-	errors         errorStats      // error replies (INFO errorstats)
-	traffic        trafficStats    // bytes and commands (traffic.go)
+	cmdStats       []command.Counts   // per shard, owned by its goroutine
+	acl            *acl.Users         // users (package acl)
+	errors         command.ErrorStats // error replies (errorstats.go)
+	traffic        trafficStats       // bytes and commands (traffic.go)
 	// evalCoords: per shard, the coordinator of the script running inline
 	// on it (cmdEvalShard), owned by its goroutine: one script at a time.
 	evalCoords []Coord
