@@ -74,6 +74,11 @@ type Config struct {
 	SnapshotReference string
 	// SnapshotStep is a snapshot's work per step (--snapshot_step).
 	SnapshotStep time.Duration
+	// MetricsPort serves /metrics over HTTP on its own port (0: none);
+	// PrimaryPortHTTP answers an HTTP request on the main port too
+	// (--primary_port_http_enabled, Dragonfly's; package metrics).
+	MetricsPort     int
+	PrimaryPortHTTP bool
 	// Replication (package master): each shard's journal backlog in bytes
 	// (the stream backlog for PSYNC holds this times the shard count) and
 	// how long the backlog outlives the last replica. How far a replica
@@ -160,7 +165,7 @@ func Default() *Config {
 		TieredMinValueSize: 64, TieredOffloadThreshold: 0.5,
 		SerializationMaxChunk: 64 << 10, PointInTime: true, SnapshotStep: 100 * time.Microsecond,
 		ReplBacklogSize: 1 << 20, ReplBacklogTTL: time.Hour,
-		ReplTimeout: 60, Evict: evict.NewSettings(),
+		ReplTimeout: 60, Evict: evict.NewSettings(), PrimaryPortHTTP: true,
 	}
 	c.Limits.setDefaults()
 	c.SlowlogSlowerThan.Store(10000)

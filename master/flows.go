@@ -779,3 +779,33 @@ func (m *Master) flowReplicas() []flowReplica {
 	}
 	return out
 }
+
+// FlowFigures is one attached flow as metrics report it.
+type FlowFigures struct {
+	Replica string // the replica's ip:port
+	Shard   int
+	Synced  bool // its baseline is sent: stable sync
+	// AckedLSN is the last entry it acknowledged; QueuedBytes the journal
+	// frames queued and not yet written to its socket; SentBytes all it
+	// was sent.
+	AckedLSN               uint64
+	QueuedBytes, SentBytes int64
+}
+
+// Flows are the attached flows, in INFO's order; it reads their
+// counters, never a shard.
+func (m *Master) Flows() []FlowFigures {
+	fm := m.flows
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	var out []FlowFigures
+	for _, f := range fm.sortedFlows() {
+		f.mu.Lock()
+		queued := len(f.queue)
+		f.mu.Unlock()
+		out = append(out, FlowFigures{Replica: net.JoinHostPort(f.sess.ip, strconv.Itoa(f.sess.port)), Shard: f.sid,
+			Synced: f.synced.Load(), AckedLSN: f.acked.Load(),
+			QueuedBytes: int64(queued), SentBytes: f.bytes.Load()})
+	}
+	return out
+}

@@ -584,6 +584,8 @@ func (p *Engine) Info(writes, saveKeys uint64, field func(k string, v any)) {
 	field("rdb_saves", p.saves.Load())
 	field("current_save_keys_processed", saveKeys)
 	st := snapshot.ReadStats()
+	field("snapshots_in_progress", st.Started-st.Finished)
+	field("snapshot_buckets_serialized", st.BucketsSerialized)
 	field("snapshot_buckets_serializing", st.BucketsSerializing)
 	field("snapshot_big_value_chunks", st.BigValueChunks)
 	field("snapshot_parked_mutations", st.ParkedMutations)

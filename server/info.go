@@ -14,6 +14,7 @@ import (
 
 	"github.com/dfly/dfly/command"
 	"github.com/dfly/dfly/lock"
+	"github.com/dfly/dfly/offload"
 	"github.com/dfly/dfly/reclaim"
 	"github.com/dfly/dfly/shard"
 )
@@ -28,6 +29,12 @@ type shardInfo struct {
 	// packed: bytes of the chunks of small strings (shard/strs.go) and of
 	// the live values in them.
 	packed shard.PackedStats
+	// For metrics (metrics.go): the tables' bytes, the journal's position
+	// and backlog; tier: tiered storage's counters.
+	tableBytes int64
+	lsn        uint64
+	backlog    int
+	tier       offload.Stats
 }
 
 // infoWriter writes one INFO reply.
@@ -37,6 +44,7 @@ type infoWriter struct {
 	shards []shardInfo
 	st     shard.Stats // the shards' counters, summed
 	uptime time.Duration
+	emit   func(k string, v any) // instead of b, when set (metrics.go)
 }
 
 // section starts section name's lines with its title, as Redis's
@@ -52,7 +60,13 @@ func (i *infoWriter) section(name string) {
 	i.b.WriteString("# " + title + "\r\n")
 }
 
-func (i *infoWriter) field(k string, v any) { fmt.Fprintf(&i.b, "%s:%v\r\n", k, v) }
+func (i *infoWriter) field(k string, v any) {
+	if i.emit != nil {
+		i.emit(k, v)
+		return
+	}
+	fmt.Fprintf(&i.b, "%s:%v\r\n", k, v)
+}
 
 // infoSections are INFO's sections in order: the argument naming each,
 // whether "default" includes it, and the writer.
@@ -100,21 +114,34 @@ func cmdInfo(x *Coord) {
 
 // gather reads every shard's part, in one message per shard.
 func (i *infoWriter) gather(x *Coord) {
-	srv := x.Srv
 	i.shards = make([]shardInfo, x.NumShards())
-	x.OnEach(func(s *shard.Shard) {
-		in := &i.shards[s.ID]
-		in.stats = s.Stats
-		for _, db := range s.DBs {
-			in.keys = append(in.keys, db.Len())
-			in.expires = append(in.expires, db.Expire.Len())
-			in.packed.Add(db.Packed())
-		}
-		if sl := srv.persist.Slice(s.ID); sl != nil {
-			in.saveKeys = sl.Keys
-		}
-		in.calls = srv.cmdStats[s.ID].ByName()
-	})
+	x.OnEach(func(s *shard.Shard) { x.Srv.readShard(s, &i.shards[s.ID]) })
+	i.sum()
+}
+
+// readShard reads what INFO needs of shard s, on its goroutine.
+func (srv *Server) readShard(s *shard.Shard, in *shardInfo) {
+	in.stats = s.Stats
+	for _, db := range s.DBs {
+		in.keys = append(in.keys, db.Len())
+		in.expires = append(in.expires, db.Expire.Len())
+		in.packed.Add(db.Packed())
+		in.tableBytes += int64(db.Table.MemUsage() + db.Expire.MemUsage())
+	}
+	if sl := srv.persist.Slice(s.ID); sl != nil {
+		in.saveKeys = sl.Keys
+	}
+	in.calls = srv.cmdStats[s.ID].ByName()
+	if s.Journal != nil {
+		in.lsn, in.backlog = s.Journal.LSN(), s.Journal.BacklogBytes()
+	}
+	if srv.tiered != nil {
+		in.tier = srv.tiered.Shard(s.ID).Stats()
+	}
+}
+
+// sum adds up the shards' counters.
+func (i *infoWriter) sum() {
 	for _, in := range i.shards {
 		i.st.Commands += in.stats.Commands
 		i.st.ExpiredKeys += in.stats.ExpiredKeys
@@ -295,7 +322,15 @@ func (i *infoWriter) infoErrorstats() {
 }
 
 func (i *infoWriter) infoTiered() {
-	i.srv.tieredInfo(i.field) // tiered.go
+	if i.srv.tiered == nil {
+		i.field("tiered_enabled", 0)
+		return
+	}
+	var sum offload.Stats
+	for _, in := range i.shards {
+		sum.Add(in.tier)
+	}
+	sum.Fields(i.field)
 }
 
 func (i *infoWriter) infoKeyspace() {

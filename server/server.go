@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/http"
 	"runtime"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/dfly/dfly/evict"
 	"github.com/dfly/dfly/latency"
 	"github.com/dfly/dfly/master"
+	"github.com/dfly/dfly/metrics"
 	"github.com/dfly/dfly/offload"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/reclaim"
@@ -75,10 +77,15 @@ type Server struct {
 	totalConns     atomic.Int64
 	rejectedConns  atomic.Int64
 	blockedClients atomic.Int64
-	cmdStats       []command.Counts   // per shard, owned by its goroutine
-	acl            *acl.Users         // users (package acl)
-	errors         command.ErrorStats // error replies (errorstats.go)
-	traffic        trafficStats       // bytes and commands (traffic.go)
+	cmdStats       []command.Counts // per shard, owned by its goroutine
+	// published: per shard, INFO's part of it as of its last tick, for
+	// metrics scrapes (metrics.go); httpConns serves the main port's HTTP.
+	published   []atomic.Pointer[shardInfo]
+	metricsHTTP http.Handler
+	httpConns   *metrics.Endpoint
+	acl         *acl.Users         // users (package acl)
+	errors      command.ErrorStats // error replies (errorstats.go)
+	traffic     trafficStats       // bytes and commands (traffic.go)
 	// evalCoords: per shard, the coordinator of the script running inline
 	// on it (cmdEvalShard), owned by its goroutine: one script at a time.
 	evalCoords []Coord
@@ -137,6 +144,9 @@ func New(cfg *config.Config, log *Logger) *Server {
 	s.runID = hex.EncodeToString(id[:])
 	s.shards = make([]*shard.Shard, cfg.Shards)
 	s.cmdStats = make([]command.Counts, cfg.Shards)
+	s.published = make([]atomic.Pointer[shardInfo], cfg.Shards)
+	s.metricsHTTP = metrics.Handler((*metricsSource)(s))
+	s.httpConns = metrics.NewEndpoint(s.metricsHTTP)
 	s.tracker = latency.NewTracker(cfg.Shards + cfg.Loops + 1)
 	s.evalCoords = make([]Coord, cfg.Shards)
 	for i := range s.shards {
@@ -145,6 +155,7 @@ func New(cfg *config.Config, log *Logger) *Server {
 		s.shards[i].ExpireCycle = s.expireCycle // latency.go
 		s.shards[i].Notify = &cfg.Events
 		s.shards[i].Evict = cfg.Evict
+		s.shards[i].Publish = s.publish // metrics.go
 	}
 	s.setupTiered() // tiered.go
 	s.persist = persist.New(s.shards, s.ShardOf, (*persistHost)(s), log, RedisVersion)
@@ -435,6 +446,9 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 			s.earlyMu.Unlock()
 		}
 		c.loop = s.loopIndex(gc.EventLoop())
+		if head, _ := gc.Peek(-1); s.cfg.PrimaryPortHTTP && metrics.IsHTTP(head) {
+			return s.serveHTTP(c, gc) // the connection's first read only
+		}
 	}
 	if c.loop >= 0 && s.lends != nil && s.inboxes[c.loop].lendMail.Load() {
 		// A borrower on another loop waits for the answer to its ask (or

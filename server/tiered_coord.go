@@ -12,25 +12,8 @@ import (
 
 // Tiered storage for coordinated commands: the offloaded values a
 // command on a coordinator reads are loaded and pinned in memory before it
-// runs (tierPreload), a replica's loads, and INFO's tiered section. See
-// tiered.go.
-
-// tieredInfo writes INFO's tiered section, summed over the shards (the
-// figures: offload.Stats.Fields).
-func (s *Server) tieredInfo(field func(string, any)) {
-	ts := s.tiered
-	if ts == nil {
-		field("tiered_enabled", 0)
-		return
-	}
-	all := make([]offload.Stats, len(s.shards))
-	s.OnEachShard(func(sh *shard.Shard) { all[sh.ID] = ts.Shard(sh.ID).Stats() })
-	var sum offload.Stats
-	for _, x := range all {
-		sum.Add(x)
-	}
-	sum.Fields(field)
-}
+// runs (tierPreload) and a replica's loads. See tiered.go; INFO's tiered
+// section sums what each shard's part of INFO read (info.go).
 
 // tierPins are the keys whose string bytes a coordinated command reads,
 // by shard: load loads their offloaded values into memory and pins them

@@ -13,7 +13,9 @@
 // its own reading an inbox channel (Start). Other goroutines reach it
 // through Send; cooperative work (a snapshot's steps) goes through Yield,
 // behind the executor's pending I/O. Expiry and defragmentation run on a
-// 100 ms tick, each step bounded (expireBudget).
+// 100 ms tick, each step bounded (expireBudget); the tick ends with Publish,
+// the copy of the shard's figures that metrics scrapes read instead of
+// stopping it.
 //
 // What it never does: block. A shard goroutine never waits on a socket, a
 // file, another shard or a client; work that cannot run yet is parked and

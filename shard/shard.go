@@ -159,6 +159,10 @@ type Shard struct {
 	// ExpireCycle, when set, is told each active-expiry step's time (the
 	// latency monitor's expire-cycle event).
 	ExpireCycle func(time.Duration)
+	// Publish, when set, runs on every tick after the sweeps: the server
+	// copies what readers on other goroutines (a metrics scrape) may see of
+	// the shard without stopping it.
+	Publish func(*Shard)
 	// Evict holds maxmemory-policy and its parameters (package evict),
 	// shared by every shard; nil: noeviction and LRU stamps.
 	Evict *evict.Settings
@@ -326,6 +330,9 @@ func (tick) Run(s *Shard) {
 	s.expireStep()
 	s.defragStep()
 	s.notePackedDead()
+	if s.Publish != nil {
+		s.Publish(s)
+	}
 }
 
 var tickMsg Runnable = tick{}

@@ -315,6 +315,9 @@ type Slice struct {
 
 	// Keys counts the keys written.
 	Keys uint64
+	// buckets counts the buckets captured; reported of them: what Run
+	// added to the process's counter (one atomic add per step).
+	buckets, reported int64
 }
 
 // Start takes the shard's cut and registers the hooks; it must run on the
@@ -442,6 +445,7 @@ func (sl *Slice) serializeBucket(db int, t *dash.Table[shard.Value], exp *dash.T
 		}
 		t.SetVersion(b, sl.version)
 	}
+	sl.buckets++
 	sl.startHookTiming()
 	var bk *bucket
 	now := sl.captureNow()
@@ -1396,6 +1400,7 @@ func (sl *Slice) Run(s *shard.Shard) {
 	if sl.done {
 		return
 	}
+	defer sl.reportBuckets()
 	sl.push()
 	// Resuming the writers held back runs their commands here: command
 	// work, not the snapshot's, so it is outside the stall measured.
@@ -1462,6 +1467,13 @@ func (sl *Slice) Run(s *shard.Shard) {
 			}
 		}
 	}
+}
+
+// reportBuckets adds the buckets captured since the last report to the
+// process's counter.
+func (sl *Slice) reportBuckets() {
+	stats.bucketsSerialized.Add(sl.buckets - sl.reported)
+	sl.reported = sl.buckets
 }
 
 // budget is this step's time: stepBudget while the shard is otherwise

@@ -10,6 +10,7 @@ import (
 var stats struct {
 	started, finished       atomic.Int64
 	bucketsSerializing      atomic.Int64 // buckets now Serializing or DelayedPending
+	bucketsSerialized       atomic.Int64 // buckets captured (their baseline begun), reported per step
 	bigChunks               atomic.Int64 // pieces of big values emitted
 	parked                  atomic.Int64 // writers held back by a pinned key or a full output
 	congested               atomic.Int64 // of which for a full output
@@ -27,8 +28,11 @@ var stats struct {
 
 // Stats is a copy of the counters.
 type Stats struct {
-	Started, Finished       int64
-	BucketsSerializing      int64
+	Started, Finished  int64
+	BucketsSerializing int64
+	// BucketsSerialized counts the buckets captured, by the walk or a
+	// hook; a Slice adds its count at each step (Run), not per bucket.
+	BucketsSerialized       int64
 	BigValueChunks          int64
 	ParkedMutations         int64
 	CongestedMutations      int64
@@ -55,6 +59,7 @@ func ReadStats() Stats {
 	return Stats{
 		Started: stats.started.Load(), Finished: stats.finished.Load(),
 		BucketsSerializing:      stats.bucketsSerializing.Load(),
+		BucketsSerialized:       stats.bucketsSerialized.Load(),
 		BigValueChunks:          stats.bigChunks.Load(),
 		ParkedMutations:         stats.parked.Load(),
 		CongestedMutations:      stats.congested.Load(),

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	_ "net/http/pprof" // served only when DFLY_PPROF is set
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/dfly/dfly/atomicfile"
 	"github.com/dfly/dfly/cluster"
 	"github.com/dfly/dfly/config"
+	"github.com/dfly/dfly/metrics"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/reclaim"
 	"github.com/dfly/dfly/server"
@@ -90,6 +92,18 @@ func run(args []string, stderr io.Writer) int {
 		srv.StartReplicaOf() // --replicaof: follow a master once loaded, as Redis
 	})
 	srv.StartSaveSchedule()
+	if cfg.MetricsPort > 0 {
+		var addrs []string
+		for _, b := range strings.Fields(cfg.Bind) {
+			addrs = append(addrs, net.JoinHostPort(strings.TrimPrefix(b, "-"), strconv.Itoa(cfg.MetricsPort)))
+		}
+		stop, err := metrics.Listen(addrs, srv.MetricsHandler())
+		if err != nil {
+			fmt.Fprintf(stderr, "dfly: --metrics_port: %v\n", err)
+			return 1
+		}
+		defer stop()
+	}
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
@@ -228,6 +242,8 @@ func parseFlags(args []string, stderr io.Writer) (*config.Config, error) {
 	})
 	fs.StringVar(&cfg.SnapshotReference, "debug_snapshot_reference", "", "for tests: each BGSAVE also writes the dataset at its cut to this RDB file, stalling the cut")
 	fs.DurationVar(&cfg.SnapshotStep, "snapshot_step", cfg.SnapshotStep, "work a snapshot does per step before the shard serves clients again")
+	fs.IntVar(&cfg.MetricsPort, "metrics_port", 0, "serve Prometheus metrics over HTTP on this port too, /metrics (0 = not)")
+	fs.BoolVar(&cfg.PrimaryPortHTTP, "primary_port_http_enabled", cfg.PrimaryPortHTTP, "answer an HTTP request on the main port (GET /metrics)")
 	fs.BoolVar(&cfg.PointInTime, "point_in_time_snapshot", cfg.PointInTime, "replication full syncs send a point-in-time snapshot (false: non-PIT, the journal fills in)")
 	fs.Func("repl_backlog_size", "replication backlog per shard (default 1mb; the PSYNC backlog is this times the shards)", func(v string) error {
 		n, err := config.ParseMemory(v)
