@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/dfly/dfly/command"
 )
 
 // Slots as redis-server 7.0.15 in cluster mode answers CLUSTER KEYSLOT.
@@ -181,5 +183,41 @@ func TestAssign(t *testing.T) {
 	}
 	if err := top.AddReplica("zz", Node{ID: "r", IP: "h", Port: 9}); !errors.Is(err, ErrUnknownNode) {
 		t.Errorf("replica of nobody: %v", err)
+	}
+}
+
+// The check of a command costs no allocation (it runs for every command
+// in cluster mode), and stays well under a microsecond.
+func TestRouteAllocates(t *testing.T) {
+	st := New(Yes, "b", "", 7002)
+	top, _ := Parse([]byte(three))
+	_ = st.Apply(top)
+	mset := &command.Command{Name: "mset", FirstKey: 1, LastKey: -1, Step: 2, Flags: command.FlagWrite}
+	args := [][]byte{[]byte("mset"), []byte("{g}1"), []byte("v"), []byte("{g}2"), []byte("v")}
+	var pos []int
+	allocs := testing.AllocsPerRun(1000, func() {
+		var r Route
+		pos = r.Add(mset, args, pos)
+		if e := st.Refusal(&r, false); e != "" {
+			t.Fatal(e)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per check", allocs)
+	}
+}
+
+func BenchmarkRoute(b *testing.B) {
+	st := New(Yes, "b", "", 7002)
+	top, _ := Parse([]byte(three))
+	_ = st.Apply(top)
+	get := &command.Command{Name: "get", FirstKey: 1, LastKey: 1, Step: 1, Flags: command.FlagReadonly}
+	args := [][]byte{[]byte("get"), []byte("{g}:12345678")}
+	var pos []int
+	b.ReportAllocs()
+	for range b.N {
+		var r Route
+		pos = r.Add(get, args, pos)
+		_ = st.Refusal(&r, false)
 	}
 }
