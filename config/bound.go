@@ -95,6 +95,10 @@ var bindings = map[string]binding{
 			return err
 		}},
 	"maxmemory-policy": {get: func(c *Config) string { return c.Evict.Policy().String() },
+		check: func(v string) (string, error) { // Redis's eight, and dfly's allkeys-tinylfu
+			p, err := evict.ParsePolicy(v)
+			return p.String(), err
+		},
 		set: func(c *Config, v string) error {
 			p, err := evict.ParsePolicy(v)
 			if err == nil {

@@ -73,6 +73,9 @@ func (p *param) normalize(v string) (string, error) {
 				return e, nil
 			}
 		}
+		if p.check != nil {
+			return p.check(v) // dfly's own values (maxmemory-policy's allkeys-tinylfu)
+		}
 		return "", errors.New("argument(s) must be one of the following: " + strings.Join(p.values, ", "))
 	case kindInt:
 		n, ok := string2ll(v)

@@ -23,6 +23,25 @@
 // freeing nothing for a while (a replica's full sync under a write load
 // had the master evict most of its dataset).
 //
+// dfly's own policy, allkeys-tinylfu (sketch.go, shard/evict.go): Redis's
+// sampled LRU keeps what was touched last, so on a skewed workload (a
+// cache's GET then SET-on-miss) every miss of a key asked for once pushes
+// out a key asked for often; its LFU counts only while a key is in the
+// dataset, so a key evicted and asked for again starts over at 5, the
+// same as a key never asked for before. TinyLFU (Einziger, Friedman,
+// Manes; Caffeine, Dragonfly's cache mode) instead keeps a count-min
+// sketch of the requests of every key read, present or not (4 rows of
+// 4-bit counters per shard, 2 counters a row per key of the shard: about
+// 4 bytes per key in one block a shard, INFO evict_sketch_bytes; nothing
+// per key, the entry's Access keeps the LRU clock), halved every 10 ×
+// width requests so that the past fades. Eviction takes the sampled key
+// the sketch estimates lowest (the longest idle among equals, twice
+// maxmemory-samples); and while memory is over maxmemory, a key just
+// written that was asked for no more often than the lesser of two sampled
+// keys is the next to go (admission: SET-on-miss of a key asked for once
+// does not push out anything). tests/bench/evict.sh measures it against
+// Redis's allkeys-lru and allkeys-lfu at equal maxmemory.
+//
 // Invariants:
 //   - Only the shard's owning goroutine evicts its keys, between
 //     messages, never inside a command: a key a transaction holds, or a

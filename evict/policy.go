@@ -18,19 +18,25 @@ const (
 	VolatileLFU
 	VolatileRandom
 	VolatileTTL
+	// AllKeysTinyLFU is dfly's own (sketch.go): any key, the least asked
+	// for lately by a sketch that remembers keys not in the dataset too,
+	// the longest idle among equals; newly written keys are candidates at
+	// once, so one asked for less than what it would push out goes first.
+	AllKeysTinyLFU
 )
 
-// names are Redis's, in the order its error text lists them.
+// names are Redis's, in the order its error text lists them, then dfly's.
 var names = [...]struct {
 	p    Policy
 	name string
 }{
 	{VolatileLRU, "volatile-lru"}, {VolatileLFU, "volatile-lfu"}, {VolatileRandom, "volatile-random"},
 	{VolatileTTL, "volatile-ttl"}, {AllKeysLRU, "allkeys-lru"}, {AllKeysLFU, "allkeys-lfu"},
-	{AllKeysRandom, "allkeys-random"}, {NoEviction, "noeviction"},
+	{AllKeysRandom, "allkeys-random"}, {NoEviction, "noeviction"}, {AllKeysTinyLFU, "allkeys-tinylfu"},
 }
 
-// ParsePolicy reads a policy's name, in any case as Redis does.
+// ParsePolicy reads a policy's name, in any case as Redis does; its
+// error is Redis's, which lists Redis's.
 func ParsePolicy(s string) (Policy, error) {
 	for _, n := range names {
 		if strings.EqualFold(s, n.name) {
@@ -53,7 +59,7 @@ func (p Policy) String() string {
 func (p Policy) LFU() bool { return p == AllKeysLFU || p == VolatileLFU }
 
 // Volatile: only keys with a TTL may go.
-func (p Policy) Volatile() bool { return p >= VolatileLRU }
+func (p Policy) Volatile() bool { return p >= VolatileLRU && p <= VolatileTTL }
 
 // Settings are the eviction parameters (maxmemory-policy,
 // maxmemory-samples, lfu-log-factor, lfu-decay-time,

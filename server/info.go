@@ -146,6 +146,7 @@ func (i *infoWriter) sum() {
 		i.st.Commands += in.stats.Commands
 		i.st.ExpiredKeys += in.stats.ExpiredKeys
 		i.st.EvictedKeys += in.stats.EvictedKeys
+		i.st.SketchBytes += in.stats.SketchBytes
 		i.st.Hits += in.stats.Hits
 		i.st.Misses += in.stats.Misses
 		i.st.Writes += in.stats.Writes
@@ -211,6 +212,7 @@ func (i *infoWriter) infoMemory() {
 	i.field("maxmemory", i.srv.cfg.MaxMemory)
 	i.field("maxmemory_human", humanBytes(i.srv.cfg.MaxMemory))
 	i.field("maxmemory_policy", i.srv.cfg.Evict.Policy().String())
+	i.field("evict_sketch_bytes", i.st.SketchBytes) // allkeys-tinylfu's, every shard
 	i.field("gc_memory_limit", reclaim.HeapLimit())
 	i.field("gc_cycles", ms.NumGC)
 	i.field("gc_pause_total_ns", ms.PauseTotalNs)

@@ -121,6 +121,9 @@ func (db *DB) FindMetaNoTouch(key []byte) (dash.Iterator, *Value) {
 // touch=false the access stamp.
 func (db *DB) find(key []byte, load, touch bool) (dash.Iterator, *Value) {
 	it := db.Table.Find(view(key))
+	if touch && db.shard.reading && db.shard.sketching() {
+		db.shard.sketch.Add(dash.Hash(view(key))) // a read; a miss too (evict.Sketch)
+	}
 	if !it.Valid() {
 		return it, nil
 	}
@@ -265,6 +268,9 @@ func (db *DB) Insert(key []byte, v Value) (dash.Iterator, *Value) {
 	v.Access = s.newStamp()
 	db.strs.adopt(&v)
 	it, _ := db.Table.Insert(k, v, s.nextVersion()) // Insert copies the key
+	if s.sketching() {
+		s.admit(db, db.Table.Key(it))
+	}
 	s.Stats.Writes++
 	s.signal(db.Index, k)
 	s.touched(db.Index, k)

@@ -21,6 +21,66 @@ import (
 // LFU reports whether the policy keeps access counters, not times.
 func (s *Shard) LFU() bool { return s.Evict != nil && s.Evict.Policy().LFU() }
 
+// sketching: allkeys-tinylfu counts requests in the shard's sketch.
+func (s *Shard) sketching() bool { return s.Evict != nil && s.Evict.Policy() == evict.AllKeysTinyLFU }
+
+// keys is the shard's key count, every DB.
+func (s *Shard) keys() int {
+	n := 0
+	for _, db := range s.DBs {
+		n += db.Table.Len()
+	}
+	return n
+}
+
+// maxRejected bounds the keys admission turned away and not evicted yet.
+const maxRejected = 4096
+
+// admit is allkeys-tinylfu's admission (TinyLFU): while memory is over
+// maxmemory (an eviction pass ran in the last second), a key just
+// written is weighed against the lesser of two sampled keys of its DB; if
+// it was asked for no more often, it is the next to go (rejected), not
+// a resident asked for more. A cache that admits every new key lets a
+// stream of keys asked for once push out keys asked for often.
+func (s *Shard) admit(db *DB, key string) {
+	if s.now-s.pressed > 1000 || len(s.rejected) >= maxRejected || db.Table.Len() < 16 {
+		return
+	}
+	est := s.sketch.Estimate(dash.Hash(key))
+	victim := uint8(15)
+	for i := 0; i < 2; i++ {
+		if it := db.Table.Random(rand.Uint64()); it.Valid() && db.Table.Key(it) != key {
+			victim = min(victim, s.sketch.Estimate(dash.Hash(db.Table.Key(it))))
+		}
+	}
+	if est <= victim && est < 15 {
+		s.rejected = append(s.rejected, evict.Candidate{DB: db.Index, Key: key})
+	}
+}
+
+// takeRejected is the next key admission turned away that may go now.
+func (s *Shard) takeRejected(p evict.Policy) (*DB, dash.Iterator) {
+	for len(s.rejected) > 0 {
+		c := s.rejected[0]
+		s.rejected[0] = evict.Candidate{}
+		s.rejected = s.rejected[1:]
+		if c.DB < len(s.DBs) {
+			db := s.DBs[c.DB]
+			if it := db.Table.Find(c.Key); it.Valid() && s.evictable(db, it, p) {
+				return db, it
+			}
+		}
+	}
+	s.rejected = nil
+	return nil, dash.Iterator{}
+}
+
+// tinyScore is a key's score under allkeys-tinylfu: the least asked for
+// first, the longest idle among equals.
+func (s *Shard) tinyScore(key string, v *Value) uint64 {
+	return uint64(15-s.sketch.Estimate(dash.Hash(key)))<<32 | uint64(min(max(s.IdleSeconds(v), 0), 1<<31))
+}
+
 // touch stamps an access of v: the LRU clock, or the LFU counter.
 func (s *Shard) touch(v *Value) {
 	if s.LFU() {
@@ -101,6 +161,9 @@ func (s *Shard) PackedDead() int64 { return s.packedDead.Load() }
 // victim picks the next key to evict, or a nil db when none may go.
 func (s *Shard) victim(p evict.Policy) (*DB, dash.Iterator) {
 	samples := int(min(s.Evict.Samples.Load(), 1<<16))
+	if p == evict.AllKeysTinyLFU {
+		samples *= 2 // a sample costs a sketch look-up, no more: twice the look at the keys
+	}
 	if p == evict.AllKeysRandom || p == evict.VolatileRandom {
 		for tries := 0; tries < 2*len(s.DBs)+samples; tries++ {
 			db := s.DBs[rand.IntN(len(s.DBs))]
@@ -109,6 +172,12 @@ func (s *Shard) victim(p evict.Policy) (*DB, dash.Iterator) {
 			}
 		}
 		return s.anyKey(p)
+	}
+	if p == evict.AllKeysTinyLFU {
+		s.pressed = s.now
+		if db, it := s.takeRejected(p); db != nil {
+			return db, it
+		}
 	}
 	for tries := 0; tries < 4; tries++ {
 		for _, db := range s.DBs {
@@ -122,6 +191,8 @@ func (s *Shard) victim(p evict.Policy) (*DB, dash.Iterator) {
 				switch {
 				case p.LFU():
 					c.Score = 255 - uint64(evict.Counter(v.Access, s.now, s.Evict.DecayTime.Load()))
+				case p == evict.AllKeysTinyLFU:
+					c.Score = s.tinyScore(c.Key, v)
 				case p == evict.VolatileTTL:
 					at, _ := db.ExpireAt(it)
 					c.Score = math.MaxUint64 - uint64(at)

@@ -81,6 +81,8 @@ type Stats struct {
 	Writes      uint64
 	ExpiredKeys uint64
 	EvictedKeys uint64
+	// SketchBytes: allkeys-tinylfu's sketch (evict.Sketch), a gauge.
+	SketchBytes uint64
 	Hits        uint64
 	Misses      uint64
 }
@@ -172,6 +174,12 @@ type Shard struct {
 	evicting atomic.Bool
 	// spareOwed: the eviction pass skips entries an expiry hook owes (Owing).
 	spareOwed bool
+	// sketch, rejected, pressed: allkeys-tinylfu's request counts, the
+	// keys written that its admission turned away, and when memory was
+	// last over maxmemory (evict.go).
+	sketch   evict.Sketch
+	rejected []evict.Candidate
+	pressed  int64
 	// packedDead: PackedDead's figure (evict.go).
 	packedDead atomic.Int64
 }
@@ -327,6 +335,10 @@ func (s *Shard) CutVersion() uint64 { return s.nextVersion() }
 type tick struct{}
 
 func (tick) Run(s *Shard) {
+	if s.sketching() {
+		s.sketch.Ensure(s.keys())
+		s.Stats.SketchBytes = uint64(s.sketch.Bytes())
+	}
 	s.expireStep()
 	s.defragStep()
 	s.notePackedDead()

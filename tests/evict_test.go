@@ -159,10 +159,19 @@ func TestEvictLRU(t *testing.T) {
 // or after them.
 func TestEvictLFU(t *testing.T) {
 	c, limit := evictSetup(t, "allkeys-lfu")
+	if hot := evictFrequent(t, c, limit, 5); hot < 6000*8/10 {
+		t.Errorf("LFU: %d of 6000 frequently read keys survive", hot)
+	}
+}
+
+// evictFrequent writes 6000 cold keys, 6000 hot ones read rounds times,
+// then 14000 new ones, and returns how many hot keys survive.
+func evictFrequent(t *testing.T, c *RawConn, limit int64, rounds int) int {
+	t.Helper()
 	evictPipeline(t, c, evictKeys("cold", 6000))
 	evictPipeline(t, c, evictKeys("hot", 6000))
 	var reads [][]string
-	for range 5 {
+	for range rounds {
 		for i := 0; i < 6000; i++ {
 			reads = append(reads, []string{"GET", fmt.Sprintf("hot:%d", i)})
 		}
@@ -172,8 +181,25 @@ func TestEvictLFU(t *testing.T) {
 	evictCheckMemory(t, c, limit)
 	hot, cold := evictSurvivors(t, c, "hot", 6000), evictSurvivors(t, c, "cold", 6000)
 	t.Logf("hot %d/6000, cold %d/6000, new %d/14000", hot, cold, evictSurvivors(t, c, "new", 14000))
-	if hot < 6000*8/10 {
-		t.Errorf("LFU: %d of 6000 frequently read keys survive", hot)
+	return hot
+}
+
+// TestEvictTinyLFU: dfly's allkeys-tinylfu keeps keys read often over
+// keys written and never read, before or after them (the new ones are
+// turned away at once: admission), and shows in CONFIG GET.
+func TestEvictTinyLFU(t *testing.T) {
+	if IsRedis() {
+		t.Skip("allkeys-tinylfu is dfly's")
+	}
+	c, limit := evictSetup(t, "allkeys-tinylfu")
+	if r := c.Do("CONFIG", "GET", "maxmemory-policy"); len(r.Elems) != 2 || r.Elems[1].Str != "allkeys-tinylfu" {
+		t.Fatalf("CONFIG GET maxmemory-policy: %s", r.String())
+	}
+	if hot := evictFrequent(t, c, limit, 3); hot < 6000*9/10 {
+		t.Errorf("tinylfu: %d of 6000 frequently read keys survive", hot)
+	}
+	if bytes := evictInt(t, c, "memory", "evict_sketch_bytes"); bytes == 0 || bytes > 1<<20 {
+		t.Errorf("evict_sketch_bytes %d", bytes)
 	}
 }
 

@@ -188,7 +188,7 @@ func parseFlags(args []string, stderr io.Writer) (*config.Config, error) {
 		cfg.MaxMemory = n
 		return err
 	})
-	fs.Func("maxmemory_policy", "which keys go over maxmemory: noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random or volatile-ttl (also --maxmemory-policy)", func(v string) error {
+	fs.Func("maxmemory_policy", "which keys go over maxmemory: noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random, volatile-ttl or dfly's allkeys-tinylfu (also --maxmemory-policy)", func(v string) error {
 		return cfg.SetAtStart("maxmemory-policy", v)
 	})
 	fs.StringVar(&cfg.LogFile, "logfile", "", "log file (default: stderr)")
