@@ -16,7 +16,7 @@ import (
 	"github.com/dfly/dfly/tx"
 )
 
-// Host is what the AOF needs of the server.
+// Host is what the AOF needs of persistence (package persist's Engine).
 type Host interface {
 	// WriteBase writes the dataset at a cut as an RDB file at path,
 	// running at(sh) on every shard in the cut's step (which holds them
@@ -24,9 +24,6 @@ type Host interface {
 	WriteBase(path string, at func(*shard.Shard)) error
 	// LoadBase loads the RDB file at path into the shards (start-up).
 	LoadBase(path string) error
-	// NewApplier applies replayed commands to the shards, as a replica
-	// applies its master's.
-	NewApplier() replica.Applier
 }
 
 // Logger is where the AOF reports, in Redis's words.
@@ -42,6 +39,9 @@ type Manager struct {
 	shards []*shard.Shard
 	host   Host
 	log    Logger
+	// newApplier applies replayed commands to the shards, as a replica
+	// applies its master's.
+	newApplier func() replica.Applier
 
 	fsync      atomic.Int32 // appendfsync's policy (Fsync*)
 	timestamps atomic.Bool  // aof-timestamp-enabled
@@ -79,8 +79,8 @@ type waiter struct {
 }
 
 // New is the AOF of shards; nothing is written until Start or Enable.
-func New(cfg *config.Config, shards []*shard.Shard, host Host, log Logger) *Manager {
-	m := &Manager{cfg: cfg, shards: shards, host: host, log: log}
+func New(cfg *config.Config, shards []*shard.Shard, host Host, newApplier func() replica.Applier, log Logger) *Manager {
+	m := &Manager{cfg: cfg, shards: shards, host: host, newApplier: newApplier, log: log}
 	m.lastRewriteMs.Store(-1)
 	m.Configure()
 	return m
@@ -226,7 +226,7 @@ func isRDB(path string) (bool, error) {
 }
 
 func (m *Manager) replayGeneration(dir string, files []File) error {
-	r := &replayer{apply: m.host.NewApplier()}
+	r := &replayer{apply: m.newApplier()}
 	srcs, err := r.generation(dir, files)
 	for _, s := range srcs {
 		if !s.eof { // stopped early: let its parser end
@@ -526,6 +526,13 @@ func (m *Manager) autoRewrite(stop chan struct{}) {
 		if m.rewriting.Load() || !m.on.Load() {
 			continue
 		}
+		if m.scheduled.Load() && m.rewriting.CompareAndSwap(false, true) {
+			m.scheduled.Store(false)
+			m.mu.Lock()
+			_ = m.rewriteLocked(false)
+			m.mu.Unlock()
+			continue
+		}
 		if n := m.failures.Load(); n > 0 {
 			wait := time.Minute << min(n-1, 6)
 			if wait > time.Hour {
@@ -563,6 +570,14 @@ func (m *Manager) currentSize() int64 {
 		n += w.size.Load()
 	}
 	return n
+}
+
+// Resync has the AOF rewritten soon: the dataset was replaced without the
+// journal (a replica's full sync), as Redis rewrites its AOF then.
+func (m *Manager) Resync() {
+	if m.on.Load() {
+		m.scheduled.Store(true)
+	}
 }
 
 // On reports whether the AOF is written.

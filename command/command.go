@@ -373,6 +373,12 @@ func (c *Command) ReadsKeys() bool {
 	return c.Flags&FlagReadonly != 0 || c.IsScript()
 }
 
+// MayWrite reports whether c may change the dataset: a write command,
+// EXEC or a script (the AOF's replies wait for their fsync).
+func (c *Command) MayWrite() bool {
+	return c.Flags&FlagWrite != 0 || c.IsScript() || c.Name == "exec"
+}
+
 // IsScript reports whether c runs a script: EVAL, FCALL and their
 // variants.
 func (c *Command) IsScript() bool {

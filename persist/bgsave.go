@@ -209,12 +209,12 @@ func (p *Engine) writeRDB(w io.Writer, outs []chan snapshot.Chunk, free chan<- [
 	return werr
 }
 
-// WriteRDBAt writes an RDB file of the dataset at a cut to path, as BGSAVE
+// WriteBase writes an RDB file of the dataset at a cut to path, as BGSAVE
 // does (fork-less), running at(sh) on every shard in the cut's step (an
 // AOF rewrite starts its new incremental files there). It waits for the
 // file; SAVE, BGSAVE and DEBUG RELOAD are not held meanwhile. The file
 // names no replication position: the data an AOF holds goes past it.
-func (p *Engine) WriteRDBAt(path string, at func(*shard.Shard)) error {
+func (p *Engine) WriteBase(path string, at func(*shard.Shard)) error {
 	outs, free, _, _ := p.snapshotCut(at)
 	defer snapshot.BackgroundThread()() // the file writer yields to the shards
 	tmp := path + ".tmp"

@@ -1,24 +1,8 @@
 package server
 
-// The append-only file's wiring (package aof): what it needs of the
-// server, BGREWRITEAOF, and a finished batch's replies held until an
-// fsync covers its writes (appendfsync always: group commit).
-
-import (
-	"github.com/dfly/dfly/command"
-	"github.com/dfly/dfly/replica"
-	"github.com/dfly/dfly/shard"
-)
-
-type aofHost Server
-
-func (h *aofHost) WriteBase(path string, at func(*shard.Shard)) error {
-	return h.persist.WriteRDBAt(path, at)
-}
-
-func (h *aofHost) LoadBase(path string) error { return h.persist.LoadBase(path) }
-
-func (h *aofHost) NewApplier() replica.Applier { return replica.NewShardApplier((*replicaHost)(h)) }
+// The append-only file's wiring (package aof): BGREWRITEAOF, and a
+// finished batch's replies held until an fsync covers its writes
+// (appendfsync always: group commit).
 
 func cmdBgrewriteaof(x *Coord) {
 	if reply, err := x.Srv.aof.StartRewrite(); err != nil {
@@ -29,30 +13,24 @@ func cmdBgrewriteaof(x *Coord) {
 }
 
 // holdForAOF reports whether the finished batch's replies wait for the
-// AOF's fsync (then the connection is completed when it is done).
+// AOF's fsync; the connection is completed when it is done.
 func (c *Conn) holdForAOF() bool {
 	if c.aofHeld {
 		c.aofHeld = false
 		return false
 	}
 	a := c.srv.aof
-	if !a.Always() || !c.batchWrites() {
+	if !a.Always() {
 		return false
 	}
-	c.inflight.Store(1)
-	c.holdReplies, c.aofHeld = true, true
-	if !a.WhenSynced(a.Marks(), func() { c.complete(false) }) {
-		c.inflight.Store(0)
-		c.aofHeld = false
-	}
-	return c.aofHeld
-}
-
-// batchWrites reports whether a command of the batch may have written.
-func (c *Conn) batchWrites() bool {
 	for i := range c.cmds {
-		if p := c.cmds[i].cmd; p != nil && (p.Flags&command.FlagWrite != 0 || p.IsScript() || p.Name == "exec") {
-			return true
+		if p := c.cmds[i].cmd; p != nil && p.MayWrite() {
+			c.inflight.Store(1)
+			c.holdReplies, c.aofHeld = true, a.WhenSynced(a.Marks(), func() { c.complete(false) })
+			if !c.aofHeld {
+				c.inflight.Store(0)
+			}
+			return c.aofHeld
 		}
 	}
 	return false

@@ -379,7 +379,12 @@ func (h *replicaHost) NewLoader(pending *sync.WaitGroup) *rdbvalue.Loader {
 
 func (h *replicaHost) FlushForSync() { (*Server)(h).flushForSync() }
 
-func (h *replicaHost) SetLoading(loading bool) { h.replica.loading.Store(loading) }
+func (h *replicaHost) SetLoading(loading bool) {
+	h.replica.loading.Store(loading)
+	if !loading {
+		h.aof.Resync() // a full sync's data is in no AOF file yet
+	}
+}
 
 func (h *replicaHost) Follow(link *replica.Link, host string, port int) {
 	(*Server)(h).followMaster(link, host, port)

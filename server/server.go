@@ -29,6 +29,7 @@ import (
 	"github.com/dfly/dfly/offload"
 	"github.com/dfly/dfly/persist"
 	"github.com/dfly/dfly/reclaim"
+	"github.com/dfly/dfly/replica"
 	"github.com/dfly/dfly/script"
 	"github.com/dfly/dfly/shard"
 	"github.com/dfly/dfly/snapshot"
@@ -159,7 +160,7 @@ func New(cfg *config.Config, log *Logger) *Server {
 	}
 	s.setupTiered() // tiered.go
 	s.persist = persist.New(s.shards, s.ShardOf, (*persistHost)(s), log, RedisVersion)
-	s.aof = aof.New(cfg, s.shards, (*aofHost)(s), log)
+	s.aof = aof.New(cfg, s.shards, s.persist, func() replica.Applier { return replica.NewShardApplier((*replicaHost)(s)) }, log)
 	s.persist.StartupLoad = s.aof.StartupLoad(s.persist.LoadOnStart)
 	s.master = master.New(s.shards, (*masterHost)(s), log)
 	s.installTracking()
