@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -187,6 +188,11 @@ func (m *Manager) StartupLoad(rdb func() error) func() error {
 // replay loads man's files.
 func (m *Manager) replay(dir string, man *Manifest) error {
 	start := time.Now()
+	if os.Getenv("GOGC") == "" {
+		// As persist's start-up load: the heap only grows meanwhile, and
+		// collecting while it does would scan the dataset again and again.
+		defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	}
 	if b := man.Base(); b != nil {
 		path := filepath.Join(dir, b.Name)
 		rdbBase, err := isRDB(path)

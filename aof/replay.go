@@ -65,6 +65,10 @@ func openSource(dir string, f File) (*source, error) {
 	return s, nil
 }
 
+// replayChunk is the ops applied at once: the shards apply each chunk in
+// parallel, waited for.
+const replayChunk = 16384
+
 // replayer applies sources' entries.
 type replayer struct {
 	apply   replica.Applier
@@ -76,7 +80,7 @@ type replayer struct {
 func (r *replayer) add(db int, args [][]byte) {
 	r.ops = append(r.ops, replica.Op{DB: db, Args: args})
 	r.cmds++
-	if len(r.ops) >= 4096 {
+	if len(r.ops) >= replayChunk {
 		r.flush()
 	}
 }
@@ -88,7 +92,7 @@ func (r *replayer) addBlock(cmds []cmd) {
 	}
 	r.ops = append(r.ops, replica.Op{Tx: tx})
 	r.cmds += int64(len(cmds))
-	if len(r.ops) >= 4096 {
+	if len(r.ops) >= replayChunk {
 		r.flush()
 	}
 }
