@@ -15,7 +15,8 @@
 // A file keeps the replication position of its data (package replpos,
 // taken at the cut through Host.PositionCut): AUX fields in the RDB format,
 // aux lines of the summary in dfly's; LoadedPosition is the one the
-// start-up load read, which a server started as a replica offers.
+// start-up load read, valid while no write changed the data since, which
+// a server that becomes a replica offers.
 //
 // An Engine reaches the server only through Host (settings, function
 // libraries, tiered storage's reads) and the shards it was given; values

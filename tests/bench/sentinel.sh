@@ -9,14 +9,18 @@
 # resyncs the new master served in the round are counted full or partial
 # (INFO stats sync_full / sync_partial_ok, plus dfly_flow_syncs_* for dfly
 # replicas). The two kinds run one after the other, ROUNDS failovers each.
-# Env: ROUNDS (default 10), DFLY_BIN, DFLY_FLAGS (default "--shards 2").
+# MODE=term stops the master with SIGTERM instead, the servers saving on
+# shutdown (save 3600 1): the old master comes back from its file.
+# Env: ROUNDS (default 10), MODE (kill or term), DFLY_BIN, DFLY_FLAGS
+# (default "--shards 2").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=${ROUNDS:-10}
+MODE=${MODE:-kill}
 DFLY_FLAGS=${DFLY_FLAGS:---shards 2}
 work=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; pkill -9 -f "$work/" 2>/dev/null || true; rm -rf "$work"; }
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 if [[ -n ${DFLY_BIN:-} ]]; then cp "$DFLY_BIN" "$work/dfly-bin"; else (cd "$here/../.." && go build -o "$work/dfly-bin" ./cmd/dfly); fi
 sentinel=$(command -v redis-sentinel || command -v redis-server)
@@ -55,18 +59,21 @@ run_kind() {
 	for i in 0 1 2; do
 		sport[$i]=$(free_port)
 		mkdir -p "$work/$kind/s$i"
-		printf 'port %s\nbind 127.0.0.1\ndir %s\nsave ""\n' "${sport[$i]}" "$work/$kind/s$i" >"$work/$kind/s$i/server.conf"
+		save='""'
+		[[ $MODE == term ]] && save='3600 1'
+		printf 'port %s\nbind 127.0.0.1\ndir %s\nsave %s\n' "${sport[$i]}" "$work/$kind/s$i" "$save" >"$work/$kind/s$i/server.conf"
 		[[ $kind == redis ]] && echo 'appendonly no' >>"$work/$kind/s$i/server.conf"
 		[[ $i != 0 ]] && echo "replicaof 127.0.0.1 ${sport[0]}" >>"$work/$kind/s$i/server.conf"
 	done
 	for i in 0 1 2; do start_server "$kind" "$i"; done
-	local sent=()
+	local sent=() sentpids=()
 	for j in 0 1 2; do
 		sent[$j]=$(free_port)
 		printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor m 127.0.0.1 %s 2\nsentinel down-after-milliseconds m 1000\nsentinel failover-timeout m 10000\n' \
 			"${sent[$j]}" "$work/$kind" "${sport[0]}" >"$work/$kind/sentinel$j.conf"
 		"$sentinel" "$work/$kind/sentinel$j.conf" --sentinel >"$work/$kind/sentinel$j.log" 2>&1 &
 		pids+=($!)
+		sentpids+=($!)
 		disown
 	done
 	# Every Sentinel must know both replicas and the other two, or the
@@ -90,7 +97,11 @@ run_kind() {
 		redis-cli -p "$mport" set before-kill "$r" >/dev/null
 		local t0 t1 newport=""
 		t0=$(now_ms)
-		kill -9 "${spid[$mi]}"
+		if [[ $MODE == term ]]; then
+			kill -TERM "${spid[$mi]}"
+		else
+			kill -9 "${spid[$mi]}"
+		fi
 		while :; do
 			newport=$(redis-cli -p "${sent[0]}" sentinel get-master-addr-by-name m 2>/dev/null | tr -d '\r' | sed -n 2p)
 			if [[ -n $newport && $newport != "$mport" ]] && [[ $(redis-cli -p "$newport" set after-kill "$r" 2>/dev/null) == OK ]]; then
@@ -101,6 +112,8 @@ run_kind() {
 		done
 		t1=$(now_ms)
 		times+=($((t1 - t0)))
+		# SIGTERM: wait until it saved and exited (gone, or a zombie).
+		while [[ $(ps -o stat= -p "${spid[$mi]}" 2>/dev/null) == [^Z]* ]]; do sleep 0.05; done
 		start_server "$kind" "$mi"
 		for _ in $(seq 600); do
 			[[ $(redis-cli -p "$mport" info replication 2>/dev/null | tr -d '\r' | grep -c -e '^role:slave' -e '^master_link_status:up') == 2 ]] && break
@@ -116,11 +129,11 @@ run_kind() {
 		echo "$kind round $r: new master after $((t1 - t0)) ms; resyncs so far full $fulls partial $partials" >&2
 	done
 	for p in "${spid[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	pkill -9 -f "$work/$kind/sentinel" 2>/dev/null || true
+	for p in "${sentpids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	local sorted
 	sorted=$(printf '%s\n' "${times[@]}" | sort -n | tr '\n' ' ')
-	printf '%-6s failovers %2d  first write on the new master ms: min %s median %s max %s  resyncs full %d partial %d\n' \
-		"$kind" "$ROUNDS" "$(echo "$sorted" | awk '{print $1}')" "$(echo "$sorted" | awk '{print $(int((NF+1)/2))}')" \
+	printf '%-6s %s failovers %2d  first write on the new master ms: min %s median %s max %s  resyncs full %d partial %d\n' \
+		"$kind" "$MODE" "$ROUNDS" "$(echo "$sorted" | awk '{print $1}')" "$(echo "$sorted" | awk '{print $(int((NF+1)/2))}')" \
 		"$(echo "$sorted" | awk '{print $NF}')" "$fulls" "$partials"
 }
 
