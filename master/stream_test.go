@@ -161,3 +161,35 @@ func TestFeedBarrierPassesEachShardIndependently(t *testing.T) {
 		t.Fatalf("transaction not emitted:\n%s", emitted(m))
 	}
 }
+
+// A snapshot's cut mark (PositionCut) reports the offset of exactly the
+// entries before it on every shard: a shard's entries after the cut wait
+// behind its mark until every shard reached its own, so the offset a
+// file keeps never covers a write the file does not hold (a barrier,
+// which lets a shard go on past it, would).
+func TestSnapshotCutMarkOffsetCoversOnlyBeforeTheCut(t *testing.T) {
+	m, st := newTestFeed(2)
+	mark := &cutMark{done: make(chan int64, 1)}
+	st.add(0, cmdEntry(0, "SET", "a", "1"))
+	st.local[0] = append(st.local[0], feedItem{cut: mark})
+	st.add(0, cmdEntry(0, "SET", "after", "1")) // after the cut, before shard 1's mark
+	st.add(1, cmdEntry(0, "SET", "b", "1"))
+	m.drain(st)
+	select {
+	case off := <-mark.done:
+		t.Fatalf("offset %d reported before shard 1 reached the cut", off)
+	default:
+	}
+	st.local[1] = append(st.local[1], feedItem{cut: mark})
+	m.drain(st)
+	off := <-mark.done
+	before := strings.Split(emitted(m), "\n")
+	if got := strings.Join(before, ","); !strings.HasSuffix(got, "SET after 1") {
+		t.Fatalf("stream %q: the entry after the cut follows it", got)
+	}
+	held, _ := m.backlogFrom(1)
+	atCut := string(held[:off])
+	if strings.Contains(atCut, "after") || !strings.Contains(atCut, "$1\r\na") || !strings.Contains(atCut, "$1\r\nb") {
+		t.Fatalf("the offset at the cut (%d) covers %q", off, atCut)
+	}
+}
