@@ -30,7 +30,9 @@
 //     client), acl.go (the ACL command, AUTH's and denials' effects on
 //     connections; users, rules and checks are package acl), pubsub.go,
 //     tracking.go, monitor.go, slowlog.go,
-//     latency.go (LATENCY; the monitor is package latency), errorstats.go, clientbuf.go (client buffer limits).
+//     latency.go (LATENCY; the monitor is package latency), errorstats.go, clientbuf.go (client buffer limits),
+//     metrics.go (what package metrics' scrapes read: INFO over each
+//     shard's figures published on its tick; the main port's HTTP).
 //   - Persistence's commands: cmd_persist.go (SAVE, BGSAVE, LASTSAVE,
 //     DEBUG RELOAD, persistHost: what package persist sees of the
 //     server). Saving and loading are package persist's; DUMP/RESTORE

@@ -165,10 +165,14 @@ func TestMetricsEndpoint(t *testing.T) {
 	c.Do("LPUSH", "metrics:1", "x") // WRONGTYPE
 	c.Do("BGSAVE")
 	var after map[string]*dto.MetricFamily
-	// Per-shard figures are the shards' last tick's (100 ms).
+	// Per-shard figures are the shards' last tick's (100 ms); INFO's and
+	// the per-shard series are read one after the other, so a tick may
+	// fall between them: wait until both show the writes.
 	waitFor(t, 10*time.Second, "the shards' figures to move", func() bool {
 		after = scrape(t, srv.Addr)
 		return metricSum(after, "dfly_shard_keys")-metricSum(before, "dfly_shard_keys") >= 20 &&
+			metricValue(after, "redis_db_keys", "db", "db0") >= 20 &&
+			metricValue(after, "redis_keyspace_misses_total") >= 1 &&
 			metricValue(after, "dfly_snapshot_buckets_serialized_total") > 0
 	})
 	moved := []struct {
