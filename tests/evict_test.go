@@ -368,15 +368,15 @@ func TestEvictHeapLimit(t *testing.T) {
 	if IsRedis() {
 		t.Skip("the Go heap's limit is dfly's")
 	}
-	c := StartServer(t, "--maxmemory", "80mb").Raw(t)
+	c := StartServer(t, "--maxmemory", "800mb").Raw(t)
 	limit := func() string { return infoField(c, "memory", "gc_memory_limit") }
-	if got := limit(); got != strconv.Itoa(100<<20) {
-		t.Fatalf("--maxmemory 80mb: gc_memory_limit %s, want %d", got, 100<<20)
+	if got := limit(); got != strconv.Itoa(1000<<20) {
+		t.Fatalf("--maxmemory 800mb: gc_memory_limit %s, want %d", got, 1000<<20)
 	}
 	for _, tc := range []struct{ maxmemory, want string }{
-		{"200mb", strconv.Itoa(250 << 20)},
+		{"2000mb", strconv.Itoa(2500 << 20)},
 		{"0", "9223372036854775807"},
-		{"40000000", "50000000"},
+		{"40000000", strconv.Itoa(40000000 + 64<<20)}, // 64 MiB of room at least
 	} {
 		mustOK(t, c.Do("CONFIG", "SET", "maxmemory", tc.maxmemory), "CONFIG SET maxmemory")
 		if got := limit(); got != tc.want {
