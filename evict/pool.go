@@ -1,5 +1,7 @@
 package evict
 
+import "strings"
+
 // PoolSize is how many candidates the pool keeps, as Redis's EVPOOL_SIZE.
 const PoolSize = 16
 
@@ -40,6 +42,7 @@ func (p *Pool) Offer(c Candidate) {
 	}
 	p.c = append(p.c, Candidate{})
 	copy(p.c[i+1:], p.c[i:])
+	c.Key = strings.Clone(c.Key) // the caller's may be a view of its table (dash's Key)
 	p.c[i] = c
 }
 

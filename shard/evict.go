@@ -3,6 +3,7 @@ package shard
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/dfly/dfly/dash"
@@ -54,7 +55,9 @@ func (s *Shard) admit(db *DB, key string) {
 		}
 	}
 	if est <= victim && est < 15 {
-		s.rejected = append(s.rejected, evict.Candidate{DB: db.Index, Key: key})
+		// A copy: the table's key is a view of its segment, which a
+		// compaction rewrites and which it would keep alive.
+		s.rejected = append(s.rejected, evict.Candidate{DB: db.Index, Key: strings.Clone(key)})
 	}
 }
 
