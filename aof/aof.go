@@ -403,17 +403,18 @@ func (m *Manager) stopWriters() {
 	m.releaseWaiters()
 }
 
-// Shutdown writes and syncs what the writers hold (SHUTDOWN, SIGTERM).
+// Shutdown writes and syncs what the writers hold (SHUTDOWN, SIGTERM). It
+// takes no lock: a rewrite may hold mu for a snapshot the stopped loops
+// will never finish.
 func (m *Manager) Shutdown() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, w := range m.writers {
-		if w != nil {
-			w.mu.Lock()
-			w.closing = true
-			w.mu.Unlock()
-			w.nudge()
-			<-w.done
+	for _, w := range m.current() {
+		w.mu.Lock()
+		w.closing = true
+		w.mu.Unlock()
+		w.nudge()
+		select {
+		case <-w.done:
+		case <-time.After(5 * time.Second): // a disk that does not answer
 		}
 	}
 }
