@@ -47,4 +47,6 @@
 // heap, so that the dataset's size does not multiply it; and the holds a
 // snapshot takes so that no cycle starts while it runs
 // (HoldCollections). Both set the percent under one lock, and a hold wins.
+// And the heap's cap (limit.go: LimitHeap, GOMEMLIMIT from maxmemory, at
+// start and at each CONFIG SET of it).
 package reclaim
