@@ -41,6 +41,24 @@ var subcommands = []command.SubcommandInfo{
 	{Name: "nodes", Tips: "nondeterministic_output", Arity: 2, Flags: command.FlagStale},
 	{Name: "shards", Tips: "nondeterministic_output", Arity: 2, Flags: command.FlagStale},
 	{Name: "slots", Tips: "nondeterministic_output", Arity: 2, Flags: command.FlagStale},
+	// Redis's gossip-era subcommands (admin.go).
+	{Name: "replicas", Arity: 3, Flags: command.FlagAdmin | command.FlagStale, ACLCats: "admin dangerous"},
+	{Name: "slaves", Arity: 3, Flags: command.FlagAdmin | command.FlagStale, ACLCats: "admin dangerous"},
+	{Name: "count-failure-reports", Arity: 3, Flags: command.FlagAdmin | command.FlagStale, ACLCats: "admin dangerous"},
+	{Name: "saveconfig", Arity: 2, Flags: command.FlagAdmin | command.FlagStale, ACLCats: "admin dangerous"},
+	{Name: "bumpepoch", Arity: 2, Flags: command.FlagAdmin | command.FlagStale, ACLCats: "admin dangerous"},
+	{Name: "addslots", Arity: -3, Flags: command.FlagAdmin | command.FlagStale, ACLCats: "admin dangerous"},
+	{Name: "addslotsrange", Arity: -4, Flags: command.FlagAdmin | command.FlagStale, ACLCats: "admin dangerous"},
+	{Name: "delslots", Arity: -3, Flags: command.FlagAdmin | command.FlagStale, ACLCats: "admin dangerous"},
+	{Name: "delslotsrange", Arity: -4, Flags: command.FlagAdmin | command.FlagStale, ACLCats: "admin dangerous"},
+	{Name: "flushslots", Arity: 2, Flags: command.FlagAdmin | command.FlagStale, ACLCats: "admin dangerous"},
+	{Name: "setslot", Arity: -4, Flags: command.FlagAdmin | command.FlagStale, ACLCats: "admin dangerous"},
+	{Name: "meet", Arity: -4, Flags: command.FlagAdmin | command.FlagStale, ACLCats: "admin dangerous"},
+	{Name: "forget", Arity: 3, Flags: command.FlagAdmin | command.FlagStale, ACLCats: "admin dangerous"},
+	{Name: "replicate", Arity: 3, Flags: command.FlagAdmin | command.FlagStale, ACLCats: "admin dangerous"},
+	{Name: "failover", Arity: -2, Flags: command.FlagAdmin | command.FlagStale, ACLCats: "admin dangerous"},
+	{Name: "reset", Arity: -2, Flags: command.FlagAdmin | command.FlagStale | command.FlagNoScript, ACLCats: "admin dangerous"},
+	{Name: "set-config-epoch", Arity: 3, Flags: command.FlagAdmin | command.FlagStale, ACLCats: "admin dangerous"},
 }
 
 var dflySubcommands = []command.SubcommandInfo{
@@ -144,6 +162,8 @@ func cmdCluster(x *command.Coord) {
 		}
 	case "help":
 		command.WriteHelp(w, help)
+	default:
+		r.admin(w, sub, x.Args)
 	}
 }
 
@@ -403,23 +423,29 @@ func (r *replies) shards(w *resp.Writer) {
 	}
 }
 
+// nodeLine is a node's line of CLUSTER NODES up to its slots: id,
+// address, flags, master, pings, pongs, epoch e, link state.
+func (r *replies) nodeLine(g Group, n Node, replica bool, e string) string {
+	flags, master := "master", "-"
+	if replica {
+		flags, master = "slave", g.Master.ID
+	}
+	if n.ID == r.st.ID {
+		flags = "myself," + flags
+	}
+	bus := n.Port + 10000
+	if bus > 65535 {
+		bus = 0
+	}
+	return n.ID + " " + r.addr(n) + ":" + strconv.Itoa(n.Port) + "@" + strconv.Itoa(bus) + " " + flags + " " + master + " 0 0 " + e + " connected"
+}
+
 func (r *replies) nodes() string {
 	var b strings.Builder
 	e := strconv.FormatUint(r.v.Topology.Epoch, 10)
 	for _, g := range r.groups() {
 		for i, n := range append([]Node{g.Master}, g.Replicas...) {
-			flags, master := "master", "-"
-			if i > 0 {
-				flags, master = "slave", g.Master.ID
-			}
-			if n.ID == r.st.ID {
-				flags = "myself," + flags
-			}
-			bus := n.Port + 10000
-			if bus > 65535 {
-				bus = 0
-			}
-			b.WriteString(n.ID + " " + r.addr(n) + ":" + strconv.Itoa(n.Port) + "@" + strconv.Itoa(bus) + " " + flags + " " + master + " 0 0 " + e + " connected")
+			b.WriteString(r.nodeLine(g, n, i > 0, e))
 			if i == 0 {
 				for _, sr := range g.SlotRanges {
 					if sr.Start == sr.End {

@@ -247,3 +247,22 @@ func TestClusterEmulatedRedisCli(t *testing.T) {
 		t.Errorf("redis-cli --cluster check: %v\n%s", err, out)
 	}
 }
+
+// TestClusterAdminSubcommands: Redis Cluster's subcommands that read the
+// topology answer from it (REPLICAS, SLAVES, COUNT-FAILURE-REPORTS), as a
+// one-node Redis Cluster does; SAVECONFIG has nothing to save.
+func TestClusterAdminSubcommands(t *testing.T) {
+	t.Parallel()
+	srv := startEmulated(t)
+	c := srv.Raw(t)
+	id := c.Do("CLUSTER", "MYID").Str
+	expectReplies(t, c, []cmdReply{
+		{[]string{"CLUSTER", "REPLICAS", id}, "(empty array)"},
+		{[]string{"CLUSTER", "SLAVES", id}, "(empty array)"},
+		{[]string{"CLUSTER", "COUNT-FAILURE-REPORTS", id}, "(integer) 0"},
+		{[]string{"CLUSTER", "REPLICAS", "nosuch"}, "(error) ERR Unknown node nosuch"},
+		{[]string{"CLUSTER", "COUNT-FAILURE-REPORTS", "nosuch"}, "(error) ERR Unknown node nosuch"},
+		{[]string{"CLUSTER", "SAVECONFIG"}, "OK"},
+		{[]string{"CLUSTER", "REPLICAS"}, "(error) ERR wrong number of arguments for 'cluster|replicas' command"},
+	})
+}
