@@ -225,6 +225,7 @@ func aofCheck(t *testing.T, c *RawConn, m *aofModel, since time.Time) {
 // testAOFKill: kill -9 under load, restart, check; rounds times on one
 // directory (so generations of files pile up between rewrites).
 func testAOFKill(t *testing.T, fsync string, lossWindow time.Duration) {
+	needTime(t, 60*time.Second)
 	seed := aofSeed(t)
 	rng := rand.New(rand.NewSource(seed))
 	s := StartServer(t, "--appendonly", "yes", "--appendfsync", fsync, "--shards", "4")

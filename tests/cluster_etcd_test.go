@@ -156,6 +156,7 @@ func startRedisDebug(t *testing.T) *Server {
 // nodes keep serving (and say so in INFO), and after its restart they pick
 // up the next change.
 func TestClusterEtcd(t *testing.T) {
+	needTime(t, 60*time.Second)
 	if IsRedis() {
 		t.Skip("dfly's topology in etcd")
 	}

@@ -125,7 +125,7 @@ func TestClusterConfigPush(t *testing.T) {
 		t.Errorf("%d keys on the masters, want %d", total, n)
 	}
 	// A stale client: one hop to the owner.
-	key := "key:0" // slot 2592: node-a's
+	key := "key:0"                         // slot 2592: node-a's
 	for i := 0; keySlot(key) >= 100; i++ { // one of slots 0-99, which epoch 5 moves
 		key = "key:" + strconv.Itoa(i)
 	}

@@ -293,6 +293,7 @@ func TestEvictDuringBGSAVE(t *testing.T) {
 // worth of keys throughout (it evicted its whole dataset), and the
 // replica ends equal to it.
 func TestEvictDuringFullSync(t *testing.T) {
+	needTime(t, 45*time.Second)
 	master, mc, _ := evictServer(t, "allkeys-lru", 60)
 	evictPipeline(t, mc, evictKeys("base", 90000))
 	time.Sleep(300 * time.Millisecond) // the last evictions

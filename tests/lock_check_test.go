@@ -27,6 +27,7 @@ type lockGrant struct {
 }
 
 func TestLockRandomized(t *testing.T) {
+	needTime(t, 60*time.Second)
 	skipOnRedis(t)
 	seed := uint64(time.Now().UnixNano())
 	if s, err := strconv.ParseUint(os.Getenv("DFLY_LOCK_SEED"), 10, 64); err == nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Environment variables understood by the suite.
@@ -101,3 +102,17 @@ func buildDfly(dir string) (string, error) {
 }
 
 func lookupEnv(name string) (string, bool) { return os.LookupEnv(name) }
+
+// needTime skips t when the test binary's -timeout leaves less than d. The
+// README's "go test ./..." runs under Go's default 10 minutes, which the
+// whole end-to-end suite can outgrow on a slow or loaded machine (cmd/go
+// then kills the package); .ci/run gives it 15 and runs every test. The
+// longest tests call it first, so a short timeout skips them, saying so,
+// instead of failing the package.
+func needTime(t *testing.T, d time.Duration) {
+	t.Helper()
+	if dl, ok := t.Deadline(); ok && time.Until(dl) < d {
+		t.Skipf("needs about %v and -timeout leaves %v: run with -timeout 30m, as .ci/run does",
+			d, time.Until(dl).Round(time.Second))
+	}
+}

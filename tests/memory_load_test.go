@@ -24,6 +24,7 @@ const EnvMemLoadDur = "DFLY_MEMLOAD_DUR"
 // kept twice, a leak under load. It asserts no speed. 20 s by default;
 // DFLY_MEMLOAD_DUR=10m for the long run.
 func TestMemoryUnderLoad(t *testing.T) {
+	needTime(t, 60*time.Second)
 	if target != targetDfly {
 		t.Skip("the bound is dfly's; memload.sh compares with redis-server")
 	}

@@ -25,6 +25,7 @@ import (
 // values and TTL classes. Equal and different shard counts, PIT and
 // non-PIT.
 func TestDflyFlowReplication(t *testing.T) {
+	needTime(t, 90*time.Second)
 	t.Parallel()
 	if IsRedis() {
 		t.Skip("dfly-native replication")
@@ -164,6 +165,7 @@ func missingOnReplica(t *testing.T, m, r map[string]string, rc *RawConn) {
 // equal digests. PIT and non-PIT: a flush is handled differently by each
 // (PIT holds the journal until its baseline ends; non-PIT must not).
 func TestDflyFlowFaults(t *testing.T) {
+	needTime(t, 90*time.Second)
 	t.Parallel()
 	if IsRedis() {
 		t.Skip("dfly-native replication")

@@ -478,6 +478,7 @@ func preload(t *testing.T, c *RawConn, n int) {
 }
 
 func TestReplRedisReplicaUnderLoad(t *testing.T) {
+	needTime(t, 60*time.Second)
 	t.Parallel()
 	needRedisReplica(t)
 	seed := newSeed(t)
@@ -1017,6 +1018,7 @@ func TestReplRedisCliReplica(t *testing.T) {
 // on its way leaves no trace on the master (its snapshot is consumed to
 // the end, the shards keep serving), and a new replica syncs fully.
 func TestReplReplicaKilledDuringFullSync(t *testing.T) {
+	needTime(t, 90*time.Second)
 	t.Parallel()
 	needRedisReplica(t)
 	master := StartServer(t, "--shards", "2")

@@ -709,6 +709,7 @@ func bigMaster(t *testing.T, diskless bool, n int) *Server {
 }
 
 func TestReplicaKilledDuringFullSync(t *testing.T) {
+	needTime(t, 120*time.Second)
 	t.Parallel()
 	keys := 300000
 	if raceBuild() {

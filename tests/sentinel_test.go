@@ -50,6 +50,7 @@ func promoteAsSentinel(t *testing.T, c *RawConn, d time.Duration) Reply {
 // fix, EXEC never answered: the promotion's cut waited for EXEC's own
 // locks.
 func TestSentinelTransaction(t *testing.T) {
+	needTime(t, 30*time.Second)
 	m := StartServer(t, "--shards", "2")
 	r1 := StartServer(t, "--shards", "2")
 	r2 := StartServer(t, "--shards", "2")
@@ -166,6 +167,7 @@ func startSentinel(t *testing.T, bin, dir, masterHost string, masterPort int) in
 //     are partial (Redis 7.0 would sync the old master in full: it keeps
 //     the file's position only when started as a replica).
 func TestSentinelFailover(t *testing.T) {
+	needTime(t, 90*time.Second)
 	if target != targetDfly {
 		t.Skip("runs dfly servers under Sentinel")
 	}
@@ -391,6 +393,7 @@ func TestReplicaPriorityInfo(t *testing.T) {
 // stream again (its lists held every element twice), and a dfly replica of
 // a redis-server master never answered Sentinel's promotion transaction.
 func TestSentinelMixedFailover(t *testing.T) {
+	needTime(t, 90*time.Second)
 	if target != targetDfly {
 		t.Skip("runs dfly and redis-server under Sentinel")
 	}
@@ -598,6 +601,7 @@ func TestReplicaAnnounce(t *testing.T) {
 // the rest. SENTINEL FAILOVER settles in 17 s (redis-server) and 11 s
 // (dfly).
 func TestSentinelManualFailover(t *testing.T) {
+	needTime(t, 90*time.Second)
 	bin := sentinelBinary()
 	if bin == "" {
 		t.Skip("Sentinel not installed (apt-get install redis-sentinel or redis-server)")

@@ -27,6 +27,7 @@ import (
 // hold the invariant sum. Both formats: the plain RDB stream and dfly's
 // tagged per-shard files.
 func TestBgsavePITUnderLoad(t *testing.T) {
+	needTime(t, 120*time.Second)
 	if IsRedis() {
 		t.Skip("dfly's snapshot; redis forks")
 	}
