@@ -82,7 +82,9 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 	case a[0] == "add-master" && len(a) == 4:
 		edit = func(t *cluster.Topology) error { return t.AddMaster(cluster.Node{ID: a[1], IP: a[2], Port: num(a[3])}) }
 	case a[0] == "add-replica" && len(a) == 5:
-		edit = func(t *cluster.Topology) error { return t.AddReplica(a[1], cluster.Node{ID: a[2], IP: a[3], Port: num(a[4])}) }
+		edit = func(t *cluster.Topology) error {
+			return t.AddReplica(a[1], cluster.Node{ID: a[2], IP: a[3], Port: num(a[4])})
+		}
 	case a[0] == "assign" && len(a) == 4:
 		edit = func(t *cluster.Topology) error { return t.Assign(a[1], num(a[2]), num(a[3])) }
 	case a[0] == "show" && len(a) == 1:
@@ -127,4 +129,3 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "epoch %d\n", t.Epoch)
 	return 0
 }
-
